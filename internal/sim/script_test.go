@@ -1,0 +1,149 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/shardmesh/shardmesh/membership"
+)
+
+var _ = flag.Bool("rewrite-hint", false, "use -rewrite (datadriven) to regenerate testdata")
+
+// TestScenarios runs the scenario scripts in testdata/. Regenerate their expected output
+// with: go test ./internal/sim -run TestScenarios -rewrite
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var s *Sim
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			out, err := runCommand(t, &s, d)
+			if err != nil {
+				d.Fatalf(t, "%s: %v", d.Pos, err)
+			}
+			if s != nil && s.Err() != nil {
+				t.Fatalf("%s: invariant violated: %v\ntimeline:\n%s", d.Pos, s.Err(), strings.Join(s.Timeline(), "\n"))
+			}
+			return out
+		})
+	})
+}
+
+func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) {
+	args := map[string]string{}
+	for _, a := range d.CmdArgs {
+		args[a.Key] = strings.Join(a.Vals, ",")
+	}
+	dur := func(key string, def time.Duration) time.Duration {
+		if v, ok := args[key]; ok {
+			x, err := time.ParseDuration(v)
+			if err != nil {
+				d.Fatalf(t, "%s=%s: %v", key, v, err)
+			}
+			return x
+		}
+		return def
+	}
+	num := func(key string, def int) int {
+		if v, ok := args[key]; ok {
+			x, err := strconv.Atoi(v)
+			if err != nil {
+				d.Fatalf(t, "%s=%s: %v", key, v, err)
+			}
+			return x
+		}
+		return def
+	}
+	list := func(key string) []int {
+		var out []int
+		for _, f := range strings.FieldsFunc(args[key], func(r rune) bool { return r == ',' }) {
+			x, err := strconv.Atoi(f)
+			if err != nil {
+				d.Fatalf(t, "%s=%s: %v", key, args[key], err)
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	if d.Cmd != "cluster" && *sp == nil {
+		return "", fmt.Errorf("no cluster: start with `cluster`")
+	}
+	s := *sp
+	switch d.Cmd {
+	case "cluster":
+		cfg := membership.DefaultConfig()
+		cfg.SplitBrainResolver.StableAfter = dur("stable-after", 5*time.Second)
+		if v, ok := args["strategy"]; ok {
+			cfg.SplitBrainResolver.ActiveStrategy = membership.Strategy(v)
+		}
+		cfg.SplitBrainResolver.QuorumSize = num("quorum", 0)
+		cfg.MinNrOfMembers = num("min-nr", 1)
+		s = New(Options{Seed: uint64(num("seed", 1)), Membership: cfg})
+		*sp = s
+		for range num("nodes", 3) {
+			s.AddNode(nil, "1.0.0")
+		}
+		s.Start(1)
+		for i := 2; i <= num("nodes", 3); i++ {
+			s.Start(i, 1)
+		}
+		return "", nil
+	case "add":
+		n := s.AddNode(strings.Split(args["roles"], ","), membership.Version(args["version"]))
+		return string(n.ID) + "\n", nil
+	case "start":
+		s.Start(num("node", 0), list("seeds")...)
+	case "restart":
+		s.Start(num("node", 0), list("seeds")...)
+	case "run":
+		s.RunFor(dur("for", time.Second))
+	case "await-converged":
+		if !s.RunUntil(s.Converged, dur("within", 10*time.Second)) {
+			return "not converged\n" + s.Status(), nil
+		}
+		return "converged\n", nil
+	case "members":
+		return s.Describe(num("node", 1)), nil
+	case "status":
+		return s.Status(), nil
+	case "partition":
+		var groups [][]int
+		for _, g := range strings.Split(args["groups"], "/") {
+			var nodes []int
+			for _, f := range strings.Split(g, "-") {
+				x, _ := strconv.Atoi(f)
+				nodes = append(nodes, x)
+			}
+			groups = append(groups, nodes)
+		}
+		s.logf("partition %s", args["groups"])
+		s.Net.Partition(groups...)
+	case "heal":
+		s.logf("heal")
+		s.Net.Heal()
+	case "kill":
+		s.Kill(num("node", 0))
+	case "pause":
+		s.Pause(num("node", 0))
+	case "resume":
+		s.Resume(num("node", 0))
+	case "leave":
+		s.Leave(num("node", 0))
+	case "down":
+		s.Down(num("by", 1), num("node", 0))
+	case "check-one-side":
+		if err := s.RunningSidesConnected(); err != nil {
+			return err.Error() + "\n", nil
+		}
+		return "ok\n", nil
+	case "timeline":
+		return strings.Join(s.Timeline(), "\n") + "\n", nil
+	default:
+		return "", fmt.Errorf("unknown command %q", d.Cmd)
+	}
+	return "", nil
+}

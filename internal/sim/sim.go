@@ -1,0 +1,463 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shardmesh/shardmesh/membership"
+)
+
+// Options configures a simulation.
+type Options struct {
+	// Seed seeds every random choice of the run.
+	Seed uint64
+	// Membership is the membership configuration of every node (validated by New).
+	Membership membership.Config
+	// TickInterval is how often each node's machine is ticked. Default 100 ms.
+	TickInterval time.Duration
+}
+
+// Sim is one simulated cluster.
+type Sim struct {
+	opts  Options
+	rng   *rand.Rand
+	start time.Time
+	now   time.Time
+	q     eventQueue
+	seq   uint64
+
+	// Net is the simulated network; change it between runs.
+	Net *Network
+
+	nodes []*Node // by index; nodes[0] is unused
+	byID  map[membership.NodeID]*Node
+
+	timeline  []string
+	violation error
+	// Delivered counts messages delivered to a machine.
+	Delivered int
+}
+
+// Node is one simulated member process.
+type Node struct {
+	Index       int
+	ID          membership.NodeID
+	Incarnation uint64
+	Roles       []string
+	Version     membership.Version
+	M           *membership.Node
+
+	Seeds   []int // the nodes it was told to join through (none: it formed the cluster)
+	Alive   bool  // the process runs (false after kill or stop)
+	Paused  bool  // SIGSTOP: holds its input until resumed
+	Stopped *membership.Stopped
+
+	held []func() // deliveries that arrived while paused
+	sim  *Sim
+}
+
+// Running reports whether the node's process runs, is not paused, and its machine serves.
+func (n *Node) Running() bool { return n.Alive && !n.Paused && n.M != nil && n.M.Serving(n.sim.now) }
+
+// New returns a simulation with no nodes. It panics on an invalid configuration.
+func New(opts Options) *Sim {
+	if opts.TickInterval == 0 {
+		opts.TickInterval = 100 * time.Millisecond
+	}
+	if err := opts.Membership.Validate(); err != nil {
+		panic(err)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return &Sim{
+		opts:  opts,
+		rng:   rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5eed)),
+		start: start,
+		now:   start,
+		Net:   newNetwork(),
+		nodes: []*Node{nil},
+		byID:  map[membership.NodeID]*Node{},
+	}
+}
+
+// Now returns the virtual time.
+func (s *Sim) Now() time.Time { return s.now }
+
+// Elapsed returns the virtual time since the start.
+func (s *Sim) Elapsed() time.Duration { return s.now.Sub(s.start) }
+
+// Err returns the first invariant violation, or nil.
+func (s *Sim) Err() error { return s.violation }
+
+// Timeline returns what happened, one line per fault and membership event.
+func (s *Sim) Timeline() []string { return s.timeline }
+
+// Nodes returns every node created so far, by index order.
+func (s *Sim) Nodes() []*Node { return s.nodes[1:] }
+
+// Node returns node i (1-based).
+func (s *Sim) Node(i int) *Node { return s.nodes[i] }
+
+// AddNode creates node number len+1 without starting it.
+func (s *Sim) AddNode(roles []string, version membership.Version) *Node {
+	i := len(s.nodes)
+	n := &Node{Index: i, ID: membership.NodeID(fmt.Sprintf("n%02d", i)), Roles: roles, Version: version, sim: s}
+	s.nodes = append(s.nodes, n)
+	s.byID[n.ID] = n
+	return n
+}
+
+// Start starts node i's process as a new incarnation. With no seeds it forms a new cluster;
+// otherwise it joins through the seeds.
+func (s *Sim) Start(i int, seeds ...int) {
+	n := s.nodes[i]
+	if n.Alive {
+		panic(fmt.Sprintf("start %s: already running", n.ID))
+	}
+	n.Incarnation++
+	n.Alive, n.Paused, n.Stopped, n.held, n.Seeds = true, false, nil, nil, seeds
+	self := membership.Member{
+		Node:        n.ID,
+		Incarnation: n.Incarnation,
+		Addrs:       []string{"/sim/" + string(n.ID)},
+		Roles:       n.Roles,
+		AppVersion:  n.Version,
+	}
+	n.M = membership.New(s.opts.Membership, self, s.now)
+	s.logf("start %s (incarnation %d)", n.ID, n.Incarnation)
+	if len(seeds) == 0 {
+		n.M.FormCluster(s.now)
+	}
+	for _, seed := range seeds {
+		n.M.JoinVia(s.now, s.nodes[seed].ID)
+	}
+	s.process(n)
+	offset := time.Duration(s.rng.Int64N(int64(s.opts.TickInterval)))
+	s.scheduleTick(n, n.Incarnation, offset)
+}
+
+func (s *Sim) scheduleTick(n *Node, inc uint64, after time.Duration) {
+	s.schedule(after, func() {
+		if !n.Alive || n.Incarnation != inc {
+			return
+		}
+		if !n.Paused {
+			n.M.Tick(s.now)
+			s.process(n)
+		}
+		s.scheduleTick(n, inc, s.opts.TickInterval)
+	})
+}
+
+// Kill stops node i's process at once (kill -9).
+func (s *Sim) Kill(i int) {
+	n := s.nodes[i]
+	s.logf("kill %s", n.ID)
+	n.Alive, n.held = false, nil
+}
+
+// Pause stops node i's process from running (SIGSTOP); messages to it wait.
+func (s *Sim) Pause(i int) {
+	s.logf("pause %s", s.nodes[i].ID)
+	s.nodes[i].Paused = true
+}
+
+// Resume lets a paused node run again (SIGCONT); what arrived meanwhile is delivered.
+func (s *Sim) Resume(i int) {
+	n := s.nodes[i]
+	s.logf("resume %s", n.ID)
+	n.Paused = false
+	held := n.held
+	n.held = nil
+	for _, d := range held {
+		d()
+	}
+}
+
+// Leave makes node i leave gracefully.
+func (s *Sim) Leave(i int) {
+	n := s.nodes[i]
+	s.logf("leave %s", n.ID)
+	n.M.Leave(s.now)
+	s.process(n)
+}
+
+// Down makes node by mark node target Down, as an operator would.
+func (s *Sim) Down(by, target int) {
+	n := s.nodes[by]
+	s.logf("%s downs %s (operator)", n.ID, s.nodes[target].ID)
+	n.M.Down(s.now, s.nodes[target].ID)
+	s.process(n)
+}
+
+// RunFor advances virtual time by d, running everything scheduled meanwhile.
+func (s *Sim) RunFor(d time.Duration) {
+	s.runUntil(s.now.Add(d), nil)
+}
+
+// RunUntil runs until cond holds (checked after every event) or max elapses; it reports
+// whether cond held.
+func (s *Sim) RunUntil(cond func() bool, max time.Duration) bool {
+	if cond() {
+		return true
+	}
+	return s.runUntil(s.now.Add(max), cond)
+}
+
+func (s *Sim) runUntil(end time.Time, cond func() bool) bool {
+	for len(s.q) > 0 && !s.q[0].at.After(end) {
+		e := heap.Pop(&s.q).(*event)
+		s.now = e.at
+		e.run()
+		if cond != nil && cond() {
+			return true
+		}
+	}
+	s.now = end
+	return false
+}
+
+func (s *Sim) schedule(after time.Duration, run func()) {
+	s.seq++
+	heap.Push(&s.q, &event{at: s.now.Add(after), seq: s.seq, run: run})
+}
+
+// process routes what node n's machine wants done and checks the invariants.
+func (s *Sim) process(n *Node) {
+	rd := n.M.Ready()
+	for _, e := range rd.Events {
+		s.observe(n, e)
+	}
+	for _, env := range rd.Messages {
+		if env.To == "" {
+			for _, to := range s.nodes[1:] {
+				if to != n {
+					s.send(n, to, env.Msg)
+				}
+			}
+			continue
+		}
+		if to, ok := s.byID[env.To]; ok {
+			s.send(n, to, env.Msg)
+		}
+	}
+	s.checkSafety(n)
+}
+
+func (s *Sim) send(from, to *Node, msg membership.Message) {
+	if !s.Net.connected(from.Index, to.Index) {
+		return
+	}
+	for _, delay := range s.Net.deliveries(s.rng) {
+		s.schedule(delay, func() { s.deliver(from, to, msg) })
+	}
+}
+
+func (s *Sim) deliver(from, to *Node, msg membership.Message) {
+	if !to.Alive || !s.Net.connected(from.Index, to.Index) {
+		return
+	}
+	if to.Paused {
+		to.held = append(to.held, func() { s.deliver(from, to, msg) })
+		return
+	}
+	s.Delivered++
+	to.M.Step(s.now, from.ID, msg)
+	s.process(to)
+}
+
+// observe records an event on the timeline, checks event-level invariants, and lets a node
+// whose machine stopped exit.
+func (s *Sim) observe(n *Node, e membership.Event) {
+	switch e := e.(type) {
+	case membership.MemberChanged:
+		if !e.New && e.Member.Status < e.Previous {
+			s.fail("%s saw %s go back from %s to %s", n.ID, e.Member.Node, e.Previous, e.Member.Status)
+		}
+		s.logf("%s: %s %s", n.ID, e.Member.Node, e.Member.Status)
+	case membership.ReachabilityChanged:
+		if e.Reachable {
+			s.logf("%s: %s reachable", n.ID, e.Node)
+		} else {
+			s.logf("%s: %s unreachable", n.ID, e.Node)
+		}
+	case membership.Downed:
+		s.logf("%s: downs %v (%s)", n.ID, e.Nodes, e.Reason)
+		if !(len(e.Nodes) == 1 && e.Nodes[0] == n.ID) {
+			s.checkQuorum(n, e)
+		}
+	case membership.Stopped:
+		s.logf("%s: stopped (%s: %s)", n.ID, e.Reason, e.Detail)
+		n.Stopped = &e
+		n.Alive = false
+	case membership.Suspended:
+		s.logf("%s: suspended after a pause", n.ID)
+	case membership.Resumed:
+		s.logf("%s: confirmed by a majority after a pause", n.ID)
+	case membership.LeaderChanged:
+	}
+}
+
+// checkSafety checks, after every step of n, that nothing n considers gone is still running:
+// a member n's view holds as Removed must not run that incarnation anywhere. This is the
+// membership half of "a shard never runs on two members at once": once a member is Removed,
+// what it hosted is started elsewhere.
+func (s *Sim) checkSafety(n *Node) {
+	if !n.Running() {
+		return
+	}
+	for _, m := range n.M.Members() {
+		if m.Status != membership.Removed {
+			continue
+		}
+		other := s.byID[m.Node]
+		if other != nil && other.Incarnation == m.Incarnation && other.Running() {
+			s.fail("%s considers %s (incarnation %d) removed while it still runs", n.ID, m.Node, m.Incarnation)
+		}
+	}
+}
+
+// checkQuorum checks a decision to down other members: the deciding side must hold the quorum
+// of the strategy.
+func (s *Sim) checkQuorum(n *Node, d membership.Downed) {
+	cfg := s.opts.Membership.SplitBrainResolver
+	side, others := len(d.Side), len(d.Others)
+	ok := false
+	switch cfg.ActiveStrategy {
+	case membership.KeepMajority:
+		lowest := slices.Min(slices.Concat(d.Side, d.Others))
+		ok = side > others || (side == others && slices.Contains(d.Side, lowest))
+	case membership.StaticQuorum:
+		ok = side >= cfg.QuorumSize && side+others <= 2*cfg.QuorumSize-1
+	case membership.KeepOldest:
+		ok = side > 0
+	}
+	if !ok {
+		s.fail("%s downed %v without a quorum: side %v, others %v", n.ID, d.Nodes, d.Side, d.Others)
+	}
+	if !slices.Contains(d.Side, n.ID) && n.M.Self().Status != membership.Joining {
+		s.fail("%s downed %v from a side it is not on: %v", n.ID, d.Nodes, d.Side)
+	}
+}
+
+func (s *Sim) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if s.violation != nil {
+		return // the first violation is the one to explain
+	}
+	s.logf("VIOLATION: %s", msg)
+	{
+		s.violation = fmt.Errorf("at %s: %s", fmtElapsed(s.Elapsed()), msg)
+	}
+}
+
+func (s *Sim) logf(format string, args ...any) {
+	s.timeline = append(s.timeline, fmtElapsed(s.Elapsed())+" "+fmt.Sprintf(format, args...))
+}
+
+func fmtElapsed(d time.Duration) string {
+	return fmt.Sprintf("%9.3fs", d.Seconds())
+}
+
+// Converged reports whether every live, unpaused node serves, all hold the same view and
+// agree on the oldest member, and no member is in a transient status (Joining, Leaving,
+// Exiting, Down). A node that never joined because none of its seeds runs any more is left
+// out: it keeps asking, as an Akka node with dead seed nodes does.
+func (s *Sim) Converged() bool {
+	var first *Node
+	for _, n := range s.nodes[1:] {
+		if !n.Alive || n.Paused {
+			continue
+		}
+		if !n.M.Joined() && !slices.ContainsFunc(n.Seeds, func(i int) bool { return s.nodes[i].Running() }) {
+			continue
+		}
+		if !n.Running() {
+			return false
+		}
+		for _, m := range n.M.Members() {
+			if m.Status != membership.Up && m.Status != membership.Removed {
+				return false
+			}
+		}
+		if first == nil {
+			first = n
+			continue
+		}
+		if n.M.Digest() != first.M.Digest() {
+			return false
+		}
+		a, _ := n.M.Oldest("")
+		b, _ := first.M.Oldest("")
+		if a.Node != b.Node {
+			return false
+		}
+	}
+	return first != nil
+}
+
+// RunningSidesConnected reports an error when two running nodes cannot reach each other:
+// after a partition has been resolved, the running members must all be on one side.
+func (s *Sim) RunningSidesConnected() error {
+	var running []*Node
+	for _, n := range s.nodes[1:] {
+		if n.Running() {
+			running = append(running, n)
+		}
+	}
+	for i, a := range running {
+		for _, b := range running[i+1:] {
+			if !s.Net.connected(a.Index, b.Index) || !s.Net.connected(b.Index, a.Index) {
+				return fmt.Errorf("%s and %s both run on different sides of a partition", a.ID, b.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// Describe prints node i's view, one member per line.
+func (s *Sim) Describe(i int) string {
+	n := s.nodes[i]
+	if n.M == nil {
+		return fmt.Sprintf("%s: not started\n", n.ID)
+	}
+	var b strings.Builder
+	oldest, _ := n.M.Oldest("")
+	for _, m := range n.M.Members() {
+		mark := ""
+		if m.Node == oldest.Node {
+			mark += " oldest"
+		}
+		if m.Node == n.M.Leader() {
+			mark += " leader"
+		}
+		if n.M.Unreachable(m.Node) {
+			mark += " unreachable"
+		}
+		fmt.Fprintf(&b, "%s %s up=%d%s\n", m.Node, m.Status, m.UpNumber, mark)
+	}
+	return b.String()
+}
+
+// Status prints every node's process state, one per line.
+func (s *Sim) Status() string {
+	var b strings.Builder
+	for _, n := range s.nodes[1:] {
+		state := "running"
+		switch {
+		case n.Stopped != nil:
+			state = fmt.Sprintf("stopped (%s)", n.Stopped.Reason)
+		case !n.Alive:
+			state = "dead"
+		case n.Paused:
+			state = "paused"
+		case n.M != nil && !n.M.Serving(n.sim.now):
+			state = "not serving"
+		}
+		fmt.Fprintf(&b, "%s %s\n", n.ID, state)
+	}
+	return b.String()
+}

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shardmesh/shardmesh/membership"
+)
+
+// TestFailureDetectionTime checks the acceptance bounds with Akka's default detector:
+// a killed member is unreachable on every other member within 5 s, and with keep-majority it
+// is downed after stable-after and removed after the down-removal margin.
+func TestFailureDetectionTime(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		cfg := membership.DefaultConfig()
+		cfg.SplitBrainResolver.StableAfter = 2 * time.Second
+		s := New(Options{Seed: seed, Membership: cfg})
+		for range 5 {
+			s.AddNode(nil, "1")
+		}
+		s.Start(1)
+		for i := 2; i <= 5; i++ {
+			s.Start(i, 1)
+		}
+		if !s.RunUntil(s.Converged, 3*time.Second) {
+			t.Fatalf("seed %d: not converged:\n%s", seed, s.Status())
+		}
+		s.RunFor(time.Duration(5+seed%5) * time.Second)
+		victim := 1 + int(seed%5)
+		s.Kill(victim)
+		killed := s.Now()
+		id := s.Node(victim).ID
+		allSee := func(status membership.Status, unreachable bool) func() bool {
+			return func() bool {
+				for _, n := range s.Nodes() {
+					if n.Index == victim {
+						continue
+					}
+					m, _ := n.M.Member(id)
+					if m.Status < status || (unreachable && !n.M.Unreachable(id)) {
+						return false
+					}
+				}
+				return true
+			}
+		}
+		if !s.RunUntil(allSee(membership.Up, true), 5*time.Second) {
+			t.Fatalf("seed %d: %s not unreachable everywhere 5 s after kill -9", seed, id)
+		}
+		detected := s.Now().Sub(killed)
+		if !s.RunUntil(allSee(membership.Removed, false), 6*time.Second) {
+			t.Fatalf("seed %d: %s not removed within stable-after + margin after detection", seed, id)
+		}
+		t.Logf("seed %d: unreachable after %v, removed after %v", seed, detected.Round(time.Millisecond), s.Now().Sub(killed).Round(time.Millisecond))
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+	}
+}
+
+// TestLeaveSeenQuickly checks that a graceful leave reaches Removed on every member fast
+// (the acceptance bound is 2 s on real daemons; here it is milliseconds).
+func TestLeaveSeenQuickly(t *testing.T) {
+	s := New(Options{Seed: 7, Membership: membership.DefaultConfig()})
+	for range 5 {
+		s.AddNode(nil, "1")
+	}
+	s.Start(1)
+	for i := 2; i <= 5; i++ {
+		s.Start(i, 1)
+	}
+	if !s.RunUntil(s.Converged, 3*time.Second) {
+		t.Fatal("not converged")
+	}
+	s.RunFor(3 * time.Second)
+	s.Leave(3)
+	start := s.Now()
+	removed := func() bool {
+		for _, n := range s.Nodes() {
+			if n.Index == 3 {
+				continue
+			}
+			if m, _ := n.M.Member("n03"); m.Status != membership.Removed {
+				return false
+			}
+		}
+		return s.Node(3).Stopped != nil
+	}
+	if !s.RunUntil(removed, 2*time.Second) {
+		t.Fatalf("leave not complete within 2 s:\n%s", s.Status())
+	}
+	t.Logf("removed everywhere and stopped after %v", s.Now().Sub(start))
+}

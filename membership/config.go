@@ -1,0 +1,173 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config tunes membership. Keys and defaults follow Akka's akka.cluster section.
+type Config struct {
+	// MinNrOfMembers is how many members must have joined before the leader moves joining
+	// members to Up (min-nr-of-members). Default 1.
+	MinNrOfMembers int
+	// RoleMinNrOfMembers is min-nr-of-members per role (role.<name>.min-nr-of-members).
+	RoleMinNrOfMembers map[string]int
+	// GossipInterval is how often the full state is re-broadcast while some member reports a
+	// different digest (gossip-interval). Default 1 s.
+	GossipInterval time.Duration
+	// SeedNodeTimeout is how long to wait for an answer from the seeds before asking again
+	// (seed-node-timeout). Default 5 s.
+	SeedNodeTimeout time.Duration
+	// FailureDetector configures phi-accrual failure detection.
+	FailureDetector FailureDetectorConfig
+	// SplitBrainResolver configures the downing of unreachable members.
+	SplitBrainResolver SBRConfig
+	// DownRemovalMargin is how long the leader keeps a Down member before removing it, so the
+	// downed side has stopped before anything it ran is started elsewhere
+	// (down-removal-margin). Zero means the same as SplitBrainResolver.StableAfter.
+	DownRemovalMargin time.Duration
+	// JoinChecks are settings that must be equal on every member, e.g.
+	// "sharding.number-of-shards" → "1000". A member joining with a different value is refused
+	// with an error naming the key and both values.
+	JoinChecks map[string]string
+}
+
+// FailureDetectorConfig configures the phi-accrual failure detector
+// (akka.cluster.failure-detector).
+type FailureDetectorConfig struct {
+	// HeartbeatInterval is how often heartbeats are sent (heartbeat-interval). Default 1 s.
+	HeartbeatInterval time.Duration
+	// Threshold is the phi above which a member is unreachable (threshold). Default 8.
+	Threshold float64
+	// MaxSampleSize is the number of inter-arrival samples kept (max-sample-size). Default 1000.
+	MaxSampleSize int
+	// MinStdDeviation is the floor of the inter-arrival deviation (min-std-deviation). Default 100 ms.
+	MinStdDeviation time.Duration
+	// AcceptableHeartbeatPause is the pause tolerated before phi rises
+	// (acceptable-heartbeat-pause). Default 3 s.
+	AcceptableHeartbeatPause time.Duration
+	// FirstHeartbeatEstimate bootstraps the inter-arrival distribution
+	// (expected-response-after). Default 1 s.
+	FirstHeartbeatEstimate time.Duration
+}
+
+// Strategy is a split-brain resolver strategy.
+type Strategy string
+
+// Split-brain resolver strategies (split-brain-resolver.active-strategy).
+const (
+	KeepMajority Strategy = "keep-majority" // the side with more members survives; ties go to the side with the lowest node id
+	StaticQuorum Strategy = "static-quorum" // a side with at least QuorumSize members survives
+	KeepOldest   Strategy = "keep-oldest"   // the side with the oldest member survives
+	DownOff      Strategy = "off"           // never down automatically (operators down by hand)
+)
+
+// SBRConfig configures the split-brain resolver (akka.cluster.split-brain-resolver).
+type SBRConfig struct {
+	// ActiveStrategy is the strategy (active-strategy). Default keep-majority.
+	ActiveStrategy Strategy
+	// StableAfter is how long the set of unreachable members must stay unchanged before a
+	// decision (stable-after). Default 20 s.
+	StableAfter time.Duration
+	// Role limits the members counted by the decision (keep-majority.role,
+	// static-quorum.role, keep-oldest.role). Default "": all members.
+	Role string
+	// QuorumSize is the quorum of static-quorum (static-quorum.quorum-size).
+	QuorumSize int
+	// DownIfAlone: with keep-oldest, an oldest member alone on its side is downed and the
+	// other side survives (keep-oldest.down-if-alone). Default on.
+	DownIfAlone bool
+}
+
+// DefaultConfig returns Akka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		MinNrOfMembers:  1,
+		GossipInterval:  time.Second,
+		SeedNodeTimeout: 5 * time.Second,
+		FailureDetector: FailureDetectorConfig{
+			HeartbeatInterval:        time.Second,
+			Threshold:                8,
+			MaxSampleSize:            1000,
+			MinStdDeviation:          100 * time.Millisecond,
+			AcceptableHeartbeatPause: 3 * time.Second,
+			FirstHeartbeatEstimate:   time.Second,
+		},
+		SplitBrainResolver: SBRConfig{
+			ActiveStrategy: KeepMajority,
+			StableAfter:    20 * time.Second,
+			DownIfAlone:    true,
+		},
+	}
+}
+
+// Validate fills zero values with defaults and rejects nonsense, naming the setting.
+func (c *Config) Validate() error {
+	d := DefaultConfig()
+	if c.MinNrOfMembers == 0 {
+		c.MinNrOfMembers = d.MinNrOfMembers
+	}
+	if c.GossipInterval == 0 {
+		c.GossipInterval = d.GossipInterval
+	}
+	if c.SeedNodeTimeout == 0 {
+		c.SeedNodeTimeout = d.SeedNodeTimeout
+	}
+	fd, dfd := &c.FailureDetector, d.FailureDetector
+	if fd.HeartbeatInterval == 0 {
+		fd.HeartbeatInterval = dfd.HeartbeatInterval
+	}
+	if fd.Threshold == 0 {
+		fd.Threshold = dfd.Threshold
+	}
+	if fd.MaxSampleSize == 0 {
+		fd.MaxSampleSize = dfd.MaxSampleSize
+	}
+	if fd.MinStdDeviation == 0 {
+		fd.MinStdDeviation = dfd.MinStdDeviation
+	}
+	if fd.AcceptableHeartbeatPause == 0 {
+		fd.AcceptableHeartbeatPause = dfd.AcceptableHeartbeatPause
+	}
+	if fd.FirstHeartbeatEstimate == 0 {
+		fd.FirstHeartbeatEstimate = dfd.FirstHeartbeatEstimate
+	}
+	sbr := &c.SplitBrainResolver
+	if sbr.ActiveStrategy == "" {
+		sbr.ActiveStrategy = KeepMajority
+	}
+	if sbr.StableAfter == 0 {
+		sbr.StableAfter = d.SplitBrainResolver.StableAfter
+	}
+	if c.DownRemovalMargin == 0 {
+		c.DownRemovalMargin = sbr.StableAfter
+	}
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.MinNrOfMembers >= 1, "min-nr-of-members = %d: must be at least 1", c.MinNrOfMembers)
+	for role, n := range c.RoleMinNrOfMembers {
+		check(n >= 1, "role.%s.min-nr-of-members = %d: must be at least 1", role, n)
+	}
+	check(c.GossipInterval > 0, "gossip-interval = %s: must be positive", c.GossipInterval)
+	check(c.SeedNodeTimeout > 0, "seed-node-timeout = %s: must be positive", c.SeedNodeTimeout)
+	check(fd.HeartbeatInterval > 0, "failure-detector.heartbeat-interval = %s: must be positive", fd.HeartbeatInterval)
+	check(fd.Threshold > 0, "failure-detector.threshold = %g: must be positive", fd.Threshold)
+	check(fd.MaxSampleSize > 0, "failure-detector.max-sample-size = %d: must be positive", fd.MaxSampleSize)
+	check(fd.MinStdDeviation > 0, "failure-detector.min-std-deviation = %s: must be positive", fd.MinStdDeviation)
+	check(fd.AcceptableHeartbeatPause >= 0, "failure-detector.acceptable-heartbeat-pause = %s: must not be negative", fd.AcceptableHeartbeatPause)
+	check(sbr.StableAfter > 0, "split-brain-resolver.stable-after = %s: must be positive", sbr.StableAfter)
+	check(c.DownRemovalMargin >= 0, "down-removal-margin = %s: must not be negative", c.DownRemovalMargin)
+	switch sbr.ActiveStrategy {
+	case KeepMajority, KeepOldest, DownOff:
+	case StaticQuorum:
+		check(sbr.QuorumSize >= 1, "split-brain-resolver.static-quorum.quorum-size = %d: static-quorum needs a quorum size of at least 1", sbr.QuorumSize)
+	default:
+		check(false, "split-brain-resolver.active-strategy = %q: must be one of keep-majority, static-quorum, keep-oldest, off", sbr.ActiveStrategy)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,114 @@
+package membership
+
+import "slices"
+
+// computeLeader returns the first member in node id order that is reachable and Up or
+// Leaving; while no member is Up yet, the first reachable Joining member (so the first member
+// of a new cluster can move itself Up).
+func (n *Node) computeLeader() NodeID {
+	var leader, joining NodeID
+	for id, m := range n.v.members {
+		if n.unreachable[id] {
+			continue
+		}
+		switch m.Status {
+		case Up, Leaving:
+			if leader == "" || id < leader {
+				leader = id
+			}
+		case Joining:
+			if joining == "" || id < joining {
+				joining = id
+			}
+		}
+	}
+	if leader == "" {
+		return joining
+	}
+	return leader
+}
+
+// convergence reports whether every reachable member that is not Down has reported this
+// member's digest. An unreachable member blocks convergence unless it is Exiting (it has
+// gone) — Down members never count.
+func (n *Node) convergence() bool {
+	for id, m := range n.v.members {
+		if id == n.self.Node || !m.countsAsMember() {
+			continue
+		}
+		if n.unreachable[id] {
+			if m.Status == Exiting {
+				continue
+			}
+			return false
+		}
+		p := n.peers[id]
+		if p == nil || p.incarnation != m.Incarnation || !p.hasDigest || p.digest != n.digest {
+			return false
+		}
+	}
+	return true
+}
+
+// leaderActions moves members forward when this member leads and the view has converged.
+func (n *Node) leaderActions() {
+	if n.leader != n.self.Node || n.suspect || n.dirty || !n.convergence() {
+		return
+	}
+	ids := n.v.sortedIDs()
+	if n.enoughMembers() {
+		var maxUp uint64
+		for _, m := range n.v.members {
+			maxUp = max(maxUp, m.UpNumber)
+		}
+		for _, id := range ids {
+			if m := n.v.members[id]; m.Status == Joining {
+				maxUp++
+				c := m.clone()
+				c.Status, c.UpNumber = Up, maxUp
+				n.v.members[id] = c
+				n.dirty = true
+			}
+		}
+	}
+	for _, id := range ids {
+		m := n.v.members[id]
+		switch m.Status {
+		case Leaving:
+			n.setStatus(id, Exiting)
+		case Exiting:
+			n.setStatus(id, Removed)
+		case Down:
+			if seen, ok := n.downSeen[id]; ok && n.now.Sub(seen) >= n.cfg.DownRemovalMargin {
+				n.setStatus(id, Removed)
+			}
+		}
+	}
+}
+
+// enoughMembers reports whether min-nr-of-members (overall and per role) have joined.
+func (n *Node) enoughMembers() bool {
+	count := func(role string) int {
+		c := 0
+		for _, m := range n.v.members {
+			if (m.Status == Joining || m.Status == Up) && m.HasRole(role) {
+				c++
+			}
+		}
+		return c
+	}
+	if count("") < n.cfg.MinNrOfMembers {
+		return false
+	}
+	roles := make([]string, 0, len(n.cfg.RoleMinNrOfMembers))
+	for r := range n.cfg.RoleMinNrOfMembers {
+		roles = append(roles, r)
+	}
+	slices.Sort(roles)
+	for _, r := range roles {
+		if count(r) < n.cfg.RoleMinNrOfMembers[r] {
+			return false
+		}
+	}
+	return true
+}

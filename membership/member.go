@@ -1,0 +1,111 @@
+package membership
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// NodeID identifies a member: its libp2p peer id in text form. It is stable across restarts
+// of the same data directory; Incarnation tells the processes apart.
+type NodeID string
+
+// Short returns the last 6 characters of the id, enough to tell members apart in logs and tables.
+func (id NodeID) Short() string {
+	if len(id) <= 6 {
+		return string(id)
+	}
+	return string(id[len(id)-6:])
+}
+
+// Status is a member's lifecycle status.
+type Status uint8
+
+// Member statuses, in merge precedence order: when two records of the same incarnation
+// disagree, the later status in this list wins.
+const (
+	Joining Status = iota // asked to join; not yet moved to Up by the leader
+	Up                    // full member: may host shards and singletons
+	Leaving               // leaving gracefully; still serving until Exiting
+	Exiting               // done; will be removed once every member has seen it
+	Down                  // declared dead (failure or split-brain decision); removed after down-removal-margin
+	Removed               // tombstone: no longer a member
+)
+
+var statusNames = [...]string{"Joining", "Up", "Leaving", "Exiting", "Down", "Removed"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// ParseStatus is the inverse of Status.String (case-insensitive).
+func ParseStatus(s string) (Status, error) {
+	for i, n := range statusNames {
+		if strings.EqualFold(n, s) {
+			return Status(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown member status %q (one of %s)", s, strings.Join(statusNames[:], ", "))
+}
+
+// Member is one member as the cluster knows it. All fields but Status and UpNumber are set by
+// the member itself when it joins and never change within an incarnation.
+type Member struct {
+	Node        NodeID
+	Incarnation uint64   // increases with every process start of the same node
+	Addrs       []string // dialable multiaddrs, each ending in /p2p/<Node>
+	Roles       []string // sorted
+	AppVersion  Version
+	Status      Status
+	UpNumber    uint64 // age: assigned by the leader when it moves the member Up; lower is older; 0 until Up
+}
+
+// HasRole reports whether m has role r; the empty role matches every member.
+func (m *Member) HasRole(r string) bool {
+	if r == "" {
+		return true
+	}
+	_, ok := slices.BinarySearch(m.Roles, r)
+	return ok
+}
+
+// OlderThan reports whether m is older than o: a lower up-number, ties by node id. Members
+// that are not yet Up (up-number 0) are younger than every Up member.
+func (m *Member) OlderThan(o *Member) bool {
+	a, b := m.UpNumber, o.UpNumber
+	if a == 0 {
+		a = ^uint64(0)
+	}
+	if b == 0 {
+		b = ^uint64(0)
+	}
+	if a != b {
+		return a < b
+	}
+	return m.Node < o.Node
+}
+
+func (m *Member) clone() *Member {
+	c := *m
+	c.Addrs = slices.Clone(m.Addrs)
+	c.Roles = slices.Clone(m.Roles)
+	return &c
+}
+
+// supersedes reports whether record m should replace record o of the same node in a merge:
+// a newer incarnation, or the same incarnation with a later status or a higher up-number.
+func (m *Member) supersedes(o *Member) bool {
+	if m.Incarnation != o.Incarnation {
+		return m.Incarnation > o.Incarnation
+	}
+	if m.Status != o.Status {
+		return m.Status > o.Status
+	}
+	return m.UpNumber > o.UpNumber
+}
+
+// countsAsMember reports whether m takes part in the cluster: not Down, not Removed.
+func (m *Member) countsAsMember() bool { return m.Status < Down }

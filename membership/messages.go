@@ -1,0 +1,67 @@
+package membership
+
+// Message is a membership protocol message between members. The set is sealed.
+type Message interface{ isMessage() }
+
+// Envelope is a message to send. To is empty for a broadcast to every member (gossip).
+type Envelope struct {
+	To  NodeID
+	Msg Message
+}
+
+// Heartbeat is broadcast every heartbeat-interval and at once after the sender's state
+// changes, so the leader learns quickly that a change has been seen (its digest).
+type Heartbeat struct {
+	From        NodeID
+	Incarnation uint64
+	Seq         uint64
+	Digest      uint64 // digest of the sender's membership state
+	// Ack marks a heartbeat sent at once after a state change, to report the new digest. It
+	// does not feed the failure detector, whose inter-arrival statistics assume the regular
+	// heartbeat-interval.
+	Ack bool
+}
+
+// Gossip carries a member's whole membership state.
+type Gossip struct {
+	From  NodeID
+	State State
+}
+
+// JoinRequest asks a member of a cluster to admit Member.
+type JoinRequest struct {
+	Member Member
+	Checks map[string]string // settings that must be equal on every member (Config.JoinChecks)
+}
+
+// JoinReply answers a JoinRequest: the cluster state when admitted, the reason when refused.
+type JoinReply struct {
+	From    NodeID
+	Refused string // empty when admitted
+	State   State
+}
+
+// Probe asks a member directly whether it is alive, when its heartbeats are late.
+type Probe struct {
+	From        NodeID
+	Incarnation uint64
+	Seq         uint64
+}
+
+// ProbeAck answers a Probe; it counts as a heartbeat. It also says how the answering member
+// sees the prober, so a member waking from a long pause learns whether it was downed.
+type ProbeAck struct {
+	From            NodeID
+	Incarnation     uint64
+	Seq             uint64
+	Digest          uint64
+	YourIncarnation uint64 // the prober's incarnation as the answering member knows it (0: unknown)
+	YourStatus      Status // the prober's status as the answering member knows it
+}
+
+func (Heartbeat) isMessage()   {}
+func (Gossip) isMessage()      {}
+func (JoinRequest) isMessage() {}
+func (JoinReply) isMessage()   {}
+func (Probe) isMessage()       {}
+func (ProbeAck) isMessage()    {}

@@ -1,0 +1,727 @@
+package membership
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Node is one member's membership state machine. It is not safe for concurrent use: one
+// driver loop owns it.
+type Node struct {
+	cfg  Config
+	self Member // this incarnation as it introduces itself (status is read from the view)
+
+	v              view
+	joined         bool // formed a cluster or was admitted to one
+	leaveRequested bool
+	stopped        *Stopped
+
+	seeds        []NodeID
+	lastJoinSent time.Time
+
+	peers map[NodeID]*peer // failure detection and last reported digest per other member
+
+	hbSeq         uint64
+	lastHeartbeat time.Time
+	lastGossip    time.Time
+
+	digest      uint64
+	dirty       bool // the view changed since the last flush
+	leader      NodeID
+	unreachable map[NodeID]bool
+
+	sbrSignature string    // the unreachable set and counted members when it last changed
+	sbrSince     time.Time // when sbrSignature last changed
+	downSeen     map[NodeID]time.Time
+	reported     map[NodeID]reported // what emitChanges last reported per node
+
+	lastInput time.Time
+	// suspect is set when this member notices it was paused (a gap between ticks longer than
+	// the acceptable heartbeat pause): the others may have downed and removed it meanwhile.
+	// Until a majority answers a fresh probe confirming it is still a member, it must not
+	// serve anything (Serving reports false).
+	suspect     bool
+	confirmedBy map[NodeID]bool
+	leased      bool // held the majority lease at the last tick
+
+	now time.Time
+	out Ready
+}
+
+type reported struct {
+	known       bool
+	incarnation uint64
+	status      Status
+}
+
+type peer struct {
+	incarnation uint64
+	fd          *phiDetector
+	digest      uint64
+	hasDigest   bool
+	probeSeq    uint64
+	lastProbe   time.Time
+	freshSeq    uint64 // while suspect: the first probe seq sent after the pause
+}
+
+// New returns the machine of member self (Status and UpNumber are ignored: the member starts
+// Joining). cfg must have passed Validate.
+func New(cfg Config, self Member, now time.Time) *Node {
+	self.Status = Joining
+	self.UpNumber = 0
+	self.Roles = slices.Clone(self.Roles)
+	slices.Sort(self.Roles)
+	n := &Node{
+		cfg:         cfg,
+		self:        self,
+		v:           newView(),
+		peers:       map[NodeID]*peer{},
+		unreachable: map[NodeID]bool{},
+		downSeen:    map[NodeID]time.Time{},
+		reported:    map[NodeID]reported{},
+		now:         now,
+	}
+	return n
+}
+
+// ID returns this member's node id.
+func (n *Node) ID() NodeID { return n.self.Node }
+
+// FormCluster starts a new cluster with this member as its first member, as the first seed
+// node of an Akka cluster joins itself.
+func (n *Node) FormCluster(now time.Time) {
+	n.now = now
+	if n.joined || n.stopped != nil {
+		return
+	}
+	n.joined = true
+	me := n.self
+	n.v.members[me.Node] = me.clone()
+	n.dirty = true
+	n.afterInput()
+}
+
+// JoinVia asks seed to admit this member, and keeps asking every seed-node-timeout until one
+// of the seeds given so far admits it.
+func (n *Node) JoinVia(now time.Time, seed NodeID) {
+	n.now = now
+	if n.joined || n.stopped != nil || seed == n.self.Node || slices.Contains(n.seeds, seed) {
+		return
+	}
+	n.seeds = append(n.seeds, seed)
+	n.send(seed, JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks})
+	n.lastJoinSent = now
+}
+
+// Leave starts this member's graceful exit: Leaving, then Exiting and Removed by the leader.
+// Asked before the member has joined, it leaves as soon as it has.
+func (n *Node) Leave(now time.Time) {
+	n.now = now
+	n.leaveRequested = true
+	if n.joined {
+		n.setStatus(n.self.Node, Leaving)
+		n.afterInput()
+	}
+}
+
+// Down marks node Down, as an operator's `down` does. It reports false when node is not a
+// current member.
+func (n *Node) Down(now time.Time, node NodeID) bool {
+	n.now = now
+	m, ok := n.v.members[node]
+	if !ok || !m.countsAsMember() || n.stopped != nil {
+		return false
+	}
+	n.setStatus(node, Down)
+	n.afterInput()
+	return true
+}
+
+// Step feeds a message received from a peer. from is the authenticated sender (the origin of
+// a gossip message, the remote peer of a stream).
+func (n *Node) Step(now time.Time, from NodeID, msg Message) {
+	n.now = now
+	if n.stopped != nil {
+		return
+	}
+	n.checkPause()
+	switch m := msg.(type) {
+	case Heartbeat:
+		if m.From == from {
+			n.heard(m.From, m.Incarnation, m.Digest, !m.Ack)
+		}
+	case ProbeAck:
+		if m.From == from {
+			n.heard(m.From, m.Incarnation, m.Digest, true)
+			n.confirm(m)
+		}
+	case Probe:
+		if m.From == from && n.joined {
+			ack := ProbeAck{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: m.Seq, Digest: n.digest}
+			if pm, ok := n.v.members[from]; ok {
+				ack.YourIncarnation, ack.YourStatus = pm.Incarnation, pm.Status
+			}
+			n.send(from, ack)
+		}
+	case Gossip:
+		if n.joined && n.v.merge(&m.State) {
+			n.dirty = true
+		}
+	case JoinRequest:
+		n.handleJoin(from, m)
+	case JoinReply:
+		n.handleJoinReply(from, m)
+	default:
+		panic(fmt.Sprintf("membership: unknown message %T", msg))
+	}
+	n.afterInput()
+}
+
+// Tick advances time: heartbeats, failure detection, probes, gossip, join retries, leader
+// actions and the split-brain resolver. Call it often (every 100 ms or so).
+func (n *Node) Tick(now time.Time) {
+	n.now = now
+	if n.stopped != nil {
+		return
+	}
+	n.checkPause()
+	if !n.joined {
+		if len(n.seeds) > 0 && now.Sub(n.lastJoinSent) >= n.cfg.SeedNodeTimeout {
+			for _, s := range n.seeds {
+				n.send(s, JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks})
+			}
+			n.lastJoinSent = now
+		}
+		return
+	}
+	switch {
+	case n.suspect:
+		n.probeUnconfirmed(false)
+	case n.now.Before(n.majorityLease()):
+		n.leased = true
+	case n.leased:
+		// Cut off from the majority: when the link heals, fresh heartbeats alone must not
+		// restore serving, since the majority may have removed this member meanwhile.
+		n.leased = false
+		n.becomeSuspect(false)
+	}
+	n.detectFailures()
+	if now.Sub(n.lastHeartbeat) >= n.cfg.FailureDetector.HeartbeatInterval {
+		n.heartbeat()
+	}
+	if now.Sub(n.lastGossip) >= n.cfg.GossipInterval && n.someoneBehind() {
+		n.gossip()
+	}
+	n.afterInput()
+}
+
+// Ready returns and clears what the machine wants done.
+func (n *Node) Ready() Ready {
+	r := n.out
+	n.out = Ready{}
+	return r
+}
+
+// Members returns every member record, tombstones included, sorted by node id.
+func (n *Node) Members() []Member { return n.v.snapshot().Members }
+
+// State returns the whole membership state as gossip carries it.
+func (n *Node) State() State { return n.v.snapshot() }
+
+// Member returns the record of node.
+func (n *Node) Member(node NodeID) (Member, bool) {
+	m, ok := n.v.members[node]
+	if !ok {
+		return Member{}, false
+	}
+	return *m.clone(), true
+}
+
+// Self returns this member's current record (Joining before it has joined).
+func (n *Node) Self() Member {
+	if m, ok := n.v.members[n.self.Node]; ok && m.Incarnation == n.self.Incarnation {
+		return *m.clone()
+	}
+	return *n.self.clone()
+}
+
+// Joined reports whether this member has formed or been admitted to a cluster.
+func (n *Node) Joined() bool { return n.joined }
+
+// StoppedReason returns why this member stopped, or nil while it runs.
+func (n *Node) StoppedReason() *Stopped { return n.stopped }
+
+// Leader returns the leader as this member sees it.
+func (n *Node) Leader() NodeID { return n.leader }
+
+// Unreachable reports whether some member observes node as unreachable.
+func (n *Node) Unreachable(node NodeID) bool { return n.unreachable[node] }
+
+// Digest returns the digest of this member's view.
+func (n *Node) Digest() uint64 { return n.digest }
+
+// Oldest returns the oldest Up or Leaving member with role ("" for any), reachable or not.
+func (n *Node) Oldest(role string) (Member, bool) {
+	var best *Member
+	for _, m := range n.v.members {
+		if (m.Status == Up || m.Status == Leaving) && m.HasRole(role) && (best == nil || m.OlderThan(best)) {
+			best = m
+		}
+	}
+	if best == nil {
+		return Member{}, false
+	}
+	return *best.clone(), true
+}
+
+// Convergence reports whether every reachable member has seen this member's view.
+func (n *Node) Convergence() bool { return n.convergence() }
+
+// Serving reports whether this member may serve work at now; see ServingUntil.
+func (n *Node) Serving(now time.Time) bool { return now.Before(n.ServingUntil()) }
+
+// ServingUntil returns the time until which this member may serve work (host shards, answer
+// for its entities); the zero time when it may not serve at all. A member serves while:
+//
+//   - it has joined, has not stopped, and has not started leaving (a member leaves only after
+//     it has handed off its work, so from Leaving on it serves nothing);
+//   - it is not suspect after a pause, and its own last input is within the acceptable
+//     heartbeat pause (a process that was stopped must not serve in the moment between waking
+//     up and noticing);
+//   - it holds a majority lease: regular heartbeats from a majority of the members (itself
+//     included) arrived within the acceptable heartbeat pause.
+//
+// The majority lease makes removal safe whatever stable-after and down-removal-margin are: a
+// member cut off in a minority stops serving within the acceptable heartbeat pause, while the
+// majority removes it only after failure detection (which takes longer than that pause),
+// stable-after and the removal margin. The data plane compares this deadline with its own
+// clock, so the check costs one comparison per message.
+func (n *Node) ServingUntil() time.Time {
+	if !n.joined || n.stopped != nil || n.suspect {
+		return time.Time{}
+	}
+	me, ok := n.v.members[n.self.Node]
+	if !ok || me.Incarnation != n.self.Incarnation || me.Status > Up {
+		return time.Time{}
+	}
+	return n.majorityLease()
+}
+
+// majorityLease returns when the majority-th freshest heartbeat (this member's own last
+// input counting as one) becomes older than the acceptable heartbeat pause.
+func (n *Node) majorityLease() time.Time {
+	last := make([]time.Time, 0, len(n.v.members))
+	for id, m := range n.v.members {
+		if !m.countsAsMember() {
+			continue
+		}
+		switch p := n.peers[id]; {
+		case id == n.self.Node:
+			last = append(last, n.lastInput)
+		case p != nil && p.incarnation == m.Incarnation && !p.fd.assumed && !p.fd.last.IsZero():
+			last = append(last, p.fd.last)
+		default:
+			last = append(last, time.Time{}) // never heard: no lease from it
+		}
+	}
+	if len(last) == 0 {
+		return time.Time{}
+	}
+	slices.SortFunc(last, func(a, b time.Time) int { return b.Compare(a) })
+	return last[len(last)/2].Add(n.cfg.FailureDetector.AcceptableHeartbeatPause)
+}
+
+// checkPause notices a pause: no input for longer than the acceptable heartbeat pause
+// (ticks come every fraction of a second, so only a stopped process or a clock jump makes
+// such a gap). Every input checks it first, before it can act on stale beliefs.
+func (n *Node) checkPause() {
+	if n.joined && !n.lastInput.IsZero() && n.now.Sub(n.lastInput) > n.cfg.FailureDetector.AcceptableHeartbeatPause {
+		n.becomeSuspect(true)
+	}
+	n.lastInput = n.now
+}
+
+// becomeSuspect is called when this member finds it was paused for longer than the
+// acceptable heartbeat pause (paused) or lost its majority lease: it serves nothing and takes
+// no decision about others until a majority answers a probe sent after that moment,
+// confirming it is still a member.
+func (n *Node) becomeSuspect(paused bool) {
+	if !n.suspect {
+		n.suspect = true
+		n.emit(Suspended{})
+	}
+	n.confirmedBy = map[NodeID]bool{}
+	for _, p := range n.peers {
+		p.freshSeq = p.probeSeq + 1
+		if paused {
+			// Gaps that span this member's own pause say nothing about the peers: start their
+			// detectors afresh, or one long sample would blind them for a thousand heartbeats.
+			p.fd = newPhiDetector(n.cfg.FailureDetector)
+			p.fd.assume(n.now)
+		}
+	}
+	n.probeUnconfirmed(true)
+	n.countConfirmations()
+}
+
+// probeUnconfirmed probes, while suspect, every member that has not confirmed yet (all of
+// them when force, otherwise those not probed for a heartbeat interval).
+func (n *Node) probeUnconfirmed(force bool) {
+	for id, m := range n.v.members {
+		if id == n.self.Node || !m.countsAsMember() || n.confirmedBy[id] {
+			continue
+		}
+		p := n.peer(id, m.Incarnation)
+		if !force && n.now.Sub(p.lastProbe) < n.cfg.FailureDetector.HeartbeatInterval {
+			continue
+		}
+		p.probeSeq++
+		p.lastProbe = n.now
+		n.send(id, Probe{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: p.probeSeq})
+	}
+}
+
+// confirm counts a fresh probe answer while suspect.
+func (n *Node) confirm(ack ProbeAck) {
+	if !n.suspect || ack.YourIncarnation != n.self.Incarnation {
+		return
+	}
+	p := n.peers[ack.From]
+	if p == nil || ack.Seq < p.freshSeq {
+		return // an answer to a probe sent before the pause
+	}
+	if ack.YourStatus >= Down {
+		n.stop(StopDowned, fmt.Sprintf("paused too long: %s reports this member %s", ack.From, strings.ToLower(ack.YourStatus.String())))
+		return
+	}
+	n.confirmedBy[ack.From] = true
+	n.countConfirmations()
+}
+
+// countConfirmations clears suspicion once a majority of the counting members (this one
+// included) has confirmed.
+func (n *Node) countConfirmations() {
+	total, confirmed := 0, 1
+	for id, m := range n.v.members {
+		if m.countsAsMember() {
+			total++
+			if n.confirmedBy[id] {
+				confirmed++
+			}
+		}
+	}
+	if confirmed > total/2 {
+		n.suspect = false
+		n.confirmedBy = nil
+		n.emit(Resumed{})
+	}
+}
+
+// peer returns the failure-detection record of member id (incarnation inc), starting one
+// whose clock runs from now when there is none for that incarnation.
+func (n *Node) peer(id NodeID, inc uint64) *peer {
+	p := n.peers[id]
+	if p == nil || p.incarnation != inc {
+		p = &peer{incarnation: inc, fd: newPhiDetector(n.cfg.FailureDetector)}
+		p.fd.assume(n.now)
+		n.peers[id] = p
+	}
+	return p
+}
+
+// heard records a heartbeat (or probe answer) from node: its digest, and with beat an arrival
+// for the failure detector.
+func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool) {
+	m, ok := n.v.members[node]
+	if !ok || m.Incarnation != incarnation || node == n.self.Node {
+		return
+	}
+	p := n.peer(node, incarnation)
+	if beat {
+		p.fd.heartbeat(n.now)
+	}
+	p.digest, p.hasDigest = digest, true
+	if n.observesUnreachable(node) && p.fd.available(n.now) {
+		n.setObservation(node, false)
+	}
+}
+
+func (n *Node) handleJoin(from NodeID, req JoinRequest) {
+	j := req.Member
+	if j.Node != from {
+		return // only a member may ask for itself
+	}
+	refuse := func(format string, args ...any) {
+		n.send(from, JoinReply{From: n.self.Node, Refused: fmt.Sprintf(format, args...)})
+	}
+	me, ok := n.v.members[n.self.Node]
+	if !n.joined || !ok || !me.countsAsMember() {
+		return // not a member of a cluster (yet): the joiner retries or asks another seed
+	}
+	if err := checkJoin(n.cfg.JoinChecks, req.Checks); err != "" {
+		refuse("%s", err)
+		return
+	}
+	if cur, ok := n.v.members[j.Node]; ok {
+		switch {
+		case cur.Incarnation > j.Incarnation:
+			refuse("a newer incarnation (%d) of %s is already a member; this process (incarnation %d) is stale", cur.Incarnation, j.Node, j.Incarnation)
+			return
+		case cur.Incarnation == j.Incarnation && !cur.countsAsMember():
+			refuse("%s (incarnation %d) was %s; restart it to join again", j.Node, j.Incarnation, strings.ToLower(cur.Status.String()))
+			return
+		case cur.Incarnation == j.Incarnation:
+			n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()}) // a retry: admit again
+			return
+		}
+	}
+	j.Status, j.UpNumber = Joining, 0
+	j.Roles = slices.Clone(j.Roles)
+	slices.Sort(j.Roles)
+	n.v.members[j.Node] = j.clone()
+	n.dirty = true
+	n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()})
+}
+
+// checkJoin compares the settings that must be equal on every member.
+func checkJoin(mine, theirs map[string]string) string {
+	keys := make([]string, 0, len(mine))
+	for k := range mine {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v, ok := theirs[k]; !ok || v != mine[k] {
+			if !ok {
+				v = "(not set)"
+			}
+			return fmt.Sprintf("%s: this cluster uses %s, the joining member %s; it must be equal on every member", k, mine[k], v)
+		}
+	}
+	return ""
+}
+
+func (n *Node) handleJoinReply(from NodeID, r JoinReply) {
+	if n.joined || !slices.Contains(n.seeds, from) {
+		return
+	}
+	if r.Refused != "" {
+		n.stop(StopJoinRefused, fmt.Sprintf("join refused by %s: %s", from, r.Refused))
+		return
+	}
+	n.joined = true
+	n.v.merge(&r.State)
+	if _, ok := n.v.members[n.self.Node]; !ok {
+		n.v.members[n.self.Node] = n.self.clone()
+	}
+	if n.leaveRequested {
+		n.setStatus(n.self.Node, Leaving)
+	}
+	n.dirty = true
+}
+
+// detectFailures updates this member's reachability row from its failure detectors and
+// probes members whose heartbeats are late.
+func (n *Node) detectFailures() {
+	for id, m := range n.v.members {
+		if id == n.self.Node || !m.countsAsMember() {
+			continue
+		}
+		p := n.peer(id, m.Incarnation) // a member never heard from still becomes unreachable
+		phi := p.fd.phi(n.now)
+		if phi >= n.cfg.FailureDetector.Threshold {
+			if !n.observesUnreachable(id) {
+				n.setObservation(id, true)
+			}
+		}
+		if phi >= n.cfg.FailureDetector.Threshold/2 && n.now.Sub(p.lastProbe) >= n.cfg.FailureDetector.HeartbeatInterval {
+			p.probeSeq++
+			p.lastProbe = n.now
+			n.send(id, Probe{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: p.probeSeq})
+		}
+	}
+	for id := range n.peers {
+		if m, ok := n.v.members[id]; !ok || !m.countsAsMember() {
+			delete(n.peers, id)
+		}
+	}
+}
+
+func (n *Node) observesUnreachable(id NodeID) bool {
+	row := n.v.reach[n.self.Node]
+	if row == nil || row.Incarnation != n.self.Incarnation {
+		return false
+	}
+	_, found := slices.BinarySearch(row.Unreachable, id)
+	return found
+}
+
+// setObservation writes this member's reachability row.
+func (n *Node) setObservation(id NodeID, unreachable bool) {
+	row := n.v.reach[n.self.Node]
+	var next ReachRow
+	if row == nil || row.Incarnation != n.self.Incarnation {
+		next = ReachRow{Observer: n.self.Node, Incarnation: n.self.Incarnation, Version: 1}
+	} else {
+		next = ReachRow{Observer: n.self.Node, Incarnation: n.self.Incarnation, Version: row.Version + 1, Unreachable: slices.Clone(row.Unreachable)}
+	}
+	i, found := slices.BinarySearch(next.Unreachable, id)
+	switch {
+	case unreachable && !found:
+		next.Unreachable = slices.Insert(next.Unreachable, i, id)
+	case !unreachable && found:
+		next.Unreachable = slices.Delete(next.Unreachable, i, i+1)
+	default:
+		return
+	}
+	// Drop observations of members that are gone.
+	next.Unreachable = slices.DeleteFunc(next.Unreachable, func(s NodeID) bool {
+		m, ok := n.v.members[s]
+		return !ok || !m.countsAsMember()
+	})
+	n.v.reach[n.self.Node] = &next
+	n.dirty = true
+}
+
+// setStatus moves node to status if that is a step forward in the merge order.
+func (n *Node) setStatus(node NodeID, s Status) {
+	m, ok := n.v.members[node]
+	if !ok || s <= m.Status {
+		return
+	}
+	c := m.clone()
+	c.Status = s
+	n.v.members[node] = c
+	n.dirty = true
+}
+
+func (n *Node) heartbeat() {
+	n.hbSeq++
+	n.lastHeartbeat = n.now
+	n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest})
+}
+
+func (n *Node) gossip() {
+	n.lastGossip = n.now
+	n.send("", Gossip{From: n.self.Node, State: n.v.snapshot()})
+}
+
+// someoneBehind reports whether a reachable member last reported a different digest.
+func (n *Node) someoneBehind() bool {
+	for id, p := range n.peers {
+		if p.hasDigest && p.digest != n.digest && !n.unreachable[id] {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *Node) send(to NodeID, msg Message) {
+	n.out.Messages = append(n.out.Messages, Envelope{To: to, Msg: msg})
+}
+
+func (n *Node) emit(e Event) { n.out.Events = append(n.out.Events, e) }
+
+func (n *Node) stop(reason StopReason, detail string) {
+	if n.stopped != nil {
+		return
+	}
+	n.stopped = &Stopped{Reason: reason, Detail: detail}
+	n.emit(*n.stopped)
+}
+
+// afterInput runs after every input: it reacts to view changes (events, gossip, an
+// acknowledging heartbeat), then lets the leader and the split-brain resolver act, repeating
+// while their actions change the view.
+func (n *Node) afterInput() {
+	for range 8 { // leader actions converge in a few rounds; the bound guards against a bug looping
+		if n.stopped != nil || !n.joined {
+			return
+		}
+		if n.dirty {
+			n.flush()
+		}
+		n.leaderActions()
+		n.resolveSplitBrain()
+		if !n.dirty {
+			return
+		}
+	}
+}
+
+// flush publishes a changed view: events for what changed, the state to everyone, and a
+// heartbeat carrying the new digest so the leader sees this member has seen it.
+func (n *Node) flush() {
+	n.dirty = false
+	prevDigest := n.digest
+	n.digest = n.v.digest()
+	n.emitChanges()
+	if n.stopped != nil {
+		return
+	}
+	if n.digest != prevDigest {
+		n.gossip()
+		n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: true})
+	}
+}
+
+// emitChanges compares the view with the last reported one and emits events.
+func (n *Node) emitChanges() {
+	for _, id := range n.v.sortedIDs() {
+		m := n.v.members[id]
+		p := n.reported[id]
+		if p.known && p.incarnation == m.Incarnation && p.status == m.Status {
+			continue
+		}
+		if p.known && p.incarnation != m.Incarnation {
+			if p.status != Removed {
+				old := *m.clone()
+				old.Incarnation, old.Status = p.incarnation, Removed
+				n.emit(MemberChanged{Member: old, Previous: p.status})
+			}
+			p = reported{}
+		}
+		n.emit(MemberChanged{Member: *m.clone(), Previous: p.status, New: !p.known})
+		n.reported[id] = reported{known: true, incarnation: m.Incarnation, status: m.Status}
+		if m.Status == Down {
+			n.downSeen[id] = n.now
+		}
+		if id == n.self.Node {
+			n.checkSelf(m, p.status)
+		}
+	}
+	u := n.v.unreachable()
+	for id := range u {
+		if !n.unreachable[id] {
+			n.emit(ReachabilityChanged{Node: id, Reachable: false})
+		}
+	}
+	for id := range n.unreachable {
+		if !u[id] {
+			n.emit(ReachabilityChanged{Node: id, Reachable: true})
+		}
+	}
+	n.unreachable = u
+	if l := n.computeLeader(); l != n.leader {
+		n.leader = l
+		n.emit(LeaderChanged{Leader: l})
+	}
+}
+
+// checkSelf stops this member when the cluster has downed, removed or replaced it.
+func (n *Node) checkSelf(m *Member, previous Status) {
+	left := previous == Leaving || previous == Exiting
+	switch {
+	case m.Incarnation > n.self.Incarnation:
+		n.stop(StopSuperseded, fmt.Sprintf("a newer incarnation (%d) of this node joined the cluster", m.Incarnation))
+	case m.Status == Down:
+		n.stop(StopDowned, "this member was marked Down")
+	case m.Status == Removed && left:
+		n.stop(StopLeft, "left the cluster")
+	case m.Status == Removed:
+		n.stop(StopRemoved, "this member was removed from the cluster")
+	}
+}
