@@ -1,0 +1,61 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ProtocolVersion is the version of every shardmesh protocol this build speaks. Each envelope
+// carries it; a frame of another version is refused with an ErrVersion error.
+const ProtocolVersion = 1
+
+// Errors returned by the decoders.
+var (
+	// ErrVersion: the peer speaks another protocol version.
+	ErrVersion = errors.New("incompatible protocol version")
+	// ErrMalformed: the frame is not a valid message.
+	ErrMalformed = errors.New("malformed message")
+)
+
+// Limits on what a decoded message may hold, so a hostile frame cannot make a member hold
+// unbounded state.
+const (
+	maxIDLen      = 256
+	maxMembers    = 100_000
+	maxListLen    = 64
+	maxStringLen  = 1024
+	maxCheckCount = 64
+)
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+}
+
+func checkVersion(protocol string, v uint32) error {
+	if v != ProtocolVersion {
+		return fmt.Errorf("%w: the peer speaks %s protocol version %d, this member speaks %d; run the same shardmesh release on every member (or one that speaks both)", ErrVersion, protocol, v, ProtocolVersion)
+	}
+	return nil
+}
+
+func checkID(field, id string) error {
+	if id == "" {
+		return malformed("%s is empty", field)
+	}
+	if len(id) > maxIDLen {
+		return malformed("%s is %d bytes long (at most %d)", field, len(id), maxIDLen)
+	}
+	return nil
+}
+
+func checkStrings(field string, ss []string, maxLen int) error {
+	if len(ss) > maxLen {
+		return malformed("%s has %d entries (at most %d)", field, len(ss), maxLen)
+	}
+	for _, s := range ss {
+		if len(s) > maxStringLen {
+			return malformed("%s has an entry of %d bytes (at most %d)", field, len(s), maxStringLen)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package wire
+
+import (
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/wire/pb"
+)
+
+// AppendMembership appends the frame of msg to dst.
+func AppendMembership(dst []byte, msg membership.Message) []byte {
+	env := &pb.MemberEnvelope{ProtocolVersion: ProtocolVersion}
+	switch m := msg.(type) {
+	case membership.Heartbeat:
+		env.Msg = &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{
+			From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq, Digest: m.Digest, Ack: m.Ack}}
+	case membership.Gossip:
+		env.Msg = &pb.MemberEnvelope_Gossip{Gossip: &pb.Gossip{From: string(m.From), State: stateToPB(&m.State)}}
+	case membership.JoinRequest:
+		env.Msg = &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: memberToPB(&m.Member), Checks: m.Checks}}
+	case membership.JoinReply:
+		env.Msg = &pb.MemberEnvelope_JoinReply{JoinReply: &pb.JoinReply{From: string(m.From), Refused: m.Refused, State: stateToPB(&m.State)}}
+	case membership.Probe:
+		env.Msg = &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq}}
+	case membership.ProbeAck:
+		env.Msg = &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{
+			From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq, Digest: m.Digest,
+			YourIncarnation: m.YourIncarnation, YourStatus: uint32(m.YourStatus)}}
+	default:
+		panic(fmt.Sprintf("wire: unknown membership message %T", msg))
+	}
+	out, err := proto.MarshalOptions{}.MarshalAppend(dst, env)
+	if err != nil {
+		panic(fmt.Sprintf("wire: marshal %T: %v", msg, err)) // only invalid UTF-8 can fail; ids are validated text
+	}
+	return out
+}
+
+// DecodeMembership decodes and validates a membership frame.
+func DecodeMembership(frame []byte) (membership.Message, error) {
+	var env pb.MemberEnvelope
+	if err := proto.Unmarshal(frame, &env); err != nil {
+		return nil, malformed("membership frame: %v", err)
+	}
+	if err := checkVersion("membership", env.ProtocolVersion); err != nil {
+		return nil, err
+	}
+	switch m := env.Msg.(type) {
+	case *pb.MemberEnvelope_Heartbeat:
+		h := m.Heartbeat
+		if err := checkID("heartbeat.from", h.From); err != nil {
+			return nil, err
+		}
+		return membership.Heartbeat{From: membership.NodeID(h.From), Incarnation: h.Incarnation, Seq: h.Seq, Digest: h.Digest, Ack: h.Ack}, nil
+	case *pb.MemberEnvelope_Gossip:
+		if err := checkID("gossip.from", m.Gossip.From); err != nil {
+			return nil, err
+		}
+		st, err := stateFromPB("gossip.state", m.Gossip.State)
+		if err != nil {
+			return nil, err
+		}
+		return membership.Gossip{From: membership.NodeID(m.Gossip.From), State: st}, nil
+	case *pb.MemberEnvelope_JoinRequest:
+		mem, err := memberFromPB("join_request.member", m.JoinRequest.Member)
+		if err != nil {
+			return nil, err
+		}
+		if len(m.JoinRequest.Checks) > maxCheckCount {
+			return nil, malformed("join_request.checks has %d entries (at most %d)", len(m.JoinRequest.Checks), maxCheckCount)
+		}
+		return membership.JoinRequest{Member: mem, Checks: m.JoinRequest.Checks}, nil
+	case *pb.MemberEnvelope_JoinReply:
+		r := m.JoinReply
+		if err := checkID("join_reply.from", r.From); err != nil {
+			return nil, err
+		}
+		if len(r.Refused) > maxStringLen {
+			return nil, malformed("join_reply.refused is %d bytes long", len(r.Refused))
+		}
+		st, err := stateFromPB("join_reply.state", r.State)
+		if err != nil {
+			return nil, err
+		}
+		return membership.JoinReply{From: membership.NodeID(r.From), Refused: r.Refused, State: st}, nil
+	case *pb.MemberEnvelope_Probe:
+		if err := checkID("probe.from", m.Probe.From); err != nil {
+			return nil, err
+		}
+		return membership.Probe{From: membership.NodeID(m.Probe.From), Incarnation: m.Probe.Incarnation, Seq: m.Probe.Seq}, nil
+	case *pb.MemberEnvelope_ProbeAck:
+		a := m.ProbeAck
+		if err := checkID("probe_ack.from", a.From); err != nil {
+			return nil, err
+		}
+		if a.YourStatus > uint32(membership.Removed) {
+			return nil, malformed("probe_ack.your_status = %d is not a member status", a.YourStatus)
+		}
+		return membership.ProbeAck{From: membership.NodeID(a.From), Incarnation: a.Incarnation, Seq: a.Seq, Digest: a.Digest,
+			YourIncarnation: a.YourIncarnation, YourStatus: membership.Status(a.YourStatus)}, nil
+	case nil:
+		return nil, malformed("membership frame carries no message")
+	default:
+		return nil, malformed("membership frame carries an unknown message %T", m)
+	}
+}
+
+func memberToPB(m *membership.Member) *pb.Member {
+	return &pb.Member{Node: string(m.Node), Incarnation: m.Incarnation, Addrs: m.Addrs, Roles: m.Roles,
+		AppVersion: string(m.AppVersion), Status: uint32(m.Status), UpNumber: m.UpNumber}
+}
+
+func memberFromPB(field string, m *pb.Member) (membership.Member, error) {
+	if m == nil {
+		return membership.Member{}, malformed("%s is missing", field)
+	}
+	if err := checkID(field+".node", m.Node); err != nil {
+		return membership.Member{}, err
+	}
+	if m.Status > uint32(membership.Removed) {
+		return membership.Member{}, malformed("%s.status = %d is not a member status", field, m.Status)
+	}
+	if err := checkStrings(field+".addrs", m.Addrs, maxListLen); err != nil {
+		return membership.Member{}, err
+	}
+	if err := checkStrings(field+".roles", m.Roles, maxListLen); err != nil {
+		return membership.Member{}, err
+	}
+	if len(m.AppVersion) > maxStringLen {
+		return membership.Member{}, malformed("%s.app_version is %d bytes long", field, len(m.AppVersion))
+	}
+	roles := slices.Clone(m.Roles)
+	slices.Sort(roles)
+	return membership.Member{Node: membership.NodeID(m.Node), Incarnation: m.Incarnation, Addrs: m.Addrs, Roles: slices.Compact(roles),
+		AppVersion: membership.Version(m.AppVersion), Status: membership.Status(m.Status), UpNumber: m.UpNumber}, nil
+}
+
+func stateToPB(s *membership.State) *pb.State {
+	out := &pb.State{Members: make([]*pb.Member, len(s.Members)), Reach: make([]*pb.ReachRow, len(s.Reach))}
+	for i := range s.Members {
+		out.Members[i] = memberToPB(&s.Members[i])
+	}
+	for i, r := range s.Reach {
+		ids := make([]string, len(r.Unreachable))
+		for j, u := range r.Unreachable {
+			ids[j] = string(u)
+		}
+		out.Reach[i] = &pb.ReachRow{Observer: string(r.Observer), Incarnation: r.Incarnation, Version: r.Version, Unreachable: ids}
+	}
+	return out
+}
+
+func stateFromPB(field string, s *pb.State) (membership.State, error) {
+	if s == nil {
+		return membership.State{}, nil
+	}
+	if len(s.Members) > maxMembers || len(s.Reach) > maxMembers {
+		return membership.State{}, malformed("%s holds %d members and %d reachability rows (at most %d)", field, len(s.Members), len(s.Reach), maxMembers)
+	}
+	out := membership.State{Members: make([]membership.Member, 0, len(s.Members)), Reach: make([]membership.ReachRow, 0, len(s.Reach))}
+	for i, m := range s.Members {
+		mem, err := memberFromPB(fmt.Sprintf("%s.members[%d]", field, i), m)
+		if err != nil {
+			return membership.State{}, err
+		}
+		out.Members = append(out.Members, mem)
+	}
+	for i, r := range s.Reach {
+		f := fmt.Sprintf("%s.reach[%d]", field, i)
+		if err := checkID(f+".observer", r.Observer); err != nil {
+			return membership.State{}, err
+		}
+		if len(r.Unreachable) > maxMembers {
+			return membership.State{}, malformed("%s.unreachable has %d entries", f, len(r.Unreachable))
+		}
+		ids := make([]membership.NodeID, 0, len(r.Unreachable))
+		for _, u := range r.Unreachable {
+			if err := checkID(f+".unreachable", u); err != nil {
+				return membership.State{}, err
+			}
+			ids = append(ids, membership.NodeID(u))
+		}
+		slices.Sort(ids)
+		out.Reach = append(out.Reach, membership.ReachRow{Observer: membership.NodeID(r.Observer), Incarnation: r.Incarnation, Version: r.Version, Unreachable: slices.Compact(ids)})
+	}
+	return out, nil
+}
