@@ -36,7 +36,8 @@ type Node struct {
 	sbrSignature string    // the unreachable set and counted members when it last changed
 	sbrSince     time.Time // when sbrSignature last changed
 	downSeen     map[NodeID]time.Time
-	reported     map[NodeID]reported // what emitChanges last reported per node
+	reported     map[NodeID]reported  // what emitChanges last reported per node
+	pushed       map[NodeID]time.Time // when this member last pushed its state to each member
 
 	lastInput time.Time
 	// suspect is set when this member notices it was paused (a gap between ticks longer than
@@ -82,6 +83,7 @@ func New(cfg Config, self Member, now time.Time) *Node {
 		unreachable: map[NodeID]bool{},
 		downSeen:    map[NodeID]time.Time{},
 		reported:    map[NodeID]reported{},
+		pushed:      map[NodeID]time.Time{},
 		now:         now,
 	}
 	return n
@@ -167,8 +169,14 @@ func (n *Node) Step(now time.Time, from NodeID, msg Message) {
 			n.send(from, ack)
 		}
 	case Gossip:
-		if n.joined && n.v.merge(&m.State) {
+		if !n.joined {
+			break
+		}
+		if n.v.merge(&m.State) {
 			n.dirty = true
+		}
+		if n.v.digest() != stateDigest(&m.State) {
+			n.pushState(m.From) // the sender lacks something this member knows
 		}
 	case JoinRequest:
 		n.handleJoin(from, m)
@@ -439,6 +447,10 @@ func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool) {
 	if !ok || m.Incarnation != incarnation || node == n.self.Node {
 		return
 	}
+	if !m.countsAsMember() {
+		n.pushState(node) // a downed or removed member still running: tell it
+		return
+	}
 	p := n.peer(node, incarnation)
 	if beat {
 		p.fd.heartbeat(n.now)
@@ -617,6 +629,16 @@ func (n *Node) someoneBehind() bool {
 		}
 	}
 	return false
+}
+
+// pushState sends this member's state directly to a member that is behind, at most once per
+// gossip interval per member.
+func (n *Node) pushState(to NodeID) {
+	if to == n.self.Node || n.now.Sub(n.pushed[to]) < n.cfg.GossipInterval {
+		return
+	}
+	n.pushed[to] = n.now
+	n.send(to, Gossip{From: n.self.Node, State: n.v.snapshot()})
 }
 
 func (n *Node) send(to NodeID, msg Message) {

@@ -1,0 +1,193 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"gopkg.in/yaml.v3"
+
+	"github.com/shardmesh/shardmesh/config/value"
+)
+
+// Sources are what override the defaults, in increasing precedence: the file, the
+// environment, then flags.
+type Sources struct {
+	// File is the config file (.yaml, .yml, .toml or .json); empty for none.
+	File string
+	// LookupEnv reads the environment (os.LookupEnv); nil for none.
+	LookupEnv func(string) (string, bool)
+	// Flags are key=value overrides from the command line (--set and the dedicated flags),
+	// applied in order.
+	Flags []string
+}
+
+// Load builds the configuration from the defaults and the sources. All problems are reported
+// at once, each naming the key, the value, where it came from and what is allowed.
+func Load(src Sources) (Config, error) {
+	c := Default()
+	var errs []error
+	if src.File != "" {
+		tree, err := readFile(src.File)
+		if err != nil {
+			return c, err
+		}
+		errs = append(errs, apply(&c, tree, "", src.File)...)
+	}
+	if src.LookupEnv != nil {
+		for _, k := range Schema {
+			if v, ok := src.LookupEnv(k.Env()); ok {
+				errs = append(errs, withSource(k.set(&c, v), "environment "+k.Env()))
+			}
+		}
+	}
+	for _, f := range src.Flags {
+		path, v, ok := strings.Cut(f, "=")
+		if !ok {
+			errs = append(errs, fmt.Errorf("--set %s: expected key=value, e.g. --set cluster.split-brain-resolver.stable-after=5s", f))
+			continue
+		}
+		k, ok := lookup(path)
+		if !ok {
+			errs = append(errs, unknownKey(path, "flag --set"))
+			continue
+		}
+		errs = append(errs, withSource(k.set(&c, v), "flag"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	if err := c.Membership.Validate(); err != nil {
+		return c, fmt.Errorf("cluster settings: %w", err)
+	}
+	c.Membership.JoinChecks = map[string]string{
+		"sharding.number-of-shards": strconv.Itoa(c.Sharding.NumberOfShards),
+	}
+	return c, nil
+}
+
+// readFile decodes a config file into a tree of maps.
+func readFile(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	tree := map[string]any{}
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".yaml", ".yml", ".json":
+		if err := yaml.Unmarshal(data, &tree); err != nil {
+			return nil, fmt.Errorf("config %s is not valid YAML: %w", path, err)
+		}
+	case ".toml":
+		if _, err := toml.Decode(string(data), &tree); err != nil {
+			return nil, fmt.Errorf("config %s is not valid TOML: %w", path, err)
+		}
+	default:
+		return nil, fmt.Errorf("config %s: unknown format %q: use a .yaml, .yml, .toml or .json file", path, ext)
+	}
+	return tree, nil
+}
+
+// apply sets every leaf of tree, prefixed by prefix.
+func apply(c *Config, tree map[string]any, prefix, source string) []error {
+	var errs []error
+	keys := make([]string, 0, len(tree))
+	for k := range tree {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, name := range keys {
+		path := prefix + name
+		raw := tree[name]
+		if k, ok := lookup(path); ok {
+			errs = append(errs, withSource(k.set(c, raw), source))
+			continue
+		}
+		if sub, ok := raw.(map[string]any); ok && isSection(path) {
+			errs = append(errs, apply(c, sub, path+".", source)...)
+			continue
+		}
+		errs = append(errs, unknownKey(path, source))
+	}
+	return errs
+}
+
+// isSection reports whether some key lies below path.
+func isSection(path string) bool {
+	if path+"." == roleMinPrefix || strings.HasPrefix(path+".", roleMinPrefix) {
+		return true
+	}
+	for _, k := range Schema {
+		if strings.HasPrefix(k.Path, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func withSource(err error, source string) error {
+	var ve *value.Error
+	if errors.As(err, &ve) && ve.Source == "" {
+		ve.Source = source
+	}
+	return err
+}
+
+// unknownKey explains an unknown key and suggests the closest known one.
+func unknownKey(path, source string) error {
+	best, bestDist := "", max(2, len(path)/4)+1
+	for _, name := range knownNames() {
+		if d := distance(path, name); d < bestDist {
+			best, bestDist = name, d
+		}
+	}
+	msg := fmt.Sprintf("unknown key %q (%s)", path, source)
+	if best != "" {
+		msg += fmt.Sprintf("; did you mean %q?", best)
+	} else {
+		msg += "; `sharddaemon config` lists every key"
+	}
+	return errors.New(msg)
+}
+
+// knownNames lists every key and every section (a prefix of keys).
+func knownNames() []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, k := range Schema {
+		parts := strings.Split(k.Path, ".")
+		for i := 1; i <= len(parts); i++ {
+			if n := strings.Join(parts[:i], "."); !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// distance is the Levenshtein edit distance.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

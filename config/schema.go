@@ -1,0 +1,185 @@
+package config
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/shardmesh/shardmesh/config/value"
+	"github.com/shardmesh/shardmesh/membership"
+)
+
+// Key is one configuration key.
+type Key struct {
+	// Path is the dotted key ("cluster.failure-detector.threshold").
+	Path string
+	// Usage is the one-line help, with the default.
+	Usage string
+	// Flag, when set, is the name of a dedicated command-line flag for the key.
+	Flag string
+	// set parses a raw value (as the file decoder, a flag or an environment variable gives
+	// it) into the configuration.
+	set func(c *Config, raw any) error
+	// List marks keys whose flag may be repeated.
+	List bool
+}
+
+// Env returns the environment variable that overrides the key.
+func (k Key) Env() string {
+	return "SHARDMESH_" + strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(k.Path))
+}
+
+func durationKey(path, usage string, min time.Duration, field func(*Config) *time.Duration) Key {
+	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+		d, err := value.Duration(path, raw, "at least "+min.String())
+		if err != nil {
+			return err
+		}
+		if d < min {
+			return &value.Error{Key: path, Value: raw, Allowed: "a duration of at least " + min.String()}
+		}
+		*field(c) = d
+		return nil
+	}}
+}
+
+func intKey(path, usage string, lo, hi int, field func(*Config) *int) Key {
+	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+		n, err := value.Int(path, raw, lo, hi)
+		if err == nil {
+			*field(c) = n
+		}
+		return err
+	}}
+}
+
+func floatKey(path, usage string, lo, hi float64, field func(*Config) *float64) Key {
+	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+		f, err := value.Float(path, raw, lo, hi)
+		if err == nil {
+			*field(c) = f
+		}
+		return err
+	}}
+}
+
+func boolKey(path, usage string, field func(*Config) *bool) Key {
+	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+		b, err := value.Bool(path, raw)
+		if err == nil {
+			*field(c) = b
+		}
+		return err
+	}}
+}
+
+func stringKey(path, usage string, field func(*Config) *string) Key {
+	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+		s, err := value.String(path, raw)
+		if err == nil {
+			*field(c) = s
+		}
+		return err
+	}}
+}
+
+func enumKey(path, usage string, field func(*Config) *string, allowed ...string) Key {
+	return Key{Path: path, Usage: usage + " (" + strings.Join(allowed, ", ") + ")", set: func(c *Config, raw any) error {
+		s, err := value.Enum(path, raw, allowed...)
+		if err == nil {
+			*field(c) = s
+		}
+		return err
+	}}
+}
+
+func listKey(path, usage string, field func(*Config) *[]string) Key {
+	return Key{Path: path, Usage: usage, List: true, set: func(c *Config, raw any) error {
+		ss, err := value.Strings(path, raw)
+		if err == nil {
+			*field(c) = ss
+		}
+		return err
+	}}
+}
+
+func flagged(k Key) Key {
+	k.Flag = k.Path
+	return k
+}
+
+// roleMinKey is the one key with a user-chosen segment: cluster.role.<name>.min-nr-of-members.
+const roleMinPrefix, roleMinSuffix = "cluster.role.", ".min-nr-of-members"
+
+func roleMinKey(path string) (Key, bool) {
+	if !strings.HasPrefix(path, roleMinPrefix) || !strings.HasSuffix(path, roleMinSuffix) {
+		return Key{}, false
+	}
+	role := strings.TrimSuffix(strings.TrimPrefix(path, roleMinPrefix), roleMinSuffix)
+	if role == "" || strings.Contains(role, ".") {
+		return Key{}, false
+	}
+	return Key{Path: path, set: func(c *Config, raw any) error {
+		n, err := value.Int(path, raw, 1, math.MaxInt32)
+		if err != nil {
+			return err
+		}
+		if c.Membership.RoleMinNrOfMembers == nil {
+			c.Membership.RoleMinNrOfMembers = map[string]int{}
+		}
+		c.Membership.RoleMinNrOfMembers[role] = n
+		return nil
+	}}, true
+}
+
+// Schema is every key, in the order the documentation lists them.
+var Schema = []Key{
+	flagged(stringKey("data-dir", "directory for the identity, incarnation, addrs and durable state (required)", func(c *Config) *string { return &c.Node.DataDir })),
+	flagged(listKey("listen", "multiaddr to listen on, repeatable (default /ip4/127.0.0.1/tcp/0)", func(c *Config) *[]string { return &c.Node.Listen })),
+	flagged(listKey("join", "multiaddr of a member to join through, ending in /p2p/<peer id>, repeatable; none: form a new cluster", func(c *Config) *[]string { return &c.Node.Join })),
+	flagged(stringKey("cluster-key", "file with the cluster's private-network key (shardctl keygen); none: an open mesh", func(c *Config) *string { return &c.Node.ClusterKey })),
+	flagged(stringKey("cluster-name", "name of the cluster's gossip topics and mDNS service (default shardmesh)", func(c *Config) *string { return &c.Node.ClusterName })),
+	flagged(listKey("roles", "this member's roles, comma-separated or repeated", func(c *Config) *[]string { return &c.Node.Roles })),
+	flagged(stringKey("app-version", "this member's application version, for rolling updates (default 0)", func(c *Config) *string { return &c.Node.AppVersion })),
+	flagged(listKey("allow-peers", "peer ids this member may talk to (an allow-list); none: any holder of the cluster key", func(c *Config) *[]string { return &c.Node.AllowPeers })),
+	flagged(listKey("admin-allow", "peer ids of admin identities allowed to change the cluster (shardctl keygen admin)", func(c *Config) *[]string { return &c.Node.AdminAllow })),
+	flagged(boolKey("mdns", "discover members on the local network with mDNS (default off)", func(c *Config) *bool { return &c.Node.MDNS })),
+	flagged(enumKey("log-level", "log level (default info)", func(c *Config) *string { return &c.Node.LogLevel }, "debug", "info", "warn", "error")),
+	flagged(enumKey("log-format", "log format (default text)", func(c *Config) *string { return &c.Node.LogFormat }, "text", "json")),
+
+	intKey("cluster.min-nr-of-members", "members that must have joined before any is moved Up (default 1)", 1, math.MaxInt32, func(c *Config) *int { return &c.Membership.MinNrOfMembers }),
+	durationKey("cluster.gossip-interval", "how often state is re-gossiped while a member is behind (default 1s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.GossipInterval }),
+	durationKey("cluster.seed-node-timeout", "how long to wait for the seeds before asking again (default 5s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.SeedNodeTimeout }),
+	durationKey("cluster.down-removal-margin", "how long a Down member stays before removal (default: stable-after)", 0, func(c *Config) *time.Duration { return &c.Membership.DownRemovalMargin }),
+	durationKey("cluster.failure-detector.heartbeat-interval", "heartbeat interval (default 1s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.HeartbeatInterval }),
+	floatKey("cluster.failure-detector.threshold", "phi above which a member is unreachable (default 8)", 0.1, 1000, func(c *Config) *float64 { return &c.Membership.FailureDetector.Threshold }),
+	intKey("cluster.failure-detector.max-sample-size", "heartbeat intervals kept per member (default 1000)", 1, 1_000_000, func(c *Config) *int { return &c.Membership.FailureDetector.MaxSampleSize }),
+	durationKey("cluster.failure-detector.min-std-deviation", "floor of the heartbeat interval deviation (default 100ms)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.MinStdDeviation }),
+	durationKey("cluster.failure-detector.acceptable-heartbeat-pause", "pause tolerated before phi rises (default 3s)", 0, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.AcceptableHeartbeatPause }),
+	durationKey("cluster.failure-detector.expected-response-after", "first heartbeat interval estimate (default 1s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.FirstHeartbeatEstimate }),
+	{Path: "cluster.split-brain-resolver.active-strategy", Usage: "downing strategy (keep-majority, static-quorum, keep-oldest, off; default keep-majority)", set: func(c *Config, raw any) error {
+		s, err := value.Enum("cluster.split-brain-resolver.active-strategy", raw, "keep-majority", "static-quorum", "keep-oldest", "off")
+		if err == nil {
+			c.Membership.SplitBrainResolver.ActiveStrategy = membership.Strategy(s)
+		}
+		return err
+	}},
+	durationKey("cluster.split-brain-resolver.stable-after", "how long the unreachable set must be stable before a decision (default 20s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.SplitBrainResolver.StableAfter }),
+	stringKey("cluster.split-brain-resolver.keep-majority.role", "count only members with this role (default all)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.Role }),
+	intKey("cluster.split-brain-resolver.static-quorum.quorum-size", "members a side needs to survive with static-quorum", 1, math.MaxInt32, func(c *Config) *int { return &c.Membership.SplitBrainResolver.QuorumSize }),
+	stringKey("cluster.split-brain-resolver.static-quorum.role", "count only members with this role (default all)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.Role }),
+	boolKey("cluster.split-brain-resolver.keep-oldest.down-if-alone", "with keep-oldest, an oldest member alone is downed instead (default on)", func(c *Config) *bool { return &c.Membership.SplitBrainResolver.DownIfAlone }),
+	stringKey("cluster.split-brain-resolver.keep-oldest.role", "count only members with this role (default all)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.Role }),
+
+	intKey("sharding.number-of-shards", "shards of the default extractor; must be equal on every member (default 1000)", 1, 1<<20, func(c *Config) *int { return &c.Sharding.NumberOfShards }),
+}
+
+// lookup finds the key at path.
+func lookup(path string) (Key, bool) {
+	for _, k := range Schema {
+		if k.Path == path {
+			return k, true
+		}
+	}
+	return roleMinKey(path)
+}
