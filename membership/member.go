@@ -97,6 +97,9 @@ func (m *Member) clone() *Member {
 
 // supersedes reports whether record m should replace record o of the same node in a merge:
 // a newer incarnation, or the same incarnation with a later status or a higher up-number.
+// Records that agree on all three differ only if the member introduced itself twice with
+// different details in one incarnation (it never does); the content then breaks the tie so
+// the merge stays commutative.
 func (m *Member) supersedes(o *Member) bool {
 	if m.Incarnation != o.Incarnation {
 		return m.Incarnation > o.Incarnation
@@ -104,7 +107,16 @@ func (m *Member) supersedes(o *Member) bool {
 	if m.Status != o.Status {
 		return m.Status > o.Status
 	}
-	return m.UpNumber > o.UpNumber
+	if m.UpNumber != o.UpNumber {
+		return m.UpNumber > o.UpNumber
+	}
+	if c := strings.Compare(string(m.AppVersion), string(o.AppVersion)); c != 0 {
+		return c > 0
+	}
+	if c := slices.Compare(m.Roles, o.Roles); c != 0 {
+		return c > 0
+	}
+	return slices.Compare(m.Addrs, o.Addrs) > 0
 }
 
 // countsAsMember reports whether m takes part in the cluster: not Down, not Removed.

@@ -66,6 +66,10 @@ type peer struct {
 	probeSeq    uint64
 	lastProbe   time.Time
 	freshSeq    uint64 // while suspect: the first probe seq sent after the pause
+	// agreedAt is when a heartbeat (or probe answer) last arrived from this member carrying
+	// this member's own digest: evidence that, then, its view equalled one in which this
+	// member is Up. The majority lease counts only such evidence.
+	agreedAt time.Time
 }
 
 // New returns the machine of member self (Status and UpNumber are ignored: the member starts
@@ -299,8 +303,9 @@ func (n *Node) Serving(now time.Time) bool { return now.Before(n.ServingUntil())
 //   - it is not suspect after a pause, and its own last input is within the acceptable
 //     heartbeat pause (a process that was stopped must not serve in the moment between waking
 //     up and noticing);
-//   - it holds a majority lease: regular heartbeats from a majority of the members (itself
-//     included) arrived within the acceptable heartbeat pause.
+//   - it holds a majority lease: heartbeats agreeing with its view (same digest) from a
+//     majority of the members (itself included) arrived within the acceptable heartbeat
+//     pause.
 //
 // The majority lease makes removal safe whatever stable-after and down-removal-margin are: a
 // member cut off in a minority stops serving within the acceptable heartbeat pause, while the
@@ -318,8 +323,10 @@ func (n *Node) ServingUntil() time.Time {
 	return n.majorityLease()
 }
 
-// majorityLease returns when the majority-th freshest heartbeat (this member's own last
-// input counting as one) becomes older than the acceptable heartbeat pause.
+// majorityLease returns when the majority-th freshest agreeing heartbeat (this member's own
+// last input counting as one) becomes older than the acceptable heartbeat pause. Only
+// heartbeats whose digest equalled this member's count: a member that has downed or removed
+// this one gossips another digest, so its heartbeats prove nothing.
 func (n *Node) majorityLease() time.Time {
 	last := make([]time.Time, 0, len(n.v.members))
 	for id, m := range n.v.members {
@@ -329,8 +336,8 @@ func (n *Node) majorityLease() time.Time {
 		switch p := n.peers[id]; {
 		case id == n.self.Node:
 			last = append(last, n.lastInput)
-		case p != nil && p.incarnation == m.Incarnation && !p.fd.assumed && !p.fd.last.IsZero():
-			last = append(last, p.fd.last)
+		case p != nil && p.incarnation == m.Incarnation:
+			last = append(last, p.agreedAt)
 		default:
 			last = append(last, time.Time{}) // never heard: no lease from it
 		}
@@ -456,6 +463,9 @@ func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool) {
 		p.fd.heartbeat(n.now)
 	}
 	p.digest, p.hasDigest = digest, true
+	if digest == n.digest {
+		p.agreedAt = n.now
+	}
 	if n.observesUnreachable(node) && p.fd.available(n.now) {
 		n.setObservation(node, false)
 	}

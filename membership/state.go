@@ -23,11 +23,17 @@ type ReachRow struct {
 	Unreachable []NodeID // sorted
 }
 
+// newerThan orders an observer's rows: by incarnation, then version. An observer never writes
+// two different rows with the same version, but should it (a bug, a restored disk), the
+// tie is broken by content so every member still merges to the same row.
 func (r *ReachRow) newerThan(o *ReachRow) bool {
 	if r.Incarnation != o.Incarnation {
 		return r.Incarnation > o.Incarnation
 	}
-	return r.Version > o.Version
+	if r.Version != o.Version {
+		return r.Version > o.Version
+	}
+	return slices.Compare(r.Unreachable, o.Unreachable) > 0
 }
 
 // view is the machine's mutable membership state.
