@@ -79,7 +79,7 @@ func (n *Node) leaderActions() {
 		case Exiting:
 			n.setStatus(id, Removed)
 		case Down:
-			if seen, ok := n.downSeen[id]; ok && n.now.Sub(seen) >= n.cfg.DownRemovalMargin {
+			if n.leaseExpired(id) {
 				n.setStatus(id, Removed)
 			}
 		}
@@ -111,4 +111,22 @@ func (n *Node) enoughMembers() bool {
 		}
 	}
 	return true
+}
+
+// leaseExpired reports whether a Down member can be removed: down-removal-margin has passed
+// since this member saw it Down, and its majority lease has certainly run out. Once every
+// reachable member has seen it Down (convergence), none sends it a heartbeat that agrees with
+// its view, so its lease ends at most the acceptable heartbeat pause (plus a heartbeat
+// interval for delivery) later. An operator's down skips failure detection and stable-after,
+// so this is what keeps a downed member that is still running (and cut off before it learned
+// of the decision) from serving while its work starts elsewhere.
+func (n *Node) leaseExpired(id NodeID) bool {
+	converged, ok := n.downConverged[id]
+	if !ok {
+		n.downConverged[id] = n.now // called only at convergence
+		converged = n.now
+	}
+	seen, ok := n.downSeen[id]
+	fd := n.cfg.FailureDetector
+	return ok && n.now.Sub(seen) >= n.cfg.DownRemovalMargin && n.now.Sub(converged) >= fd.AcceptableHeartbeatPause+fd.HeartbeatInterval
 }

@@ -33,11 +33,12 @@ type Node struct {
 	leader      NodeID
 	unreachable map[NodeID]bool
 
-	sbrSignature string    // the unreachable set and counted members when it last changed
-	sbrSince     time.Time // when sbrSignature last changed
-	downSeen     map[NodeID]time.Time
-	reported     map[NodeID]reported  // what emitChanges last reported per node
-	pushed       map[NodeID]time.Time // when this member last pushed its state to each member
+	sbrSignature  string    // the unreachable set and counted members when it last changed
+	sbrSince      time.Time // when sbrSignature last changed
+	downSeen      map[NodeID]time.Time
+	downConverged map[NodeID]time.Time // when the leader first saw convergence with the member Down
+	reported      map[NodeID]reported  // what emitChanges last reported per node
+	pushed        map[NodeID]time.Time // when this member last pushed its state to each member
 
 	lastInput time.Time
 	// suspect is set when this member notices it was paused (a gap between ticks longer than
@@ -80,15 +81,16 @@ func New(cfg Config, self Member, now time.Time) *Node {
 	self.Roles = slices.Clone(self.Roles)
 	slices.Sort(self.Roles)
 	n := &Node{
-		cfg:         cfg,
-		self:        self,
-		v:           newView(),
-		peers:       map[NodeID]*peer{},
-		unreachable: map[NodeID]bool{},
-		downSeen:    map[NodeID]time.Time{},
-		reported:    map[NodeID]reported{},
-		pushed:      map[NodeID]time.Time{},
-		now:         now,
+		cfg:           cfg,
+		self:          self,
+		v:             newView(),
+		peers:         map[NodeID]*peer{},
+		unreachable:   map[NodeID]bool{},
+		downSeen:      map[NodeID]time.Time{},
+		downConverged: map[NodeID]time.Time{},
+		reported:      map[NodeID]reported{},
+		pushed:        map[NodeID]time.Time{},
+		now:           now,
 	}
 	return n
 }
