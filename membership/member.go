@@ -119,5 +119,9 @@ func (m *Member) supersedes(o *Member) bool {
 	return slices.Compare(m.Addrs, o.Addrs) > 0
 }
 
+// counted reports whether m counts in majorities (split-brain decisions, the majority lease,
+// confirmations after a pause): Up or Leaving, as Akka's split-brain resolver counts.
+func (m *Member) counted() bool { return m.Status == Up || m.Status == Leaving }
+
 // countsAsMember reports whether m takes part in the cluster: not Down, not Removed.
 func (m *Member) countsAsMember() bool { return m.Status < Down }

@@ -47,7 +47,6 @@ type Node struct {
 	// serve anything (Serving reports false).
 	suspect     bool
 	confirmedBy map[NodeID]bool
-	leased      bool // held the majority lease at the last tick
 
 	now time.Time
 	out Ready
@@ -211,16 +210,8 @@ func (n *Node) Tick(now time.Time) {
 		}
 		return
 	}
-	switch {
-	case n.suspect:
+	if n.suspect {
 		n.probeUnconfirmed(false)
-	case n.now.Before(n.majorityLease()):
-		n.leased = true
-	case n.leased:
-		// Cut off from the majority: when the link heals, fresh heartbeats alone must not
-		// restore serving, since the majority may have removed this member meanwhile.
-		n.leased = false
-		n.becomeSuspect(false)
 	}
 	n.detectFailures()
 	if now.Sub(n.lastHeartbeat) >= n.cfg.FailureDetector.HeartbeatInterval {
@@ -300,8 +291,8 @@ func (n *Node) Serving(now time.Time) bool { return now.Before(n.ServingUntil())
 // ServingUntil returns the time until which this member may serve work (host shards, answer
 // for its entities); the zero time when it may not serve at all. A member serves while:
 //
-//   - it has joined, has not stopped, and has not started leaving (a member leaves only after
-//     it has handed off its work, so from Leaving on it serves nothing);
+//   - it is Up: not Joining yet, and not Leaving (a member leaves only after it has handed
+//     off its work, so from Leaving on it serves nothing);
 //   - it is not suspect after a pause, and its own last input is within the acceptable
 //     heartbeat pause (a process that was stopped must not serve in the moment between waking
 //     up and noticing);
@@ -319,20 +310,21 @@ func (n *Node) ServingUntil() time.Time {
 		return time.Time{}
 	}
 	me, ok := n.v.members[n.self.Node]
-	if !ok || me.Incarnation != n.self.Incarnation || me.Status > Up {
+	if !ok || me.Incarnation != n.self.Incarnation || me.Status != Up {
 		return time.Time{}
 	}
 	return n.majorityLease()
 }
 
-// majorityLease returns when the majority-th freshest agreeing heartbeat (this member's own
-// last input counting as one) becomes older than the acceptable heartbeat pause. Only
+// majorityLease returns when the majority-th freshest agreeing heartbeat from the counted
+// members (Up or Leaving; this member's own last input counting as one) becomes older than
+// the acceptable heartbeat pause. Only
 // heartbeats whose digest equalled this member's count: a member that has downed or removed
 // this one gossips another digest, so its heartbeats prove nothing.
 func (n *Node) majorityLease() time.Time {
 	last := make([]time.Time, 0, len(n.v.members))
 	for id, m := range n.v.members {
-		if !m.countsAsMember() {
+		if !m.counted() && id != n.self.Node {
 			continue
 		}
 		switch p := n.peers[id]; {
@@ -356,16 +348,18 @@ func (n *Node) majorityLease() time.Time {
 // such a gap). Every input checks it first, before it can act on stale beliefs.
 func (n *Node) checkPause() {
 	if n.joined && !n.lastInput.IsZero() && n.now.Sub(n.lastInput) > n.cfg.FailureDetector.AcceptableHeartbeatPause {
-		n.becomeSuspect(true)
+		n.becomeSuspect()
 	}
 	n.lastInput = n.now
 }
 
 // becomeSuspect is called when this member finds it was paused for longer than the
-// acceptable heartbeat pause (paused) or lost its majority lease: it serves nothing and takes
-// no decision about others until a majority answers a probe sent after that moment,
-// confirming it is still a member.
-func (n *Node) becomeSuspect(paused bool) {
+// acceptable heartbeat pause: its view is stale, so it serves nothing and takes no decision
+// about others until a majority answers a probe sent after the pause, confirming it is still
+// a member. (A member merely cut off from the majority loses its lease and stops serving, but
+// its view is current: it keeps deciding, and regains the lease only from heartbeats that
+// agree with its view.)
+func (n *Node) becomeSuspect() {
 	if !n.suspect {
 		n.suspect = true
 		n.emit(Suspended{})
@@ -373,12 +367,10 @@ func (n *Node) becomeSuspect(paused bool) {
 	n.confirmedBy = map[NodeID]bool{}
 	for _, p := range n.peers {
 		p.freshSeq = p.probeSeq + 1
-		if paused {
-			// Gaps that span this member's own pause say nothing about the peers: start their
-			// detectors afresh, or one long sample would blind them for a thousand heartbeats.
-			p.fd = newPhiDetector(n.cfg.FailureDetector)
-			p.fd.assume(n.now)
-		}
+		// Gaps that span this member's own pause say nothing about the peers: start their
+		// detectors afresh, or one long sample would blind them for a thousand heartbeats.
+		p.fd = newPhiDetector(n.cfg.FailureDetector)
+		p.fd.assume(n.now)
 	}
 	n.probeUnconfirmed(true)
 	n.countConfirmations()
@@ -418,14 +410,15 @@ func (n *Node) confirm(ack ProbeAck) {
 	n.countConfirmations()
 }
 
-// countConfirmations clears suspicion once a majority of the counting members (this one
-// included) has confirmed.
+// countConfirmations clears suspicion once a majority of the counted members (Up or
+// Leaving; this one included) has confirmed. Joining members do not count: their views are
+// not yet the cluster's, and a stale one would confirm a member the cluster removed.
 func (n *Node) countConfirmations() {
 	total, confirmed := 0, 1
 	for id, m := range n.v.members {
-		if m.countsAsMember() {
+		if m.counted() {
 			total++
-			if n.confirmedBy[id] {
+			if id != n.self.Node && n.confirmedBy[id] {
 				confirmed++
 			}
 		}
