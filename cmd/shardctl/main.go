@@ -3,33 +3,61 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/urfave/cli/v2"
 )
 
+// Exit codes, documented in docs/cli.md.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	exitPartial = 3
+	exitRefused = 4
+)
+
 func main() {
-	if err := newApp().Run(os.Args); err != nil {
+	os.Exit(run(os.Args))
+}
+
+func run(args []string) int {
+	if err := newApp().Run(args); err != nil {
 		fmt.Fprintln(os.Stderr, "shardctl:", err)
-		os.Exit(exitCode(err))
+		return exitCode(err)
 	}
+	return exitOK
 }
 
 func newApp() *cli.App {
 	return &cli.App{
 		Name:  "shardctl",
 		Usage: "operate a shardmesh cluster",
+		Description: `shardctl talks to one member of a cluster over the authenticated admin protocol.
+Name the member with --node MULTIADDR (or $SHARDMESH_NODE), or with --data-dir DIR of a
+daemon running on this machine (its DIR/addrs file).
+
+Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
+		Flags:           globalFlags(),
+		HideHelpCommand: true,
 		Commands: []*cli.Command{
+			membersCommand(),
+			keygenCommand(),
 			simCommand(),
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return cli.Exit(err.Error(), exitUsage)
 		},
 	}
 }
 
-// exitCode maps an error to the documented exit codes: 1 failed, 2 bad usage.
+// exitCode maps an error to the documented exit codes.
 func exitCode(err error) int {
-	if ec, ok := err.(cli.ExitCoder); ok {
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
 		return ec.ExitCode()
 	}
-	return 1
+	return exitFailed
 }

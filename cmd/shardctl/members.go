@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+func membersCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "members",
+		Usage: "list the cluster's members as one member sees them",
+		Description: `Lists every member with its status, age (up-number: lower is older), roles, app version
+and reachability, and marks the oldest member and the leader.
+
+Example:
+   shardctl members --data-dir /tmp/shardmesh/a
+   shardctl members --node /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... --json`,
+		Action: func(c *cli.Context) error {
+			cl, ctx, done, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			resp, err := cl.Members(ctx)
+			if err != nil {
+				return callError(err)
+			}
+			if c.Bool("json") {
+				return printJSON(resp)
+			}
+			t := newTable(os.Stdout, "MEMBER", "STATUS", "AGE", "ROLES", "VERSION", "REACHABLE", "")
+			up := 0
+			for _, m := range resp.Members {
+				if m.Status == "Up" {
+					up++
+				}
+				var notes []string
+				if m.Oldest {
+					notes = append(notes, "oldest")
+				}
+				if m.Leader {
+					notes = append(notes, "leader")
+				}
+				if m.Node == resp.Self {
+					notes = append(notes, "(answering)")
+				}
+				age := "-"
+				if m.UpNumber > 0 {
+					age = strconv.FormatUint(m.UpNumber, 10)
+				}
+				reach := "yes"
+				if !m.Reachable {
+					reach = "NO"
+				}
+				t.row(shortID(m.Node), m.Status, age, orDash(strings.Join(m.Roles, ",")), orDash(m.AppVersion), reach, strings.Join(notes, " "))
+			}
+			t.flush()
+			state := "converged"
+			if !resp.Converged {
+				state = "not converged (some member has not seen this view yet)"
+			}
+			fmt.Printf("%d members, %d up; view %s\n", len(resp.Members), up, state)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,248 @@
+// Command sharddaemon runs one shardmesh member: it joins (or forms) a cluster over libp2p,
+// keeps its membership, and serves the admin protocol that shardctl speaks.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/pnet"
+	"github.com/urfave/cli/v2"
+
+	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/p2p"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0 // left the cluster gracefully
+	exitFailed  = 1 // failed at start or while running
+	exitUsage   = 2 // bad flags or configuration; refused at join for a setting that differs
+	exitStopped = 3 // downed or removed by the cluster: restart it to join again
+)
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+func run(args []string) int {
+	code := exitOK
+	app := newApp(&code)
+	if err := app.Run(args); err != nil {
+		fmt.Fprintln(os.Stderr, "sharddaemon:", err)
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) {
+			return ec.ExitCode()
+		}
+		return exitUsage
+	}
+	return code
+}
+
+func newApp(code *int) *cli.App {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (YAML, TOML or JSON; keys as in reference.conf: cluster.*, sharding.*)", EnvVars: []string{"SHARDMESH_CONFIG"}},
+		&cli.StringSliceFlag{Name: "set", Usage: "set any configuration key, e.g. --set cluster.split-brain-resolver.stable-after=5s (repeatable)"},
+	}
+	for _, k := range config.Schema {
+		if k.Flag == "" {
+			continue
+		}
+		if k.List {
+			flags = append(flags, &cli.StringSliceFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
+		} else {
+			flags = append(flags, &cli.StringFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
+		}
+	}
+	return &cli.App{
+		Name:      "sharddaemon",
+		Usage:     "run a shardmesh member",
+		UsageText: "sharddaemon --data-dir DIR [--listen MULTIADDR]... [--join MULTIADDR]... [--cluster-key FILE] [--config FILE]",
+		Description: `Starts a member of a shardmesh cluster. Without --join it forms a new cluster; with
+--join it joins through the given members. Once listening it writes its dialable addresses
+to DIR/addrs, one per line. SIGTERM or SIGINT leaves the cluster gracefully (a second one
+exits at once).
+
+Every configuration key can be set in the --config file, with SHARDMESH_<KEY> (upper case,
+dots and dashes as underscores), or with --set key=value; flags win over the environment,
+which wins over the file. 'sharddaemon config' lists every key with its default.
+
+Example: a three-member cluster on one machine
+   shardctl keygen --out cluster.key
+   sharddaemon --data-dir /tmp/a --cluster-key cluster.key &
+   sharddaemon --data-dir /tmp/b --cluster-key cluster.key --join $(head -1 /tmp/a/addrs) &
+   sharddaemon --data-dir /tmp/c --cluster-key cluster.key --join $(head -1 /tmp/a/addrs) &
+   shardctl members --data-dir /tmp/a --cluster-key cluster.key
+
+Exit codes: 0 left gracefully, 1 failed, 2 bad usage or configuration (or refused at join
+for a setting that must be equal on every member), 3 downed or removed by the cluster.`,
+		Flags:           flags,
+		HideHelpCommand: true,
+		Commands: []*cli.Command{{
+			Name:   "config",
+			Usage:  "list every configuration key with its environment variable",
+			Action: listKeys,
+		}},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return cli.Exit(fmt.Sprintf("unexpected argument %q (see --help)", c.Args().First()), exitUsage)
+			}
+			cfg, err := loadConfig(c)
+			if err != nil {
+				return cli.Exit(err.Error(), exitUsage)
+			}
+			*code = serve(cfg)
+			return nil
+		},
+	}
+}
+
+// loadConfig merges the file, the environment and the flags.
+func loadConfig(c *cli.Context) (config.Config, error) {
+	var sets []string
+	for _, k := range config.Schema {
+		if k.Flag == "" || !c.IsSet(k.Flag) {
+			continue
+		}
+		if k.List {
+			sets = append(sets, k.Path+"="+strings.Join(c.StringSlice(k.Flag), ","))
+		} else {
+			sets = append(sets, k.Path+"="+c.String(k.Flag))
+		}
+	}
+	sets = append(sets, c.StringSlice("set")...)
+	cfg, err := config.Load(config.Sources{File: c.String("config"), LookupEnv: os.LookupEnv, Flags: sets})
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Node.DataDir == "" {
+		return cfg, errors.New("no data directory: set --data-dir (or data-dir in the config file, or SHARDMESH_DATA_DIR)")
+	}
+	return cfg, nil
+}
+
+func listKeys(*cli.Context) error {
+	for _, k := range config.Schema {
+		fmt.Printf("%s\n    %s\n    env %s", k.Path, k.Usage, k.Env())
+		if k.Flag != "" {
+			fmt.Printf(", flag --%s", k.Flag)
+		}
+		fmt.Println()
+	}
+	fmt.Println("cluster.role.<role>.min-nr-of-members\n    members with that role needed before any is moved Up")
+	return nil
+}
+
+func newLogger(cfg config.Node) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// serve runs the member until it stops and returns the exit code.
+func serve(cfg config.Config) int {
+	log := newLogger(cfg.Node)
+	var psk pnet.PSK
+	if cfg.Node.ClusterKey != "" {
+		var err error
+		if psk, err = p2p.LoadClusterKey(cfg.Node.ClusterKey); err != nil {
+			log.Error("cannot load the cluster key", "err", err)
+			return exitUsage
+		}
+	}
+	allow, err := peerIDs("allow-peers", cfg.Node.AllowPeers)
+	if err != nil {
+		log.Error(err.Error())
+		return exitUsage
+	}
+	admins, err := peerIDs("admin-allow", cfg.Node.AdminAllow)
+	if err != nil {
+		log.Error(err.Error())
+		return exitUsage
+	}
+	if len(allow) > 0 {
+		allow = append(allow, admins...) // admin identities must be able to connect
+	}
+	n, err := node.Start(context.Background(), node.Config{
+		DataDir:     cfg.Node.DataDir,
+		Listen:      cfg.Node.Listen,
+		Join:        cfg.Node.Join,
+		ClusterKey:  psk,
+		ClusterName: cfg.Node.ClusterName,
+		Roles:       cfg.Node.Roles,
+		AppVersion:  cfg.Node.AppVersion,
+		AllowPeers:  allow,
+		MDNS:        cfg.Node.MDNS,
+		Membership:  cfg.Membership,
+		Logger:      log,
+	})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		if errors.Is(err, node.ErrDataDirInUse) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	admin.Serve(n.Host(), backend{n}, admins, log.With("component", "admin"))
+
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case <-n.Done():
+	case sig := <-signals:
+		log.Info("leaving the cluster (send the signal again to exit at once)", "signal", sig.String())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		go func() {
+			select {
+			case <-signals:
+				log.Warn("second signal: exiting without leaving")
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := n.Leave(ctx)
+		cancel()
+		if err != nil {
+			log.Error("did not leave cleanly", "err", err)
+			n.Close()
+			return exitFailed
+		}
+	}
+	reason := n.StopReason()
+	n.Close()
+	switch {
+	case reason == nil, reason.Reason == membership.StopLeft:
+		return exitOK
+	case reason.Reason == membership.StopJoinRefused:
+		return exitUsage
+	default:
+		return exitStopped
+	}
+}
+
+func peerIDs(key string, ss []string) ([]peer.ID, error) {
+	ids := make([]peer.ID, 0, len(ss))
+	for _, s := range ss {
+		id, err := peer.Decode(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a peer id: %v", key, s, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}

@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startFive starts a seed and four members joining through it, and returns them with the
+// time the last one started.
+func startFive(t *testing.T, c *cluster) ([]*daemon, time.Time) {
+	seed := c.start("m1")
+	ds := []*daemon{seed}
+	for i := 2; i <= 5; i++ {
+		ds = append(ds, c.spawn(fmt.Sprintf("m%d", i), "--join", seed.addr()))
+	}
+	last := time.Now()
+	return ds, last
+}
+
+// allAgree reports whether every daemon in ds answers with want Up members and the same oldest.
+func allAgree(ds []*daemon, want int) bool {
+	oldest := ""
+	for _, d := range ds {
+		v, ok := d.members()
+		if !ok || v.count("Up") != want || len(v.Members) != want {
+			return false
+		}
+		if oldest == "" {
+			oldest = v.Oldest
+		}
+		if v.Oldest != oldest || oldest == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFiveMembersJoinThroughOneSeed(t *testing.T) {
+	c := newCluster(t)
+	ds, last := startFive(t, c)
+	if !waitFor(3*time.Second, func() bool { return allAgree(ds, 5) }) {
+		t.Fatalf("5 members did not agree on 5 Up members and the oldest within 3 s of the last start")
+	}
+	t.Logf("all 5 agree %v after the last start", time.Since(last).Round(time.Millisecond))
+	v, _ := ds[3].members()
+	if v.Oldest != ds[0].peerID() {
+		t.Errorf("oldest is %s, want the seed %s", v.Oldest, ds[0].peerID())
+	}
+	out, _, code := shardctl("members", "--data-dir", ds[2].dir)
+	if code != 0 || !strings.Contains(out, "oldest") || !strings.Contains(out, "5 members, 5 up; view converged") {
+		t.Errorf("members table (exit %d):\n%s", code, out)
+	}
+}
+
+func TestKilledMemberIsDownedAndRemoved(t *testing.T) {
+	c := newCluster(t, "--set", "cluster.split-brain-resolver.stable-after=2s")
+	ds, _ := startFive(t, c)
+	if !waitFor(5*time.Second, func() bool { return allAgree(ds, 5) }) {
+		t.Fatal("cluster did not form")
+	}
+	time.Sleep(3 * time.Second) // let the failure detectors learn the heartbeat rhythm
+	victim := ds[4]
+	id := victim.peerID()
+	victim.kill()
+	killed := time.Now()
+	rest := ds[:4]
+	unreachable := func() bool {
+		for _, d := range rest {
+			v, ok := d.members()
+			if !ok || v.reachable(id) {
+				return false
+			}
+		}
+		return true
+	}
+	if !waitFor(5*time.Second, unreachable) {
+		t.Fatalf("the others did not mark the killed member unreachable within 5 s")
+	}
+	t.Logf("unreachable everywhere %v after kill -9", time.Since(killed).Round(time.Millisecond))
+	removed := func() bool {
+		for _, d := range rest {
+			if v, ok := d.members(); !ok || (v.status(id) != "Removed") {
+				return false
+			}
+		}
+		return true
+	}
+	// detection (< 5 s) + stable-after (2 s) + the downed member's lease (acceptable pause
+	// 3 s + a heartbeat interval), which is longer than this test's down-removal-margin (2 s)
+	if !waitFor(14*time.Second, removed) {
+		t.Fatal("the killed member was not downed and removed")
+	}
+	t.Logf("downed and removed everywhere %v after kill -9", time.Since(killed).Round(time.Millisecond))
+	if !waitFor(3*time.Second, func() bool { return allAgreeUp(rest, 4) }) {
+		t.Fatal("the four survivors do not agree")
+	}
+}
+
+// allAgreeUp is allAgree counting only Up members (the removed one stays as a tombstone).
+func allAgreeUp(ds []*daemon, want int) bool {
+	oldest := ""
+	for _, d := range ds {
+		v, ok := d.members()
+		if !ok || v.count("Up") != want {
+			return false
+		}
+		if oldest == "" {
+			oldest = v.Oldest
+		}
+		if v.Oldest != oldest {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSigtermLeavesGracefully(t *testing.T) {
+	c := newCluster(t)
+	ds, _ := startFive(t, c)
+	if !waitFor(5*time.Second, func() bool { return allAgree(ds, 5) }) {
+		t.Fatal("cluster did not form")
+	}
+	leaver := ds[2]
+	id := leaver.peerID()
+	leaver.signal(syscall.SIGTERM)
+	sent := time.Now()
+	rest := []*daemon{ds[0], ds[1], ds[3], ds[4]}
+	if !waitFor(2*time.Second, func() bool {
+		for _, d := range rest {
+			if v, ok := d.members(); !ok || v.status(id) != "Removed" {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatal("the others did not list the leaving member Removed within 2 s")
+	}
+	t.Logf("Removed everywhere %v after SIGTERM", time.Since(sent).Round(time.Millisecond))
+	code, exited := leaver.wait(5 * time.Second)
+	if !exited || code != 0 {
+		t.Fatalf("leaving daemon: exited=%v code=%d", exited, code)
+	}
+	if !strings.Contains(leaver.log.String(), "left the cluster") {
+		t.Errorf("log lacks the leave:\n%s", leaver.log.String())
+	}
+}
+
+func TestDifferentClusterKeyCannotJoin(t *testing.T) {
+	dir := t.TempDir()
+	keyA, keyB := filepath.Join(dir, "a.key"), filepath.Join(dir, "b.key")
+	for _, k := range []string{keyA, keyB} {
+		if _, errOut, code := shardctl("keygen", "--out", k); code != 0 {
+			t.Fatalf("keygen: %s", errOut)
+		}
+	}
+	c := newCluster(t)
+	seed := c.start("seed", "--cluster-key", keyA)
+	friend := c.start("friend", "--cluster-key", keyA, "--join", seed.addr())
+	stranger := c.start("stranger", "--cluster-key", keyB, "--join", seed.addr())
+	if !waitFor(5*time.Second, func() bool { v, ok := friend.members("--cluster-key", keyA); return ok && v.count("Up") == 2 }) {
+		t.Fatal("the member with the right key did not join")
+	}
+	if !waitFor(5*time.Second, func() bool { return strings.Contains(stranger.log.String(), "cluster key") }) {
+		t.Fatalf("the stranger's log does not say why it cannot join:\n%s", stranger.log.String())
+	}
+	v, _ := seed.members("--cluster-key", keyA)
+	if len(v.Members) != 2 {
+		t.Errorf("the seed lists %d members, want 2 (the stranger must not be one)", len(v.Members))
+	}
+	if _, errOut, code := shardctl("members", "--data-dir", seed.dir, "--cluster-key", keyB, "--timeout", "3s"); code == 0 {
+		t.Errorf("shardctl with the wrong key reached the member")
+	} else {
+		t.Logf("shardctl with the wrong key: %s", strings.TrimSpace(errOut))
+	}
+}
+
+func TestDifferentNumberOfShardsIsRefusedAtJoin(t *testing.T) {
+	c := newCluster(t)
+	seed := c.start("seed")
+	odd := c.spawn("odd", "--join", seed.addr(), "--set", "sharding.number-of-shards=100")
+	code, exited := odd.wait(15 * time.Second)
+	if !exited || code != 2 {
+		t.Fatalf("member with another number-of-shards: exited=%v code=%d\n%s", exited, code, odd.log.String())
+	}
+	if !strings.Contains(odd.log.String(), "sharding.number-of-shards: this cluster uses 1000, the joining member 100") {
+		t.Errorf("log does not explain the refusal:\n%s", odd.log.String())
+	}
+}
+
+func TestDataDirInUse(t *testing.T) {
+	c := newCluster(t)
+	first := c.start("one")
+	dup := c.spawnIn("dup", first.dir)
+	code, exited := dup.wait(10 * time.Second)
+	if !exited || code != 2 || !strings.Contains(dup.log.String(), "is held by another sharddaemon (pid") {
+		t.Fatalf("second daemon on one data directory: exited=%v code=%d\n%s", exited, code, dup.log.String())
+	}
+}
+
+func TestBadConfigurationStopsTheStart(t *testing.T) {
+	c := newCluster(t)
+	cfg := filepath.Join(c.root, "bad.yaml")
+	os.WriteFile(cfg, []byte("cluster:\n  failure-detector:\n    treshold: 9\n"), 0o600)
+	d := c.spawn("bad", "--config", cfg)
+	code, exited := d.wait(10 * time.Second)
+	if !exited || code != 2 || !strings.Contains(d.log.String(), `unknown key "cluster.failure-detector.treshold"`) ||
+		!strings.Contains(d.log.String(), `did you mean "cluster.failure-detector.threshold"`) {
+		t.Fatalf("exited=%v code=%d\n%s", exited, code, d.log.String())
+	}
+	d = c.spawn("bad2", "--set", "cluster.split-brain-resolver.stable-after=soon")
+	code, _ = d.wait(10 * time.Second)
+	if code != 2 || !strings.Contains(d.log.String(), `cluster.split-brain-resolver.stable-after = "soon" (flag)`) {
+		t.Fatalf("code=%d\n%s", code, d.log.String())
+	}
+}
