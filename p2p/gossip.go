@@ -2,7 +2,6 @@ package p2p
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -97,17 +96,22 @@ type Subscription struct {
 // returns an error when ctx ends, the subscription is cancelled, or the host closes
 // (wrapping ErrClosed).
 func (s *Subscription) Next(ctx context.Context) (Message, error) {
-	self := s.t.h.ID()
+	h := s.t.h
+	self := h.ID()
+	// pubsub does not end subscriptions when it stops: end the wait when the host closes.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(h.life, cancel)()
 	for {
 		m, err := s.s.Next(ctx)
 		if err != nil {
-			return Message{}, fmt.Errorf("next message on topic %s: %w", s.t.name, s.t.h.closedOr(err))
+			return Message{}, fmt.Errorf("next message on topic %s: %w", s.t.name, h.closedOr(err))
 		}
 		from := m.GetFrom()
 		if from == self {
 			continue
 		}
-		s.t.h.stats.gossipReceived.Add(1)
+		h.stats.gossipReceived.Add(1)
 		return Message{From: from, Data: m.Data}, nil
 	}
 }
@@ -115,10 +119,10 @@ func (s *Subscription) Next(ctx context.Context) (Message, error) {
 // Cancel stops the subscription; Next then returns an error.
 func (s *Subscription) Cancel() { s.s.Cancel() }
 
-// closedOr returns an error wrapping ErrClosed if the host is closed, else err.
+// closedOr returns err, wrapped with ErrClosed if the host is closed.
 func (h *Host) closedOr(err error) error {
-	if h.checkOpen() != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return errors.Join(ErrClosed, err)
+	if h.checkOpen() != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return err
 }

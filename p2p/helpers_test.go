@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 )
 
@@ -27,7 +28,7 @@ func testContext(t testing.TB) context.Context {
 func testLogger(t testing.TB) *slog.Logger {
 	w := &testWriter{t: t}
 	t.Cleanup(w.stop) // registered first, so it runs after the hosts' Close
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: testLogLevel}))
 }
 
 type testWriter struct {
@@ -96,3 +97,53 @@ func connect(t testing.TB, a, b *Host) {
 		t.Fatalf("connect %s to %s: %v", a.ID(), b.ID(), err)
 	}
 }
+
+// received collects frames delivered to a FrameHandler.
+type received struct {
+	ch chan receivedFrame
+}
+
+type receivedFrame struct {
+	from  peer.ID
+	frame []byte
+}
+
+func newReceived(size int) *received {
+	return &received{ch: make(chan receivedFrame, size)}
+}
+
+// handler copies each frame into the channel (a frame is valid only during the call).
+func (r *received) handler(from peer.ID, frame []byte) error {
+	r.ch <- receivedFrame{from: from, frame: append([]byte(nil), frame...)}
+	return nil
+}
+
+// next returns the next received frame or fails the test after testTimeout.
+func (r *received) next(t testing.TB) receivedFrame {
+	t.Helper()
+	select {
+	case f := <-r.ch:
+		return f
+	case <-time.After(testTimeout):
+		t.Fatal("timed out waiting for a frame")
+		return receivedFrame{}
+	}
+}
+
+// waitFor polls cond (for state only visible through counters) until it holds or the
+// test times out.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// testLogLevel is the level of test logs; lower it to debug a test.
+var testLogLevel = slog.LevelInfo

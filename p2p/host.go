@@ -31,6 +31,7 @@ type Host struct {
 	conns *connEvents
 
 	ps       *pubsub.PubSub
+	life     context.Context // ends when Close starts; pubsub runs under it
 	psCancel context.CancelFunc
 
 	mdns       io.Closer          // nil: mDNS off or unavailable
@@ -90,10 +91,14 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	h.conns = newConnEvents(h)
 	lh.Network().Notify(h.conns.notifiee())
 
-	psCtx, psCancel := context.WithCancel(context.Background())
-	h.psCancel = psCancel
-	h.ps, err = pubsub.NewGossipSub(psCtx, lh,
+	life, psCancel := context.WithCancel(context.Background())
+	h.life, h.psCancel = life, psCancel
+	h.ps, err = pubsub.NewGossipSub(life, lh,
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
+		// Our own messages go straight to every subscribed peer, not only to the mesh:
+		// the cluster is small, and a message published before the first heartbeat has
+		// built the mesh would otherwise reach nobody (v0.17 defaults to false).
+		pubsub.WithFloodPublish(true),
 		pubsub.WithPeerOutboundQueueSize(cfg.GossipQueue),
 		pubsub.WithValidateQueueSize(cfg.GossipQueue),
 		pubsub.WithLogger(cfg.Logger.With("component", "gossipsub")),

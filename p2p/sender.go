@@ -244,13 +244,14 @@ func (s *sender) drop(gen uint64, cause error) {
 	}
 	s.done += uint64(n)
 	s.pending, s.pendingN, s.pendingB, s.spare = nil, 0, 0, nil
+	// Count before Flush can return.
+	s.h.stats.streamsBroken.Add(1)
+	s.h.stats.dropped.Add(uint64(n))
 	s.progressLocked()
 	s.mu.Unlock()
 
 	_ = st.Reset()
-	s.h.stats.streamsBroken.Add(1)
 	if n > 0 {
-		s.h.stats.dropped.Add(uint64(n))
 		s.h.log.Warn("send stream broke, queued frames dropped", "peer", s.key.peer, "protocol", s.key.proto,
 			"dropped", n, "err", cause)
 		return

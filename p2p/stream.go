@@ -66,9 +66,7 @@ func (s *Stream) ReadFrame() ([]byte, error) {
 		if err == io.EOF {
 			return nil, io.EOF
 		}
-		if s.h != nil {
-			s.h.readFailed(s.st, err)
-		}
+		s.h.readFailed(s.st, err)
 		return nil, fmt.Errorf("read frame from %s on %s: %w", s.RemotePeer(), s.Protocol(), err)
 	}
 	s.h.stats.framesIn.Add(1)
