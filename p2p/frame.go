@@ -91,7 +91,7 @@ func (fr *FrameReader) ReadFrame() ([]byte, error) {
 			copy(grown, buf)
 			buf = grown
 		}
-		m, err := io.ReadFull(fr.r, buf[len(buf):cap(buf)])
+		m, err := io.ReadFull(fr.r, buf[len(buf):min(size, cap(buf))])
 		buf = buf[:len(buf)+m]
 		if err != nil {
 			fr.buf = buf

@@ -20,6 +20,7 @@ func TestFrameRoundTrip(t *testing.T) {
 		bytes.Repeat([]byte("c"), 4095),   // fits the 4 KiB bufio buffer below: no copy
 		bytes.Repeat([]byte("d"), 4097),   // larger: read into the reader's own buffer
 		bytes.Repeat([]byte("e"), 300000), // several growth steps
+		bytes.Repeat([]byte("f"), 5000),   // reuses the larger buffer: must not read past its end
 		[]byte("last"),
 	}
 	var wire []byte
