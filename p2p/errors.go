@@ -1,0 +1,44 @@
+package p2p
+
+import "errors"
+
+// Sentinel errors. Functions wrap them with context (peer, protocol, file); test for them
+// with errors.Is.
+var (
+	// ErrFrameTooLarge: a frame is larger than Config.MaxFrameSize. Send and WriteFrame
+	// return it before queuing anything; a reader returns it, without allocating the
+	// announced size, when a peer announces such a frame (the stream is then reset).
+	ErrFrameTooLarge = errors.New("frame too large")
+
+	// ErrMalformedFrame: a peer sent bytes that are not a valid frame (a length prefix
+	// that overflows, or a stream that ends inside a frame). The stream is reset.
+	ErrMalformedFrame = errors.New("malformed frame")
+
+	// ErrQueueFull: the outbound queue of the stream to that peer and protocol holds
+	// Config.SendQueue frames or Config.SendQueueBytes bytes; the frame was not queued.
+	ErrQueueFull = errors.New("send queue full")
+
+	// ErrStreamBroken: frames that Send had queued were dropped because their stream
+	// broke (the peer went away, reset the stream, or stopped reading for
+	// Config.WriteTimeout) before they were written. Flush reports it.
+	ErrStreamBroken = errors.New("stream broken, queued frames dropped")
+
+	// ErrHandshake: a connection to the peer was made but the peer refused it during the
+	// handshake. The usual cause is a different cluster key (or none on one side), an
+	// allow-list on the peer that does not name us, or an address whose /p2p/ id is not
+	// the peer listening there.
+	ErrHandshake = errors.New("handshake with peer failed")
+
+	// ErrNotAllowed: our own allow-list (Config.AllowPeers) does not name the peer.
+	ErrNotAllowed = errors.New("peer not on the allow-list")
+
+	// ErrNoPeerID: an address given to Connect does not end in /p2p/<peer id>.
+	ErrNoPeerID = errors.New("address has no /p2p/<peer id>")
+
+	// ErrInsecureKeyFile: an identity or cluster key file is readable or writable by
+	// group or others; fix with chmod 600.
+	ErrInsecureKeyFile = errors.New("key file is accessible by group or others")
+
+	// ErrClosed: the host is closed.
+	ErrClosed = errors.New("host closed")
+)

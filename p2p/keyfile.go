@@ -1,0 +1,69 @@
+package p2p
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// readKeyFile reads a secret file after checking that neither group nor others can read
+// or write it.
+func readKeyFile(path, what string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s file: %w", what, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s file %s is not a regular file", what, path)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("%s file %s has mode %04o: %w; fix with: chmod 600 %s",
+			what, path, perm, ErrInsecureKeyFile, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s file: %w", what, err)
+	}
+	return data, nil
+}
+
+// createKeyFile writes data to a new file at path with mode 0600 and fails with an error
+// wrapping fs.ErrExist if path exists. The content is written to a temporary file in the
+// same directory, synced, then linked into place, so that path never holds a partial key
+// and two processes racing to create it cannot both win. Missing parent directories are
+// created with mode 0700.
+func createKeyFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if err := tmp.Chmod(0o600); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s already exists: %w", path, fs.ErrExist)
+		}
+		return err
+	}
+	return nil
+}
