@@ -64,7 +64,7 @@ func (s *Server) handle(st *p2p.Stream) {
 	}
 }
 
-func (s *Server) dispatch(caller peer.ID, frame []byte, req *adminpb.Request) *adminpb.Response {
+func (s *Server) dispatch(_ peer.ID, frame []byte, req *adminpb.Request) *adminpb.Response {
 	if err := proto.Unmarshal(frame, req); err != nil {
 		return refuse(adminpb.Code_BAD_REQUEST, "malformed admin request: %v", err)
 	}

@@ -29,14 +29,14 @@ func (k Key) Env() string {
 	return "SHARDMESH_" + strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(k.Path))
 }
 
-func durationKey(path, usage string, min time.Duration, field func(*Config) *time.Duration) Key {
+func durationKey(path, usage string, least time.Duration, field func(*Config) *time.Duration) Key {
 	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
-		d, err := value.Duration(path, raw, "at least "+min.String())
+		d, err := value.Duration(path, raw, "at least "+least.String())
 		if err != nil {
 			return err
 		}
-		if d < min {
-			return &value.Error{Key: path, Value: raw, Allowed: "a duration of at least " + min.String()}
+		if d < least {
+			return &value.Error{Key: path, Value: raw, Allowed: "a duration of at least " + least.String()}
 		}
 		*field(c) = d
 		return nil

@@ -135,7 +135,7 @@ func (d *daemon) peerID() string {
 
 func (d *daemon) signal(sig syscall.Signal) {
 	if d.cmd.Process != nil {
-		d.cmd.Process.Signal(sig)
+		_ = d.cmd.Process.Signal(sig) // it may have exited already
 	}
 }
 
@@ -239,4 +239,21 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// everyone asks every daemon in ds at once (so a poll costs one shardctl round trip, not
+// len(ds)) and reports whether all answer and satisfy cond.
+func everyone(ds []*daemon, cond func(membersView) bool) bool {
+	results := make(chan bool, len(ds))
+	for _, d := range ds {
+		go func() {
+			v, ok := d.members()
+			results <- ok && cond(v)
+		}()
+	}
+	all := true
+	for range ds {
+		all = <-results && all
+	}
+	return all
 }

@@ -18,7 +18,7 @@ const (
 	addrsFile       = "addrs"        // dialable multiaddrs, one per line, written once listening
 )
 
-// ErrDataDirInUse: another process holds the data directory.
+// ErrDataDirInUse is returned when another process holds the data directory.
 var ErrDataDirInUse = errors.New("data directory in use")
 
 // dataDir is a locked member data directory.
@@ -49,9 +49,11 @@ func openDataDir(dir string) (*dataDir, error) {
 		}
 		return nil, fmt.Errorf("%w: %s is held by another sharddaemon (pid %s); stop it or use another --data-dir", ErrDataDirInUse, dir, pid)
 	}
+	// The pid is only a hint for the error message of a second daemon; failing to write it
+	// is harmless.
 	if err := f.Truncate(0); err == nil {
 		fmt.Fprintf(f, "%d\n", os.Getpid())
-		f.Sync()
+		_ = f.Sync()
 	}
 	return &dataDir{path: dir, lock: f}, nil
 }
@@ -87,7 +89,7 @@ func (d *dataDir) writeAddrs(addrs []string) error {
 
 func (d *dataDir) close() {
 	os.Remove(d.file(addrsFile))
-	syscall.Flock(int(d.lock.Fd()), syscall.LOCK_UN)
+	_ = syscall.Flock(int(d.lock.Fd()), syscall.LOCK_UN) // closing releases it anyway
 	d.lock.Close()
 }
 

@@ -282,6 +282,7 @@ func (n *Node) loop() {
 			return
 		case <-tick.C:
 			n.m.Tick(time.Now())
+			n.publishView() // convergence and reachability change without events
 		case in := <-n.inbox:
 			n.m.Step(time.Now(), in.from, in.msg)
 		case cmd := <-n.cmds:
@@ -418,7 +419,7 @@ func (n *Node) dialSeed(seed multiaddr.Multiaddr) {
 		if attempt > 1 && !errors.Is(err, p2p.ErrHandshake) {
 			level = slog.LevelDebug
 		}
-		n.log.Log(n.ctx, level, "cannot reach seed; retrying", "seed", seed.String(), "attempt", attempt, "err", err)
+		n.log.Log(n.ctx, level, "cannot reach seed; retrying", "seed", seed.String(), "attempt", attempt, "err", err, "why", p2p.DiagnoseDial(seed, err))
 		select {
 		case <-time.After(backoff):
 		case <-n.ctx.Done():

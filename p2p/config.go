@@ -136,9 +136,9 @@ func (c *Config) Validate() error {
 	c.fillDefaults()
 	var errs []error
 	if c.Identity == nil {
-		errs = append(errs, errors.New("Identity: required (see p2p.LoadOrCreateIdentity)"))
+		errs = append(errs, errors.New("identity: required (see p2p.LoadOrCreateIdentity)"))
 	} else if c.Identity.Type() != crypto.Ed25519 {
-		errs = append(errs, fmt.Errorf("Identity: a %s key; shardmesh identities are Ed25519", c.Identity.Type()))
+		errs = append(errs, fmt.Errorf("identity: a %s key; shardmesh identities are Ed25519", c.Identity.Type()))
 	}
 	for i, s := range c.ListenAddrs {
 		if err := checkListenAddr(s); err != nil {

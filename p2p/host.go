@@ -101,7 +101,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		pubsub.WithFloodPublish(true),
 		pubsub.WithPeerOutboundQueueSize(cfg.GossipQueue),
 		pubsub.WithValidateQueueSize(cfg.GossipQueue),
-		pubsub.WithLogger(cfg.Logger.With("component", "gossipsub")),
+		pubsub.WithLogger(slog.New(quietDeliveryTags{cfg.Logger.Handler()}).With("component", "gossipsub")),
 	)
 	if err != nil {
 		psCancel()

@@ -42,15 +42,32 @@ daemon running on this machine (its DIR/addrs file).
 Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 		Flags:           globalFlags(),
 		HideHelpCommand: true,
-		Commands: []*cli.Command{
+		// Errors come back from Run so main prints them in one place, prefixed, and picks
+		// the exit code (urfave's default handler would exit from inside Run).
+		ExitErrHandler: func(*cli.Context, error) {},
+		Commands: commands(
 			membersCommand(),
 			keygenCommand(),
 			simCommand(),
-		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return cli.Exit(err.Error(), exitUsage)
-		},
+		),
+		OnUsageError: usageError,
 	}
+}
+
+// commands gives every command the global flags (so they work after the command name, as
+// operators type them) and one-line usage errors.
+func commands(cmds ...*cli.Command) []*cli.Command {
+	for _, c := range cmds {
+		c.Flags = append(c.Flags, globalFlags()...)
+		c.OnUsageError = usageError
+		c.Subcommands = commands(c.Subcommands...)
+	}
+	return cmds
+}
+
+// usageError reports bad usage in one line with exit code 2, pointing at --help.
+func usageError(c *cli.Context, err error, _ bool) error {
+	return cli.Exit(fmt.Sprintf("%v (see '%s --help')", err, c.Command.HelpName), exitUsage)
 }
 
 // exitCode maps an error to the documented exit codes.

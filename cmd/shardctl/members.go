@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,14 @@ Example:
 			if c.Bool("json") {
 				return printJSON(resp)
 			}
+			// Oldest first: members not Up yet (up-number 0) last.
+			sort.SliceStable(resp.Members, func(i, j int) bool {
+				a, b := resp.Members[i].UpNumber, resp.Members[j].UpNumber
+				if (a == 0) != (b == 0) {
+					return b == 0
+				}
+				return a < b
+			})
 			t := newTable(os.Stdout, "MEMBER", "STATUS", "AGE", "ROLES", "VERSION", "REACHABLE", "")
 			up := 0
 			for _, m := range resp.Members {

@@ -89,6 +89,9 @@ Exit codes: 0 left gracefully, 1 failed, 2 bad usage or configuration (or refuse
 for a setting that must be equal on every member), 3 downed or removed by the cluster.`,
 		Flags:           flags,
 		HideHelpCommand: true,
+		// Errors come back from Run so main prints them in one place, prefixed, and picks
+		// the exit code (urfave's default handler would exit from inside Run).
+		ExitErrHandler: func(*cli.Context, error) {},
 		Commands: []*cli.Command{{
 			Name:   "config",
 			Usage:  "list every configuration key with its environment variable",

@@ -95,7 +95,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	number, unit := s[:end], strings.TrimSpace(s[end:])
 	scale, ok := durationUnits[unit]
 	if number == "" || !ok {
-		if d, err := time.ParseDuration(s); err == nil && d >= 0 && strings.IndexAny(s, "hms") >= 0 {
+		if d, err := time.ParseDuration(s); err == nil && d >= 0 && strings.ContainsAny(s, "hms") {
 			return d, nil
 		}
 		return 0, errDuration

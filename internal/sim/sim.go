@@ -200,11 +200,11 @@ func (s *Sim) RunFor(d time.Duration) {
 
 // RunUntil runs until cond holds (checked after every event) or max elapses; it reports
 // whether cond held.
-func (s *Sim) RunUntil(cond func() bool, max time.Duration) bool {
+func (s *Sim) RunUntil(cond func() bool, limit time.Duration) bool {
 	if cond() {
 		return true
 	}
-	return s.runUntil(s.now.Add(max), cond)
+	return s.runUntil(s.now.Add(limit), cond)
 }
 
 func (s *Sim) runUntil(end time.Time, cond func() bool) bool {
@@ -286,7 +286,7 @@ func (s *Sim) observe(n *Node, e membership.Event) {
 		}
 	case membership.Downed:
 		s.logf("%s: downs %v (%s)", n.ID, e.Nodes, e.Reason)
-		if !(len(e.Nodes) == 1 && e.Nodes[0] == n.ID) {
+		if len(e.Nodes) != 1 || e.Nodes[0] != n.ID {
 			s.checkQuorum(n, e)
 		}
 	case membership.Stopped:
