@@ -282,6 +282,21 @@ func (n *Node) Oldest(role string) (Member, bool) {
 	return *best.clone(), true
 }
 
+// OldestUp returns the oldest Up member with role ("" for any): where a singleton such as a
+// shard coordinator runs. A member that starts leaving hands the singleton on at once.
+func (n *Node) OldestUp(role string) (Member, bool) {
+	var best *Member
+	for _, m := range n.v.members {
+		if m.Status == Up && m.HasRole(role) && (best == nil || m.OlderThan(best)) {
+			best = m
+		}
+	}
+	if best == nil {
+		return Member{}, false
+	}
+	return *best.clone(), true
+}
+
 // Convergence reports whether every reachable member has seen this member's view.
 func (n *Node) Convergence() bool { return n.convergence() }
 

@@ -1,0 +1,92 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shardmesh/shardmesh/allocation"
+)
+
+// Config configures the coordinator of one entity type. Keys and defaults follow
+// akka.cluster.sharding.
+type Config struct {
+	// TypeName is the entity type's name.
+	TypeName string
+	// Role limits the regions that host shards to members with this role; "" for all.
+	Role string
+	// MinMembers defers allocation until this many regions (members with the role) have
+	// registered (min-nr-of-members, per role). Default 1.
+	MinMembers int
+	// RebalanceInterval is how often the strategy is asked what to rebalance
+	// (rebalance-interval). Default 10 s.
+	RebalanceInterval time.Duration
+	// HandoffTimeout bounds a handoff (handoff-timeout). Default 60 s.
+	HandoffTimeout time.Duration
+	// ShardStartTimeout is how long a region has to acknowledge HostShard before it is sent
+	// again (shard-start-timeout). Default 10 s.
+	ShardStartTimeout time.Duration
+	// RecoveryTimeout is how long a new coordinator waits for reachable members with the role
+	// to register before it takes them for members that do not run the type
+	// (waiting-for-state-timeout). Unreachable members are waited for until they register or
+	// are removed. Default 2 s.
+	RecoveryTimeout time.Duration
+	// Strategy allocates and rebalances shards. Default: allocation.NewLeastShard with its
+	// defaults.
+	Strategy allocation.Strategy
+}
+
+// DefaultConfig returns Akka's defaults for an entity type.
+func DefaultConfig(typeName string) Config {
+	return Config{
+		TypeName:          typeName,
+		MinMembers:        1,
+		RebalanceInterval: 10 * time.Second,
+		HandoffTimeout:    60 * time.Second,
+		ShardStartTimeout: 10 * time.Second,
+		RecoveryTimeout:   2 * time.Second,
+	}
+}
+
+// Validate fills zero values with defaults and rejects nonsense.
+func (c *Config) Validate() error {
+	d := DefaultConfig(c.TypeName)
+	if c.MinMembers == 0 {
+		c.MinMembers = d.MinMembers
+	}
+	if c.RebalanceInterval == 0 {
+		c.RebalanceInterval = d.RebalanceInterval
+	}
+	if c.HandoffTimeout == 0 {
+		c.HandoffTimeout = d.HandoffTimeout
+	}
+	if c.ShardStartTimeout == 0 {
+		c.ShardStartTimeout = d.ShardStartTimeout
+	}
+	if c.RecoveryTimeout == 0 {
+		c.RecoveryTimeout = d.RecoveryTimeout
+	}
+	var errs []error
+	if c.Strategy == nil {
+		s, err := allocation.NewLeastShard(allocation.DefaultLeastShardConfig())
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.Strategy = s
+	}
+	if c.TypeName == "" {
+		errs = append(errs, errors.New("entity type name is empty"))
+	}
+	if c.MinMembers < 1 {
+		errs = append(errs, fmt.Errorf("min-nr-of-members = %d: must be at least 1", c.MinMembers))
+	}
+	for name, d := range map[string]time.Duration{
+		"rebalance-interval": c.RebalanceInterval, "handoff-timeout": c.HandoffTimeout,
+		"shard-start-timeout": c.ShardStartTimeout, "waiting-for-state-timeout": c.RecoveryTimeout,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s = %s: must be positive", name, d))
+		}
+	}
+	return errors.Join(errs...)
+}

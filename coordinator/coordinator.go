@@ -1,0 +1,579 @@
+package coordinator
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shardmesh/shardmesh/allocation"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// Members is the membership as the coordinator's member sees it.
+type Members struct {
+	// Members are all member records (tombstones included).
+	Members []membership.Member
+	// Unreachable are the members some member cannot reach.
+	Unreachable map[membership.NodeID]bool
+	// Serving reports whether the coordinator's own member may serve (its majority lease);
+	// a coordinator that may not serve answers nothing and allocates nothing.
+	Serving bool
+}
+
+// Phase is the phase of a handoff.
+type Phase uint8
+
+// Handoff phases.
+const (
+	PhaseBegun     Phase = iota // BeginHandOff sent; waiting for every region to acknowledge
+	PhaseStopping               // every region buffers; HandOff sent; entities stopping
+	PhaseCompleted              // stopped; the shard is free to move
+)
+
+func (p Phase) String() string {
+	return [...]string{"begun", "stopping", "completed"}[p]
+}
+
+type region struct {
+	node         membership.NodeID
+	incarnation  uint64
+	proxy        bool
+	shuttingDown bool
+	shards       map[shard.ID]bool
+}
+
+type allocationState struct {
+	region   membership.NodeID
+	epoch    Epoch
+	started  bool
+	hostSent time.Time
+}
+
+type handoff struct {
+	epoch      Epoch
+	from       membership.NodeID
+	phase      Phase
+	cause      Cause
+	began      time.Time
+	phaseStart time.Time
+	waiting    map[membership.NodeID]bool // regions whose acknowledgement is outstanding
+	requesters []membership.NodeID        // regions that asked for the shard meanwhile
+}
+
+// Coordinator is the shard coordinator of one entity type. It is not safe for concurrent use.
+type Coordinator struct {
+	cfg  Config
+	self membership.NodeID
+	term uint64
+	seq  uint32
+
+	started   time.Time
+	recovered bool
+	members   map[membership.NodeID]membership.Member
+	reachable func(membership.NodeID) bool
+	serving   bool
+
+	regions  map[membership.NodeID]*region
+	shards   map[shard.ID]*allocationState
+	handoffs map[shard.ID]*handoff
+	waiting  map[shard.ID][]membership.NodeID // requests held until recovery or enough members
+
+	lastRebalance time.Time
+	now           time.Time
+	out           Ready
+}
+
+// New returns the coordinator running on member self, whose up-number is term. cfg must
+// have passed Validate.
+func New(cfg Config, self membership.NodeID, term uint64, now time.Time) *Coordinator {
+	return &Coordinator{
+		cfg:       cfg,
+		self:      self,
+		term:      term,
+		started:   now,
+		members:   map[membership.NodeID]membership.Member{},
+		reachable: func(membership.NodeID) bool { return true },
+		regions:   map[membership.NodeID]*region{},
+		shards:    map[shard.ID]*allocationState{},
+		handoffs:  map[shard.ID]*handoff{},
+		waiting:   map[shard.ID][]membership.NodeID{},
+		now:       now,
+	}
+}
+
+// Term returns the coordinator's term (its member's up-number).
+func (c *Coordinator) Term() uint64 { return c.term }
+
+// Recovered reports whether the coordinator has heard from every region and answers.
+func (c *Coordinator) Recovered() bool { return c.recovered }
+
+// Ready returns and clears what the coordinator wants done.
+func (c *Coordinator) Ready() Ready {
+	r := c.out
+	c.out = Ready{}
+	return r
+}
+
+// Update gives the coordinator the current membership.
+func (c *Coordinator) Update(now time.Time, m Members) {
+	c.now = now
+	c.serving = m.Serving
+	c.members = make(map[membership.NodeID]membership.Member, len(m.Members))
+	for _, mem := range m.Members {
+		c.members[mem.Node] = mem
+	}
+	unreachable := m.Unreachable
+	c.reachable = func(id membership.NodeID) bool { return !unreachable[id] }
+	for _, id := range c.sortedRegions() {
+		r := c.regions[id]
+		mem, ok := c.members[id]
+		if !ok || mem.Incarnation != r.incarnation || mem.Status == membership.Removed {
+			c.terminate(r)
+		}
+	}
+	c.progress()
+}
+
+// Tick advances time: recovery, shard start resends, handoff timeouts and rebalancing.
+func (c *Coordinator) Tick(now time.Time) {
+	c.now = now
+	c.progress()
+	if !c.active() {
+		return
+	}
+	for _, id := range c.sortedShards() {
+		a := c.shards[id]
+		if !a.started && now.Sub(a.hostSent) >= c.cfg.ShardStartTimeout {
+			a.hostSent = now
+			c.send(a.region, HostShard{Shard: id, Epoch: a.epoch})
+		}
+	}
+	for _, id := range c.sortedHandoffs() {
+		h := c.handoffs[id]
+		if now.Sub(h.began) >= c.cfg.HandoffTimeout {
+			c.failHandoff(id, h)
+		}
+	}
+	if now.Sub(c.lastRebalance) >= c.cfg.RebalanceInterval {
+		c.lastRebalance = now
+		c.rebalance()
+	}
+}
+
+// Step feeds a message from the region on member from.
+func (c *Coordinator) Step(now time.Time, from membership.NodeID, msg Message) {
+	c.now = now
+	mem, ok := c.members[from]
+	if !ok || mem.Status >= membership.Down {
+		return // not a member (any more): ignore
+	}
+	switch m := msg.(type) {
+	case Register:
+		c.register(from, m)
+	case GetShardHome:
+		c.getShardHome(from, m.Shard)
+	case ShardStarted:
+		if a := c.shards[m.Shard]; a != nil && a.region == from && a.epoch == m.Epoch {
+			a.started = true
+		}
+	case BeginHandOffAck:
+		if h := c.handoffs[m.Shard]; h != nil && h.epoch == m.Epoch && h.phase == PhaseBegun {
+			delete(h.waiting, from)
+			c.advanceHandoff(m.Shard, h)
+		}
+	case ShardStopped:
+		c.shardStopped(from, m)
+	case GracefulShutdownReq:
+		if r := c.regions[from]; r != nil {
+			r.shuttingDown = true
+			if c.active() {
+				for _, s := range sortedSet(r.shards) {
+					c.startHandoff(s, CauseShutdown)
+				}
+			}
+		}
+	default:
+		panic(fmt.Sprintf("coordinator: unexpected message %T", msg))
+	}
+	c.progress()
+}
+
+func (c *Coordinator) active() bool { return c.recovered && c.serving }
+
+// register records a region and adopts the shards it reports.
+func (c *Coordinator) register(from membership.NodeID, m Register) {
+	mem := c.members[from]
+	if m.Incarnation != mem.Incarnation {
+		return // a stale registration from a process that no longer exists
+	}
+	r := c.regions[from]
+	if r != nil && r.incarnation != m.Incarnation {
+		c.terminate(r)
+		r = nil
+	}
+	if r == nil {
+		r = &region{node: from, incarnation: m.Incarnation, proxy: m.Proxy, shards: map[shard.ID]bool{}}
+		c.regions[from] = r
+		c.emit(RegionRegistered{Region: from, Proxy: m.Proxy})
+	}
+	for _, h := range m.Hosted {
+		c.adopt(r, h)
+	}
+	c.send(from, RegisterAck{Term: c.term})
+}
+
+// adopt takes a shard a region reports into the allocation state. If another region holds
+// the shard, the newer epoch wins and the older one is told to stop.
+func (c *Coordinator) adopt(r *region, h Hosted) {
+	if h.Epoch.Term() == c.term && h.Epoch.Seq() >= c.seq {
+		c.seq = h.Epoch.Seq() + 1
+	}
+	a := c.shards[h.Shard]
+	switch {
+	case a == nil:
+	case a.region == r.node && a.epoch == h.Epoch:
+		return
+	case a.epoch > h.Epoch:
+		c.send(r.node, HandOff{Shard: h.Shard, Epoch: h.Epoch}) // the older home stops
+		c.emit(HandoffStarted{Shard: h.Shard, From: r.node, Epoch: h.Epoch, Cause: CauseConflict})
+		return
+	default:
+		c.send(a.region, HandOff{Shard: h.Shard, Epoch: a.epoch})
+		c.emit(HandoffStarted{Shard: h.Shard, From: a.region, Epoch: a.epoch, Cause: CauseConflict})
+		if old := c.regions[a.region]; old != nil {
+			delete(old.shards, h.Shard)
+		}
+	}
+	c.shards[h.Shard] = &allocationState{region: r.node, epoch: h.Epoch, started: true}
+	r.shards[h.Shard] = true
+	if h.State == HostedStopping {
+		// Stopping there already (a handoff of the previous coordinator): wait for it.
+		c.handoffs[h.Shard] = &handoff{epoch: h.Epoch, from: r.node, phase: PhaseStopping, cause: CauseRebalance,
+			began: c.now, phaseStart: c.now, waiting: map[membership.NodeID]bool{}}
+	}
+}
+
+// getShardHome answers where a shard lives, allocating it if it has no home.
+func (c *Coordinator) getShardHome(from membership.NodeID, s shard.ID) {
+	if h := c.handoffs[s]; h != nil {
+		if !slices.Contains(h.requesters, from) {
+			h.requesters = append(h.requesters, from)
+		}
+		return // answered when the handoff completes
+	}
+	if a := c.shards[s]; a != nil && c.active() {
+		c.send(from, ShardHome{Shard: s, Region: a.region, Epoch: a.epoch})
+		return
+	}
+	if !slices.Contains(c.waiting[s], from) {
+		c.waiting[s] = append(c.waiting[s], from)
+	}
+	c.allocateWaiting(s)
+}
+
+// allocateWaiting allocates shard s if regions wait for it and allocation is possible now.
+func (c *Coordinator) allocateWaiting(s shard.ID) {
+	requesters := c.waiting[s]
+	if len(requesters) == 0 || !c.active() || c.handoffs[s] != nil {
+		return
+	}
+	a := c.shards[s]
+	if a == nil {
+		view := c.view()
+		if len(view.Regions) < c.cfg.MinMembers {
+			return // deferred until min-nr-of-members regions registered
+		}
+		target := c.cfg.Strategy.Allocate(requesters[0], s, view)
+		r := c.regions[target]
+		if r == nil || !c.candidate(r) {
+			return // the strategy named no usable region; try again on the next tick
+		}
+		if c.seq == ^uint32(0) {
+			panic(fmt.Sprintf("coordinator %s: epoch sequence exhausted in term %d", c.cfg.TypeName, c.term))
+		}
+		a = &allocationState{region: target, epoch: NewEpoch(c.term, c.seq), hostSent: c.now}
+		c.seq++
+		c.shards[s] = a
+		r.shards[s] = true
+		c.send(target, HostShard{Shard: s, Epoch: a.epoch})
+		c.emit(ShardAllocated{Shard: s, Region: target, Epoch: a.epoch})
+	}
+	delete(c.waiting, s)
+	for _, req := range requesters {
+		c.send(req, ShardHome{Shard: s, Region: a.region, Epoch: a.epoch})
+	}
+}
+
+// candidate reports whether region r may receive new shards: a registered region (not a
+// proxy, not shutting down) of a reachable Up member with the role.
+func (c *Coordinator) candidate(r *region) bool {
+	mem, ok := c.members[r.node]
+	return ok && !r.proxy && !r.shuttingDown && mem.Status == membership.Up && mem.Incarnation == r.incarnation &&
+		mem.HasRole(c.cfg.Role) && c.reachable(r.node)
+}
+
+// view is the strategy's input: the candidate regions and the shards in handoff.
+func (c *Coordinator) view() allocation.View {
+	v := allocation.View{InProgress: map[shard.ID]bool{}}
+	for _, id := range c.sortedRegions() {
+		r := c.regions[id]
+		if !c.candidate(r) {
+			continue
+		}
+		mem := c.members[id]
+		v.Regions = append(v.Regions, allocation.Region{Node: id, Status: mem.Status, AppVersion: mem.AppVersion,
+			UpNumber: mem.UpNumber, Shards: c.inAllocationOrder(r.shards)})
+	}
+	for s := range c.handoffs {
+		v.InProgress[s] = true
+	}
+	for id, m := range c.members {
+		switch {
+		case m.Status == membership.Joining:
+			v.MemberJoining = true
+		case m.Status < membership.Down && !c.reachable(id):
+			v.MemberUnreachable = true
+		}
+	}
+	return v
+}
+
+// inAllocationOrder lists shards oldest allocation first (by epoch, then id).
+func (c *Coordinator) inAllocationOrder(set map[shard.ID]bool) []shard.ID {
+	ids := sortedSet(set)
+	slices.SortStableFunc(ids, func(a, b shard.ID) int {
+		ea, eb := c.shards[a], c.shards[b]
+		switch {
+		case ea == nil || eb == nil:
+			return 0
+		case ea.epoch < eb.epoch:
+			return -1
+		case ea.epoch > eb.epoch:
+			return 1
+		}
+		return 0
+	})
+	return ids
+}
+
+// rebalance asks the strategy what to move and starts those handoffs. Whether the moment is
+// right (no member joining or unreachable, no mixed versions) is the strategy's call, as in
+// Akka; the view tells it.
+func (c *Coordinator) rebalance() {
+	moves := c.cfg.Strategy.Rebalance(c.view())
+	var started []shard.ID
+	for _, s := range moves {
+		if a := c.shards[s]; a != nil && c.handoffs[s] == nil && a.started {
+			c.startHandoff(s, CauseRebalance)
+			started = append(started, s)
+		}
+	}
+	if len(started) > 0 {
+		c.emit(RebalanceRound{Shards: started})
+	}
+}
+
+// startHandoff begins handing off shard s: every region is told to buffer it.
+func (c *Coordinator) startHandoff(s shard.ID, cause Cause) {
+	a := c.shards[s]
+	if a == nil || c.handoffs[s] != nil {
+		return
+	}
+	h := &handoff{epoch: a.epoch, from: a.region, cause: cause, began: c.now, phaseStart: c.now, waiting: map[membership.NodeID]bool{}}
+	c.handoffs[s] = h
+	for _, id := range c.sortedRegions() {
+		h.waiting[id] = true
+		c.send(id, BeginHandOff{Shard: s, Epoch: a.epoch})
+	}
+	c.emit(HandoffStarted{Shard: s, From: a.region, Epoch: a.epoch, Cause: cause})
+	c.advanceHandoff(s, h)
+}
+
+// advanceHandoff sends HandOff once every region acknowledged BeginHandOff.
+func (c *Coordinator) advanceHandoff(s shard.ID, h *handoff) {
+	if h.phase != PhaseBegun || len(h.waiting) > 0 {
+		return
+	}
+	h.phase, h.phaseStart = PhaseStopping, c.now
+	c.emit(HandoffPhase{Shard: s, Epoch: h.epoch, Phase: PhaseStopping})
+	c.send(h.from, HandOff{Shard: s, Epoch: h.epoch})
+}
+
+// shardStopped completes a handoff: the shard is deallocated and, if regions wait for it,
+// allocated again at once.
+func (c *Coordinator) shardStopped(from membership.NodeID, m ShardStopped) {
+	a := c.shards[m.Shard]
+	if a == nil || a.region != from || a.epoch != m.Epoch {
+		return // stale, or an older conflicting home that was told to stop
+	}
+	h := c.handoffs[m.Shard]
+	c.deallocate(m.Shard)
+	if h != nil {
+		c.emit(HandoffCompleted{Shard: m.Shard, From: from, Epoch: m.Epoch, Took: c.now.Sub(h.began)})
+		for _, req := range h.requesters {
+			if !slices.Contains(c.waiting[m.Shard], req) {
+				c.waiting[m.Shard] = append(c.waiting[m.Shard], req)
+			}
+		}
+	}
+	c.allocateWaiting(m.Shard)
+}
+
+func (c *Coordinator) deallocate(s shard.ID) {
+	if a := c.shards[s]; a != nil {
+		if r := c.regions[a.region]; r != nil {
+			delete(r.shards, s)
+		}
+	}
+	delete(c.shards, s)
+	delete(c.handoffs, s)
+}
+
+// failHandoff gives up on a handoff that timed out: the shard stays where it was, and the
+// regions that asked meanwhile are told so.
+func (c *Coordinator) failHandoff(s shard.ID, h *handoff) {
+	waiting := sortedSet(h.waiting)
+	delete(c.handoffs, s)
+	c.emit(HandoffFailed{Shard: s, Epoch: h.epoch, Phase: h.phase, Waiting: waiting})
+	if a := c.shards[s]; a != nil {
+		for _, req := range h.requesters {
+			c.send(req, ShardHome{Shard: s, Region: a.region, Epoch: a.epoch})
+		}
+	}
+}
+
+// terminate forgets a region whose member is gone: its shards are deallocated (its lease
+// ran out before it was removed, so nothing runs there any more).
+func (c *Coordinator) terminate(r *region) {
+	shards := sortedSet(r.shards)
+	for _, s := range shards {
+		if a := c.shards[s]; a != nil && a.region == r.node {
+			delete(c.shards, s)
+			if h := c.handoffs[s]; h != nil {
+				delete(c.handoffs, s)
+				for _, req := range h.requesters {
+					if !slices.Contains(c.waiting[s], req) {
+						c.waiting[s] = append(c.waiting[s], req)
+					}
+				}
+			}
+		}
+	}
+	for _, h := range c.handoffs {
+		delete(h.waiting, r.node)
+	}
+	delete(c.regions, r.node)
+	c.emit(RegionTerminated{Region: r.node, Shards: shards})
+	for _, s := range c.sortedHandoffs() {
+		c.advanceHandoff(s, c.handoffs[s])
+	}
+	for _, s := range shards {
+		c.allocateWaiting(s)
+	}
+}
+
+// progress finishes recovery when every region has reported, and serves held requests.
+func (c *Coordinator) progress() {
+	if !c.recovered && c.recoveryDone() {
+		c.recovered = true
+		c.lastRebalance = c.now
+		c.emit(Recovered{Term: c.term, Regions: len(c.regions), Shards: len(c.shards), Took: c.now.Sub(c.started)})
+		for _, r := range c.regions {
+			if r.shuttingDown {
+				for _, s := range sortedSet(r.shards) {
+					c.startHandoff(s, CauseShutdown)
+				}
+			}
+		}
+	}
+	if !c.active() {
+		return
+	}
+	for _, s := range c.sortedWaiting() {
+		c.allocateWaiting(s)
+	}
+}
+
+// recoveryDone reports whether every member that may host shards has registered: reachable
+// members with the role are waited for until RecoveryTimeout, unreachable ones until they
+// register or are removed.
+func (c *Coordinator) recoveryDone() bool {
+	if !c.serving {
+		return false
+	}
+	timedOut := c.now.Sub(c.started) >= c.cfg.RecoveryTimeout
+	for id, m := range c.members {
+		if !m.HasRole(c.cfg.Role) || (m.Status != membership.Up && m.Status != membership.Leaving) {
+			continue
+		}
+		if r := c.regions[id]; r != nil && r.incarnation == m.Incarnation {
+			continue
+		}
+		if !c.reachable(id) || !timedOut {
+			return false
+		}
+	}
+	return true
+}
+
+// Allocation returns the home of a shard, for inspection.
+func (c *Coordinator) Allocation(s shard.ID) (membership.NodeID, Epoch, bool) {
+	a := c.shards[s]
+	if a == nil {
+		return "", 0, false
+	}
+	return a.region, a.epoch, true
+}
+
+// Allocations returns every shard's home.
+func (c *Coordinator) Allocations() map[shard.ID]membership.NodeID {
+	out := make(map[shard.ID]membership.NodeID, len(c.shards))
+	for s, a := range c.shards {
+		out[s] = a.region
+	}
+	return out
+}
+
+// Handoff describes a handoff in progress, for inspection.
+type Handoff struct {
+	Shard   shard.ID
+	From    membership.NodeID
+	Epoch   Epoch
+	Phase   Phase
+	Cause   Cause
+	Elapsed time.Duration
+	Waiting []membership.NodeID
+}
+
+// Handoffs returns the handoffs in progress.
+func (c *Coordinator) Handoffs() []Handoff {
+	out := make([]Handoff, 0, len(c.handoffs))
+	for _, s := range c.sortedHandoffs() {
+		h := c.handoffs[s]
+		out = append(out, Handoff{Shard: s, From: h.from, Epoch: h.epoch, Phase: h.phase, Cause: h.cause, Elapsed: c.now.Sub(h.began), Waiting: sortedSet(h.waiting)})
+	}
+	return out
+}
+
+func (c *Coordinator) send(to membership.NodeID, msg Message) {
+	c.out.Messages = append(c.out.Messages, Envelope{To: to, Msg: msg})
+}
+
+func (c *Coordinator) emit(e Event) { c.out.Events = append(c.out.Events, e) }
+
+func (c *Coordinator) sortedRegions() []membership.NodeID { return sortedKeys(c.regions) }
+func (c *Coordinator) sortedShards() []shard.ID           { return sortedKeys(c.shards) }
+func (c *Coordinator) sortedHandoffs() []shard.ID         { return sortedKeys(c.handoffs) }
+func (c *Coordinator) sortedWaiting() []shard.ID          { return sortedKeys(c.waiting) }
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func sortedSet[K ~string](m map[K]bool) []K { return sortedKeys(m) }

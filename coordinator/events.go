@@ -1,0 +1,97 @@
+package coordinator
+
+import (
+	"time"
+
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// Event is something the coordinator did, for logs, metrics, the watch stream and the
+// placement history. The set is sealed.
+type Event interface{ isEvent() }
+
+// Cause says why a shard moved.
+type Cause string
+
+// Causes of a handoff.
+const (
+	CauseRebalance Cause = "rebalance"         // the strategy moved it
+	CauseShutdown  Cause = "graceful-shutdown" // its region is shutting down
+	CauseConflict  Cause = "conflict"          // two regions reported it; the older epoch is stopped
+)
+
+// Events.
+type (
+	// Recovered: the coordinator has heard from every region and starts answering.
+	Recovered struct {
+		Term    uint64
+		Regions int
+		Shards  int
+		Took    time.Duration
+	}
+	// RegionRegistered: a region (or proxy) registered.
+	RegionRegistered struct {
+		Region membership.NodeID
+		Proxy  bool
+	}
+	// RegionTerminated: a region's member left or was removed; its shards are deallocated.
+	RegionTerminated struct {
+		Region membership.NodeID
+		Shards []shard.ID
+	}
+	// ShardAllocated: a shard got a home.
+	ShardAllocated struct {
+		Shard  shard.ID
+		Region membership.NodeID
+		Epoch  Epoch
+	}
+	// HandoffStarted: a shard's handoff began.
+	HandoffStarted struct {
+		Shard shard.ID
+		From  membership.NodeID
+		Epoch Epoch
+		Cause Cause
+	}
+	// HandoffPhase: a handoff moved on (all regions buffering; entities stopping).
+	HandoffPhase struct {
+		Shard shard.ID
+		Epoch Epoch
+		Phase Phase
+	}
+	// HandoffCompleted: the shard stopped at its old home and is free to move.
+	HandoffCompleted struct {
+		Shard shard.ID
+		From  membership.NodeID
+		Epoch Epoch
+		Took  time.Duration
+	}
+	// HandoffFailed: the handoff did not finish within handoff-timeout; the shard stays
+	// where it was.
+	HandoffFailed struct {
+		Shard   shard.ID
+		Epoch   Epoch
+		Phase   Phase
+		Waiting []membership.NodeID // regions that had not answered
+	}
+	// RebalanceRound: the strategy chose shards to move.
+	RebalanceRound struct {
+		Shards []shard.ID
+	}
+)
+
+func (Recovered) isEvent()        {}
+func (RegionRegistered) isEvent() {}
+func (RegionTerminated) isEvent() {}
+func (ShardAllocated) isEvent()   {}
+func (HandoffStarted) isEvent()   {}
+func (HandoffPhase) isEvent()     {}
+func (HandoffCompleted) isEvent() {}
+func (HandoffFailed) isEvent()    {}
+func (RebalanceRound) isEvent()   {}
+
+// Ready is what the coordinator wants done since the last call to Ready.
+type Ready struct {
+	Messages []Envelope
+	Events   []Event
+}

@@ -1,0 +1,120 @@
+package coordinator
+
+import (
+	"fmt"
+
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// Epoch orders the allocations of a shard: a later allocation has a higher epoch.
+type Epoch uint64
+
+// NewEpoch composes an epoch from the coordinator's term (its member's up-number) and a
+// sequence number within the term.
+func NewEpoch(term uint64, seq uint32) Epoch { return Epoch(term<<32 | uint64(seq)) }
+
+// Term returns the coordinator term the epoch was issued in.
+func (e Epoch) Term() uint64 { return uint64(e) >> 32 }
+
+// Seq returns the sequence number within the term.
+func (e Epoch) Seq() uint32 { return uint32(e) }
+
+func (e Epoch) String() string { return fmt.Sprintf("%d.%d", e.Term(), e.Seq()) }
+
+// Message is a message of the coordinator protocol (between regions and the coordinator).
+// The set is sealed.
+type Message interface{ isMessage() }
+
+// HostedState is how a region reports a shard it hosts.
+type HostedState uint8
+
+// States of a hosted shard.
+const (
+	HostedActive   HostedState = iota // serving
+	HostedStopping                    // handing off: entities stopping
+)
+
+// Hosted is a shard a region reports when it registers.
+type Hosted struct {
+	Shard shard.ID
+	Epoch Epoch
+	State HostedState
+}
+
+// Messages from a region to the coordinator.
+type (
+	// Register announces a region (or a proxy) to the coordinator, with the shards it
+	// hosts. Regions send it to every new coordinator and repeat it until acknowledged.
+	Register struct {
+		Incarnation uint64
+		Proxy       bool
+		Hosted      []Hosted
+	}
+	// GetShardHome asks where a shard lives.
+	GetShardHome struct{ Shard shard.ID }
+	// ShardStarted acknowledges HostShard.
+	ShardStarted struct {
+		Shard shard.ID
+		Epoch Epoch
+	}
+	// BeginHandOffAck acknowledges BeginHandOff: the region buffers the shard's messages.
+	BeginHandOffAck struct {
+		Shard shard.ID
+		Epoch Epoch
+	}
+	// ShardStopped reports that the owner stopped every entity of the shard after HandOff.
+	ShardStopped struct {
+		Shard shard.ID
+		Epoch Epoch
+	}
+	// GracefulShutdownReq asks the coordinator to hand off every shard of the region.
+	GracefulShutdownReq struct{}
+)
+
+// Messages from the coordinator to a region.
+type (
+	// RegisterAck accepts a region's registration.
+	RegisterAck struct{ Term uint64 }
+	// ShardHome tells where a shard lives.
+	ShardHome struct {
+		Shard  shard.ID
+		Region membership.NodeID
+		Epoch  Epoch
+	}
+	// HostShard asks the region to start a shard; it answers ShardStarted.
+	HostShard struct {
+		Shard shard.ID
+		Epoch Epoch
+	}
+	// BeginHandOff tells every region that the shard's allocation Epoch is being handed
+	// off: forget its home and buffer its messages.
+	BeginHandOff struct {
+		Shard shard.ID
+		Epoch Epoch
+	}
+	// HandOff asks the owner to stop every entity of the shard; it answers ShardStopped.
+	HandOff struct {
+		Shard shard.ID
+		Epoch Epoch
+	}
+)
+
+func (Register) isMessage()            {}
+func (GetShardHome) isMessage()        {}
+func (ShardStarted) isMessage()        {}
+func (BeginHandOffAck) isMessage()     {}
+func (ShardStopped) isMessage()        {}
+func (GracefulShutdownReq) isMessage() {}
+func (RegisterAck) isMessage()         {}
+func (ShardHome) isMessage()           {}
+func (HostShard) isMessage()           {}
+func (BeginHandOff) isMessage()        {}
+func (HandOff) isMessage()             {}
+
+// Envelope is a coordinator protocol message to send to a member's region (or, from a
+// region, to the member running the coordinator).
+type Envelope struct {
+	To  membership.NodeID
+	Msg Message
+}

@@ -1,0 +1,415 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/region"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// entityType holds the machines of one entity type on this member.
+type entityType struct {
+	cfg      TypeConfig
+	region   *region.Region
+	shards   map[shard.ID]*shard.Shard[region.Envelope]
+	coord    *coordinator.Coordinator
+	shutdown bool // graceful shutdown completed
+}
+
+// local is a message between machines of this member, queued so handling never recurses.
+type local struct {
+	typ  string
+	from membership.NodeID
+	msg  coordinator.Message
+}
+
+// Engine is one member's state machines. It is not safe for concurrent use.
+type Engine struct {
+	cfg   Config
+	self  membership.Member
+	m     *membership.Node
+	types map[string]*entityType
+	names []string // type names, sorted: every iteration is deterministic
+
+	leaving      bool
+	leaveAsked   time.Time
+	leaveStarted bool
+
+	queue []local
+	now   time.Time
+	out   Ready
+}
+
+// New returns the engine of member self. cfg.Membership must have passed Validate; each
+// type's coordinator config too.
+func New(cfg Config, self membership.Member, now time.Time) *Engine {
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 60 * time.Second
+	}
+	e := &Engine{cfg: cfg, self: self, m: membership.New(cfg.Membership, self, now), types: map[string]*entityType{}, now: now}
+	for _, tc := range cfg.Types {
+		if _, dup := e.types[tc.Name]; dup {
+			panic(fmt.Sprintf("engine: entity type %q configured twice", tc.Name))
+		}
+		tc.Region.TypeName, tc.Coordinator.TypeName = tc.Name, tc.Name
+		e.types[tc.Name] = &entityType{
+			cfg:    tc,
+			region: region.New(tc.Region, self.Node, self.Incarnation, now),
+			shards: map[shard.ID]*shard.Shard[region.Envelope]{},
+		}
+		e.names = append(e.names, tc.Name)
+	}
+	slices.Sort(e.names)
+	return e
+}
+
+// Membership returns the membership machine, for inspection.
+func (e *Engine) Membership() *membership.Node { return e.m }
+
+// Region returns the region of an entity type, for inspection.
+func (e *Engine) Region(typ string) *region.Region {
+	if t := e.types[typ]; t != nil {
+		return t.region
+	}
+	return nil
+}
+
+// Coordinator returns the coordinator of an entity type if it runs here.
+func (e *Engine) Coordinator(typ string) *coordinator.Coordinator {
+	if t := e.types[typ]; t != nil {
+		return t.coord
+	}
+	return nil
+}
+
+// Shards returns the local shards of an entity type.
+func (e *Engine) Shards(typ string) map[shard.ID]*shard.Shard[region.Envelope] {
+	if t := e.types[typ]; t != nil {
+		return t.shards
+	}
+	return nil
+}
+
+// Types returns the configured entity type names, sorted.
+func (e *Engine) Types() []string { return e.names }
+
+// Ready returns and clears what the engine wants done.
+func (e *Engine) Ready() Ready {
+	r := e.out
+	e.out = Ready{}
+	return r
+}
+
+// FormCluster starts a new cluster with this member.
+func (e *Engine) FormCluster(now time.Time) { e.now = now; e.m.FormCluster(now); e.settle() }
+
+// JoinVia asks seed to admit this member.
+func (e *Engine) JoinVia(now time.Time, seed membership.NodeID) {
+	e.now = now
+	e.m.JoinVia(now, seed)
+	e.settle()
+}
+
+// Leave hands off every shard of every type (graceful shutdown), then leaves the cluster.
+func (e *Engine) Leave(now time.Time) {
+	e.now = now
+	if !e.leaving {
+		e.leaving, e.leaveAsked = true, now
+		for _, n := range e.names {
+			e.types[n].region.GracefulShutdown(now)
+		}
+	}
+	e.settle()
+}
+
+// Down marks another member Down, as an operator would.
+func (e *Engine) Down(now time.Time, node membership.NodeID) bool {
+	e.now = now
+	ok := e.m.Down(now, node)
+	e.settle()
+	return ok
+}
+
+// Tick advances time for every machine.
+func (e *Engine) Tick(now time.Time) {
+	e.now = now
+	e.m.Tick(now)
+	e.syncMembership()
+	for _, n := range e.names {
+		t := e.types[n]
+		if t.coord != nil {
+			t.coord.Tick(now)
+		}
+		t.region.Tick(now)
+		for _, id := range sortedShardIDs(t.shards) {
+			t.shards[id].Tick(now)
+		}
+	}
+	if e.leaving && !e.leaveStarted && now.Sub(e.leaveAsked) >= e.cfg.ShutdownTimeout {
+		e.leaveStarted = true
+		e.m.Leave(now) // the handoff did not finish in time: leave anyway
+	}
+	e.settle()
+}
+
+// StepMembership feeds a membership message.
+func (e *Engine) StepMembership(now time.Time, from membership.NodeID, msg membership.Message) {
+	e.now = now
+	e.m.Step(now, from, msg)
+	e.settle()
+}
+
+// StepCoordination feeds a coordinator protocol message of entity type typ from member from:
+// to this member's coordinator of the type, or to its region, by the message's direction.
+func (e *Engine) StepCoordination(now time.Time, from membership.NodeID, typ string, msg coordinator.Message) {
+	e.now = now
+	if e.types[typ] == nil {
+		return // a type this member does not run
+	}
+	e.queue = append(e.queue, local{typ: typ, from: from, msg: msg})
+	e.settle()
+}
+
+// Deliver routes a message for an entity (from a local sender or another member's region).
+func (e *Engine) Deliver(now time.Time, typ string, env region.Envelope) error {
+	e.now = now
+	t := e.types[typ]
+	if t == nil {
+		return fmt.Errorf("unknown entity type %q", typ)
+	}
+	t.region.Deliver(now, env)
+	e.settle()
+	return nil
+}
+
+// EntityStopped reports that an entity's incarnation ended, with what it had not handled.
+func (e *Engine) EntityStopped(now time.Time, typ string, s shard.ID, id shard.EntityID, unhandled []region.Envelope) {
+	e.now = now
+	if t := e.types[typ]; t != nil {
+		if sh := t.shards[s]; sh != nil {
+			sh.EntityStopped(id, unhandled)
+		} else if len(unhandled) > 0 {
+			t.region.Bounce(now, unhandled)
+		}
+	}
+	e.settle()
+}
+
+// Passivate is an entity asking to stop.
+func (e *Engine) Passivate(now time.Time, typ string, s shard.ID, id shard.EntityID) {
+	e.now = now
+	if t := e.types[typ]; t != nil {
+		if sh := t.shards[s]; sh != nil {
+			sh.Passivate(id)
+		}
+	}
+	e.settle()
+}
+
+// settle carries out everything the machines asked for until nothing local is left.
+func (e *Engine) settle() {
+	rd := e.m.Ready()
+	e.out.Membership = append(e.out.Membership, rd.Messages...)
+	e.out.Members = append(e.out.Members, rd.Events...)
+	if len(rd.Events) > 0 {
+		e.syncMembership()
+	}
+	for {
+		progressed := false
+		for len(e.queue) > 0 {
+			l := e.queue[0]
+			e.queue = e.queue[1:]
+			e.handleLocal(l)
+			progressed = true
+		}
+		for _, n := range e.names {
+			if e.drainType(e.types[n]) {
+				progressed = true
+			}
+		}
+		if !progressed {
+			return
+		}
+	}
+}
+
+// handleLocal delivers a coordinator protocol message to the coordinator or the region.
+func (e *Engine) handleLocal(l local) {
+	t := e.types[l.typ]
+	if toCoordinator(l.msg) {
+		if t.coord != nil {
+			t.coord.Step(e.now, l.from, l.msg)
+		}
+		return
+	}
+	t.region.Step(e.now, l.from, l.msg)
+}
+
+// toCoordinator tells the direction of a coordinator protocol message.
+func toCoordinator(msg coordinator.Message) bool {
+	switch msg.(type) {
+	case coordinator.Register, coordinator.GetShardHome, coordinator.ShardStarted, coordinator.BeginHandOffAck,
+		coordinator.ShardStopped, coordinator.GracefulShutdownReq:
+		return true
+	}
+	return false
+}
+
+// drainType carries out the outputs of one type's machines; it reports whether there were any.
+func (e *Engine) drainType(t *entityType) bool {
+	any := false
+	if t.coord != nil {
+		rd := t.coord.Ready()
+		for _, env := range rd.Messages {
+			any = true
+			e.send(t, env.To, env.Msg)
+		}
+		for _, ev := range rd.Events {
+			any = true
+			e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ev})
+		}
+	}
+	for _, o := range t.region.Ready() {
+		any = true
+		e.regionOutput(t, o)
+	}
+	for _, id := range sortedShardIDs(t.shards) {
+		sh := t.shards[id]
+		for _, o := range sh.Ready() {
+			any = true
+			e.shardOutput(t, sh, o)
+		}
+	}
+	return any
+}
+
+// send routes a coordinator protocol message: to this member's machines through the queue,
+// elsewhere through the driver.
+func (e *Engine) send(t *entityType, to membership.NodeID, msg coordinator.Message) {
+	if to == e.self.Node {
+		e.queue = append(e.queue, local{typ: t.cfg.Name, from: e.self.Node, msg: msg})
+		return
+	}
+	e.out.Coordination = append(e.out.Coordination, Coordination{To: to, Type: t.cfg.Name, Msg: msg})
+}
+
+func (e *Engine) regionOutput(t *entityType, o region.Output) {
+	switch o := o.(type) {
+	case region.ToCoordinator:
+		e.send(t, o.To, o.Msg)
+	case region.Forward:
+		e.out.Forwards = append(e.out.Forwards, Forward{To: o.To, Type: t.cfg.Name, Envelope: o.Envelope})
+	case region.StartShard:
+		if t.shards[o.Shard] == nil {
+			t.shards[o.Shard] = shard.New[region.Envelope](t.cfg.Shard, o.Shard)
+		}
+		e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ShardStarted{Shard: o.Shard, Epoch: o.Epoch}})
+	case region.DeliverLocal:
+		sh := t.shards[o.Envelope.Shard]
+		if sh == nil {
+			panic(fmt.Sprintf("engine: region %s delivered to shard %s that was never started", t.cfg.Name, o.Envelope.Shard))
+		}
+		sh.Deliver(o.Envelope.Entity, o.Envelope)
+	case region.StopShard:
+		if sh := t.shards[o.Shard]; sh != nil {
+			sh.Stop(e.now)
+		} else {
+			t.region.LocalShardStopped(e.now, o.Shard)
+		}
+	case region.Rejected:
+		e.out.Rejected = append(e.out.Rejected, Rejected{Type: t.cfg.Name, Envelope: o.Envelope, Err: o.Err})
+	case region.ShutdownComplete:
+		t.shutdown = true
+		e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ShutdownComplete{}})
+		e.maybeLeave()
+	default:
+		panic(fmt.Sprintf("engine: unknown region output %T", o))
+	}
+}
+
+func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o shard.Output[region.Envelope]) {
+	op := EntityOp{Type: t.cfg.Name, Shard: sh.ID()}
+	switch o := o.(type) {
+	case shard.StartEntity:
+		op.Kind, op.Entity = OpStart, o.Entity
+	case shard.DeliverToEntity[region.Envelope]:
+		op.Kind, op.Entity, op.Envelope = OpDeliver, o.Entity, o.Msg
+	case shard.StopEntity:
+		op.Kind, op.Entity = OpStop, o.Entity
+	case shard.ForceStop:
+		op.Kind, op.Entity = OpForceStop, o.Entity
+	case shard.Bounce[region.Envelope]:
+		t.region.Bounce(e.now, o.Msgs)
+		return
+	case shard.ShardStopped:
+		delete(t.shards, sh.ID())
+		t.region.LocalShardStopped(e.now, sh.ID())
+		e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ShardHandedOff{Shard: sh.ID()}})
+		return
+	default:
+		panic(fmt.Sprintf("engine: unknown shard output %T", o))
+	}
+	e.out.Entities = append(e.out.Entities, op)
+}
+
+// maybeLeave leaves the cluster once every type's graceful shutdown completed.
+func (e *Engine) maybeLeave() {
+	if !e.leaving || e.leaveStarted {
+		return
+	}
+	for _, n := range e.names {
+		if !e.types[n].shutdown {
+			return
+		}
+	}
+	e.leaveStarted = true
+	e.m.Leave(e.now)
+	rd := e.m.Ready()
+	e.out.Membership = append(e.out.Membership, rd.Messages...)
+	e.out.Members = append(e.out.Members, rd.Events...)
+}
+
+// syncMembership gives every region and coordinator the current membership, and starts or
+// stops this member's coordinators: a type's coordinator runs on the oldest Up member with
+// its role.
+func (e *Engine) syncMembership() {
+	members := e.m.Members()
+	unreachable := map[membership.NodeID]bool{}
+	for _, m := range members {
+		if e.m.Unreachable(m.Node) {
+			unreachable[m.Node] = true
+		}
+	}
+	serving := e.m.Serving(e.now)
+	self := e.m.Self()
+	for _, n := range e.names {
+		t := e.types[n]
+		oldest, ok := e.m.OldestUp(t.cfg.Region.Role)
+		t.region.Update(e.now, region.Members{Members: members, Unreachable: unreachable, Serving: serving, Coordinator: oldest.Node})
+		here := ok && oldest.Node == e.self.Node && self.Status == membership.Up
+		switch {
+		case here && t.coord == nil:
+			t.coord = coordinator.New(t.cfg.Coordinator, e.self.Node, self.UpNumber, e.now)
+			e.out.Events = append(e.out.Events, TypedEvent{Type: n, Event: CoordinatorStarted{Term: self.UpNumber}})
+		case !here && t.coord != nil:
+			e.out.Events = append(e.out.Events, TypedEvent{Type: n, Event: CoordinatorStopped{Term: t.coord.Term()}})
+			t.coord = nil
+		}
+		if t.coord != nil {
+			t.coord.Update(e.now, coordinator.Members{Members: members, Unreachable: unreachable, Serving: serving})
+		}
+	}
+}
+
+func sortedShardIDs[V any](m map[shard.ID]V) []shard.ID {
+	ids := make([]shard.ID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

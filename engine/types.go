@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/region"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// TypeConfig configures one entity type.
+type TypeConfig struct {
+	Name        string
+	Coordinator coordinator.Config
+	Region      region.Config
+	Shard       shard.Config
+}
+
+// Config configures an engine.
+type Config struct {
+	Membership membership.Config
+	Types      []TypeConfig
+	// ShutdownTimeout bounds the graceful handoff before leaving; the member leaves anyway
+	// when it expires. Default 60 s.
+	ShutdownTimeout time.Duration
+}
+
+// Coordination is a coordinator protocol message for the region or the coordinator of an
+// entity type on another member.
+type Coordination struct {
+	To   membership.NodeID
+	Type string
+	Msg  coordinator.Message
+}
+
+// Forward is a message for an entity, sent to its shard's home on another member.
+type Forward struct {
+	To       membership.NodeID
+	Type     string
+	Envelope region.Envelope
+}
+
+// EntityOpKind says what to do with an entity.
+type EntityOpKind uint8
+
+// Entity operations.
+const (
+	OpStart     EntityOpKind = iota // create a new incarnation
+	OpDeliver                       // enqueue Envelope in its mailbox
+	OpStop                          // enqueue its stop message (after what is queued)
+	OpForceStop                     // stop it now; report what was queued with EntityStopped
+)
+
+func (k EntityOpKind) String() string {
+	return [...]string{"start", "deliver", "stop", "force-stop"}[k]
+}
+
+// EntityOp is work for the entity runtime.
+type EntityOp struct {
+	Kind     EntityOpKind
+	Type     string
+	Shard    shard.ID
+	Entity   shard.EntityID
+	Envelope region.Envelope // for OpDeliver
+}
+
+// Rejected is a message the member could not keep; its sender should be told.
+type Rejected struct {
+	Type     string
+	Envelope region.Envelope
+	Err      error
+}
+
+// TypedEvent is an event of an entity type's coordinator or region.
+type TypedEvent struct {
+	Type  string
+	Event any // a coordinator.Event, or one of the engine's region events
+}
+
+// Region events, reported as TypedEvent.Event.
+type (
+	// ShardStarted: a shard started hosting here.
+	ShardStarted struct {
+		Shard shard.ID
+		Epoch coordinator.Epoch
+	}
+	// ShardHandedOff: a shard stopped here after a handoff.
+	ShardHandedOff struct{ Shard shard.ID }
+	// CoordinatorStarted: this member now runs the type's coordinator.
+	CoordinatorStarted struct{ Term uint64 }
+	// CoordinatorStopped: this member no longer runs it.
+	CoordinatorStopped struct{ Term uint64 }
+	// ShutdownComplete: graceful shutdown handed off every shard of the type.
+	ShutdownComplete struct{}
+)
+
+// Ready is what the engine wants done since the last call to Ready.
+type Ready struct {
+	Membership   []membership.Envelope
+	Coordination []Coordination
+	Forwards     []Forward
+	Entities     []EntityOp
+	Rejected     []Rejected
+	Members      []membership.Event
+	Events       []TypedEvent
+}
+
+// Empty reports whether there is nothing to do.
+func (r *Ready) Empty() bool {
+	return len(r.Membership) == 0 && len(r.Coordination) == 0 && len(r.Forwards) == 0 && len(r.Entities) == 0 &&
+		len(r.Rejected) == 0 && len(r.Members) == 0 && len(r.Events) == 0
+}

@@ -1,0 +1,447 @@
+package region
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+type home struct {
+	node  membership.NodeID
+	epoch coordinator.Epoch
+}
+
+type buffer struct {
+	envs      []Envelope
+	requested time.Time // when GetShardHome was last sent for it
+}
+
+type local struct {
+	epoch    coordinator.Epoch
+	stopping bool
+}
+
+// Region is the shard region of one entity type on one member. It is not safe for
+// concurrent use.
+type Region struct {
+	cfg         Config
+	self        membership.NodeID
+	incarnation uint64
+	proxy       bool
+
+	members     map[membership.NodeID]membership.Member
+	unreachable map[membership.NodeID]bool
+	serving     bool
+
+	coordinator  membership.NodeID
+	registered   bool
+	lastRegister time.Time
+
+	homes      map[shard.ID]home
+	buffers    map[shard.ID]*buffer
+	buffered   int
+	handingOff map[shard.ID]coordinator.Epoch
+	local      map[shard.ID]*local
+
+	shuttingDown    bool
+	shutdownDone    bool
+	lastShutdownReq time.Time
+
+	now time.Time
+	out []Output
+}
+
+// New returns the region of member self (incarnation inc). cfg is completed with defaults.
+func New(cfg Config, self membership.NodeID, incarnation uint64, now time.Time) *Region {
+	d := DefaultConfig(cfg.TypeName)
+	if cfg.BufferSize == 0 {
+		cfg.BufferSize = d.BufferSize
+	}
+	if cfg.RetryInterval == 0 {
+		cfg.RetryInterval = d.RetryInterval
+	}
+	return &Region{
+		cfg:         cfg,
+		self:        self,
+		incarnation: incarnation,
+		proxy:       cfg.Proxy,
+		members:     map[membership.NodeID]membership.Member{},
+		unreachable: map[membership.NodeID]bool{},
+		homes:       map[shard.ID]home{},
+		buffers:     map[shard.ID]*buffer{},
+		handingOff:  map[shard.ID]coordinator.Epoch{},
+		local:       map[shard.ID]*local{},
+		now:         now,
+	}
+}
+
+// Ready returns and clears what the region wants done, in order.
+func (r *Region) Ready() []Output {
+	out := r.out
+	r.out = nil
+	return out
+}
+
+// Proxy reports whether the region only routes (its member lacks the role).
+func (r *Region) Proxy() bool { return r.proxy }
+
+// Coordinator returns the member the region takes for the coordinator's ("" none).
+func (r *Region) Coordinator() membership.NodeID { return r.coordinator }
+
+// Registered reports whether the current coordinator acknowledged this region.
+func (r *Region) Registered() bool { return r.registered }
+
+// Buffered returns how many messages wait for a home.
+func (r *Region) Buffered() int { return r.buffered }
+
+// LocalShards returns the shards hosted here and whether each is stopping.
+func (r *Region) LocalShards() map[shard.ID]bool {
+	out := make(map[shard.ID]bool, len(r.local))
+	for s, l := range r.local {
+		out[s] = l.stopping
+	}
+	return out
+}
+
+// Home returns the home the region knows for a shard.
+func (r *Region) Home(s shard.ID) (membership.NodeID, coordinator.Epoch, bool) {
+	h, ok := r.homes[s]
+	return h.node, h.epoch, ok
+}
+
+// Update gives the region the current membership. It registers with a new coordinator and
+// forgets homes on members that left.
+func (r *Region) Update(now time.Time, m Members) {
+	r.now = now
+	r.serving = m.Serving
+	r.members = make(map[membership.NodeID]membership.Member, len(m.Members))
+	for _, mem := range m.Members {
+		r.members[mem.Node] = mem
+	}
+	r.unreachable = m.Unreachable
+	if me, ok := r.members[r.self]; ok && !me.HasRole(r.cfg.Role) {
+		r.proxy = true
+	}
+	if m.Coordinator != r.coordinator {
+		r.coordinator, r.registered = m.Coordinator, false
+		r.register()
+	}
+	for _, s := range sortedKeys(r.homes) {
+		if h := r.homes[s]; h.node != r.self && !r.live(h.node) {
+			delete(r.homes, s) // its member is gone: ask again
+		}
+	}
+	r.flushAll() // homes, reachability or serving may have changed
+}
+
+// live reports whether a member can take messages: Up or Leaving, the incarnation known.
+func (r *Region) live(node membership.NodeID) bool {
+	m, ok := r.members[node]
+	return ok && (m.Status == membership.Up || m.Status == membership.Leaving)
+}
+
+// Deliver routes a message (from a local sender or forwarded by another region).
+func (r *Region) Deliver(now time.Time, env Envelope) {
+	r.now = now
+	r.route(env, false)
+}
+
+// Bounce takes back envelopes a local shard could not deliver (it was stopping); they are
+// older than anything buffered since, so they go to the front of the shard's buffer.
+func (r *Region) Bounce(now time.Time, envs []Envelope) {
+	r.now = now
+	for i := len(envs) - 1; i >= 0; i-- {
+		r.route(envs[i], true)
+	}
+}
+
+func (r *Region) route(env Envelope, front bool) {
+	if env.Hops > MaxHops {
+		r.reject(env, ErrTooManyHops)
+		return
+	}
+	if r.shutdownDone {
+		r.reject(env, ErrShuttingDown)
+		return
+	}
+	s := env.Shard
+	if _, handing := r.handingOff[s]; handing || r.buffers[s] != nil && !front {
+		r.buffer(env, front)
+		return
+	}
+	h, ok := r.homes[s]
+	switch {
+	case !ok:
+		r.buffer(env, front)
+	case h.node == r.self:
+		l := r.local[s]
+		if l == nil || l.stopping || !r.serving {
+			r.buffer(env, front)
+			return
+		}
+		r.emit(DeliverLocal{Envelope: env})
+	case r.unreachable[h.node]:
+		r.buffer(env, front) // keep it until the member is reachable again or the shard moves
+	default:
+		env.Hops++
+		r.emit(Forward{To: h.node, Envelope: env})
+	}
+}
+
+// buffer keeps an envelope until its shard's home is known and usable, and asks for the home.
+func (r *Region) buffer(env Envelope, front bool) {
+	if r.buffered >= r.cfg.BufferSize {
+		r.reject(env, ErrBufferFull)
+		return
+	}
+	b := r.buffers[env.Shard]
+	if b == nil {
+		b = &buffer{}
+		r.buffers[env.Shard] = b
+	}
+	if front {
+		b.envs = slices.Insert(b.envs, 0, env)
+	} else {
+		b.envs = append(b.envs, env)
+	}
+	r.buffered++
+	if _, ok := r.homes[env.Shard]; !ok {
+		r.requestHome(env.Shard, b)
+	}
+}
+
+func (r *Region) requestHome(s shard.ID, b *buffer) {
+	if !r.registered || (!b.requested.IsZero() && r.now.Sub(b.requested) < r.cfg.RetryInterval) {
+		return
+	}
+	b.requested = r.now
+	r.toCoordinator(coordinator.GetShardHome{Shard: s})
+}
+
+// flush routes a shard's buffered messages if its home is now usable.
+func (r *Region) flush(s shard.ID) {
+	b := r.buffers[s]
+	if b == nil || !r.usable(s) {
+		return
+	}
+	delete(r.buffers, s)
+	r.buffered -= len(b.envs)
+	for _, env := range b.envs {
+		r.route(env, false)
+	}
+}
+
+// usable reports whether messages for s can leave the buffer now.
+func (r *Region) usable(s shard.ID) bool {
+	if _, handing := r.handingOff[s]; handing {
+		return false
+	}
+	h, ok := r.homes[s]
+	switch {
+	case !ok:
+		return false
+	case h.node == r.self:
+		l := r.local[s]
+		return l != nil && !l.stopping && r.serving
+	default:
+		return !r.unreachable[h.node]
+	}
+}
+
+func (r *Region) flushAll() {
+	for _, s := range sortedKeys(r.buffers) {
+		r.flush(s)
+	}
+}
+
+// Step feeds a coordinator protocol message from member from.
+func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Message) {
+	r.now = now
+	switch m := msg.(type) {
+	case coordinator.RegisterAck:
+		if from == r.coordinator && !r.registered {
+			r.registered = true
+			for _, s := range sortedKeys(r.buffers) {
+				if _, ok := r.homes[s]; !ok {
+					r.buffers[s].requested = time.Time{}
+					r.requestHome(s, r.buffers[s])
+				}
+			}
+			if r.shuttingDown {
+				r.lastShutdownReq = now
+				r.toCoordinator(coordinator.GracefulShutdownReq{})
+			}
+		}
+	case coordinator.ShardHome:
+		r.shardHome(m.Shard, m.Region, m.Epoch)
+	case coordinator.HostShard:
+		if r.proxy {
+			return
+		}
+		r.shardHome(m.Shard, r.self, m.Epoch)
+		if l := r.local[m.Shard]; l != nil && l.epoch == m.Epoch {
+			r.send(from, coordinator.ShardStarted{Shard: m.Shard, Epoch: m.Epoch})
+		}
+	case coordinator.BeginHandOff:
+		if h, ok := r.homes[m.Shard]; !ok || h.epoch <= m.Epoch {
+			delete(r.homes, m.Shard)
+			if e, ok := r.handingOff[m.Shard]; !ok || e < m.Epoch {
+				r.handingOff[m.Shard] = m.Epoch
+			}
+		}
+		r.send(from, coordinator.BeginHandOffAck{Shard: m.Shard, Epoch: m.Epoch})
+	case coordinator.HandOff:
+		l := r.local[m.Shard]
+		switch {
+		case l == nil || l.epoch != m.Epoch:
+			r.send(from, coordinator.ShardStopped{Shard: m.Shard, Epoch: m.Epoch}) // nothing of that epoch here
+		case !l.stopping:
+			l.stopping = true
+			if h, ok := r.homes[m.Shard]; ok && h.node == r.self {
+				delete(r.homes, m.Shard)
+			}
+			r.emit(StopShard{Shard: m.Shard, Epoch: m.Epoch})
+		}
+	default:
+		panic(fmt.Sprintf("region: unexpected coordinator message %T", msg))
+	}
+}
+
+// shardHome records a home the coordinator gave, unless a handoff or a newer home makes it
+// stale, starts the shard if the home is here, and flushes its buffer.
+func (r *Region) shardHome(s shard.ID, node membership.NodeID, epoch coordinator.Epoch) {
+	if e, handing := r.handingOff[s]; handing && epoch <= e {
+		return
+	}
+	if h, ok := r.homes[s]; ok && h.epoch > epoch {
+		return
+	}
+	if node != r.self && !r.live(node) {
+		return // a home on a member that is gone: ask again later
+	}
+	delete(r.handingOff, s)
+	r.homes[s] = home{node: node, epoch: epoch}
+	if node == r.self {
+		if l := r.local[s]; l == nil || (l.epoch < epoch && !l.stopping) {
+			r.local[s] = &local{epoch: epoch}
+			r.emit(StartShard{Shard: s, Epoch: epoch})
+		}
+	}
+	r.flush(s)
+}
+
+// LocalShardStopped reports that a local shard stopped all its entities (after StopShard).
+func (r *Region) LocalShardStopped(now time.Time, s shard.ID) {
+	r.now = now
+	l := r.local[s]
+	if l == nil {
+		return
+	}
+	delete(r.local, s)
+	if h, ok := r.homes[s]; ok && h.node == r.self {
+		delete(r.homes, s)
+	}
+	r.toCoordinator(coordinator.ShardStopped{Shard: s, Epoch: l.epoch})
+	if b := r.buffers[s]; b != nil {
+		b.requested = time.Time{}
+		r.requestHome(s, b)
+	}
+	r.checkShutdown()
+}
+
+// GracefulShutdown hands off every local shard and then reports ShutdownComplete.
+func (r *Region) GracefulShutdown(now time.Time) {
+	r.now = now
+	if r.shuttingDown {
+		return
+	}
+	r.shuttingDown = true
+	if r.registered {
+		r.lastShutdownReq = now
+		r.toCoordinator(coordinator.GracefulShutdownReq{})
+	}
+	r.checkShutdown()
+}
+
+func (r *Region) checkShutdown() {
+	if r.shuttingDown && !r.shutdownDone && len(r.local) == 0 && r.buffered == 0 {
+		r.shutdownDone = true
+		r.emit(ShutdownComplete{})
+	}
+}
+
+// Tick repeats what is unanswered: registration, home requests, the shutdown request.
+func (r *Region) Tick(now time.Time) {
+	r.now = now
+	if r.coordinator != "" && !r.registered && now.Sub(r.lastRegister) >= r.cfg.RetryInterval {
+		r.register()
+	}
+	if r.registered {
+		for _, s := range sortedKeys(r.buffers) {
+			if _, ok := r.homes[s]; !ok {
+				r.requestHome(s, r.buffers[s])
+			}
+		}
+		if r.shuttingDown && !r.shutdownDone && len(r.local) > 0 && now.Sub(r.lastShutdownReq) >= r.cfg.RetryInterval {
+			r.lastShutdownReq = now
+			r.toCoordinator(coordinator.GracefulShutdownReq{})
+		}
+	}
+	r.flushAll()
+	r.checkShutdown()
+}
+
+// register announces this region, with its shards, to the coordinator.
+func (r *Region) register() {
+	if r.coordinator == "" {
+		return
+	}
+	r.lastRegister = r.now
+	reg := coordinator.Register{Incarnation: r.incarnation, Proxy: r.proxy}
+	for _, s := range sortedKeys(r.local) {
+		l := r.local[s]
+		state := coordinator.HostedActive
+		if l.stopping {
+			state = coordinator.HostedStopping
+		}
+		reg.Hosted = append(reg.Hosted, coordinator.Hosted{Shard: s, Epoch: l.epoch, State: state})
+	}
+	r.toCoordinator(reg)
+}
+
+// Held returns every envelope the region holds (buffered), for accounting when the
+// member dies.
+func (r *Region) Held() []Envelope {
+	var out []Envelope
+	for _, s := range sortedKeys(r.buffers) {
+		out = append(out, r.buffers[s].envs...)
+	}
+	return out
+}
+
+func (r *Region) toCoordinator(msg coordinator.Message) {
+	if r.coordinator != "" {
+		r.emit(ToCoordinator{To: r.coordinator, Msg: msg})
+	}
+}
+
+func (r *Region) send(to membership.NodeID, msg coordinator.Message) {
+	r.emit(ToCoordinator{To: to, Msg: msg})
+}
+
+func (r *Region) reject(env Envelope, err error) { r.emit(Rejected{Envelope: env, Err: err}) }
+
+func (r *Region) emit(o Output) { r.out = append(r.out, o) }
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,111 @@
+package region
+
+import (
+	"errors"
+	"time"
+
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// Envelope is one message on its way to an entity.
+type Envelope struct {
+	Shard  shard.ID
+	Entity shard.EntityID
+	// Payload is the runtime's message (a Go value for a local sender, encoded bytes from a
+	// remote one); the region never looks inside.
+	Payload any
+	// Hops counts forwards between regions; a message forwarded too often (homes that
+	// disagree, briefly) is rejected rather than looping.
+	Hops uint8
+}
+
+// MaxHops bounds how often a message is forwarded between regions.
+const MaxHops = 8
+
+// Rejection reasons.
+var (
+	ErrBufferFull   = errors.New("region buffer full")
+	ErrTooManyHops  = errors.New("forwarded too many times: shard homes disagree")
+	ErrShuttingDown = errors.New("region shutting down")
+)
+
+// Config configures a region.
+type Config struct {
+	// TypeName is the entity type's name.
+	TypeName string
+	// Role: members with this role host shards; others run proxies. "" for all.
+	Role string
+	// Proxy makes the region a proxy even on a member with the role (startProxy).
+	Proxy bool
+	// BufferSize bounds the messages buffered for shards without a known home, per region
+	// (buffer-size). Default 100000.
+	BufferSize int
+	// RetryInterval is how often registration and home requests are repeated while
+	// unanswered (retry-interval). Default 2 s.
+	RetryInterval time.Duration
+}
+
+// DefaultConfig returns Akka's defaults.
+func DefaultConfig(typeName string) Config {
+	return Config{TypeName: typeName, BufferSize: 100000, RetryInterval: 2 * time.Second}
+}
+
+// Members is the membership as the region's member sees it.
+type Members struct {
+	Members     []membership.Member
+	Unreachable map[membership.NodeID]bool
+	// Serving reports whether this member may serve (its majority lease): a region that may
+	// not serve delivers nothing to its local shards, it buffers.
+	Serving bool
+	// Coordinator is where the type's coordinator runs: the oldest Up member with the role
+	// ("" when there is none).
+	Coordinator membership.NodeID
+}
+
+// Output is something the region wants done. The set is sealed.
+type Output interface{ isOutput() }
+
+// Outputs.
+type (
+	// ToCoordinator sends a coordinator protocol message to the member running the
+	// coordinator.
+	ToCoordinator struct {
+		To  membership.NodeID
+		Msg coordinator.Message
+	}
+	// Forward sends an envelope to another member's region.
+	Forward struct {
+		To       membership.NodeID
+		Envelope Envelope
+	}
+	// StartShard starts hosting a shard locally.
+	StartShard struct {
+		Shard shard.ID
+		Epoch coordinator.Epoch
+	}
+	// DeliverLocal hands an envelope to a local shard (started before).
+	DeliverLocal struct{ Envelope Envelope }
+	// StopShard asks a local shard to stop all its entities (handoff); the runtime reports
+	// back with ShardStopped.
+	StopShard struct {
+		Shard shard.ID
+		Epoch coordinator.Epoch
+	}
+	// Rejected returns an envelope the region could not keep, with the reason.
+	Rejected struct {
+		Envelope Envelope
+		Err      error
+	}
+	// ShutdownComplete: every local shard is handed off; the member can leave.
+	ShutdownComplete struct{}
+)
+
+func (ToCoordinator) isOutput()    {}
+func (Forward) isOutput()          {}
+func (StartShard) isOutput()       {}
+func (DeliverLocal) isOutput()     {}
+func (StopShard) isOutput()        {}
+func (Rejected) isOutput()         {}
+func (ShutdownComplete) isOutput() {}

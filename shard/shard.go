@@ -1,0 +1,239 @@
+package shard
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Config configures a shard.
+type Config struct {
+	// HandoffTimeout is the handoff-timeout of the entity type; entities that have not
+	// stopped max(HandoffTimeout-5s, 1s) after a handoff began are stopped by force, as Akka
+	// does. Default 60 s.
+	HandoffTimeout time.Duration
+}
+
+// ForceStopAfter returns how long a handoff waits for entities to stop before forcing them.
+func (c Config) ForceStopAfter() time.Duration {
+	t := c.HandoffTimeout
+	if t == 0 {
+		t = 60 * time.Second
+	}
+	return max(t-5*time.Second, time.Second)
+}
+
+// EntityState is the lifecycle state of an entity in its shard.
+type EntityState uint8
+
+// Entity states.
+const (
+	Running     EntityState = iota // handling messages
+	Passivating                    // asked to stop (passivation); new messages wait in the shard
+	Stopping                       // stopping for a handoff
+)
+
+func (s EntityState) String() string {
+	return [...]string{"running", "passivating", "stopping"}[s]
+}
+
+// State is the state of the shard.
+type State uint8
+
+// Shard states.
+const (
+	Active   State = iota // delivering
+	Draining              // handing off: stopping every entity
+	Stopped               // every entity stopped
+)
+
+// Output is something the shard wants done. The set is sealed.
+type Output[M any] interface{ isOutput() }
+
+// Outputs of a shard; M is the runtime's message type.
+type (
+	// StartEntity creates a new incarnation of an entity (before its first delivery).
+	StartEntity struct{ Entity EntityID }
+	// DeliverToEntity enqueues a message in the entity's mailbox.
+	DeliverToEntity[M any] struct {
+		Entity EntityID
+		Msg    M
+	}
+	// StopEntity sends the entity its stop message, after what is already queued; the
+	// runtime reports EntityStopped when it has stopped.
+	StopEntity struct{ Entity EntityID }
+	// ForceStop stops an entity at once (handoff timeout); what it had queued comes back in
+	// EntityStopped.
+	ForceStop struct{ Entity EntityID }
+	// Bounce returns messages the shard cannot deliver because it is handing off; the
+	// region routes them to the shard's next home.
+	Bounce[M any] struct{ Msgs []M }
+	// ShardStopped: every entity stopped after Stop.
+	ShardStopped struct{}
+)
+
+func (StartEntity) isOutput()        {}
+func (DeliverToEntity[M]) isOutput() {}
+func (StopEntity) isOutput()         {}
+func (ForceStop) isOutput()          {}
+func (Bounce[M]) isOutput()          {}
+func (ShardStopped) isOutput()       {}
+
+type entity[M any] struct {
+	state   EntityState
+	waiting []M // messages that arrived while passivating: for the next incarnation
+}
+
+// Shard is the lifecycle state machine of one shard's entities. It is not safe for
+// concurrent use: the runtime serialises calls (one lock per shard).
+type Shard[M any] struct {
+	cfg       Config
+	id        ID
+	state     State
+	entities  map[EntityID]*entity[M]
+	drainFrom time.Time
+	forced    bool
+	out       []Output[M]
+}
+
+// New returns an active shard.
+func New[M any](cfg Config, id ID) *Shard[M] {
+	return &Shard[M]{cfg: cfg, id: id, entities: map[EntityID]*entity[M]{}}
+}
+
+// ID returns the shard's id.
+func (s *Shard[M]) ID() ID { return s.id }
+
+// State returns the shard's state.
+func (s *Shard[M]) State() State { return s.state }
+
+// Ready returns and clears what the shard wants done, in order.
+func (s *Shard[M]) Ready() []Output[M] {
+	out := s.out
+	s.out = nil
+	return out
+}
+
+// Entities returns the live entities and their states.
+func (s *Shard[M]) Entities() map[EntityID]EntityState {
+	out := make(map[EntityID]EntityState, len(s.entities))
+	for id, e := range s.entities {
+		out[id] = e.state
+	}
+	return out
+}
+
+// Deliver routes a message to its entity, starting the entity on its first message.
+func (s *Shard[M]) Deliver(id EntityID, msg M) {
+	if s.state != Active {
+		s.emit(Bounce[M]{Msgs: []M{msg}})
+		return
+	}
+	e := s.entities[id]
+	switch {
+	case e == nil:
+		s.entities[id] = &entity[M]{state: Running}
+		s.emit(StartEntity{Entity: id})
+		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg})
+	case e.state == Running:
+		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg})
+	default:
+		e.waiting = append(e.waiting, msg)
+	}
+}
+
+// Passivate is the entity asking to be stopped: it gets its stop message, and messages that
+// arrive meanwhile wait for its next incarnation.
+func (s *Shard[M]) Passivate(id EntityID) {
+	if e := s.entities[id]; e != nil && e.state == Running && s.state == Active {
+		e.state = Passivating
+		s.emit(StopEntity{Entity: id})
+	}
+}
+
+// EntityStopped reports that an entity's incarnation ended; unhandled are the messages still
+// queued in its mailbox (after a forced stop). Messages waiting for it start its next
+// incarnation, or, when the shard is handing off, go back to the region.
+func (s *Shard[M]) EntityStopped(id EntityID, unhandled []M) {
+	e := s.entities[id]
+	if e == nil {
+		if len(unhandled) > 0 {
+			s.emit(Bounce[M]{Msgs: unhandled})
+		}
+		return
+	}
+	pending := slices.Concat(unhandled, e.waiting)
+	delete(s.entities, id)
+	if s.state != Active {
+		if len(pending) > 0 {
+			s.emit(Bounce[M]{Msgs: pending})
+		}
+		s.checkStopped()
+		return
+	}
+	for _, msg := range pending {
+		s.Deliver(id, msg) // the next incarnation
+	}
+}
+
+// Stop hands the shard off: every entity gets its stop message; ShardStopped follows when all
+// have stopped (or were forced to, after ForceStopAfter).
+func (s *Shard[M]) Stop(now time.Time) {
+	if s.state != Active {
+		return
+	}
+	s.state, s.drainFrom = Draining, now
+	for _, id := range sortedIDs(s.entities) {
+		e := s.entities[id]
+		if len(e.waiting) > 0 {
+			s.emit(Bounce[M]{Msgs: e.waiting})
+			e.waiting = nil
+		}
+		if e.state == Running {
+			s.emit(StopEntity{Entity: id})
+		}
+		e.state = Stopping
+	}
+	s.checkStopped()
+}
+
+// Tick forces the stop of entities that ignored their stop message for too long.
+func (s *Shard[M]) Tick(now time.Time) {
+	if s.state == Draining && !s.forced && now.Sub(s.drainFrom) >= s.cfg.ForceStopAfter() {
+		s.forced = true
+		for _, id := range sortedIDs(s.entities) {
+			s.emit(ForceStop{Entity: id})
+		}
+	}
+}
+
+// Stragglers returns the entities a handoff still waits for.
+func (s *Shard[M]) Stragglers() []EntityID {
+	if s.state != Draining {
+		return nil
+	}
+	return sortedIDs(s.entities)
+}
+
+func (s *Shard[M]) checkStopped() {
+	if s.state == Draining && len(s.entities) == 0 {
+		s.state = Stopped
+		s.emit(ShardStopped{})
+	}
+}
+
+func (s *Shard[M]) emit(o Output[M]) { s.out = append(s.out, o) }
+
+func sortedIDs[V any](m map[EntityID]V) []EntityID {
+	ids := make([]EntityID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// String describes the shard for logs.
+func (s *Shard[M]) String() string {
+	return fmt.Sprintf("shard %s (%d entities, %s)", s.id, len(s.entities), [...]string{"active", "draining", "stopped"}[s.state])
+}
