@@ -99,12 +99,11 @@ func (s LeastShard) rebalanceNew(v View) []shard.ID {
 	limit := max(1, min(int(s.cfg.RebalanceRelativeLimit*float64(total)), s.cfg.RebalanceAbsoluteLimit))
 	sorted := sortedBySuitability(v.Regions)
 
-	// Phase 2 runs when phase 1 has nothing to do; with Shardcake's rule, that is when the
-	// rule leaves nothing of what phase 1 picked.
-	if picked := s.keepWorthMoving(v, s.phase1(v, sorted, optimal, limit)); len(picked) > 0 {
-		return picked
+	picked := s.phase1(v, sorted, optimal, limit)
+	if len(picked) == 0 {
+		picked = s.phase2(v, sorted, optimal, limit)
 	}
-	return s.keepWorthMoving(v, s.phase2(v, sorted, optimal, limit))
+	return s.keepWorthMoving(v, picked)
 }
 
 // phase1 takes from every region holding more than optimal its oldest shards down to
