@@ -70,7 +70,7 @@ func plan(s Strategy, v View) ([]Move, View) {
 	for _, id := range todo {
 		from := owner[id]
 		r := &w.Regions[from]
-		r.Shards = slices.DeleteFunc(r.Shards, func(x shard.ID) bool { return x == id })
+		r.Shards = without(r.Shards, id)
 		delete(inProgress, id)
 		node := s.Allocate(r.Node, id, w)
 		m := Move{Shard: id, From: r.Node}
@@ -84,6 +84,19 @@ func plan(s Strategy, v View) ([]Move, View) {
 		w.InProgress = nil
 	}
 	return moves, w
+}
+
+// without removes id from shards, keeping the order. The shards rebalanced first are
+// usually the oldest, at the front, and cost nothing to drop.
+func without(shards []shard.ID, id shard.ID) []shard.ID {
+	switch i := slices.Index(shards, id); i {
+	case -1:
+		return shards
+	case 0:
+		return shards[1:]
+	default:
+		return slices.Delete(shards, i, i+1)
+	}
 }
 
 // regionIndex returns the index of node's region in regions, or -1.
