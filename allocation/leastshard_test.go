@@ -61,9 +61,9 @@ func TestLeastShardNewAlgorithmAkkaCases(t *testing.T) {
 // Akka's multi-round cases: phase 1 then phase 2 reach the optimal balance in two rounds.
 func TestLeastShardNewAlgorithmSecondRound(t *testing.T) {
 	tests := []struct {
-		name          string
-		view          View
-		want1, want2  []shard.ID
+		name           string
+		view           View
+		want1, want2   []shard.ID
 		after1, after2 []int
 	}{
 		{name: "[5, 5, 0]", view: abc(5, 5, 0),
