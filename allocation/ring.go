@@ -38,6 +38,27 @@ func newHashRing(nodes []membership.NodeID, virtualNodes int) *hashRing {
 	return r
 }
 
+// hasExactly reports whether the ring's nodes are exactly the nodes of the regions for which
+// onRing holds (a view may name a node twice).
+func (r *hashRing) hasExactly(regions []Region, onRing func(*Region) bool) bool {
+	seen := make([]bool, len(r.nodes))
+	distinct := 0
+	for i := range regions {
+		if !onRing(&regions[i]) {
+			continue
+		}
+		j, found := slices.BinarySearch(r.nodes, regions[i].Node)
+		if !found {
+			return false
+		}
+		if !seen[j] {
+			seen[j] = true
+			distinct++
+		}
+	}
+	return distinct == len(r.nodes)
+}
+
 // owner returns the node of the first point at or after pos, wrapping around; "" for an
 // empty ring.
 func (r *hashRing) owner(pos uint64) membership.NodeID {
