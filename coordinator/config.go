@@ -26,10 +26,8 @@ type Config struct {
 	// ShardStartTimeout is how long a region has to acknowledge HostShard before it is sent
 	// again (shard-start-timeout). Default 10 s.
 	ShardStartTimeout time.Duration
-	// RecoveryTimeout is how long a new coordinator waits for reachable members with the role
-	// to register before it takes them for members that do not run the type
-	// (waiting-for-state-timeout). Unreachable members are waited for until they register or
-	// are removed. Default 2 s.
+	// RecoveryTimeout is how often a recovering coordinator asks a member with the role that
+	// has not answered to register (waiting-for-state-timeout). Default 2 s.
 	RecoveryTimeout time.Duration
 	// Strategy allocates and rebalances shards. Default: allocation.NewLeastShard with its
 	// defaults.

@@ -75,6 +75,8 @@ type Coordinator struct {
 	serving   bool
 
 	regions  map[membership.NodeID]*region
+	declined map[membership.NodeID]uint64    // members (incarnation) that run no region of the type
+	asked    map[membership.NodeID]time.Time // when RequestRegister was last sent to each member
 	shards   map[shard.ID]*allocationState
 	handoffs map[shard.ID]*handoff
 	waiting  map[shard.ID][]membership.NodeID // requests held until recovery or enough members
@@ -95,6 +97,8 @@ func New(cfg Config, self membership.NodeID, term uint64, now time.Time) *Coordi
 		members:   map[membership.NodeID]membership.Member{},
 		reachable: func(membership.NodeID) bool { return true },
 		regions:   map[membership.NodeID]*region{},
+		declined:  map[membership.NodeID]uint64{},
+		asked:     map[membership.NodeID]time.Time{},
 		shards:    map[shard.ID]*allocationState{},
 		handoffs:  map[shard.ID]*handoff{},
 		waiting:   map[shard.ID][]membership.NodeID{},
@@ -184,6 +188,10 @@ func (c *Coordinator) Step(now time.Time, from membership.NodeID, msg Message) {
 		}
 	case ShardStopped:
 		c.shardStopped(from, m)
+	case NoRegion:
+		if m.Incarnation == mem.Incarnation {
+			c.declined[from] = m.Incarnation
+		}
 	case GracefulShutdownReq:
 		if r := c.regions[from]; r != nil {
 			r.shuttingDown = true
@@ -263,6 +271,9 @@ func (c *Coordinator) getShardHome(from membership.NodeID, s shard.ID) {
 		return // answered when the handoff completes
 	}
 	if a := c.shards[s]; a != nil && c.active() {
+		if a.epoch.Term() < c.term {
+			c.restamp(s, a)
+		}
 		c.send(from, ShardHome{Shard: s, Region: a.region, Epoch: a.epoch})
 		return
 	}
@@ -279,6 +290,9 @@ func (c *Coordinator) allocateWaiting(s shard.ID) {
 		return
 	}
 	a := c.shards[s]
+	if a != nil && a.epoch.Term() < c.term {
+		c.restamp(s, a)
+	}
 	if a == nil {
 		view := c.view()
 		if len(view.Regions) < c.cfg.MinMembers {
@@ -289,11 +303,7 @@ func (c *Coordinator) allocateWaiting(s shard.ID) {
 		if r == nil || !c.candidate(r) {
 			return // the strategy named no usable region; try again on the next tick
 		}
-		if c.seq == ^uint32(0) {
-			panic(fmt.Sprintf("coordinator %s: epoch sequence exhausted in term %d", c.cfg.TypeName, c.term))
-		}
-		a = &allocationState{region: target, epoch: NewEpoch(c.term, c.seq), hostSent: c.now}
-		c.seq++
+		a = &allocationState{region: target, epoch: c.nextEpoch(), hostSent: c.now}
 		c.shards[s] = a
 		r.shards[s] = true
 		c.send(target, HostShard{Shard: s, Epoch: a.epoch})
@@ -303,6 +313,25 @@ func (c *Coordinator) allocateWaiting(s shard.ID) {
 	for _, req := range requesters {
 		c.send(req, ShardHome{Shard: s, Region: a.region, Epoch: a.epoch})
 	}
+}
+
+// nextEpoch issues the next epoch of this coordinator's term.
+func (c *Coordinator) nextEpoch() Epoch {
+	if c.seq == ^uint32(0) {
+		panic(fmt.Sprintf("coordinator %s: epoch sequence exhausted in term %d", c.cfg.TypeName, c.term))
+	}
+	e := NewEpoch(c.term, c.seq)
+	c.seq++
+	return e
+}
+
+// restamp gives a shard that stays where it is a new epoch, and tells its region. Regions
+// that acknowledged a BeginHandOff for the old epoch refuse homes of that epoch as stale, so
+// an allocation adopted from an earlier coordinator, or kept after a failed handoff, must not
+// be served under its old epoch.
+func (c *Coordinator) restamp(s shard.ID, a *allocationState) {
+	a.epoch, a.started, a.hostSent = c.nextEpoch(), false, c.now
+	c.send(a.region, HostShard{Shard: s, Epoch: a.epoch})
 }
 
 // candidate reports whether region r may receive new shards: a registered region (not a
@@ -416,6 +445,12 @@ func (c *Coordinator) shardStopped(from membership.NodeID, m ShardStopped) {
 				c.waiting[m.Shard] = append(c.waiting[m.Shard], req)
 			}
 		}
+		// A shard moved by a rebalance or a shutdown is allocated again at once, as
+		// Shardcake assigns it, rather than on its next message as in Akka: the new member
+		// takes its share now, and `rebalance plan` predicts where shards end up.
+		if len(c.waiting[m.Shard]) == 0 {
+			c.waiting[m.Shard] = []membership.NodeID{c.self}
+		}
 	}
 	c.allocateWaiting(m.Shard)
 }
@@ -437,6 +472,7 @@ func (c *Coordinator) failHandoff(s shard.ID, h *handoff) {
 	delete(c.handoffs, s)
 	c.emit(HandoffFailed{Shard: s, Epoch: h.epoch, Phase: h.phase, Waiting: waiting})
 	if a := c.shards[s]; a != nil {
+		c.restamp(s, a)
 		for _, req := range h.requesters {
 			c.send(req, ShardHome{Shard: s, Region: a.region, Epoch: a.epoch})
 		}
@@ -495,26 +531,36 @@ func (c *Coordinator) progress() {
 	}
 }
 
-// recoveryDone reports whether every member that may host shards has registered: reachable
-// members with the role are waited for until RecoveryTimeout, unreachable ones until they
-// register or are removed.
+// recoveryDone reports whether every member that may host shards has answered: registered
+// its region with what it hosts, or said it runs none. That is every member with the role
+// but those Joining (never given shards) and Removed (whose lease has certainly run out): a
+// Down member may still host shards until it is removed. It asks those that have not
+// answered, every RecoveryTimeout. There is no time limit: a member that does not answer
+// (unreachable, dead) is waited for until it answers or is removed, since it may host shards
+// that must not be allocated twice.
 func (c *Coordinator) recoveryDone() bool {
 	if !c.serving {
 		return false
 	}
-	timedOut := c.now.Sub(c.started) >= c.cfg.RecoveryTimeout
-	for id, m := range c.members {
-		if !m.HasRole(c.cfg.Role) || (m.Status != membership.Up && m.Status != membership.Leaving) {
+	done := true
+	for _, id := range sortedKeys(c.members) {
+		m := c.members[id]
+		if !m.HasRole(c.cfg.Role) || m.Status == membership.Joining || m.Status == membership.Removed {
 			continue
 		}
 		if r := c.regions[id]; r != nil && r.incarnation == m.Incarnation {
 			continue
 		}
-		if !c.reachable(id) || !timedOut {
-			return false
+		if c.declined[id] == m.Incarnation {
+			continue
+		}
+		done = false
+		if c.now.Sub(c.asked[id]) >= c.cfg.RecoveryTimeout {
+			c.asked[id] = c.now
+			c.send(id, RequestRegister{})
 		}
 	}
-	return true
+	return done
 }
 
 // Allocation returns the home of a shard, for inspection.

@@ -70,6 +70,8 @@ type (
 	}
 	// GracefulShutdownReq asks the coordinator to hand off every shard of the region.
 	GracefulShutdownReq struct{}
+	// NoRegion answers RequestRegister from a member that does not run the entity type.
+	NoRegion struct{ Incarnation uint64 }
 )
 
 // Messages from the coordinator to a region.
@@ -98,6 +100,9 @@ type (
 		Shard shard.ID
 		Epoch Epoch
 	}
+	// RequestRegister asks a member to register its region (answered by Register) or to
+	// say it runs none (NoRegion). A recovering coordinator asks every member with the role.
+	RequestRegister struct{}
 )
 
 func (Register) isMessage()            {}
@@ -106,6 +111,8 @@ func (ShardStarted) isMessage()        {}
 func (BeginHandOffAck) isMessage()     {}
 func (ShardStopped) isMessage()        {}
 func (GracefulShutdownReq) isMessage() {}
+func (NoRegion) isMessage()            {}
+func (RequestRegister) isMessage()     {}
 func (RegisterAck) isMessage()         {}
 func (ShardHome) isMessage()           {}
 func (HostShard) isMessage()           {}

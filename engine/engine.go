@@ -124,6 +124,7 @@ func (e *Engine) Leave(now time.Time) {
 		}
 	}
 	e.settle()
+	e.maybeLeave() // at once when there is nothing to hand off
 }
 
 // Down marks another member Down, as an operator would.
@@ -168,7 +169,12 @@ func (e *Engine) StepMembership(now time.Time, from membership.NodeID, msg membe
 func (e *Engine) StepCoordination(now time.Time, from membership.NodeID, typ string, msg coordinator.Message) {
 	e.now = now
 	if e.types[typ] == nil {
-		return // a type this member does not run
+		// A type this member does not run: a recovering coordinator must hear so, or it
+		// would wait for this member's region forever.
+		if _, ok := msg.(coordinator.RequestRegister); ok {
+			e.out.Coordination = append(e.out.Coordination, Coordination{To: from, Type: typ, Msg: coordinator.NoRegion{Incarnation: e.self.Incarnation}})
+		}
+		return
 	}
 	e.queue = append(e.queue, local{typ: typ, from: from, msg: msg})
 	e.settle()
@@ -212,14 +218,15 @@ func (e *Engine) Passivate(now time.Time, typ string, s shard.ID, id shard.Entit
 
 // settle carries out everything the machines asked for until nothing local is left.
 func (e *Engine) settle() {
-	rd := e.m.Ready()
-	e.out.Membership = append(e.out.Membership, rd.Messages...)
-	e.out.Members = append(e.out.Members, rd.Events...)
-	if len(rd.Events) > 0 {
-		e.syncMembership()
-	}
 	for {
 		progressed := false
+		rd := e.m.Ready()
+		e.out.Membership = append(e.out.Membership, rd.Messages...)
+		e.out.Members = append(e.out.Members, rd.Events...)
+		if len(rd.Events) > 0 {
+			e.syncMembership() // a member that starts leaving stops its coordinators at once
+			progressed = true
+		}
 		for len(e.queue) > 0 {
 			l := e.queue[0]
 			e.queue = e.queue[1:]
@@ -253,7 +260,7 @@ func (e *Engine) handleLocal(l local) {
 func toCoordinator(msg coordinator.Message) bool {
 	switch msg.(type) {
 	case coordinator.Register, coordinator.GetShardHome, coordinator.ShardStarted, coordinator.BeginHandOffAck,
-		coordinator.ShardStopped, coordinator.GracefulShutdownReq:
+		coordinator.ShardStopped, coordinator.GracefulShutdownReq, coordinator.NoRegion:
 		return true
 	}
 	return false
@@ -367,10 +374,7 @@ func (e *Engine) maybeLeave() {
 		}
 	}
 	e.leaveStarted = true
-	e.m.Leave(e.now)
-	rd := e.m.Ready()
-	e.out.Membership = append(e.out.Membership, rd.Messages...)
-	e.out.Members = append(e.out.Members, rd.Events...)
+	e.m.Leave(e.now) // settle picks up what it changed
 }
 
 // syncMembership gives every region and coordinator the current membership, and starts or

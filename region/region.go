@@ -261,9 +261,15 @@ func (r *Region) flushAll() {
 // Step feeds a coordinator protocol message from member from.
 func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Message) {
 	r.now = now
+	if _, ask := msg.(coordinator.RequestRegister); !ask && from != r.coordinator {
+		// Only the coordinator this region follows may give homes and handoff orders: a
+		// previous coordinator that has not stopped yet must not allocate behind the back of
+		// the current one (which would never learn of the shard).
+		return
+	}
 	switch m := msg.(type) {
 	case coordinator.RegisterAck:
-		if from == r.coordinator && !r.registered {
+		if !r.registered {
 			r.registered = true
 			for _, s := range sortedKeys(r.buffers) {
 				if _, ok := r.homes[s]; !ok {
@@ -276,6 +282,8 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 				r.toCoordinator(coordinator.GracefulShutdownReq{})
 			}
 		}
+	case coordinator.RequestRegister:
+		r.registerWith(from)
 	case coordinator.ShardHome:
 		r.shardHome(m.Shard, m.Region, m.Epoch)
 	case coordinator.HostShard:
@@ -401,6 +409,11 @@ func (r *Region) register() {
 		return
 	}
 	r.lastRegister = r.now
+	r.registerWith(r.coordinator)
+}
+
+// registerWith announces this region to member to (a coordinator that asked).
+func (r *Region) registerWith(to membership.NodeID) {
 	reg := coordinator.Register{Incarnation: r.incarnation, Proxy: r.proxy}
 	for _, s := range sortedKeys(r.local) {
 		l := r.local[s]
@@ -410,7 +423,7 @@ func (r *Region) register() {
 		}
 		reg.Hosted = append(reg.Hosted, coordinator.Hosted{Shard: s, Epoch: l.epoch, State: state})
 	}
-	r.toCoordinator(reg)
+	r.send(to, reg)
 }
 
 // Held returns every envelope the region holds (buffered), for accounting when the

@@ -207,6 +207,16 @@ func (s *Shard[M]) Tick(now time.Time) {
 	}
 }
 
+// Waiting returns the messages held for entities' next incarnations (those that arrived
+// while the entity was passivating), for accounting.
+func (s *Shard[M]) Waiting() []M {
+	var out []M
+	for _, id := range sortedIDs(s.entities) {
+		out = append(out, s.entities[id].waiting...)
+	}
+	return out
+}
+
 // Stragglers returns the entities a handoff still waits for.
 func (s *Shard[M]) Stragglers() []EntityID {
 	if s.state != Draining {

@@ -10,7 +10,11 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/shardmesh/shardmesh/allocation"
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
 )
 
 var _ = flag.Bool("rewrite-hint", false, "use -rewrite (datadriven) to regenerate testdata")
@@ -82,7 +86,11 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 		}
 		cfg.SplitBrainResolver.QuorumSize = num("quorum", 0)
 		cfg.MinNrOfMembers = num("min-nr", 1)
-		s = New(Options{Seed: uint64(num("seed", 1)), Membership: cfg})
+		opts := Options{Seed: uint64(num("seed", 1)), Membership: cfg, NumberOfShards: num("shards", 30)}
+		if typ, ok := args["type"]; ok {
+			opts.Types = []engine.TypeConfig{testType(typ, num("min-nr", 1))}
+		}
+		s = New(opts)
 		*sp = s
 		for range num("nodes", 3) {
 			s.AddNode(nil, "1.0.0")
@@ -96,6 +104,9 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 		n := s.AddNode(strings.Split(args["roles"], ","), membership.Version(args["version"]))
 		return string(n.ID) + "\n", nil
 	case "start":
+		for len(s.Nodes()) < num("node", 0) {
+			s.AddNode(nil, "1.0.0")
+		}
 		s.Start(num("node", 0), list("seeds")...)
 	case "restart":
 		s.Start(num("node", 0), list("seeds")...)
@@ -135,6 +146,19 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 		s.Leave(num("node", 0))
 	case "down":
 		s.Down(num("by", 1), num("node", 0))
+	case "send":
+		from, n := num("from", 1), num("entities", 1)
+		for i := range n {
+			s.Send(from, args["type"], shard.EntityID(fmt.Sprintf("e%d", i)))
+		}
+	case "shards":
+		return s.DescribeShards(args["type"]), nil
+	case "spread":
+		return fmt.Sprintf("spread %d\n", s.Spread(args["type"])), nil
+	case "traffic":
+		return s.TrafficReport(), nil
+	case "unaccounted":
+		return fmt.Sprintf("%d unaccounted\n", len(s.unaccounted())), nil
 	case "check-one-side":
 		if err := s.RunningSidesConnected(); err != nil {
 			return err.Error() + "\n", nil
@@ -146,4 +170,19 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 		return "", fmt.Errorf("unknown command %q", d.Cmd)
 	}
 	return "", nil
+}
+
+// testType configures an entity type with Akka's new rebalance algorithm.
+func testType(name string, minMembers int) engine.TypeConfig {
+	cc := coordinator.DefaultConfig(name)
+	cc.MinMembers = minMembers
+	lc := allocation.DefaultLeastShardConfig()
+	lc.RebalanceAbsoluteLimit = 1000
+	lc.RebalanceRelativeLimit = 1 // limits never bind: balance within two rounds
+	strategy, err := allocation.NewLeastShard(lc)
+	if err != nil {
+		panic(err)
+	}
+	cc.Strategy = strategy
+	return engine.TypeConfig{Name: name, Coordinator: cc}
 }

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
 )
 
 // Options configures a simulation.
@@ -19,6 +21,10 @@ type Options struct {
 	Membership membership.Config
 	// TickInterval is how often each node's machine is ticked. Default 100 ms.
 	TickInterval time.Duration
+	// Types are the entity types every node runs (none: membership only).
+	Types []engine.TypeConfig
+	// NumberOfShards of the extractor Send uses. Default 30.
+	NumberOfShards int
 }
 
 // Sim is one simulated cluster.
@@ -40,6 +46,9 @@ type Sim struct {
 	violation error
 	// Delivered counts messages delivered to a machine.
 	Delivered int
+
+	traffic   *traffic // entity messages and their fate
+	extractor *shard.HashCodeExtractor
 }
 
 // Node is one simulated member process.
@@ -49,15 +58,17 @@ type Node struct {
 	Incarnation uint64
 	Roles       []string
 	Version     membership.Version
-	M           *membership.Node
+	E           *engine.Engine   // the node's machines
+	M           *membership.Node // E's membership machine
 
 	Seeds   []int // the nodes it was told to join through (none: it formed the cluster)
 	Alive   bool  // the process runs (false after kill or stop)
 	Paused  bool  // SIGSTOP: holds its input until resumed
 	Stopped *membership.Stopped
 
-	held []func() // deliveries that arrived while paused
-	sim  *Sim
+	held     []func() // deliveries that arrived while paused
+	sim      *Sim
+	entities *entityRuntime
 }
 
 // Running reports whether the node's process runs, is not paused, and its machine serves.
@@ -72,14 +83,20 @@ func New(opts Options) *Sim {
 		panic(err)
 	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range opts.Types {
+		if err := opts.Types[i].Coordinator.Validate(); err != nil {
+			panic(err)
+		}
+	}
 	return &Sim{
-		opts:  opts,
-		rng:   rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5eed)),
-		start: start,
-		now:   start,
-		Net:   newNetwork(),
-		nodes: []*Node{nil},
-		byID:  map[membership.NodeID]*Node{},
+		opts:    opts,
+		rng:     rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5eed)),
+		start:   start,
+		now:     start,
+		Net:     newNetwork(),
+		nodes:   []*Node{nil},
+		byID:    map[membership.NodeID]*Node{},
+		traffic: newTraffic(),
 	}
 }
 
@@ -126,13 +143,15 @@ func (s *Sim) Start(i int, seeds ...int) {
 		Roles:       n.Roles,
 		AppVersion:  n.Version,
 	}
-	n.M = membership.New(s.opts.Membership, self, s.now)
+	n.E = engine.New(engine.Config{Membership: s.opts.Membership, Types: s.opts.Types}, self, s.now)
+	n.M = n.E.Membership()
+	n.entities = newEntityRuntime(s, n)
 	s.logf("start %s (incarnation %d)", n.ID, n.Incarnation)
 	if len(seeds) == 0 {
-		n.M.FormCluster(s.now)
+		n.E.FormCluster(s.now)
 	}
 	for _, seed := range seeds {
-		n.M.JoinVia(s.now, s.nodes[seed].ID)
+		n.E.JoinVia(s.now, s.nodes[seed].ID)
 	}
 	s.process(n)
 	offset := time.Duration(s.rng.Int64N(int64(s.opts.TickInterval)))
@@ -145,7 +164,7 @@ func (s *Sim) scheduleTick(n *Node, inc uint64, after time.Duration) {
 			return
 		}
 		if !n.Paused {
-			n.M.Tick(s.now)
+			n.E.Tick(s.now)
 			s.process(n)
 		}
 		s.scheduleTick(n, inc, s.opts.TickInterval)
@@ -156,7 +175,16 @@ func (s *Sim) scheduleTick(n *Node, inc uint64, after time.Duration) {
 func (s *Sim) Kill(i int) {
 	n := s.nodes[i]
 	s.logf("kill %s", n.ID)
+	s.die(n, "killed")
+}
+
+// die ends a node's process: everything it held is lost with it.
+func (s *Sim) die(n *Node, cause string) {
+	if !n.Alive {
+		return
+	}
 	n.Alive, n.held = false, nil
+	s.traffic.loseHeld(n, cause)
 }
 
 // Pause stops node i's process from running (SIGSTOP); messages to it wait.
@@ -175,13 +203,14 @@ func (s *Sim) Resume(i int) {
 	for _, d := range held {
 		d()
 	}
+	n.entities.resume()
 }
 
 // Leave makes node i leave gracefully.
 func (s *Sim) Leave(i int) {
 	n := s.nodes[i]
 	s.logf("leave %s", n.ID)
-	n.M.Leave(s.now)
+	n.E.Leave(s.now)
 	s.process(n)
 }
 
@@ -189,7 +218,7 @@ func (s *Sim) Leave(i int) {
 func (s *Sim) Down(by, target int) {
 	n := s.nodes[by]
 	s.logf("%s downs %s (operator)", n.ID, s.nodes[target].ID)
-	n.M.Down(s.now, s.nodes[target].ID)
+	n.E.Down(s.now, s.nodes[target].ID)
 	s.process(n)
 }
 
@@ -225,47 +254,103 @@ func (s *Sim) schedule(after time.Duration, run func()) {
 	heap.Push(&s.q, &event{at: s.now.Add(after), seq: s.seq, run: run})
 }
 
-// process routes what node n's machine wants done and checks the invariants.
+// process routes what node n's machines want done and checks the invariants.
 func (s *Sim) process(n *Node) {
-	rd := n.M.Ready()
-	for _, e := range rd.Events {
+	if !n.Alive {
+		return
+	}
+	rd := n.E.Ready()
+	for _, e := range rd.Members {
 		s.observe(n, e)
 	}
-	for _, env := range rd.Messages {
+	for _, env := range rd.Membership {
+		msg := env.Msg
 		if env.To == "" {
 			for _, to := range s.nodes[1:] {
 				if to != n {
-					s.send(n, to, env.Msg)
+					s.send(n, to, func(to *Node) { to.E.StepMembership(s.now, n.ID, msg) }, nil)
 				}
 			}
 			continue
 		}
 		if to, ok := s.byID[env.To]; ok {
-			s.send(n, to, env.Msg)
+			s.send(n, to, func(to *Node) { to.E.StepMembership(s.now, n.ID, msg) }, nil)
 		}
 	}
+	for _, c := range rd.Coordination {
+		c := c
+		if to, ok := s.byID[c.To]; ok {
+			s.send(n, to, func(to *Node) { to.E.StepCoordination(s.now, n.ID, c.Type, c.Msg) }, nil)
+		}
+	}
+	for _, f := range rd.Forwards {
+		f := f
+		to, ok := s.byID[f.To]
+		if !ok {
+			s.traffic.lost(f.Envelope, "forwarded to an unknown member")
+			continue
+		}
+		s.send(n, to, func(to *Node) {
+			if err := to.E.Deliver(s.now, f.Type, f.Envelope); err != nil {
+				s.traffic.rejected(f.Envelope, err)
+			}
+		}, func(cause string) { s.traffic.lost(f.Envelope, cause) })
+	}
+	for _, op := range rd.Entities {
+		n.entities.apply(op)
+	}
+	for _, r := range rd.Rejected {
+		s.traffic.rejected(r.Envelope, r.Err)
+	}
+	for _, ev := range rd.Events {
+		s.observeSharding(n, ev)
+	}
 	s.checkSafety(n)
+	s.checkShardHomes(n)
+	if n.Stopped != nil && n.Alive {
+		s.die(n, "stopped")
+	}
 }
 
-func (s *Sim) send(from, to *Node, msg membership.Message) {
+// send carries a message from node from to node to over the simulated network; deliver runs
+// on arrival (unless to is dead), lost (if set) when the network or a dead receiver loses it.
+func (s *Sim) send(from, to *Node, deliver func(*Node), lost func(cause string)) {
 	if !s.Net.connected(from.Index, to.Index) {
+		if lost != nil {
+			lost("partitioned")
+		}
 		return
 	}
-	for _, delay := range s.Net.deliveries(s.rng) {
-		s.schedule(delay, func() { s.deliver(from, to, msg) })
+	deliveries := s.Net.deliveries(s.rng)
+	if len(deliveries) == 0 && lost != nil {
+		lost("dropped by the network")
+	}
+	for i, delay := range deliveries {
+		if i > 0 && lost != nil {
+			continue // the network duplicated it; entity messages are not delivered twice by libp2p streams
+		}
+		s.schedule(delay, func() { s.arrive(from, to, deliver, lost) })
 	}
 }
 
-func (s *Sim) deliver(from, to *Node, msg membership.Message) {
-	if !to.Alive || !s.Net.connected(from.Index, to.Index) {
+func (s *Sim) arrive(from, to *Node, deliver func(*Node), lost func(string)) {
+	switch {
+	case !to.Alive:
+		if lost != nil {
+			lost("receiver not running")
+		}
 		return
-	}
-	if to.Paused {
-		to.held = append(to.held, func() { s.deliver(from, to, msg) })
+	case !s.Net.connected(from.Index, to.Index):
+		if lost != nil {
+			lost("partitioned in flight")
+		}
+		return
+	case to.Paused:
+		to.held = append(to.held, func() { s.arrive(from, to, deliver, lost) })
 		return
 	}
 	s.Delivered++
-	to.M.Step(s.now, from.ID, msg)
+	deliver(to)
 	s.process(to)
 }
 
@@ -292,7 +377,6 @@ func (s *Sim) observe(n *Node, e membership.Event) {
 	case membership.Stopped:
 		s.logf("%s: stopped (%s: %s)", n.ID, e.Reason, e.Detail)
 		n.Stopped = &e
-		n.Alive = false
 	case membership.Suspended:
 		s.logf("%s: suspended after a pause", n.ID)
 	case membership.Resumed:

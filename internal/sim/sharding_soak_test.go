@@ -1,0 +1,189 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+var (
+	shardingRuns = flag.Int("sharding.runs", 300, "random schedules TestShardingSoak runs (-short: 30)")
+	shardingSeed = flag.Uint64("sharding.seed", 0, "run only this schedule seed (replay a failure)")
+)
+
+// TestShardingSoak runs random schedules of joins, graceful leaves, kill -9, pauses and
+// partitions while members send messages to 200 entities in 30 shards. After every
+// delivered message: at most one live instance of an entity handles messages, no shard runs
+// on two members, statuses only move forward, removed members do not run. At the end, with
+// the network healed: every message was handled, rejected with an error, or lost with a
+// cause; a final message to every entity is handled; the shards are balanced.
+func TestShardingSoak(t *testing.T) {
+	runs := *shardingRuns
+	if testing.Short() && runs > 30 {
+		runs = 30
+	}
+	if v := os.Getenv("SHARDMESH_SHARDING_SOAK_RUNS"); v != "" {
+		runs, _ = strconv.Atoi(v)
+	}
+	first := uint64(1)
+	if *shardingSeed != 0 {
+		first, runs = *shardingSeed, 1
+	}
+	var sent, ok int
+	for seed := first; seed < first+uint64(runs); seed++ {
+		s, err := shardingSchedule(seed)
+		sent += s.traffic.sent
+		for _, f := range s.traffic.fates {
+			if f == handled {
+				ok++
+			}
+		}
+		if err != nil {
+			t.Fatalf("schedule seed %d failed: %v\n%s\nreplay: go test ./internal/sim -run TestShardingSoak -sharding.seed=%d -v\ntimeline:\n%s",
+				seed, err, s.TrafficReport(), seed, strings.Join(s.Timeline(), "\n"))
+		}
+	}
+	t.Logf("%d schedules, %d messages sent, %d handled; invariants checked after every delivered message", runs, sent, ok)
+}
+
+func shardingSchedule(seed uint64) (*Sim, error) {
+	r := rand.New(rand.NewPCG(seed, 0x5ad))
+	cfg := membership.DefaultConfig()
+	cfg.SplitBrainResolver.StableAfter = time.Duration(2+r.IntN(3)) * time.Second
+	typ := testType("counter", 1)
+	typ.Coordinator.RebalanceInterval = 5 * time.Second
+	typ.Coordinator.HandoffTimeout = 10 * time.Second
+	s := New(Options{Seed: seed, Membership: cfg, Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
+	s.Net.Loss = []float64{0, 0, 0.01}[r.IntN(3)]
+	s.Net.MaxLatency = []time.Duration{2 * time.Millisecond, 20 * time.Millisecond}[r.IntN(2)]
+
+	size := 3 + r.IntN(3)
+	for range size {
+		s.AddNode(nil, "1")
+	}
+	s.Start(1)
+	for i := 2; i <= size; i++ {
+		s.Start(i, 1)
+	}
+	s.RunFor(3 * time.Second)
+
+	running := func() []int {
+		var out []int
+		for _, n := range s.Nodes() {
+			if n.Running() {
+				out = append(out, n.Index)
+			}
+		}
+		return out
+	}
+	pick := func(from []int) int { return from[r.IntN(len(from))] }
+	entity := func() shard.EntityID { return shard.EntityID(fmt.Sprintf("e%d", r.IntN(200))) }
+	load := func(d time.Duration) {
+		for end := s.Now().Add(d); s.Now().Before(end); {
+			if live := running(); len(live) > 0 {
+				s.Send(pick(live), "counter", entity())
+			}
+			s.RunFor(time.Duration(10+r.IntN(40)) * time.Millisecond)
+		}
+	}
+
+	for step := 0; step < 6+r.IntN(6); step++ {
+		live := running()
+		var dead, paused []int
+		for _, n := range s.Nodes() {
+			switch {
+			case n.Paused && n.Alive:
+				paused = append(paused, n.Index)
+			case !n.Alive:
+				dead = append(dead, n.Index)
+			}
+		}
+		switch k := r.IntN(9); {
+		case k == 0 && len(live) > 2:
+			s.Kill(pick(live))
+		case k == 1 && len(dead) > 0 && len(live) > 0:
+			s.Start(pick(dead), pick(live))
+		case (k == 2 || k == 3) && len(live) > 0 && len(s.Nodes()) < 8:
+			n := s.AddNode(nil, "1")
+			s.Start(n.Index, pick(live))
+		case k == 4 && len(live) > 2:
+			s.Pause(pick(live))
+		case k == 5 && len(paused) > 0:
+			s.Resume(pick(paused))
+		case k == 6 && len(live) > 2:
+			s.Leave(pick(live))
+		case k == 7:
+			var a, b []int
+			for _, n := range s.Nodes() {
+				if r.IntN(3) == 0 {
+					b = append(b, n.Index)
+				} else {
+					a = append(a, n.Index)
+				}
+			}
+			s.logf("partition %v / %v", a, b)
+			s.Net.Partition(a, b)
+		default:
+			s.logf("heal")
+			s.Net.Heal()
+		}
+		load(time.Duration(2+r.IntN(10)) * time.Second)
+		if s.Err() != nil {
+			return s, s.Err()
+		}
+	}
+
+	// Heal, resume, settle: the survivors converge and take every shard.
+	s.logf("heal, resume all, and settle")
+	s.Net.Heal()
+	s.Net.Loss = 0
+	for _, n := range s.Nodes() {
+		if n.Paused {
+			s.Resume(n.Index)
+		}
+	}
+	settle := 60 * time.Second
+	if !s.RunUntil(func() bool { return len(running()) == 0 || s.Converged() }, settle) {
+		return s, fmt.Errorf("survivors did not converge within %v:\n%s", settle, s.Status())
+	}
+	if len(running()) == 0 {
+		return s, s.Err() // every member stopped by the downing rules: nothing to check
+	}
+	s.RunFor(5 * time.Second) // regions register with the coordinator, stragglers settle
+	live := running()
+	if len(live) == 0 {
+		return s, s.Err()
+	}
+	// A final message to every entity: each is handled.
+	before := s.traffic.next
+	for i := range 200 {
+		s.Send(pick(live), "counter", shard.EntityID(fmt.Sprintf("e%d", i)))
+	}
+	if !s.RunUntil(func() bool {
+		for m := before + 1; m <= s.traffic.next; m++ {
+			if s.traffic.fates[m] != handled {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second) {
+		return s, fmt.Errorf("the final message to every entity was not all handled within 20 s")
+	}
+	// Within two rebalance rounds the shards are balanced.
+	if !s.RunUntil(func() bool { return s.Spread("counter") <= 1 }, 2*typ.Coordinator.RebalanceInterval+time.Second) {
+		return s, fmt.Errorf("shards not balanced within two rebalance rounds:\n%s", s.DescribeShards("counter"))
+	}
+	if u := s.unaccounted(); len(u) > 0 {
+		return s, fmt.Errorf("%d messages neither handled, rejected nor lost with a cause (first: %d)", len(u), u[0])
+	}
+	return s, s.Err()
+}
