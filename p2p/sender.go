@@ -12,9 +12,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
-// shrinkAbove: a write buffer with more capacity than this is released after a batch
-// that used less than a quarter of it, so one burst does not pin memory for good.
-const shrinkAbove = 4 << 20
+// A write buffer with more capacity than shrinkAbove is released after shrinkAfter
+// batches in a row used less than a quarter of it, so that a burst does not pin memory
+// for good while steady traffic reuses its buffers.
+const (
+	shrinkAbove = 4 << 20
+	shrinkAfter = 256
+)
 
 // errPeerWrote breaks a Send stream on which the peer wrote: those streams are one-way.
 var errPeerWrote = errors.New("peer wrote on a send-only stream")
@@ -45,6 +49,7 @@ type sender struct {
 	pendingN int            // frames in pending
 	pendingB uint64         // payload bytes in pending
 	spare    []byte         // the other buffer, reused for the next pending
+	underuse int            // batches in a row that used under a quarter of a large buffer
 	queued   uint64         // frames ever queued
 	done     uint64         // frames written or dropped
 	dropErr  error          // why frames were dropped since the last Flush; nil: none
@@ -175,6 +180,7 @@ func (s *sender) open(ctx context.Context) error {
 // write is the writer goroutine of stream generation gen.
 func (s *sender) write(st network.Stream, gen uint64, stop <-chan struct{}) {
 	timeout := s.h.cfg.WriteTimeout
+	var deadline time.Time
 	for {
 		select {
 		case <-s.wake:
@@ -192,13 +198,16 @@ func (s *sender) write(st network.Stream, gen uint64, stop <-chan struct{}) {
 			s.spare = nil
 			s.mu.Unlock()
 
-			_ = st.SetWriteDeadline(time.Now().Add(timeout))
+			// Every write gets between timeout/2 and timeout; the deadline is moved only
+			// when less than half is left (setting one allocates a timer).
+			if now := time.Now(); deadline.Sub(now) < timeout/2 {
+				deadline = now.Add(timeout)
+				_ = st.SetWriteDeadline(deadline)
+			}
 			_, err := st.Write(batch)
 
 			s.mu.Lock()
-			if cap(batch) <= shrinkAbove || len(batch) >= cap(batch)/4 {
-				s.spare = batch[:0]
-			}
+			s.spare = s.recycle(batch)
 			s.done += uint64(n)
 			if err != nil {
 				s.dropErr = fmt.Errorf("%w: %d frames to %s on %s: %w", ErrStreamBroken, n, s.key.peer, s.key.proto, err)
@@ -214,6 +223,21 @@ func (s *sender) write(st network.Stream, gen uint64, stop <-chan struct{}) {
 			s.h.stats.bytesOut.Add(b)
 		}
 	}
+}
+
+// recycle returns batch emptied for reuse as the next pending buffer, or nil when a
+// large buffer has been mostly idle for a while. Called with mu held.
+func (s *sender) recycle(batch []byte) []byte {
+	if cap(batch) <= shrinkAbove || len(batch) >= cap(batch)/4 {
+		s.underuse = 0
+		return batch[:0]
+	}
+	s.underuse++
+	if s.underuse >= shrinkAfter {
+		s.underuse = 0
+		return nil
+	}
+	return batch[:0]
 }
 
 // watch is the watcher goroutine of stream generation gen: the peer never writes on a
