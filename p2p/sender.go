@@ -171,7 +171,7 @@ func (s *sender) open(ctx context.Context) error {
 	s.h.stats.streamsOpened.Add(1)
 	s.h.log.Debug("send stream opened", "peer", s.key.peer, "protocol", s.key.proto)
 	if !s.h.spawn(func() { s.write(st, gen, stop) }, func() { s.watch(st, gen) }) {
-		s.drop(gen, ErrClosed)
+		s.drop(gen, ErrClosed, 0)
 		return fmt.Errorf("send to %s on %s: %w", s.key.peer, s.key.proto, ErrClosed)
 	}
 	return nil
@@ -208,19 +208,16 @@ func (s *sender) write(st network.Stream, gen uint64, stop <-chan struct{}) {
 
 			s.mu.Lock()
 			s.spare = s.recycle(batch)
-			s.done += uint64(n)
 			if err != nil {
-				s.dropErr = fmt.Errorf("%w: %d frames to %s on %s: %w", ErrStreamBroken, n, s.key.peer, s.key.proto, err)
-				s.h.stats.dropped.Add(uint64(n))
-			}
-			s.progressLocked()
-			s.mu.Unlock()
-			if err != nil {
-				s.drop(gen, fmt.Errorf("write: %w", err))
+				s.mu.Unlock()
+				s.drop(gen, fmt.Errorf("write: %w", err), n)
 				return
 			}
+			s.done += uint64(n)
 			s.h.stats.framesOut.Add(uint64(n))
 			s.h.stats.bytesOut.Add(b)
+			s.progressLocked()
+			s.mu.Unlock()
 		}
 	}
 }
@@ -248,39 +245,43 @@ func (s *sender) watch(st network.Stream, gen uint64) {
 	if err == nil {
 		err = errPeerWrote
 	}
-	s.drop(gen, err)
+	s.drop(gen, err, 0)
 }
 
 // drop ends stream generation gen, if it is still the current one: it resets the
-// stream, drops the frames still queued, and lets the next Send open a new stream.
-func (s *sender) drop(gen uint64, cause error) {
+// stream, drops the frames still queued, and lets the next Send open a new stream. lost
+// frames (a batch whose write failed) are accounted as dropped in any case.
+func (s *sender) drop(gen uint64, cause error, lost int) {
 	s.mu.Lock()
-	if s.gen != gen || s.st == nil {
-		s.mu.Unlock()
-		return
+	var st network.Stream
+	n := lost
+	if s.gen == gen && s.st != nil {
+		st = s.st
+		s.st = nil
+		close(s.stop)
+		n += s.pendingN
+		s.pending, s.pendingN, s.pendingB, s.spare = nil, 0, 0, nil
+		s.h.stats.streamsBroken.Add(1)
 	}
-	st := s.st
-	s.st = nil
-	close(s.stop)
-	n := s.pendingN
 	if n > 0 {
 		s.dropErr = fmt.Errorf("%w: %d frames to %s on %s: %w", ErrStreamBroken, n, s.key.peer, s.key.proto, cause)
+		s.h.stats.dropped.Add(uint64(n))
 	}
+	// Account and count before Flush can return.
 	s.done += uint64(n)
-	s.pending, s.pendingN, s.pendingB, s.spare = nil, 0, 0, nil
-	// Count before Flush can return.
-	s.h.stats.streamsBroken.Add(1)
-	s.h.stats.dropped.Add(uint64(n))
 	s.progressLocked()
 	s.mu.Unlock()
 
-	_ = st.Reset()
-	if n > 0 {
+	switch {
+	case n > 0:
 		s.h.log.Warn("send stream broke, queued frames dropped", "peer", s.key.peer, "protocol", s.key.proto,
 			"dropped", n, "err", cause)
-		return
+	case st != nil:
+		s.h.log.Debug("send stream closed", "peer", s.key.peer, "protocol", s.key.proto, "err", cause)
 	}
-	s.h.log.Debug("send stream closed", "peer", s.key.peer, "protocol", s.key.proto, "err", cause)
+	if st != nil {
+		_ = st.Reset()
+	}
 }
 
 // shutdown drops the current stream for good (the host is closing).
@@ -289,7 +290,7 @@ func (s *sender) shutdown() {
 	s.closed = true
 	gen := s.gen
 	s.mu.Unlock()
-	s.drop(gen, ErrClosed)
+	s.drop(gen, ErrClosed, 0)
 }
 
 // flush implements Host.Flush.
@@ -337,7 +338,7 @@ func (h *Host) breakSenders(id peer.ID, cause error) {
 		s.mu.Lock()
 		gen := s.gen
 		s.mu.Unlock()
-		s.drop(gen, cause)
+		s.drop(gen, cause, 0)
 	}
 }
 

@@ -3,6 +3,7 @@ package p2p
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -59,14 +60,17 @@ func (h *Host) wrapStream(st network.Stream) *Stream {
 // ReadFrame reads the next frame; the returned slice is the caller's to keep. It returns
 // io.EOF when the peer closed its side cleanly between frames. A malformed or oversized
 // frame resets the stream, is logged and counted, and returns an error wrapping
-// ErrMalformedFrame or ErrFrameTooLarge.
+// ErrMalformedFrame or ErrFrameTooLarge. After a read deadline passes, ReadFrame may be
+// called again (with a new deadline) and resumes without losing bytes.
 func (s *Stream) ReadFrame() ([]byte, error) {
 	frame, err := s.fr.ReadFrame()
 	if err != nil {
 		if err == io.EOF {
 			return nil, io.EOF
 		}
-		s.h.readFailed(s.st, err)
+		if errors.Is(err, ErrMalformedFrame) || errors.Is(err, ErrFrameTooLarge) {
+			s.h.readFailed(s.st, err)
+		}
 		return nil, fmt.Errorf("read frame from %s on %s: %w", s.RemotePeer(), s.Protocol(), err)
 	}
 	s.h.stats.framesIn.Add(1)
