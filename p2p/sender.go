@@ -54,7 +54,7 @@ type sender struct {
 	done     uint64         // frames written or dropped
 	dropErr  error          // why frames were dropped since the last Flush; nil: none
 	progress chan struct{}  // closed when done advances, for Flush; nil: nobody waits
-	wake     chan struct{}  // Send → writer: pending is not empty
+	wake     chan struct{}  // Send → writer of the current stream: pending is not empty
 }
 
 // Send queues frame for the peer to on protocol proto and returns; the frame is copied,
@@ -104,7 +104,7 @@ func (h *Host) sender(to peer.ID, proto protocol.ID) (*sender, error) {
 	}
 	s := h.senders[key]
 	if s == nil {
-		s = &sender{h: h, key: key, wake: make(chan struct{}, 1)}
+		s = &sender{h: h, key: key}
 		h.senders[key] = s
 	}
 	return s, nil
@@ -134,9 +134,10 @@ func (s *sender) send(ctx context.Context, frame []byte) error {
 	s.pendingN++
 	s.pendingB += uint64(len(frame))
 	s.queued++
+	wake := s.wake
 	s.mu.Unlock()
 	select {
-	case s.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default:
 	}
 	return nil
@@ -163,14 +164,16 @@ func (s *sender) open(ctx context.Context) error {
 		_ = st.Reset()
 		return fmt.Errorf("send to %s on %s: %w", s.key.peer, s.key.proto, ErrClosed)
 	}
+	// Each stream has its own writer and wake-up channel, so that a writer on its way
+	// out cannot swallow the wake-up meant for its successor.
 	s.gen++
 	gen := s.gen
-	stop := make(chan struct{})
-	s.st, s.stop = st, stop
+	stop, wake := make(chan struct{}), make(chan struct{}, 1)
+	s.st, s.stop, s.wake = st, stop, wake
 	s.mu.Unlock()
 	s.h.stats.streamsOpened.Add(1)
 	s.h.log.Debug("send stream opened", "peer", s.key.peer, "protocol", s.key.proto)
-	if !s.h.spawn(func() { s.write(st, gen, stop) }, func() { s.watch(st, gen) }) {
+	if !s.h.spawn(func() { s.write(st, gen, stop, wake) }, func() { s.watch(st, gen) }) {
 		s.drop(gen, ErrClosed, 0)
 		return fmt.Errorf("send to %s on %s: %w", s.key.peer, s.key.proto, ErrClosed)
 	}
@@ -178,12 +181,12 @@ func (s *sender) open(ctx context.Context) error {
 }
 
 // write is the writer goroutine of stream generation gen.
-func (s *sender) write(st network.Stream, gen uint64, stop <-chan struct{}) {
+func (s *sender) write(st network.Stream, gen uint64, stop, wake <-chan struct{}) {
 	timeout := s.h.cfg.WriteTimeout
 	var deadline time.Time
 	for {
 		select {
-		case <-s.wake:
+		case <-wake:
 		case <-stop:
 			return
 		}
