@@ -97,6 +97,11 @@ func (h *Host) Flush(ctx context.Context, to peer.ID, proto protocol.ID) error {
 // sender returns the sender for (to, proto), creating it.
 func (h *Host) sender(to peer.ID, proto protocol.ID) (*sender, error) {
 	key := senderKey{to, proto}
+	// Fast path for a run of Sends to one destination: no lock, no map hashing. A cached
+	// sender of a closed host refuses the frame itself.
+	if s := h.lastSender.Load(); s != nil && s.key == key {
+		return s, nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -107,6 +112,7 @@ func (h *Host) sender(to peer.ID, proto protocol.ID) (*sender, error) {
 		s = &sender{h: h, key: key}
 		h.senders[key] = s
 	}
+	h.lastSender.Store(s)
 	return s, nil
 }
 
