@@ -44,7 +44,10 @@ func (h *Host) HandleStream(proto protocol.ID, handler func(*Stream)) {
 
 // OpenStream opens a stream to peer to for proto, dialling if needed. The caller must
 // Close or Reset it. Errors wrap ErrHandshake or ErrNotAllowed when the connection is
-// refused (see Connect), ErrClosed after Close.
+// refused (see Connect), ErrClosed after Close. A stream costs a round trip to open
+// (~150 µs on loopback against ~30 µs for a frame on an open stream), and libp2p's
+// resource manager admits only about 64 concurrent inbound streams per peer and
+// protocol: use Send for traffic, streams for calls.
 func (h *Host) OpenStream(ctx context.Context, to peer.ID, proto protocol.ID) (*Stream, error) {
 	st, err := h.newStream(ctx, to, proto)
 	if err != nil {
