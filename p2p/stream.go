@@ -56,8 +56,13 @@ func (h *Host) OpenStream(ctx context.Context, to peer.ID, proto protocol.ID) (*
 	return h.wrapStream(st), nil
 }
 
+// streamBufferSize is the read buffer of a Stream. Small on purpose: a stream per call
+// allocates it per call, and a 4 KiB buffer doubled the p99 of a call through GC. Larger
+// frames go through the FrameReader's own buffer.
+const streamBufferSize = 512
+
 func (h *Host) wrapStream(st network.Stream) *Stream {
-	return &Stream{h: h, st: st, fr: NewFrameReader(bufio.NewReaderSize(st, 4096), h.cfg.MaxFrameSize)}
+	return &Stream{h: h, st: st, fr: NewFrameReader(bufio.NewReaderSize(st, streamBufferSize), h.cfg.MaxFrameSize)}
 }
 
 // ReadFrame reads the next frame; the returned slice is the caller's to keep. It returns
