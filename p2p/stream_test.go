@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -59,6 +60,13 @@ func TestStreamRequestResponse(t *testing.T) {
 		if want := fmt.Sprintf("echo req %d", i); string(resp) != want {
 			t.Fatalf("response %d: %q, want %q", i, resp, want)
 		}
+	}
+	big := bytes.Repeat([]byte("0123456789"), 20000) // far larger than the read buffer
+	if err := s.WriteFrame(big); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := s.ReadFrame(); err != nil || !bytes.Equal(resp, append([]byte("echo "), big...)) {
+		t.Fatalf("big frame: %d bytes, %v", len(resp), err)
 	}
 	if err := s.CloseWrite(); err != nil {
 		t.Fatal(err)
