@@ -136,9 +136,9 @@ func (c *Config) Validate() error {
 	c.fillDefaults()
 	var errs []error
 	if c.Identity == nil {
-		errs = append(errs, errors.New("identity: required (see p2p.LoadOrCreateIdentity)"))
+		errs = append(errs, fieldError("Identity", "required (see p2p.LoadOrCreateIdentity)"))
 	} else if c.Identity.Type() != crypto.Ed25519 {
-		errs = append(errs, fmt.Errorf("identity: a %s key; shardmesh identities are Ed25519", c.Identity.Type()))
+		errs = append(errs, fieldError("Identity", "a %s key; shardmesh identities are Ed25519", c.Identity.Type()))
 	}
 	for i, s := range c.ListenAddrs {
 		if err := checkListenAddr(s); err != nil {
@@ -173,6 +173,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("p2p config: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// fieldError is an error about the Config field name.
+func fieldError(name, format string, args ...any) error {
+	return fmt.Errorf("%s: %w", name, fmt.Errorf(format, args...))
 }
 
 // checkListenAddr accepts /ip4|/ip6|/dns*/<host>/tcp/<port>, the only transport we run.

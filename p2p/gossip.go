@@ -3,6 +3,7 @@ package p2p
 import (
 	"context"
 	"fmt"
+	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -79,7 +80,11 @@ func (t *Topic) WaitPeers(ctx context.Context, n int) error {
 	}
 	defer events.Cancel()
 	for len(t.t.ListPeers()) < n {
-		if _, err := events.NextPeerEvent(ctx); err != nil {
+		// Wait for a join event, and look again every 200 ms in any case.
+		wait, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, _ = events.NextPeerEvent(wait)
+		cancel()
+		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("wait for %d peers on topic %s: %w", n, t.name, err)
 		}
 	}

@@ -3,6 +3,7 @@ package p2p
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -147,3 +148,5 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 
 // testLogLevel is the level of test logs; lower it to debug a test.
 var testLogLevel = slog.LevelInfo
+
+func isQueueFull(err error) bool { return errors.Is(err, ErrQueueFull) }

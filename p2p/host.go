@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -41,7 +42,9 @@ type Host struct {
 	closed  bool
 	senders map[senderKey]*sender
 	topics  map[string]*Topic
-	wg      sync.WaitGroup // goroutines and handlers that Close waits for
+
+	lastSender atomic.Pointer[sender] // the sender used last, to skip the map
+	wg         sync.WaitGroup         // goroutines and handlers that Close waits for
 }
 
 // New starts a host listening on cfg.ListenAddrs. It validates cfg (see Config.Validate).

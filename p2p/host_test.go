@@ -67,6 +67,7 @@ func TestSameClusterKey(t *testing.T) {
 // TestClusterKeyMismatch: a peer with another key, or without one, cannot connect, and
 // the error says why.
 func TestClusterKeyMismatch(t *testing.T) {
+	t.Parallel() // one case waits out a 5 s dial timeout
 	tests := []struct {
 		name         string
 		dialer, peer func() []byte

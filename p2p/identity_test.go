@@ -85,11 +85,11 @@ func TestLoadOrCreateIdentityRefusesGroupReadable(t *testing.T) {
 }
 
 func TestLoadOrCreateIdentityBadContent(t *testing.T) {
-	rsa, _, err := crypto.GenerateECDSAKeyPair(rand.Reader)
+	ecdsaKey, _, err := crypto.GenerateECDSAKeyPair(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ecdsaBytes, err := crypto.MarshalPrivateKey(rsa)
+	ecdsaBytes, err := crypto.MarshalPrivateKey(ecdsaKey)
 	if err != nil {
 		t.Fatal(err)
 	}

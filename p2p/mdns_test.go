@@ -108,8 +108,14 @@ func TestMDNSFindsArriveOnDiscovered(t *testing.T) {
 }
 
 // TestMDNSReal runs real mDNS between two hosts. It multicasts on every interface, so
-// it runs only when asked: SHARDMESH_TEST_MDNS=1 (e.g. inside a network namespace with a
-// multicast-capable loopback). It skips when mDNS cannot start.
+// it runs only when asked, best inside a network namespace whose loopback carries
+// multicast:
+//
+//	go test -c -o /tmp/p2p.test ./p2p && cd p2p && unshare -rn sh -c \
+//	  'ip link set lo up multicast on && ip route add 224.0.0.0/4 dev lo &&
+//	   SHARDMESH_TEST_MDNS=1 /tmp/p2p.test -test.run MDNSReal -test.v'
+//
+// It skips when mDNS cannot start (no multicast interface).
 func TestMDNSReal(t *testing.T) {
 	if os.Getenv("SHARDMESH_TEST_MDNS") != "1" {
 		t.Skip("set SHARDMESH_TEST_MDNS=1 to run real mDNS (multicasts on every interface)")

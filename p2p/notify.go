@@ -46,8 +46,10 @@ func newConnEvents(h *Host) *connEvents {
 
 // Notify registers fn to be called when a peer's first connection opens
 // (connected=true) and when its last connection closes (connected=false). Calls come in
-// order from a single goroutine; fn should return promptly. Peers already connected when
-// fn is registered are not reported.
+// order from a single goroutine; fn should return promptly and must not call Close (which
+// waits for that goroutine). fn may call Send, Connect and the rest. Peers already
+// connected when fn is registered are not reported. A peer whose allow-list refuses us
+// may show up briefly (up, then down) while Connect fails with ErrHandshake.
 func (h *Host) Notify(fn func(id peer.ID, connected bool)) {
 	h.conns.mu.Lock()
 	defer h.conns.mu.Unlock()

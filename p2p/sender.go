@@ -12,9 +12,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
-// shrinkAbove: a write buffer with more capacity than this is released after a batch
-// that used less than a quarter of it, so one burst does not pin memory for good.
-const shrinkAbove = 4 << 20
+// A write buffer with more capacity than shrinkAbove is released after shrinkAfter
+// batches in a row used less than a quarter of it, so that a burst does not pin memory
+// for good while steady traffic reuses its buffers.
+const (
+	shrinkAbove = 4 << 20
+	shrinkAfter = 256
+)
 
 // errPeerWrote breaks a Send stream on which the peer wrote: those streams are one-way.
 var errPeerWrote = errors.New("peer wrote on a send-only stream")
@@ -45,11 +49,12 @@ type sender struct {
 	pendingN int            // frames in pending
 	pendingB uint64         // payload bytes in pending
 	spare    []byte         // the other buffer, reused for the next pending
+	underuse int            // batches in a row that used under a quarter of a large buffer
 	queued   uint64         // frames ever queued
 	done     uint64         // frames written or dropped
 	dropErr  error          // why frames were dropped since the last Flush; nil: none
 	progress chan struct{}  // closed when done advances, for Flush; nil: nobody waits
-	wake     chan struct{}  // Send → writer: pending is not empty
+	wake     chan struct{}  // Send → writer of the current stream: pending is not empty
 }
 
 // Send queues frame for the peer to on protocol proto and returns; the frame is copied,
@@ -92,6 +97,11 @@ func (h *Host) Flush(ctx context.Context, to peer.ID, proto protocol.ID) error {
 // sender returns the sender for (to, proto), creating it.
 func (h *Host) sender(to peer.ID, proto protocol.ID) (*sender, error) {
 	key := senderKey{to, proto}
+	// Fast path for a run of Sends to one destination: no lock, no map hashing. A cached
+	// sender of a closed host refuses the frame itself.
+	if s := h.lastSender.Load(); s != nil && s.key == key {
+		return s, nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -99,9 +109,10 @@ func (h *Host) sender(to peer.ID, proto protocol.ID) (*sender, error) {
 	}
 	s := h.senders[key]
 	if s == nil {
-		s = &sender{h: h, key: key, wake: make(chan struct{}, 1)}
+		s = &sender{h: h, key: key}
 		h.senders[key] = s
 	}
+	h.lastSender.Store(s)
 	return s, nil
 }
 
@@ -129,9 +140,10 @@ func (s *sender) send(ctx context.Context, frame []byte) error {
 	s.pendingN++
 	s.pendingB += uint64(len(frame))
 	s.queued++
+	wake := s.wake
 	s.mu.Unlock()
 	select {
-	case s.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default:
 	}
 	return nil
@@ -158,26 +170,29 @@ func (s *sender) open(ctx context.Context) error {
 		_ = st.Reset()
 		return fmt.Errorf("send to %s on %s: %w", s.key.peer, s.key.proto, ErrClosed)
 	}
+	// Each stream has its own writer and wake-up channel, so that a writer on its way
+	// out cannot swallow the wake-up meant for its successor.
 	s.gen++
 	gen := s.gen
-	stop := make(chan struct{})
-	s.st, s.stop = st, stop
+	stop, wake := make(chan struct{}), make(chan struct{}, 1)
+	s.st, s.stop, s.wake = st, stop, wake
 	s.mu.Unlock()
 	s.h.stats.streamsOpened.Add(1)
 	s.h.log.Debug("send stream opened", "peer", s.key.peer, "protocol", s.key.proto)
-	if !s.h.spawn(func() { s.write(st, gen, stop) }, func() { s.watch(st, gen) }) {
-		s.drop(gen, ErrClosed)
+	if !s.h.spawn(func() { s.write(st, gen, stop, wake) }, func() { s.watch(st, gen) }) {
+		s.drop(gen, ErrClosed, 0)
 		return fmt.Errorf("send to %s on %s: %w", s.key.peer, s.key.proto, ErrClosed)
 	}
 	return nil
 }
 
 // write is the writer goroutine of stream generation gen.
-func (s *sender) write(st network.Stream, gen uint64, stop <-chan struct{}) {
+func (s *sender) write(st network.Stream, gen uint64, stop, wake <-chan struct{}) {
 	timeout := s.h.cfg.WriteTimeout
+	var deadline time.Time
 	for {
 		select {
-		case <-s.wake:
+		case <-wake:
 		case <-stop:
 			return
 		}
@@ -192,28 +207,43 @@ func (s *sender) write(st network.Stream, gen uint64, stop <-chan struct{}) {
 			s.spare = nil
 			s.mu.Unlock()
 
-			_ = st.SetWriteDeadline(time.Now().Add(timeout))
+			// Every write gets between timeout/2 and timeout; the deadline is moved only
+			// when less than half is left (setting one allocates a timer).
+			if now := time.Now(); deadline.Sub(now) < timeout/2 {
+				deadline = now.Add(timeout)
+				_ = st.SetWriteDeadline(deadline)
+			}
 			_, err := st.Write(batch)
 
 			s.mu.Lock()
-			if cap(batch) <= shrinkAbove || len(batch) >= cap(batch)/4 {
-				s.spare = batch[:0]
-			}
-			s.done += uint64(n)
+			s.spare = s.recycle(batch)
 			if err != nil {
-				s.dropErr = fmt.Errorf("%w: %d frames to %s on %s: %w", ErrStreamBroken, n, s.key.peer, s.key.proto, err)
-				s.h.stats.dropped.Add(uint64(n))
-			}
-			s.progressLocked()
-			s.mu.Unlock()
-			if err != nil {
-				s.drop(gen, fmt.Errorf("write: %w", err))
+				s.mu.Unlock()
+				s.drop(gen, fmt.Errorf("write: %w", err), n)
 				return
 			}
+			s.done += uint64(n)
 			s.h.stats.framesOut.Add(uint64(n))
 			s.h.stats.bytesOut.Add(b)
+			s.progressLocked()
+			s.mu.Unlock()
 		}
 	}
+}
+
+// recycle returns batch emptied for reuse as the next pending buffer, or nil when a
+// large buffer has been mostly idle for a while. Called with mu held.
+func (s *sender) recycle(batch []byte) []byte {
+	if cap(batch) <= shrinkAbove || len(batch) >= cap(batch)/4 {
+		s.underuse = 0
+		return batch[:0]
+	}
+	s.underuse++
+	if s.underuse >= shrinkAfter {
+		s.underuse = 0
+		return nil
+	}
+	return batch[:0]
 }
 
 // watch is the watcher goroutine of stream generation gen: the peer never writes on a
@@ -224,39 +254,43 @@ func (s *sender) watch(st network.Stream, gen uint64) {
 	if err == nil {
 		err = errPeerWrote
 	}
-	s.drop(gen, err)
+	s.drop(gen, err, 0)
 }
 
 // drop ends stream generation gen, if it is still the current one: it resets the
-// stream, drops the frames still queued, and lets the next Send open a new stream.
-func (s *sender) drop(gen uint64, cause error) {
+// stream, drops the frames still queued, and lets the next Send open a new stream. lost
+// frames (a batch whose write failed) are accounted as dropped in any case.
+func (s *sender) drop(gen uint64, cause error, lost int) {
 	s.mu.Lock()
-	if s.gen != gen || s.st == nil {
-		s.mu.Unlock()
-		return
+	var st network.Stream
+	n := lost
+	if s.gen == gen && s.st != nil {
+		st = s.st
+		s.st = nil
+		close(s.stop)
+		n += s.pendingN
+		s.pending, s.pendingN, s.pendingB, s.spare = nil, 0, 0, nil
+		s.h.stats.streamsBroken.Add(1)
 	}
-	st := s.st
-	s.st = nil
-	close(s.stop)
-	n := s.pendingN
 	if n > 0 {
 		s.dropErr = fmt.Errorf("%w: %d frames to %s on %s: %w", ErrStreamBroken, n, s.key.peer, s.key.proto, cause)
+		s.h.stats.dropped.Add(uint64(n))
 	}
+	// Account and count before Flush can return.
 	s.done += uint64(n)
-	s.pending, s.pendingN, s.pendingB, s.spare = nil, 0, 0, nil
-	// Count before Flush can return.
-	s.h.stats.streamsBroken.Add(1)
-	s.h.stats.dropped.Add(uint64(n))
 	s.progressLocked()
 	s.mu.Unlock()
 
-	_ = st.Reset()
-	if n > 0 {
+	switch {
+	case n > 0:
 		s.h.log.Warn("send stream broke, queued frames dropped", "peer", s.key.peer, "protocol", s.key.proto,
 			"dropped", n, "err", cause)
-		return
+	case st != nil:
+		s.h.log.Debug("send stream closed", "peer", s.key.peer, "protocol", s.key.proto, "err", cause)
 	}
-	s.h.log.Debug("send stream closed", "peer", s.key.peer, "protocol", s.key.proto, "err", cause)
+	if st != nil {
+		_ = st.Reset()
+	}
 }
 
 // shutdown drops the current stream for good (the host is closing).
@@ -265,7 +299,7 @@ func (s *sender) shutdown() {
 	s.closed = true
 	gen := s.gen
 	s.mu.Unlock()
-	s.drop(gen, ErrClosed)
+	s.drop(gen, ErrClosed, 0)
 }
 
 // flush implements Host.Flush.
@@ -313,7 +347,7 @@ func (h *Host) breakSenders(id peer.ID, cause error) {
 		s.mu.Lock()
 		gen := s.gen
 		s.mu.Unlock()
-		s.drop(gen, cause)
+		s.drop(gen, cause, 0)
 	}
 }
 

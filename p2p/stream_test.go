@@ -1,11 +1,13 @@
 package p2p
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
@@ -58,6 +60,13 @@ func TestStreamRequestResponse(t *testing.T) {
 		if want := fmt.Sprintf("echo req %d", i); string(resp) != want {
 			t.Fatalf("response %d: %q, want %q", i, resp, want)
 		}
+	}
+	big := bytes.Repeat([]byte("0123456789"), 20000) // far larger than the read buffer
+	if err := s.WriteFrame(big); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := s.ReadFrame(); err != nil || !bytes.Equal(resp, append([]byte("echo "), big...)) {
+		t.Fatalf("big frame: %d bytes, %v", len(resp), err)
 	}
 	if err := s.CloseWrite(); err != nil {
 		t.Fatal(err)
@@ -146,5 +155,45 @@ func TestOpenStreamUnsupportedProtocol(t *testing.T) {
 	}
 	if err == nil || err == io.EOF {
 		t.Fatalf("got %v, want a protocol negotiation error", err)
+	}
+}
+
+// TestStreamReadDeadline: a read that times out leaves the stream usable.
+func TestStreamReadDeadline(t *testing.T) {
+	server := newHost(t, nil)
+	client := newHost(t, nil)
+	send := make(chan struct{})
+	server.HandleStream(echoProto, func(s *Stream) {
+		<-send
+		if err := s.WriteFrame([]byte("late")); err != nil {
+			t.Error(err)
+		}
+	})
+	connect(t, client, server)
+	s, err := client.OpenStream(testContext(t), server.ID(), echoProto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	if err := s.WriteFrame([]byte("hello")); err != nil { // the server sees the stream
+		t.Fatal(err)
+	}
+	if err := s.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	var timeout interface{ Timeout() bool }
+	if _, err := s.ReadFrame(); !errors.As(err, &timeout) || !timeout.Timeout() {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+	close(send)
+	if err := s.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	frame, err := s.ReadFrame()
+	if err != nil || string(frame) != "late" {
+		t.Fatalf("after the timeout: %q, %v", frame, err)
+	}
+	if st := client.Stats(); st.StreamsReset != 0 {
+		t.Fatalf("client reset a stream: %+v", st)
 	}
 }
