@@ -11,8 +11,7 @@ import (
 // suitable region: one not on its way out of the cluster, then of the newest app version,
 // then with the fewest shards (then the oldest member, then the lowest node id). It
 // rebalances with the new algorithm when Config.RebalanceAbsoluteLimit > 0 and with the old
-// one otherwise (leastshard_old.go), never during a rolling update or while a member is
-// joining or unreachable.
+// one otherwise, never during a rolling update or while a member is joining or unreachable.
 //
 // The new algorithm reaches the optimal balance (most and fewest shards differ by at most
 // one) in one or two rounds when the limits do not bind, and does not start a round while
@@ -25,6 +24,16 @@ import (
 //
 // A round moves at most max(1, min(⌊RebalanceRelativeLimit × shards⌋,
 // RebalanceAbsoluteLimit)) shards.
+//
+// The old algorithm, Akka's default, moves at most RebalanceThreshold shards per round from
+// the region with the most shards once it holds more than RebalanceThreshold above the most
+// suitable region, with at most MaxSimultaneousRebalance handoffs in progress; rounds may
+// overlap. It needs many rounds and stops with up to RebalanceThreshold shards of imbalance.
+//
+// With Config.SkipDifferenceOfOne, either algorithm drops the shards that Allocate would
+// put back on their region or on one holding just one shard fewer (Shardcake's rule); this
+// matters when regions on their way out count in the optimum but are avoided by Allocate,
+// where Akka's algorithm hands off the same shards round after round.
 type LeastShard struct {
 	cfg LeastShardConfig
 }

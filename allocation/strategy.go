@@ -42,8 +42,10 @@ type View struct {
 	MemberUnreachable bool
 }
 
-// Strategy decides where shards live. Implementations must be deterministic functions of
-// their arguments and must not keep or modify the View.
+// Strategy decides where shards live. Implementations must not keep or modify the View,
+// and should be deterministic functions of their arguments: Plan's preview is only as good
+// as that. A Strategy may be called from several goroutines (the coordinator and an admin
+// request running Plan).
 type Strategy interface {
 	// Allocate picks the region for shard s, which has no home; requester is the region that
 	// asked for it. It returns the Node of one of v.Regions, or "" when there is none to
@@ -54,6 +56,11 @@ type Strategy interface {
 	// empty result means there is nothing to do this round.
 	Rebalance(v View) []shard.ID
 }
+
+var (
+	_ Strategy = LeastShard{}
+	_ Strategy = (*ConsistentHashing)(nil)
+)
 
 // leaving reports whether a member with status s is on its way out of the cluster
 // (Akka: Leaving, Exiting or Down).
