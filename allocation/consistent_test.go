@@ -377,3 +377,39 @@ func TestHashRingLookup(t *testing.T) {
 		t.Fatalf("empty ring: %q", got)
 	}
 }
+
+// The remembered ring never changes an answer, even when goroutines share one strategy
+// across views with different members.
+func TestConsistentHashingConcurrentUse(t *testing.T) {
+	shared := newConsistentHashing(t, ConsistentHashingConfig{})
+	nodes := peerIDs(9, 6)
+	views := []View{
+		{Regions: upRegions(nodes[:3])},
+		{Regions: upRegions(nodes[2:])},
+		{Regions: upRegions(nodes)},
+	}
+	shards := numbered(300)
+	want := make([]map[shard.ID]membership.NodeID, len(views))
+	for i, v := range views {
+		want[i] = placement(newConsistentHashing(t, ConsistentHashingConfig{}), v, shards)
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for k := range 2000 {
+				i := (g + k) % len(views)
+				id := shards[(k*7+g)%len(shards)]
+				if got := shared.Allocate("", id, views[i]); got != want[i][id] {
+					errs <- fmt.Errorf("goroutine %d: shard %s in view %d on %s, want %s", g, id, i, got, want[i][id])
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
