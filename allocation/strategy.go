@@ -28,8 +28,10 @@ type Region struct {
 // the cluster at the moment of the call.
 type View struct {
 	// Regions are the regions that may host shards. The caller leaves out proxies and
-	// regions that are shutting down gracefully or terminating, as Akka's coordinator does.
-	// Their order does not matter.
+	// regions that are shutting down gracefully or terminating (their shards are in
+	// progress). Akka's coordinator leaves those out of allocation only and still shows them
+	// to rebalance; leaving them out of both gives Allocate and Rebalance the same picture
+	// (for consistent hashing, the same ring). The order of the regions does not matter.
 	Regions []Region
 	// InProgress are the shards whose handoff has started and not yet completed.
 	InProgress map[shard.ID]bool
