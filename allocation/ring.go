@@ -14,7 +14,7 @@ type hashRing struct {
 	nodes  []membership.NodeID // sorted, distinct
 	points []ringPoint         // ascending by position
 	// start[b] is the index of the first point whose position's top `bits` bits are ≥ b,
-	// so that a lookup scans a bucket of about two points instead of searching them all.
+	// so that a lookup scans a bucket of about one point instead of searching them all.
 	start []int32
 	bits  uint
 }
