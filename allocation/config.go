@@ -16,9 +16,10 @@ type LeastShardConfig struct {
 	// as a fraction of all shards (rebalance-relative-limit); the lower of the two limits
 	// applies, and at least one shard moves. Zero means the default, 0.1.
 	RebalanceRelativeLimit float64
-	// RebalanceThreshold is, for the old algorithm, how much larger than the fewest the most
-	// shards a region holds must be before a rebalance starts (difference > threshold); it
-	// also caps the shards picked per round (rebalance-threshold). Zero means the default, 1.
+	// RebalanceThreshold is, for the old algorithm, by how many shards the region holding
+	// the most (not in progress) must exceed the most suitable region, usually the one with
+	// the fewest, before a rebalance starts (difference > threshold); it also caps the shards
+	// picked per round (rebalance-threshold). Zero means the default, 1.
 	RebalanceThreshold int
 	// MaxSimultaneousRebalance is, for the old algorithm, the most handoffs in progress at a
 	// time (max-simultaneous-rebalance). Zero means the default, 3.
@@ -74,8 +75,8 @@ func (c *LeastShardConfig) Validate() error {
 // parentheses are shardmesh's.
 type ConsistentHashingConfig struct {
 	// RebalanceLimit is the most shards rebalanced in one round; 0 means no limit
-	// (consistent-hashing-allocation-strategy.rebalance-limit). Default 0, as Akka's
-	// typed-sharding factory.
+	// (consistent-hashing-allocation-strategy.rebalance-limit). Default 0, which Akka also
+	// reads as no limit.
 	RebalanceLimit int
 	// VirtualNodes is the number of points each member has on the hash ring
 	// (consistent-hashing-allocation-strategy.virtual-nodes-factor). More points spread the

@@ -343,3 +343,73 @@ func TestConsistentHashingAvoidsLeavingMembers(t *testing.T) {
 		t.Fatalf("no regions: Allocate = %q, want \"\"", got)
 	}
 }
+
+// The bucket index finds the same point as a plain search, at the edges too: position 0,
+// the largest position, exactly on a point, and past the last point (wrapping to the first).
+func TestHashRingLookup(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 10, 100} {
+		for _, vnodes := range []int{1, 7, 100} {
+			r := newHashRing(peerIDs(uint64(n*1000+vnodes), n), vnodes)
+			slow := func(pos uint64) membership.NodeID {
+				for _, p := range r.points {
+					if p.pos >= pos {
+						return r.nodes[p.node]
+					}
+				}
+				return r.nodes[r.points[0].node]
+			}
+			probes := []uint64{0, 1, ^uint64(0), r.points[0].pos, r.points[len(r.points)-1].pos, r.points[len(r.points)-1].pos + 1}
+			for _, p := range r.points {
+				probes = append(probes, p.pos, p.pos-1, p.pos+1)
+			}
+			rnd := rand.New(rand.NewPCG(uint64(n), uint64(vnodes)))
+			for range 1000 {
+				probes = append(probes, rnd.Uint64())
+			}
+			for _, pos := range probes {
+				if got, want := r.nodeAt(pos), slow(pos); got != want {
+					t.Fatalf("%d nodes × %d points, position %#x: %s, want %s", n, vnodes, pos, got, want)
+				}
+			}
+		}
+	}
+	if got := newHashRing(nil, 100).nodeAt(42); got != "" {
+		t.Fatalf("empty ring: %q", got)
+	}
+}
+
+// The remembered ring never changes an answer, even when goroutines share one strategy
+// across views with different members.
+func TestConsistentHashingConcurrentUse(t *testing.T) {
+	shared := newConsistentHashing(t, ConsistentHashingConfig{})
+	nodes := peerIDs(9, 6)
+	views := []View{
+		{Regions: upRegions(nodes[:3])},
+		{Regions: upRegions(nodes[2:])},
+		{Regions: upRegions(nodes)},
+	}
+	shards := numbered(300)
+	want := make([]map[shard.ID]membership.NodeID, len(views))
+	for i, v := range views {
+		want[i] = placement(newConsistentHashing(t, ConsistentHashingConfig{}), v, shards)
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for k := range 2000 {
+				i := (g + k) % len(views)
+				id := shards[(k*7+g)%len(shards)]
+				if got := shared.Allocate("", id, views[i]); got != want[i][id] {
+					errs <- fmt.Errorf("goroutine %d: shard %s in view %d on %s, want %s", g, id, i, got, want[i][id])
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -11,8 +11,7 @@ import (
 // suitable region: one not on its way out of the cluster, then of the newest app version,
 // then with the fewest shards (then the oldest member, then the lowest node id). It
 // rebalances with the new algorithm when Config.RebalanceAbsoluteLimit > 0 and with the old
-// one otherwise (leastshard_old.go), never during a rolling update or while a member is
-// joining or unreachable.
+// one otherwise, never during a rolling update or while a member is joining or unreachable.
 //
 // The new algorithm reaches the optimal balance (most and fewest shards differ by at most
 // one) in one or two rounds when the limits do not bind, and does not start a round while
@@ -25,6 +24,16 @@ import (
 //
 // A round moves at most max(1, min(⌊RebalanceRelativeLimit × shards⌋,
 // RebalanceAbsoluteLimit)) shards.
+//
+// The old algorithm, Akka's default, moves at most RebalanceThreshold shards per round from
+// the region with the most shards once it holds more than RebalanceThreshold above the most
+// suitable region, with at most MaxSimultaneousRebalance handoffs in progress; rounds may
+// overlap. It needs many rounds and stops with up to RebalanceThreshold shards of imbalance.
+//
+// With Config.SkipDifferenceOfOne, either algorithm drops the shards that Allocate would
+// put back on their region or on one holding just one shard fewer (Shardcake's rule); this
+// matters when regions on their way out count in the optimum but are avoided by Allocate,
+// where Akka's algorithm hands off the same shards round after round.
 type LeastShard struct {
 	cfg LeastShardConfig
 }
@@ -75,12 +84,26 @@ func (s LeastShard) Rebalance(v View) []shard.ID {
 	return s.rebalanceOld(v)
 }
 
-// keepWorthMoving applies Shardcake's rule to picked when the configuration asks for it.
-func (s LeastShard) keepWorthMoving(v View, picked []shard.ID) []shard.ID {
-	if !s.cfg.SkipDifferenceOfOne || len(picked) == 0 {
-		return picked
+// pick is a shard chosen for handoff and the index of its region in the view.
+type pick struct {
+	id   shard.ID
+	from int
+}
+
+// keepWorthMoving returns the ids of picked, applying Shardcake's rule first when the
+// configuration asks for it.
+func (s LeastShard) keepWorthMoving(v View, picked []pick) []shard.ID {
+	if len(picked) == 0 {
+		return nil
 	}
-	return worthMoving(v, picked)
+	if s.cfg.SkipDifferenceOfOne {
+		picked = worthMoving(v, picked)
+	}
+	out := make([]shard.ID, len(picked))
+	for i, p := range picked {
+		out[i] = p.id
+	}
+	return out
 }
 
 // rebalanceNew is the algorithm of Akka 2.6.10+ (internal.LeastShardAllocationStrategy).
@@ -109,15 +132,15 @@ func (s LeastShard) rebalanceNew(v View) []shard.ID {
 // phase1 takes from every region holding more than optimal its oldest shards down to
 // optimal, visiting regions from the most suitable (as Akka does: when the limit binds, the
 // least loaded of the overloaded regions give first), at most limit in all.
-func (LeastShard) phase1(v View, sorted []int, optimal, limit int) []shard.ID {
-	var picked []shard.ID
+func (LeastShard) phase1(v View, sorted []int, optimal, limit int) []pick {
+	var picked []pick
 	for _, i := range sorted {
 		shards := v.Regions[i].Shards
-		if extra := len(shards) - optimal; extra > 0 {
-			picked = append(picked, shards[:min(extra, limit-len(picked))]...)
+		for _, id := range shards[:max(0, len(shards)-optimal)] {
 			if len(picked) == limit {
-				break
+				return picked
 			}
+			picked = append(picked, pick{id, i})
 		}
 	}
 	return picked
@@ -125,19 +148,19 @@ func (LeastShard) phase1(v View, sorted []int, optimal, limit int) []shard.ID {
 
 // phase2 finishes what the rounding up of optimal leaves: when regions hold two or more
 // fewer than optimal, as many regions holding optimal (or more) give up their oldest shard.
-func (LeastShard) phase2(v View, sorted []int, optimal, limit int) []shard.ID {
+func (LeastShard) phase2(v View, sorted []int, optimal, limit int) []pick {
 	below := 0
 	for i := range v.Regions {
 		below += max(0, optimal-1-len(v.Regions[i].Shards))
 	}
 	n := min(below, limit)
-	var picked []shard.ID
+	var picked []pick
 	for _, i := range sorted {
 		if len(picked) == n {
 			break
 		}
 		if shards := v.Regions[i].Shards; len(shards) >= optimal {
-			picked = append(picked, shards[0])
+			picked = append(picked, pick{shards[0], i})
 		}
 	}
 	return picked
@@ -147,33 +170,20 @@ func (LeastShard) phase2(v View, sorted []int, optimal, limit int) []shard.ID {
 // hand-off and the re-allocation the coordinator will do (as Plan does) and keeps a shard
 // only when its new home would hold at least two fewer shards than its current one did;
 // shards that would come back to the same region or only swap the imbalance stay put.
-func worthMoving(v View, picked []shard.ID) []shard.ID {
+func worthMoving(v View, picked []pick) []pick {
 	counts := make([]int, len(v.Regions))
-	owner := make(map[shard.ID]int, len(picked))
-	for _, id := range picked {
-		owner[id] = -1
-	}
 	for i := range v.Regions {
 		counts[i] = len(v.Regions[i].Shards)
-		for _, id := range v.Regions[i].Shards {
-			if o, ok := owner[id]; ok && o < 0 {
-				owner[id] = i
-			}
-		}
 	}
 	kept := picked[:0:0]
-	for _, id := range picked {
-		from := owner[id]
-		if from < 0 {
-			continue
-		}
-		counts[from]--
+	for _, p := range picked {
+		counts[p.from]--
 		to := mostSuitable(v.Regions, counts)
-		if to != from && counts[from]+1-counts[to] >= 2 {
+		if to != p.from && counts[p.from]+1-counts[to] >= 2 {
 			counts[to]++
-			kept = append(kept, id)
+			kept = append(kept, p)
 		} else {
-			counts[from]++
+			counts[p.from]++
 		}
 	}
 	return kept

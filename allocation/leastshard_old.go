@@ -2,6 +2,7 @@ package allocation
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/shardmesh/shardmesh/shard"
 )
@@ -32,10 +33,10 @@ func (s LeastShard) rebalanceOld(v View) []shard.ID {
 			mostAt, mostN = i, n
 		}
 	}
-	most := make([]shard.ID, 0, mostN)
+	most := make([]pick, 0, mostN)
 	for _, id := range v.Regions[mostAt].Shards {
 		if !v.InProgress[id] {
-			most = append(most, id)
+			most = append(most, pick{id, mostAt})
 		}
 	}
 
@@ -46,8 +47,8 @@ func (s LeastShard) rebalanceOld(v View) []shard.ID {
 	n := min(diff-s.cfg.RebalanceThreshold, s.cfg.RebalanceThreshold, free)
 	// Akka sorts Java strings (UTF-16 code units); Go compares UTF-8 bytes. The two orders
 	// agree except between characters above U+FFFF and those in U+E000–U+FFFF.
-	slices.Sort(most)
-	return s.keepWorthMoving(v, slices.Clip(most[:n]))
+	slices.SortFunc(most, func(a, b pick) int { return strings.Compare(string(a.id), string(b.id)) })
+	return s.keepWorthMoving(v, most[:n])
 }
 
 func countNotInProgress(shards []shard.ID, inProgress map[shard.ID]bool) int {

@@ -28,8 +28,10 @@ type Region struct {
 // the cluster at the moment of the call.
 type View struct {
 	// Regions are the regions that may host shards. The caller leaves out proxies and
-	// regions that are shutting down gracefully or terminating, as Akka's coordinator does.
-	// Their order does not matter.
+	// regions that are shutting down gracefully or terminating (their shards are in
+	// progress). Akka's coordinator leaves those out of allocation only and still shows them
+	// to rebalance; leaving them out of both gives Allocate and Rebalance the same picture
+	// (for consistent hashing, the same ring). The order of the regions does not matter.
 	Regions []Region
 	// InProgress are the shards whose handoff has started and not yet completed.
 	InProgress map[shard.ID]bool
@@ -42,8 +44,10 @@ type View struct {
 	MemberUnreachable bool
 }
 
-// Strategy decides where shards live. Implementations must be deterministic functions of
-// their arguments and must not keep or modify the View.
+// Strategy decides where shards live. Implementations must not keep or modify the View,
+// and should be deterministic functions of their arguments: Plan's preview is only as good
+// as that. A Strategy may be called from several goroutines (the coordinator and an admin
+// request running Plan).
 type Strategy interface {
 	// Allocate picks the region for shard s, which has no home; requester is the region that
 	// asked for it. It returns the Node of one of v.Regions, or "" when there is none to
@@ -54,6 +58,11 @@ type Strategy interface {
 	// empty result means there is nothing to do this round.
 	Rebalance(v View) []shard.ID
 }
+
+var (
+	_ Strategy = LeastShard{}
+	_ Strategy = (*ConsistentHashing)(nil)
+)
 
 // leaving reports whether a member with status s is on its way out of the cluster
 // (Akka: Leaving, Exiting or Down).
