@@ -23,58 +23,58 @@ const (
 
 // Events.
 type (
-	// Recovered: the coordinator has heard from every region and starts answering.
+	// Recovered reports that the coordinator has heard from every region and starts answering.
 	Recovered struct {
 		Term    uint64
 		Regions int
 		Shards  int
 		Took    time.Duration
 	}
-	// RegionRegistered: a region (or proxy) registered.
+	// RegionRegistered reports that a region (or proxy) registered.
 	RegionRegistered struct {
 		Region membership.NodeID
 		Proxy  bool
 	}
-	// RegionTerminated: a region's member left or was removed; its shards are deallocated.
+	// RegionTerminated reports that a region's member left or was removed; its shards are deallocated.
 	RegionTerminated struct {
 		Region membership.NodeID
 		Shards []shard.ID
 	}
-	// ShardAllocated: a shard got a home.
+	// ShardAllocated reports that a shard got a home.
 	ShardAllocated struct {
 		Shard  shard.ID
 		Region membership.NodeID
 		Epoch  Epoch
 	}
-	// HandoffStarted: a shard's handoff began.
+	// HandoffStarted reports that a shard's handoff began.
 	HandoffStarted struct {
 		Shard shard.ID
 		From  membership.NodeID
 		Epoch Epoch
 		Cause Cause
 	}
-	// HandoffPhase: a handoff moved on (all regions buffering; entities stopping).
+	// HandoffPhase reports that a handoff moved on (all regions buffering; entities stopping).
 	HandoffPhase struct {
 		Shard shard.ID
 		Epoch Epoch
 		Phase Phase
 	}
-	// HandoffCompleted: the shard stopped at its old home and is free to move.
+	// HandoffCompleted reports that the shard stopped at its old home and is free to move.
 	HandoffCompleted struct {
 		Shard shard.ID
 		From  membership.NodeID
 		Epoch Epoch
 		Took  time.Duration
 	}
-	// HandoffFailed: the handoff did not finish within handoff-timeout; the shard stays
-	// where it was.
+	// HandoffFailed reports that the handoff did not finish within handoff-timeout; the shard stays where it
+	// was, under a new epoch.
 	HandoffFailed struct {
 		Shard   shard.ID
 		Epoch   Epoch
 		Phase   Phase
 		Waiting []membership.NodeID // regions that had not answered
 	}
-	// RebalanceRound: the strategy chose shards to move.
+	// RebalanceRound reports the shards the strategy chose to move.
 	RebalanceRound struct {
 		Shards []shard.ID
 	}

@@ -268,30 +268,30 @@ func toCoordinator(msg coordinator.Message) bool {
 
 // drainType carries out the outputs of one type's machines; it reports whether there were any.
 func (e *Engine) drainType(t *entityType) bool {
-	any := false
+	did := false
 	if t.coord != nil {
 		rd := t.coord.Ready()
 		for _, env := range rd.Messages {
-			any = true
+			did = true
 			e.send(t, env.To, env.Msg)
 		}
 		for _, ev := range rd.Events {
-			any = true
+			did = true
 			e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ev})
 		}
 	}
 	for _, o := range t.region.Ready() {
-		any = true
+		did = true
 		e.regionOutput(t, o)
 	}
 	for _, id := range sortedShardIDs(t.shards) {
 		sh := t.shards[id]
 		for _, o := range sh.Ready() {
-			any = true
+			did = true
 			e.shardOutput(t, sh, o)
 		}
 	}
-	return any
+	return did
 }
 
 // send routes a coordinator protocol message: to this member's machines through the queue,
@@ -352,7 +352,7 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 	case shard.Bounce[region.Envelope]:
 		t.region.Bounce(e.now, o.Msgs)
 		return
-	case shard.ShardStopped:
+	case shard.Stopped:
 		delete(t.shards, sh.ID())
 		t.region.LocalShardStopped(e.now, sh.ID())
 		e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ShardHandedOff{Shard: sh.ID()}})

@@ -80,18 +80,18 @@ type TypedEvent struct {
 
 // Region events, reported as TypedEvent.Event.
 type (
-	// ShardStarted: a shard started hosting here.
+	// ShardStarted reports that a shard started hosting here.
 	ShardStarted struct {
 		Shard shard.ID
 		Epoch coordinator.Epoch
 	}
-	// ShardHandedOff: a shard stopped here after a handoff.
+	// ShardHandedOff reports that a shard stopped here after a handoff.
 	ShardHandedOff struct{ Shard shard.ID }
-	// CoordinatorStarted: this member now runs the type's coordinator.
+	// CoordinatorStarted reports that this member now runs the type's coordinator.
 	CoordinatorStarted struct{ Term uint64 }
-	// CoordinatorStopped: this member no longer runs it.
+	// CoordinatorStopped reports that this member no longer runs it.
 	CoordinatorStopped struct{ Term uint64 }
-	// ShutdownComplete: graceful shutdown handed off every shard of the type.
+	// ShutdownComplete reports that graceful shutdown handed off every shard of the type.
 	ShutdownComplete struct{}
 )
 

@@ -292,7 +292,7 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 		}
 		r.shardHome(m.Shard, r.self, m.Epoch)
 		if l := r.local[m.Shard]; l != nil && l.epoch == m.Epoch {
-			r.send(from, coordinator.ShardStarted{Shard: m.Shard, Epoch: m.Epoch})
+			r.send(from, coordinator.ShardStarted(m))
 		}
 	case coordinator.BeginHandOff:
 		if h, ok := r.homes[m.Shard]; !ok || h.epoch <= m.Epoch {
@@ -301,12 +301,12 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 				r.handingOff[m.Shard] = m.Epoch
 			}
 		}
-		r.send(from, coordinator.BeginHandOffAck{Shard: m.Shard, Epoch: m.Epoch})
+		r.send(from, coordinator.BeginHandOffAck(m))
 	case coordinator.HandOff:
 		l := r.local[m.Shard]
 		switch {
 		case l == nil || l.epoch != m.Epoch:
-			r.send(from, coordinator.ShardStopped{Shard: m.Shard, Epoch: m.Epoch}) // nothing of that epoch here
+			r.send(from, coordinator.ShardStopped(m)) // nothing of that epoch here
 		case !l.stopping:
 			l.stopping = true
 			if h, ok := r.homes[m.Shard]; ok && h.node == r.self {

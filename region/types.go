@@ -98,7 +98,7 @@ type (
 		Envelope Envelope
 		Err      error
 	}
-	// ShutdownComplete: every local shard is handed off; the member can leave.
+	// ShutdownComplete reports that every local shard is handed off; the member can leave.
 	ShutdownComplete struct{}
 )
 

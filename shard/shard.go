@@ -42,9 +42,9 @@ type State uint8
 
 // Shard states.
 const (
-	Active   State = iota // delivering
-	Draining              // handing off: stopping every entity
-	Stopped               // every entity stopped
+	StateActive   State = iota // delivering
+	StateDraining              // handing off: stopping every entity
+	StateStopped               // every entity stopped
 )
 
 // Output is something the shard wants done. The set is sealed.
@@ -68,8 +68,8 @@ type (
 	// Bounce returns messages the shard cannot deliver because it is handing off; the
 	// region routes them to the shard's next home.
 	Bounce[M any] struct{ Msgs []M }
-	// ShardStopped: every entity stopped after Stop.
-	ShardStopped struct{}
+	// Stopped reports that every entity stopped after Stop.
+	Stopped struct{}
 )
 
 func (StartEntity) isOutput()        {}
@@ -77,7 +77,7 @@ func (DeliverToEntity[M]) isOutput() {}
 func (StopEntity) isOutput()         {}
 func (ForceStop) isOutput()          {}
 func (Bounce[M]) isOutput()          {}
-func (ShardStopped) isOutput()       {}
+func (Stopped) isOutput()            {}
 
 type entity[M any] struct {
 	state   EntityState
@@ -125,7 +125,7 @@ func (s *Shard[M]) Entities() map[EntityID]EntityState {
 
 // Deliver routes a message to its entity, starting the entity on its first message.
 func (s *Shard[M]) Deliver(id EntityID, msg M) {
-	if s.state != Active {
+	if s.state != StateActive {
 		s.emit(Bounce[M]{Msgs: []M{msg}})
 		return
 	}
@@ -145,7 +145,7 @@ func (s *Shard[M]) Deliver(id EntityID, msg M) {
 // Passivate is the entity asking to be stopped: it gets its stop message, and messages that
 // arrive meanwhile wait for its next incarnation.
 func (s *Shard[M]) Passivate(id EntityID) {
-	if e := s.entities[id]; e != nil && e.state == Running && s.state == Active {
+	if e := s.entities[id]; e != nil && e.state == Running && s.state == StateActive {
 		e.state = Passivating
 		s.emit(StopEntity{Entity: id})
 	}
@@ -164,7 +164,7 @@ func (s *Shard[M]) EntityStopped(id EntityID, unhandled []M) {
 	}
 	pending := slices.Concat(unhandled, e.waiting)
 	delete(s.entities, id)
-	if s.state != Active {
+	if s.state != StateActive {
 		if len(pending) > 0 {
 			s.emit(Bounce[M]{Msgs: pending})
 		}
@@ -179,10 +179,10 @@ func (s *Shard[M]) EntityStopped(id EntityID, unhandled []M) {
 // Stop hands the shard off: every entity gets its stop message; ShardStopped follows when all
 // have stopped (or were forced to, after ForceStopAfter).
 func (s *Shard[M]) Stop(now time.Time) {
-	if s.state != Active {
+	if s.state != StateActive {
 		return
 	}
-	s.state, s.drainFrom = Draining, now
+	s.state, s.drainFrom = StateDraining, now
 	for _, id := range sortedIDs(s.entities) {
 		e := s.entities[id]
 		if len(e.waiting) > 0 {
@@ -199,7 +199,7 @@ func (s *Shard[M]) Stop(now time.Time) {
 
 // Tick forces the stop of entities that ignored their stop message for too long.
 func (s *Shard[M]) Tick(now time.Time) {
-	if s.state == Draining && !s.forced && now.Sub(s.drainFrom) >= s.cfg.ForceStopAfter() {
+	if s.state == StateDraining && !s.forced && now.Sub(s.drainFrom) >= s.cfg.ForceStopAfter() {
 		s.forced = true
 		for _, id := range sortedIDs(s.entities) {
 			s.emit(ForceStop{Entity: id})
@@ -219,16 +219,16 @@ func (s *Shard[M]) Waiting() []M {
 
 // Stragglers returns the entities a handoff still waits for.
 func (s *Shard[M]) Stragglers() []EntityID {
-	if s.state != Draining {
+	if s.state != StateDraining {
 		return nil
 	}
 	return sortedIDs(s.entities)
 }
 
 func (s *Shard[M]) checkStopped() {
-	if s.state == Draining && len(s.entities) == 0 {
-		s.state = Stopped
-		s.emit(ShardStopped{})
+	if s.state == StateDraining && len(s.entities) == 0 {
+		s.state = StateStopped
+		s.emit(Stopped{})
 	}
 }
 
