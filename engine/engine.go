@@ -52,19 +52,45 @@ func New(cfg Config, self membership.Member, now time.Time) *Engine {
 	}
 	e := &Engine{cfg: cfg, self: self, m: membership.New(cfg.Membership, self, now), types: map[string]*entityType{}, now: now}
 	for _, tc := range cfg.Types {
-		if _, dup := e.types[tc.Name]; dup {
-			panic(fmt.Sprintf("engine: entity type %q configured twice", tc.Name))
+		if err := e.addType(tc); err != nil {
+			panic(err)
 		}
-		tc.Region.TypeName, tc.Coordinator.TypeName = tc.Name, tc.Name
-		e.types[tc.Name] = &entityType{
-			cfg:    tc,
-			region: region.New(tc.Region, self.Node, self.Incarnation, now),
-			shards: map[shard.ID]*shard.Shard[region.Envelope]{},
-		}
-		e.names = append(e.names, tc.Name)
 	}
-	slices.Sort(e.names)
 	return e
+}
+
+// AddType starts the region of another entity type on this member (Akka's
+// ClusterSharding.init on a running member). It registers with the type's coordinator at
+// the next tick.
+func (e *Engine) AddType(now time.Time, tc TypeConfig) error {
+	e.now = now
+	if err := e.addType(tc); err != nil {
+		return err
+	}
+	e.syncMembership()
+	e.settle()
+	return nil
+}
+
+func (e *Engine) addType(tc TypeConfig) error {
+	if tc.Name == "" {
+		return fmt.Errorf("entity type without a name")
+	}
+	if _, dup := e.types[tc.Name]; dup {
+		return fmt.Errorf("entity type %q is already registered", tc.Name)
+	}
+	tc.Region.TypeName, tc.Coordinator.TypeName = tc.Name, tc.Name
+	if err := tc.Coordinator.Validate(); err != nil {
+		return fmt.Errorf("entity type %q: %w", tc.Name, err)
+	}
+	e.types[tc.Name] = &entityType{
+		cfg:    tc,
+		region: region.New(tc.Region, e.self.Node, e.self.Incarnation, e.now),
+		shards: map[shard.ID]*shard.Shard[region.Envelope]{},
+	}
+	e.names = append(e.names, tc.Name)
+	slices.Sort(e.names)
+	return nil
 }
 
 // Membership returns the membership machine, for inspection.

@@ -176,7 +176,13 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 		}
 		return true
 	}, 20*time.Second) {
-		return s, fmt.Errorf("the final message to every entity was not all handled within 20 s")
+		var why []string
+		for m := before + 1; m <= s.traffic.next && len(why) < 5; m++ {
+			if s.traffic.fates[m] != handled {
+				why = append(why, fmt.Sprintf("message %d: %s", m, s.traffic.causeOf[m]))
+			}
+		}
+		return s, fmt.Errorf("the final message to every entity was not all handled within 20 s: %v", why)
 	}
 	// Within two rebalance rounds the shards are balanced.
 	if !s.RunUntil(func() bool { return s.Spread("counter") <= 1 }, 2*typ.Coordinator.RebalanceInterval+time.Second) {

@@ -466,6 +466,9 @@ func (s *Sim) Converged() bool {
 			if m.Status != membership.Up && m.Status != membership.Removed {
 				return false
 			}
+			if other := s.byID[m.Node]; m.Status == membership.Up && (other == nil || !other.Alive || other.Paused || other.Incarnation != m.Incarnation) {
+				return false // a member the view holds Up is dead: not detected yet
+			}
 		}
 		if first == nil {
 			first = n

@@ -26,14 +26,15 @@ const (
 // handled, rejected with an error, or lost with a cause (a crash, the network) — never
 // silently lost while buffers have room.
 type traffic struct {
-	next   msgID
-	fates  map[msgID]fate
-	causes map[string]int
-	sent   int
+	next    msgID
+	fates   map[msgID]fate
+	causes  map[string]int
+	causeOf map[msgID]string
+	sent    int
 }
 
 func newTraffic() *traffic {
-	return &traffic{fates: map[msgID]fate{}, causes: map[string]int{}}
+	return &traffic{fates: map[msgID]fate{}, causes: map[string]int{}, causeOf: map[msgID]string{}}
 }
 
 func (t *traffic) newMessage() msgID {
@@ -49,11 +50,13 @@ func (t *traffic) handled(env region.Envelope) { t.settle(id(env), handled) }
 
 func (t *traffic) rejected(env region.Envelope, err error) {
 	t.causes["rejected: "+err.Error()]++
+	t.causeOf[id(env)] = "rejected: " + err.Error()
 	t.settle(id(env), rejected)
 }
 
 func (t *traffic) lost(env region.Envelope, cause string) {
 	t.causes["lost: "+cause]++
+	t.causeOf[id(env)] = "lost: " + cause
 	t.settle(id(env), lostCause)
 }
 
