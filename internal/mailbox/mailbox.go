@@ -188,7 +188,8 @@ func (m *Mailbox[T]) system() *system {
 	return m.sys
 }
 
-// hasWork reports whether something is left to run; m.mu must be held.
+// hasWork reports whether something is left to run; m.mu must be held. A closed mailbox has
+// none: Close took it all.
 func (m *Mailbox[T]) hasWork() bool {
 	return m.q.n > 0 || (m.sys != nil && len(m.sys.first)+len(m.sys.after) > 0)
 }
@@ -200,7 +201,7 @@ func (m *Mailbox[T]) run(budget int) bool {
 	m.mu.Lock()
 	m.state |= running
 	for range budget {
-		if m.state&closed != 0 || !m.hasWork() {
+		if !m.hasWork() {
 			m.endTurn()
 			return false
 		}
@@ -209,7 +210,7 @@ func (m *Mailbox[T]) run(budget int) bool {
 		m.call(msg, f)
 		m.mu.Lock()
 	}
-	if m.state&closed != 0 || !m.hasWork() {
+	if !m.hasWork() {
 		m.endTurn()
 		return false
 	}
@@ -294,7 +295,7 @@ func (m *Mailbox[T]) failed(r any, stack []byte) {
 // abandon ends a turn that a runtime.Goexit in a handler cut short on a worker of p.
 func (m *Mailbox[T]) abandon(p *Pool) {
 	m.mu.Lock()
-	if m.state&closed != 0 || !m.hasWork() {
+	if !m.hasWork() {
 		m.endTurn()
 		return
 	}
