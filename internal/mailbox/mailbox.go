@@ -247,7 +247,8 @@ func (m *Mailbox[T]) endTurn() {
 	}
 	var done func()
 	if m.sys != nil {
-		done, m.sys.done = m.sys.done, nil
+		done = m.sys.done
+		m.sys = nil // no work left, so nothing else in it: an idle mailbox keeps no system
 	}
 	m.mu.Unlock()
 	if done != nil {

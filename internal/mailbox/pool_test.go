@@ -10,7 +10,7 @@ import (
 
 func TestConfigValidate(t *testing.T) {
 	c := DefaultConfig()
-	if c.Workers != 4*runtime.GOMAXPROCS(0) || c.Throughput != 32 || c.OnPanic == nil || c.Logger == nil {
+	if c.Workers != 2*runtime.GOMAXPROCS(0) || c.Throughput != 32 || c.OnPanic == nil || c.Logger == nil {
 		t.Errorf("DefaultConfig() = %+v", c)
 	}
 	for _, bad := range []Config{{Workers: -1}, {Throughput: -1}} {
