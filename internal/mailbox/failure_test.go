@@ -148,3 +148,25 @@ func TestGoexitInHandler(t *testing.T) {
 		t.Errorf("Failed got %v, want ErrGoexit", r)
 	}
 }
+
+// TestPanicInDoneGoesToOnPanic: a done callback that a worker calls (Close made during a
+// turn) is protected like Failed: its panic reaches OnPanic and the worker carries on.
+func TestPanicInDoneGoesToOnPanic(t *testing.T) {
+	onPanic := make(chan any, 1)
+	p := newPool(t, Config{Workers: 1, OnPanic: func(r any, _ []byte) { onPanic <- r }})
+	g := newGroup[int](t, p, GroupConfig{})
+	var m, other Mailbox[int]
+	m.Init(g, funcs[int]{t: t, receive: func(int) {
+		m.Close(func() { panic("in done") })
+	}})
+	got := make(chan int, 1)
+	other.Init(g, funcs[int]{t: t, receive: func(v int) { got <- v }})
+	mustEnqueue(t, &m, 0)
+	if r := <-onPanic; r != "in done" {
+		t.Errorf("OnPanic got %v, want the panic of done", r)
+	}
+	mustEnqueue(t, &other, 7)
+	if v := <-got; v != 7 {
+		t.Errorf("handled %d, want 7", v)
+	}
+}

@@ -74,6 +74,9 @@ func (m *Mailbox[T]) Init(g *Group[T], h Handler[T]) {
 // including the entity's own handler.
 func (m *Mailbox[T]) Enqueue(msg T) error {
 	g := m.group
+	if g == nil {
+		panic("mailbox: Enqueue before Init")
+	}
 	if g.pool.stopped.Load() {
 		return ErrStopped
 	}
@@ -113,6 +116,9 @@ func (m *Mailbox[T]) DoFirst(f func()) error {
 
 func (m *Mailbox[T]) addSystem(f func(), first bool) error {
 	g := m.group
+	if g == nil {
+		panic("mailbox: Do or DoFirst before Init")
+	}
 	if g.pool.stopped.Load() {
 		return ErrStopped
 	}
@@ -210,13 +216,7 @@ func (m *Mailbox[T]) run(budget int) bool {
 		m.call(msg, f)
 		m.mu.Lock()
 	}
-	if !m.hasWork() {
-		m.endTurn()
-		return false
-	}
-	m.state &^= running
-	m.mu.Unlock()
-	return true
+	return m.yield(true)
 }
 
 // take removes what runs next: a DoFirst function, a Do function whose messages ahead have
@@ -239,12 +239,10 @@ func (m *Mailbox[T]) take() (msg T, f func()) {
 }
 
 // endTurn makes m idle (or leaves it closed), unlocks m.mu and calls the callback of a Close
-// that was waiting for the turn to end.
+// that was waiting for the turn to end; m must have no work.
 func (m *Mailbox[T]) endTurn() {
 	m.state &^= scheduled | running
-	if m.q.n == 0 {
-		m.q.release(m.group)
-	}
+	m.q.release(m.group)
 	var done func()
 	if m.sys != nil {
 		done = m.sys.done
@@ -252,21 +250,43 @@ func (m *Mailbox[T]) endTurn() {
 	}
 	m.mu.Unlock()
 	if done != nil {
-		done()
+		m.protect(done)
 	}
 }
 
+// yield ends a turn that used its budget or was cut short: the mailbox goes back on the run
+// queue if it has work left (through the worker when again is true, otherwise here), or
+// becomes idle. m.mu must be held; yield unlocks it.
+func (m *Mailbox[T]) yield(again bool) (more bool) {
+	if !m.hasWork() {
+		m.endTurn()
+		return false
+	}
+	m.state &^= running
+	m.mu.Unlock()
+	if !again {
+		m.group.pool.schedule(m)
+	}
+	return true
+}
+
 // call runs one handler call: f if not nil, else Receive(msg). A panic or a Goexit in it is
-// reported to Failed.
+// reported to Failed. A Goexit goes on ending the worker's goroutine once Failed returned,
+// so call then ends the turn itself, and the Pool starts another worker.
 func (m *Mailbox[T]) call(msg T, f func()) {
 	ok := false
 	defer func() {
 		if !ok {
 			r := recover()
-			if r == nil {
+			goexit := r == nil
+			if goexit {
 				r = ErrGoexit
 			}
 			m.failed(r, debug.Stack())
+			if goexit {
+				m.mu.Lock()
+				m.yield(false)
+			}
 		}
 	}()
 	if f != nil {
@@ -279,6 +299,12 @@ func (m *Mailbox[T]) call(msg T, f func()) {
 
 // failed calls Failed, reporting a panic in it to the Pool's OnPanic.
 func (m *Mailbox[T]) failed(r any, stack []byte) {
+	m.protect(func() { m.h.Failed(r, stack) })
+}
+
+// protect calls f on a worker, reporting a panic in it (or a Goexit, as ErrGoexit) to the
+// Pool's OnPanic.
+func (m *Mailbox[T]) protect(f func()) {
 	ok := false
 	defer func() {
 		if !ok {
@@ -289,18 +315,6 @@ func (m *Mailbox[T]) failed(r any, stack []byte) {
 			m.group.pool.onPanic(r, debug.Stack())
 		}
 	}()
-	m.h.Failed(r, stack)
+	f()
 	ok = true
-}
-
-// abandon ends a turn that a runtime.Goexit in a handler cut short on a worker of p.
-func (m *Mailbox[T]) abandon(p *Pool) {
-	m.mu.Lock()
-	if !m.hasWork() {
-		m.endTurn()
-		return
-	}
-	m.state &^= running
-	m.mu.Unlock()
-	p.schedule(m)
 }

@@ -177,6 +177,8 @@ func TestInitMisuse(t *testing.T) {
 		f()
 	}
 	var m Mailbox[int]
+	mustPanic("Enqueue before Init", func() { _ = m.Enqueue(1) })
+	mustPanic("Do before Init", func() { _ = m.Do(func() {}) })
 	mustPanic("Init with nil Group", func() { m.Init(nil, h) })
 	mustPanic("Init with nil Handler", func() { m.Init(g, nil) })
 	m.Init(g, h)

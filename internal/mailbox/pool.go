@@ -85,12 +85,12 @@ func (p *Pool) schedule(r runner) {
 // the mailbox has work left, puts it back at the tail, in the same critical section as it
 // takes the next one.
 func (p *Pool) work() {
-	var cur runner
+	returned := false
 	defer func() {
-		if cur != nil {
-			// A handler called runtime.Goexit: this goroutine is ending. Hand the mailbox's
-			// turn back and put a new worker in its place.
-			cur.abandon(p)
+		if !returned {
+			// A handler called runtime.Goexit, which cannot be stopped: the mailbox has
+			// already handed its turn back (see Mailbox.call); put a new worker in place of
+			// this one.
 			go p.work()
 		}
 	}()
@@ -106,15 +106,15 @@ func (p *Pool) work() {
 				close(p.exited)
 			}
 			p.mu.Unlock()
+			returned = true
 			return
 		}
-		cur = p.queue.pop()
+		r := p.queue.pop()
 		p.mu.Unlock()
-		more := cur.run(p.throughput)
+		more := r.run(p.throughput)
 		p.mu.Lock()
 		if more && !p.stopped.Load() {
-			p.queue.push(cur)
+			p.queue.push(r)
 		}
-		cur = nil
 	}
 }

@@ -2,10 +2,9 @@ package mailbox
 
 // runner is what the run queue holds: a mailbox whose turn has come. run handles up to budget
 // messages and reports whether the mailbox still has work, in which case the caller puts it
-// back on the run queue. abandon ends a turn that a runtime.Goexit cut short.
+// back on the run queue.
 type runner interface {
 	run(budget int) (more bool)
-	abandon(p *Pool)
 }
 
 // minRunQueue is the capacity the run queue starts with and shrinks back to once empty.
