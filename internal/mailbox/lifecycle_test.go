@@ -274,17 +274,22 @@ func TestCloseWhileWaitingInRunQueue(t *testing.T) {
 func TestCloseWhileRequeued(t *testing.T) {
 	p := newPool(t, Config{Workers: 1, Throughput: 1})
 	g := newGroup[int](t, p, GroupConfig{})
-	gt := newGate()
-	var a, b Mailbox[int]
+	first, second := newGate(), newGate()
+	var a, b, c Mailbox[int]
+	c.Init(g, funcs[int]{t: t, receive: func(int) { first.wait() }})
+	b.Init(g, funcs[int]{t: t, receive: func(int) { second.wait() }})
 	a.Init(g, funcs[int]{t: t, receive: func(v int) {
 		if v != 0 {
 			t.Errorf("closed mailbox handled %d", v)
+			return
 		}
+		mustEnqueue(t, &b, 0) // b goes on the run queue ahead of a's next turn
 	}})
-	b.Init(g, funcs[int]{t: t, receive: func(int) { gt.wait() }})
+	mustEnqueue(t, &c, 0)
+	<-first.reached // the only worker is held: a gets both messages before its first turn
 	mustEnqueue(t, &a, 0, 1)
-	mustEnqueue(t, &b, 0)
-	<-gt.reached // a had its turn (message 0) and waits behind b, whose handler blocks
+	close(first.open)
+	<-second.reached // a had its turn (message 0) and waits behind b, whose handler blocks
 	doneNow := false
 	if rest := a.Close(func() { doneNow = true }); !slices.Equal(rest, []int{1}) {
 		t.Errorf("Close returned %v, want [1]", rest)
@@ -292,5 +297,5 @@ func TestCloseWhileRequeued(t *testing.T) {
 	if !doneNow {
 		t.Error("done of a Close on a requeued mailbox did not run at once")
 	}
-	close(gt.open)
+	close(second.open)
 }
