@@ -73,29 +73,15 @@ func (m *Mailbox[T]) Init(g *Group[T], h Handler[T]) {
 // and ErrStopped after the Pool was closed. Enqueue is safe to call from any goroutine,
 // including the entity's own handler.
 func (m *Mailbox[T]) Enqueue(msg T) error {
-	g := m.group
-	if g == nil {
-		panic("mailbox: Enqueue before Init")
+	if err := m.lockOpen(); err != nil {
+		return err
 	}
-	if g.pool.stopped.Load() {
-		return ErrStopped
-	}
-	m.mu.Lock()
-	switch {
-	case m.state&closed != 0:
-		m.mu.Unlock()
-		return ErrClosed
-	case g.capacity != 0 && m.q.n >= g.capacity:
+	if c := m.group.capacity; c != 0 && m.q.n >= c {
 		m.mu.Unlock()
 		return ErrFull
 	}
-	m.q.push(g, msg)
-	idle := m.state&scheduled == 0
-	m.state |= scheduled
-	m.mu.Unlock()
-	if idle {
-		g.pool.schedule(m)
-	}
+	m.q.push(m.group, msg)
+	m.activate()
 	return nil
 }
 
@@ -115,17 +101,8 @@ func (m *Mailbox[T]) DoFirst(f func()) error {
 }
 
 func (m *Mailbox[T]) addSystem(f func(), first bool) error {
-	g := m.group
-	if g == nil {
-		panic("mailbox: Do or DoFirst before Init")
-	}
-	if g.pool.stopped.Load() {
-		return ErrStopped
-	}
-	m.mu.Lock()
-	if m.state&closed != 0 {
-		m.mu.Unlock()
-		return ErrClosed
+	if err := m.lockOpen(); err != nil {
+		return err
 	}
 	s := m.system()
 	if first {
@@ -133,13 +110,35 @@ func (m *Mailbox[T]) addSystem(f func(), first bool) error {
 	} else {
 		s.after = append(s.after, deferred{f: f, ahead: m.q.n})
 	}
+	m.activate()
+	return nil
+}
+
+// lockOpen locks m.mu if m accepts work, and otherwise says why not.
+func (m *Mailbox[T]) lockOpen() error {
+	if m.group == nil {
+		panic("mailbox: used before Init")
+	}
+	if m.group.pool.stopped.Load() {
+		return ErrStopped
+	}
+	m.mu.Lock()
+	if m.state&closed != 0 {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// activate, called with m.mu held after adding work, unlocks m.mu and puts m on the run
+// queue if it was idle.
+func (m *Mailbox[T]) activate() {
 	idle := m.state&scheduled == 0
 	m.state |= scheduled
 	m.mu.Unlock()
 	if idle {
-		g.pool.schedule(m)
+		m.group.pool.schedule(m)
 	}
-	return nil
 }
 
 // Close closes the mailbox and returns the messages that no handler call has started for,
