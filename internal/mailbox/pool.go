@@ -1,0 +1,120 @@
+package mailbox
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Pool is a fixed set of worker goroutines and the run queue they take mailboxes from. One
+// Pool serves any number of Groups (entity types) and mailboxes.
+type Pool struct {
+	throughput int
+	onPanic    func(r any, stack []byte)
+
+	stopped atomic.Bool   // set by Close; read without the lock by Enqueue
+	exited  chan struct{} // closed when the last worker has returned
+
+	mu     sync.Mutex
+	wake   sync.Cond // signalled, under mu, when a sleeping worker has work
+	queue  runQueue
+	asleep int // workers waiting on wake that no Signal has been spent on yet
+	live   int // workers not yet returned
+}
+
+// NewPool validates cfg and starts its workers.
+func NewPool(cfg Config) (*Pool, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Pool{
+		throughput: cfg.Throughput,
+		onPanic:    cfg.OnPanic,
+		exited:     make(chan struct{}),
+		live:       cfg.Workers,
+	}
+	p.wake.L = &p.mu
+	for range cfg.Workers {
+		go p.work()
+	}
+	return p, nil
+}
+
+// Close stops the pool: workers finish the turn they are in (at most Throughput handler
+// calls each) and return, mailboxes still waiting in the run queue are not run, and later
+// Enqueues fail with ErrStopped. Messages left in mailboxes stay there; Mailbox.Close returns
+// them. Close waits until every worker has returned or ctx is done, whichever comes first,
+// and then returns ctx's error if workers were still running. It may be called again, e.g.
+// to wait once more.
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.stopped.Load() {
+		p.stopped.Store(true)
+		p.queue.clear()
+		p.asleep = 0
+		p.wake.Broadcast()
+	}
+	p.mu.Unlock()
+	select {
+	case <-p.exited:
+		return nil
+	case <-ctx.Done():
+		select {
+		case <-p.exited:
+			return nil
+		default:
+			return ctx.Err()
+		}
+	}
+}
+
+// schedule puts r, whose mailbox has just become runnable, at the tail of the run queue.
+func (p *Pool) schedule(r runner) {
+	p.mu.Lock()
+	if !p.stopped.Load() {
+		p.queue.push(r)
+		if p.asleep > 0 {
+			p.asleep--
+			p.wake.Signal()
+		}
+	}
+	p.mu.Unlock()
+}
+
+// work is a worker: it takes the mailbox at the head of the run queue, runs its turn and, if
+// the mailbox has work left, puts it back at the tail, in the same critical section as it
+// takes the next one.
+func (p *Pool) work() {
+	returned := false
+	defer func() {
+		if !returned {
+			// A handler called runtime.Goexit, which cannot be stopped: the mailbox has
+			// already handed its turn back (see Mailbox.call); put a new worker in place of
+			// this one.
+			go p.work()
+		}
+	}()
+	p.mu.Lock()
+	for {
+		for p.queue.n == 0 && !p.stopped.Load() {
+			p.asleep++
+			p.wake.Wait()
+		}
+		if p.stopped.Load() {
+			p.live--
+			if p.live == 0 {
+				close(p.exited)
+			}
+			p.mu.Unlock()
+			returned = true
+			return
+		}
+		r := p.queue.pop()
+		p.mu.Unlock()
+		more := r.run(p.throughput)
+		p.mu.Lock()
+		if more && !p.stopped.Load() {
+			p.queue.push(r)
+		}
+	}
+}
