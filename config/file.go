@@ -1,6 +1,9 @@
 package config
 
 import (
+	"time"
+
+	"github.com/shardmesh/shardmesh/allocation"
 	"github.com/shardmesh/shardmesh/membership"
 )
 
@@ -42,11 +45,40 @@ type Node struct {
 	LogFormat string
 }
 
-// Sharding holds the sharding settings (akka.cluster.sharding).
+// Sharding holds the sharding settings (akka.cluster.sharding), the defaults of every entity
+// type.
 type Sharding struct {
 	// NumberOfShards of the default extractor; equal on every member (number-of-shards).
 	// Default 1000.
 	NumberOfShards int
+	// Role: entities run on members with this role; others proxy (role). Default "".
+	Role string
+	// RetryInterval repeats unanswered registrations and home requests (retry-interval).
+	// Default 2 s.
+	RetryInterval time.Duration
+	// BufferSize bounds the messages a region buffers (buffer-size). Default 100000.
+	BufferSize int
+	// HandoffTimeout bounds a handoff (handoff-timeout). Default 60 s.
+	HandoffTimeout time.Duration
+	// ShardStartTimeout is how long a region has to confirm a new shard (shard-start-timeout).
+	// Default 10 s.
+	ShardStartTimeout time.Duration
+	// RebalanceInterval is how often the allocation strategy is asked to rebalance
+	// (rebalance-interval). Default 10 s.
+	RebalanceInterval time.Duration
+	// WaitingForStateTimeout is how often a recovering coordinator asks a member again
+	// (waiting-for-state-timeout). Default 2 s.
+	WaitingForStateTimeout time.Duration
+	// ShardRegionQueryTimeout bounds the answers to stats and region-state queries
+	// (shard-region-query-timeout). Default 3 s.
+	ShardRegionQueryTimeout time.Duration
+	// AllocationStrategy is least-shard (default) or consistent-hashing
+	// (allocation-strategy; a shardmesh key).
+	AllocationStrategy string
+	// LeastShard configures least-shard-allocation-strategy.
+	LeastShard allocation.LeastShardConfig
+	// ConsistentHashing configures consistent-hashing-allocation-strategy.
+	ConsistentHashing allocation.ConsistentHashingConfig
 }
 
 // Default returns the defaults of every key.
@@ -60,6 +92,18 @@ func Default() Config {
 			LogFormat:   "text",
 		},
 		Membership: membership.DefaultConfig(),
-		Sharding:   Sharding{NumberOfShards: 1000},
+		Sharding: Sharding{
+			NumberOfShards:          1000,
+			RetryInterval:           2 * time.Second,
+			BufferSize:              100000,
+			HandoffTimeout:          60 * time.Second,
+			ShardStartTimeout:       10 * time.Second,
+			RebalanceInterval:       10 * time.Second,
+			WaitingForStateTimeout:  2 * time.Second,
+			ShardRegionQueryTimeout: 3 * time.Second,
+			AllocationStrategy:      "least-shard",
+			LeastShard:              allocation.DefaultLeastShardConfig(),
+			ConsistentHashing:       allocation.DefaultConsistentHashingConfig(),
+		},
 	}
 }

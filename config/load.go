@@ -65,6 +65,12 @@ func Load(src Sources) (Config, error) {
 	if err := c.Membership.Validate(); err != nil {
 		return c, fmt.Errorf("cluster settings: %w", err)
 	}
+	if err := c.Sharding.LeastShard.Validate(); err != nil {
+		return c, fmt.Errorf("sharding settings: %w", err)
+	}
+	if err := c.Sharding.ConsistentHashing.Validate(); err != nil {
+		return c, fmt.Errorf("sharding settings: %w", err)
+	}
 	c.Membership.JoinChecks = map[string]string{
 		"sharding.number-of-shards": strconv.Itoa(c.Sharding.NumberOfShards),
 	}

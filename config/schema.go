@@ -172,6 +172,22 @@ var Schema = []Key{
 	stringKey("cluster.split-brain-resolver.keep-oldest.role", "count only members with this role (default all)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.Role }),
 
 	intKey("sharding.number-of-shards", "shards of the default extractor; must be equal on every member (default 1000)", 1, 1<<20, func(c *Config) *int { return &c.Sharding.NumberOfShards }),
+	stringKey("sharding.role", "entities run on members with this role; the others proxy (default: every member)", func(c *Config) *string { return &c.Sharding.Role }),
+	durationKey("sharding.retry-interval", "how often unanswered registrations and home requests are repeated (default 2s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Sharding.RetryInterval }),
+	intKey("sharding.buffer-size", "messages a region buffers while shard homes are unknown (default 100000)", 1, math.MaxInt32, func(c *Config) *int { return &c.Sharding.BufferSize }),
+	durationKey("sharding.handoff-timeout", "bound of a handoff; entities are stopped by force 5s before (default 60s)", time.Second, func(c *Config) *time.Duration { return &c.Sharding.HandoffTimeout }),
+	durationKey("sharding.shard-start-timeout", "how long a region has to confirm a new shard (default 10s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Sharding.ShardStartTimeout }),
+	durationKey("sharding.rebalance-interval", "how often the allocation strategy is asked to rebalance (default 10s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Sharding.RebalanceInterval }),
+	durationKey("sharding.waiting-for-state-timeout", "how often a recovering coordinator asks a member again (default 2s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Sharding.WaitingForStateTimeout }),
+	durationKey("sharding.shard-region-query-timeout", "bound of the answers to stats and region-state queries (default 3s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Sharding.ShardRegionQueryTimeout }),
+	enumKey("sharding.allocation-strategy", "how shards are placed (default least-shard)", func(c *Config) *string { return &c.Sharding.AllocationStrategy }, "least-shard", "consistent-hashing"),
+	intKey("sharding.least-shard-allocation-strategy.rebalance-absolute-limit", "most shards moved per rebalance round by the new algorithm; 0 selects the old one (default 0)", 0, math.MaxInt32, func(c *Config) *int { return &c.Sharding.LeastShard.RebalanceAbsoluteLimit }),
+	floatKey("sharding.least-shard-allocation-strategy.rebalance-relative-limit", "most shards moved per round by the new algorithm, as a fraction of all shards (default 0.1)", 0.000001, 1, func(c *Config) *float64 { return &c.Sharding.LeastShard.RebalanceRelativeLimit }),
+	intKey("sharding.least-shard-allocation-strategy.rebalance-threshold", "old algorithm: difference that starts a rebalance (default 1)", 1, math.MaxInt32, func(c *Config) *int { return &c.Sharding.LeastShard.RebalanceThreshold }),
+	intKey("sharding.least-shard-allocation-strategy.max-simultaneous-rebalance", "old algorithm: handoffs in progress at a time (default 3)", 1, math.MaxInt32, func(c *Config) *int { return &c.Sharding.LeastShard.MaxSimultaneousRebalance }),
+	boolKey("sharding.least-shard-allocation-strategy.skip-difference-of-one", "never move a shard for a difference of one, as Shardcake (default off)", func(c *Config) *bool { return &c.Sharding.LeastShard.SkipDifferenceOfOne }),
+	intKey("sharding.consistent-hashing-allocation-strategy.rebalance-limit", "most shards moved per round by consistent hashing; 0 for no limit (default 0)", 0, math.MaxInt32, func(c *Config) *int { return &c.Sharding.ConsistentHashing.RebalanceLimit }),
+	intKey("sharding.consistent-hashing-allocation-strategy.virtual-nodes-factor", "virtual nodes per member on the hash ring (default 100)", 1, 10000, func(c *Config) *int { return &c.Sharding.ConsistentHashing.VirtualNodes }),
 }
 
 // lookup finds the key at path.

@@ -14,13 +14,20 @@ import (
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/internal/mailbox"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
+	"github.com/shardmesh/shardmesh/region"
+	"github.com/shardmesh/shardmesh/shard"
 )
 
 // Protocol ids of the member-to-member protocols.
 const (
 	MemberProtocol = "/shardmesh/member/1"
+	CoordProtocol  = "/shardmesh/coord/1"
+	RegionProtocol = "/shardmesh/region/1"
 )
 
 // Config configures a member.
@@ -44,6 +51,11 @@ type Config struct {
 	MDNS bool
 	// Membership configures the membership machine.
 	Membership membership.Config
+	// Workers runs entities: how many goroutines (default 2 × GOMAXPROCS) and how many
+	// messages one entity handles before yielding (default 32).
+	Workers mailbox.Config
+	// ShutdownTimeout bounds the graceful handoff when leaving; default 30 s.
+	ShutdownTimeout time.Duration
 	// TickInterval is how often the machines are ticked; default 100 ms.
 	TickInterval time.Duration
 	// Logger receives the member's logs; default slog.Default().
@@ -61,13 +73,22 @@ type Node struct {
 	gossip *p2p.Topic
 	sub    *p2p.Subscription
 
-	m      *membership.Node // owned by the loop goroutine
-	inbox  chan inbound
-	cmds   chan func(now time.Time)
-	out    *outboxes
-	view   atomic.Pointer[View]
+	eng   *engine.Engine          // owned by the loop goroutine
+	types map[string]*typeRuntime // owned by the loop goroutine
+	specs sync.Map                // type name → *EntityType, for senders on any goroutine
+	pool  *mailbox.Pool
+	asks  *asks
+
+	inbox chan input
+	out   *outboxes
+	view  atomic.Pointer[View]
+
+	servingUntil atomic.Int64 // unix nanos: entities may run until then
+	servingMu    sync.Mutex
+	servingCh    chan struct{} // closed when serving may have started
+
 	subsMu sync.Mutex
-	subs   map[chan membership.Event]struct{}
+	subs   map[chan Event]struct{}
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -77,16 +98,34 @@ type Node struct {
 	wg       sync.WaitGroup
 }
 
-type inbound struct {
-	from membership.NodeID
-	msg  membership.Message
+// input is one thing for the loop goroutine to feed the engine.
+type input struct {
+	kind    inputKind
+	from    membership.NodeID
+	member  membership.Message
+	typ     string
+	coord   coordinator.Message
+	env     region.Envelope
+	command func(time.Time)
 }
+
+type inputKind uint8
+
+const (
+	inMember inputKind = iota
+	inCoord
+	inDeliver
+	inCommand
+)
 
 // Start opens the data directory, starts the libp2p host, and starts joining (or forming)
 // the cluster. It returns once the member listens; joining goes on in the background.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.TickInterval == 0 {
 		cfg.TickInterval = 100 * time.Millisecond
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
 	}
 	if cfg.ClusterName == "" {
 		cfg.ClusterName = "shardmesh"
@@ -95,6 +134,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Logger = slog.Default()
 	}
 	if err := cfg.Membership.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Workers.Validate(); err != nil {
 		return nil, err
 	}
 	dir, err := openDataDir(cfg.DataDir)
@@ -151,25 +193,34 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	pool, err := mailbox.NewPool(cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		cfg:    cfg,
-		log:    cfg.Logger.With("node", self.Node.Short()),
-		dir:    dir,
-		host:   host,
-		self:   self,
-		gossip: topic,
-		sub:    sub,
-		m:      membership.New(cfg.Membership, self, time.Now()),
-		inbox:  make(chan inbound, 4096),
-		cmds:   make(chan func(time.Time), 64),
-		subs:   map[chan membership.Event]struct{}{},
-		ctx:    nctx,
-		cancel: cancel,
-		done:   make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Logger.With("node", self.Node.Short()),
+		dir:       dir,
+		host:      host,
+		self:      self,
+		gossip:    topic,
+		sub:       sub,
+		eng:       engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout}, self, time.Now()),
+		types:     map[string]*typeRuntime{},
+		pool:      pool,
+		asks:      newAsks(),
+		inbox:     make(chan input, 65536),
+		subs:      map[chan Event]struct{}{},
+		servingCh: make(chan struct{}),
+		ctx:       nctx,
+		cancel:    cancel,
+		done:      make(chan struct{}),
 	}
 	n.out = newOutboxes(nctx, host, n.log)
 	host.Handle(MemberProtocol, n.handleMemberFrame)
+	host.Handle(CoordProtocol, n.handleCoordFrame)
+	host.Handle(RegionProtocol, n.handleRegionFrame)
 	n.publishView()
 	if err := dir.writeAddrs(addrs); err != nil {
 		cancel()
@@ -191,7 +242,7 @@ func (n *Node) ID() membership.NodeID { return n.self.Node }
 // Self returns this member as it introduced itself.
 func (n *Node) Self() membership.Member { return n.self }
 
-// Host returns the libp2p host, for the protocols layered on this member (admin, sharding).
+// Host returns the libp2p host, for the protocols layered on this member (admin).
 func (n *Node) Host() *p2p.Host { return n.host }
 
 // Done is closed when the member has stopped: it left, was downed or removed, or Close was
@@ -201,10 +252,105 @@ func (n *Node) Done() <-chan struct{} { return n.done }
 // StopReason says why the member stopped, or nil while it runs or when closed by Close.
 func (n *Node) StopReason() *membership.Stopped { return n.stopped.Load() }
 
-// Leave leaves the cluster gracefully and waits until the member is removed (or ctx ends).
+// RegisterType starts hosting an entity type on this member (or proxying it, on a member
+// without the type's role).
+func (n *Node) RegisterType(spec EntityType) error {
+	if spec.Name == "" || spec.New == nil || spec.Extractor == nil || spec.EncodeMessage == nil || spec.DecodeMessage == nil ||
+		spec.EncodeReply == nil || spec.DecodeReply == nil {
+		return fmt.Errorf("entity type %q: Name, New, Extractor and the codecs are required", spec.Name)
+	}
+	spec.Settings.Name = spec.Name
+	group, err := mailbox.NewGroup[*message](n.pool, mailbox.GroupConfig{})
+	if err != nil {
+		return err
+	}
+	res := make(chan error, 1)
+	n.command(func(now time.Time) {
+		if _, dup := n.types[spec.Name]; dup {
+			res <- fmt.Errorf("entity type %q is already registered", spec.Name)
+			return
+		}
+		if err := n.eng.AddType(now, spec.Settings); err != nil {
+			res <- err
+			return
+		}
+		n.types[spec.Name] = &typeRuntime{spec: spec, group: group, entities: map[shard.EntityID]*entity{}}
+		n.specs.Store(spec.Name, &n.types[spec.Name].spec)
+		res <- nil
+	})
+	select {
+	case err := <-res:
+		return err
+	case <-n.done:
+		return ErrStopped
+	}
+}
+
+// Tell sends msg to entity id of entity type typ, without waiting for it to be handled.
+func (n *Node) Tell(typ string, id string, msg any) error {
+	spec, err := n.spec(typ)
+	if err != nil {
+		return err
+	}
+	return n.deliver(spec, id, &message{value: msg})
+}
+
+// Ask sends msg to entity id of entity type typ and waits for its reply or ctx.
+func (n *Node) Ask(ctx context.Context, typ string, id string, msg any) (any, error) {
+	spec, err := n.spec(typ)
+	if err != nil {
+		return nil, err
+	}
+	p := n.asks.create()
+	m := &message{value: msg, ask: p}
+	if err := n.deliver(spec, id, m); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-p.result:
+		n.asks.forget(p)
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.encoded != nil {
+			return spec.DecodeReply(r.encoded)
+		}
+		return r.value, nil
+	case <-ctx.Done():
+		n.asks.forget(p)
+		return nil, fmt.Errorf("ask %s %s: %w", typ, id, ctx.Err())
+	case <-n.done:
+		return nil, ErrStopped
+	}
+}
+
+func (n *Node) spec(typ string) (*EntityType, error) {
+	v, ok := n.specs.Load(typ)
+	if !ok {
+		return nil, unknownType(typ)
+	}
+	return v.(*EntityType), nil
+}
+
+func (n *Node) deliver(spec *EntityType, id string, m *message) error {
+	if id == "" {
+		return errors.New("entity id is empty")
+	}
+	eid := shard.EntityID(id)
+	env := region.Envelope{Shard: spec.Extractor.ShardID(eid), Entity: eid, Payload: m}
+	select {
+	case n.inbox <- input{kind: inDeliver, typ: spec.Name, env: env}:
+		return nil
+	case <-n.done:
+		return ErrStopped
+	}
+}
+
+// Leave hands off every shard, leaves the cluster gracefully and waits until the member is
+// removed (or ctx ends).
 func (n *Node) Leave(ctx context.Context) error {
 	select {
-	case n.cmds <- func(now time.Time) { n.m.Leave(now) }:
+	case n.inbox <- input{kind: inCommand, command: func(now time.Time) { n.eng.Leave(now) }}:
 	case <-n.done:
 		return nil
 	case <-ctx.Done():
@@ -222,7 +368,7 @@ func (n *Node) Leave(ctx context.Context) error {
 func (n *Node) Down(ctx context.Context, node membership.NodeID) error {
 	res := make(chan bool, 1)
 	select {
-	case n.cmds <- func(now time.Time) { res <- n.m.Down(now, node) }:
+	case n.inbox <- input{kind: inCommand, command: func(now time.Time) { res <- n.eng.Down(now, node) }}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -237,25 +383,16 @@ func (n *Node) Down(ctx context.Context, node membership.NodeID) error {
 	}
 }
 
-// Subscribe returns a channel of membership events (buffered; a subscriber that falls
-// behind loses events, never blocks the member) and a function to unsubscribe.
-func (n *Node) Subscribe() (<-chan membership.Event, func()) {
-	ch := make(chan membership.Event, 256)
-	n.subsMu.Lock()
-	n.subs[ch] = struct{}{}
-	n.subsMu.Unlock()
-	return ch, func() {
-		n.subsMu.Lock()
-		delete(n.subs, ch)
-		n.subsMu.Unlock()
-	}
-}
-
 // Close stops the member at once, without leaving (as a crash would, but releasing the data
 // directory).
 func (n *Node) Close() error {
 	n.stop(nil)
 	n.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.pool.Close(ctx); err != nil {
+		n.log.Warn("entities still running at close", "err", err)
+	}
 	err := n.host.Close()
 	n.dir.close()
 	return err
@@ -268,10 +405,22 @@ func (n *Node) stop(reason *membership.Stopped) {
 		}
 		n.cancel()
 		close(n.done)
+		n.asks.failAll(ErrStopped)
+		n.servingMu.Lock()
+		close(n.servingCh)
+		n.servingMu.Unlock()
 	})
 }
 
-// loop is the one goroutine that owns the machine.
+// command runs fn on the loop goroutine.
+func (n *Node) command(fn func(time.Time)) {
+	select {
+	case n.inbox <- input{kind: inCommand, command: fn}:
+	case <-n.ctx.Done():
+	}
+}
+
+// loop is the one goroutine that owns the engine.
 func (n *Node) loop() {
 	defer n.wg.Done()
 	tick := time.NewTicker(n.cfg.TickInterval)
@@ -281,37 +430,112 @@ func (n *Node) loop() {
 		case <-n.ctx.Done():
 			return
 		case <-tick.C:
-			n.m.Tick(time.Now())
-			n.publishView() // convergence and reachability change without events
+			now := time.Now()
+			n.eng.Tick(now)
+			n.execute(now)
+			n.updateServing()
+			n.publishView()
 		case in := <-n.inbox:
-			n.m.Step(time.Now(), in.from, in.msg)
-		case cmd := <-n.cmds:
-			cmd(time.Now())
+			now := time.Now()
+			n.step(now, in)
+			// Drain what else is waiting before executing: one pass over many inputs.
+			for i := 0; i < 256; i++ {
+				select {
+				case in := <-n.inbox:
+					n.step(now, in)
+					continue
+				default:
+				}
+				break
+			}
+			n.execute(now)
 		}
-		n.execute(n.m.Ready())
 	}
 }
 
-// execute carries out what the machine asked for.
-func (n *Node) execute(rd membership.Ready) {
-	for _, env := range rd.Messages {
-		n.send(env)
-	}
-	if len(rd.Events) == 0 {
-		return
-	}
-	n.publishView()
-	for _, ev := range rd.Events {
-		n.logEvent(ev)
-		n.react(ev)
-		n.subsMu.Lock()
-		for ch := range n.subs {
-			select {
-			case ch <- ev:
-			default:
-			}
+func (n *Node) step(now time.Time, in input) {
+	switch in.kind {
+	case inMember:
+		n.eng.StepMembership(now, in.from, in.member)
+	case inCoord:
+		n.stepCoord(now, in)
+	case inDeliver:
+		if err := n.eng.Deliver(now, in.typ, in.env); err != nil {
+			n.reject(in.typ, in.env.Payload.(*message), err)
 		}
-		n.subsMu.Unlock()
+	case inCommand:
+		in.command(now)
+	}
+}
+
+// execute carries out what the engine asked for.
+func (n *Node) execute(now time.Time) {
+	for {
+		rd := n.eng.Ready()
+		if rd.Empty() {
+			return
+		}
+		for _, env := range rd.Membership {
+			n.sendMembership(env)
+		}
+		for _, c := range rd.Coordination {
+			n.sendCoord(c)
+		}
+		for _, f := range rd.Forwards {
+			n.forward(f)
+		}
+		for _, op := range rd.Entities {
+			n.applyEntityOp(now, op)
+		}
+		for _, r := range rd.Rejected {
+			n.reject(r.Type, r.Envelope.Payload.(*message), r.Err)
+		}
+		if len(rd.Members) > 0 || len(rd.Events) > 0 {
+			n.publishView()
+			n.updateServing()
+		}
+		for _, ev := range rd.Members {
+			n.logEvent(ev)
+			n.react(ev)
+			n.publish(ev)
+		}
+		for _, ev := range rd.Events {
+			n.logTypedEvent(ev)
+			n.publish(ev)
+		}
+	}
+}
+
+// updateServing publishes the lease deadline to the entity workers and wakes those waiting.
+func (n *Node) updateServing() {
+	until := n.eng.Membership().ServingUntil()
+	prev := n.servingUntil.Swap(until.UnixNano())
+	if until.After(time.Now()) && time.Unix(0, prev).Before(time.Now()) {
+		n.servingMu.Lock()
+		close(n.servingCh)
+		n.servingCh = make(chan struct{})
+		n.servingMu.Unlock()
+	}
+}
+
+// awaitServing blocks an entity worker until this member may serve; false when it stops.
+func (n *Node) awaitServing() bool {
+	for {
+		if time.Now().UnixNano() < n.servingUntil.Load() {
+			return true
+		}
+		n.servingMu.Lock()
+		ch := n.servingCh
+		n.servingMu.Unlock()
+		select {
+		case <-ch:
+		case <-n.ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+		if n.ctx.Err() != nil {
+			return false
+		}
 	}
 }
 
@@ -344,33 +568,6 @@ func (n *Node) react(ev membership.Event) {
 	}
 }
 
-func (n *Node) logEvent(ev membership.Event) {
-	switch e := ev.(type) {
-	case membership.MemberChanged:
-		n.log.Info("member "+e.Member.Status.String(), "member", e.Member.Node, "incarnation", e.Member.Incarnation, "up_number", e.Member.UpNumber, "roles", e.Member.Roles, "app_version", e.Member.AppVersion)
-	case membership.ReachabilityChanged:
-		if e.Reachable {
-			n.log.Info("member reachable again", "member", e.Node)
-		} else {
-			n.log.Warn("member unreachable", "member", e.Node)
-		}
-	case membership.LeaderChanged:
-		n.log.Info("leader changed", "leader", e.Leader)
-	case membership.Downed:
-		n.log.Warn("split-brain resolver decision", "downed", e.Nodes, "side", e.Side, "others", e.Others, "strategy", e.Strategy, "reason", e.Reason)
-	case membership.Suspended:
-		n.log.Warn("paused or cut off from the majority: serving nothing until a majority confirms this member")
-	case membership.Resumed:
-		n.log.Info("a majority confirmed this member; serving again")
-	case membership.Stopped:
-		level := slog.LevelError
-		if e.Reason == membership.StopLeft {
-			level = slog.LevelInfo
-		}
-		n.log.Log(context.Background(), level, "member stopped: "+e.Detail, "reason", e.Reason.String())
-	}
-}
-
 // join dials the seeds in the background and asks the machine to join through each one that
 // answers; with no seeds (or only this member itself) it forms a new cluster.
 func (n *Node) join() {
@@ -388,7 +585,7 @@ func (n *Node) join() {
 	}
 	if len(seeds) == 0 {
 		n.log.Info("no seed to join: forming a new cluster")
-		n.command(func(now time.Time) { n.m.FormCluster(now) })
+		n.command(func(now time.Time) { n.eng.FormCluster(now) })
 		return
 	}
 	for _, seed := range seeds {
@@ -409,7 +606,7 @@ func (n *Node) dialSeed(seed multiaddr.Multiaddr) {
 		id, err := n.host.Connect(ctx, seed)
 		cancel()
 		if err == nil {
-			n.command(func(now time.Time) { n.m.JoinVia(now, membership.NodeID(id.String())) })
+			n.command(func(now time.Time) { n.eng.JoinVia(now, membership.NodeID(id.String())) })
 			return
 		}
 		if n.ctx.Err() != nil {
@@ -450,17 +647,9 @@ func (n *Node) discover() {
 			cancel()
 			if err == nil {
 				id := membership.NodeID(info.ID.String())
-				n.command(func(now time.Time) { n.m.JoinVia(now, id) })
+				n.command(func(now time.Time) { n.eng.JoinVia(now, id) })
 			}
 		}
-	}
-}
-
-// command runs fn on the loop goroutine.
-func (n *Node) command(fn func(time.Time)) {
-	select {
-	case n.cmds <- fn:
-	case <-n.ctx.Done():
 	}
 }
 
@@ -480,13 +669,14 @@ type View struct {
 func (n *Node) View() *View { return n.view.Load() }
 
 func (n *Node) publishView() {
-	v := &View{Self: n.self.Node, Joined: n.m.Joined(), Members: n.m.Members(), Leader: n.m.Leader(), Converged: n.m.Convergence()}
-	if o, ok := n.m.Oldest(""); ok {
+	m := n.eng.Membership()
+	v := &View{Self: n.self.Node, Joined: m.Joined(), Members: m.Members(), Leader: m.Leader(), Converged: m.Convergence()}
+	if o, ok := m.Oldest(""); ok {
 		v.Oldest = o.Node
 	}
-	for _, m := range v.Members {
-		if n.m.Unreachable(m.Node) {
-			v.Unreachable = append(v.Unreachable, m.Node)
+	for _, mem := range v.Members {
+		if m.Unreachable(mem.Node) {
+			v.Unreachable = append(v.Unreachable, mem.Node)
 		}
 	}
 	slices.Sort(v.Unreachable)

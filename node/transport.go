@@ -2,15 +2,19 @@ package node
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
+	"github.com/shardmesh/shardmesh/region"
+	"github.com/shardmesh/shardmesh/shard"
 	"github.com/shardmesh/shardmesh/wire"
 )
 
@@ -21,11 +25,59 @@ func (n *Node) handleMemberFrame(from peer.ID, frame []byte) error {
 	if err != nil {
 		return err
 	}
-	n.deliver(membership.NodeID(from.String()), msg)
+	n.enqueue(input{kind: inMember, from: membership.NodeID(from.String()), member: msg})
 	return nil
 }
 
-// receiveGossip feeds the membership topic to the machine; the authenticated origin of each
+// handleCoordFrame decodes a coordination frame.
+func (n *Node) handleCoordFrame(from peer.ID, frame []byte) error {
+	typ, msg, err := wire.DecodeCoord(frame)
+	if err != nil {
+		return err
+	}
+	n.enqueue(input{kind: inCoord, from: membership.NodeID(from.String()), typ: typ, coord: msg})
+	return nil
+}
+
+// handleRegionFrame takes a message forwarded by another member's region, or a reply to one
+// of this member's asks. The frame is reused after return: what is kept is copied.
+func (n *Node) handleRegionFrame(from peer.ID, frame []byte) error {
+	var d wire.Deliver
+	var r wire.Reply
+	kind, err := wire.DecodeRegion(frame, &d, &r)
+	if err != nil {
+		return err
+	}
+	if kind == wire.KindReply {
+		if p := n.asks.take(r.AskID); p != nil {
+			if len(r.Err) > 0 {
+				p.resolve(askResult{err: &RemoteError{Message: string(r.Err)}})
+			} else {
+				p.resolve(askResult{encoded: append([]byte(nil), r.Payload...)})
+			}
+		}
+		return nil
+	}
+	typ := string(d.Type)
+	m := &message{encoded: append([]byte(nil), d.Payload...), askID: d.AskID}
+	if d.AskID != 0 {
+		m.replyTo = membership.NodeID(d.ReplyTo)
+	}
+	env := region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops}
+	n.enqueue(input{kind: inDeliver, typ: typ, env: env})
+	return nil
+}
+
+// enqueue hands an input from a network goroutine to the loop. Backpressure: a full inbox
+// blocks the stream's reader, which slows its sender, rather than dropping.
+func (n *Node) enqueue(in input) {
+	select {
+	case n.inbox <- in:
+	case <-n.ctx.Done():
+	}
+}
+
+// receiveGossip feeds the membership topic to the engine; the authenticated origin of each
 // message is its sender.
 func (n *Node) receiveGossip() {
 	defer n.wg.Done()
@@ -39,23 +91,16 @@ func (n *Node) receiveGossip() {
 			n.log.Warn("dropped a malformed gossip message", "from", m.From, "err", err)
 			continue
 		}
-		n.deliver(membership.NodeID(m.From.String()), msg)
+		n.enqueue(input{kind: inMember, from: membership.NodeID(m.From.String()), member: msg})
 	}
 }
 
-func (n *Node) deliver(from membership.NodeID, msg membership.Message) {
-	select {
-	case n.inbox <- inbound{from: from, msg: msg}:
-	case <-n.ctx.Done():
-	default:
-		// The loop is far behind; membership messages are repeated (heartbeats, gossip), so
-		// dropping one costs only time.
-		n.log.Warn("membership inbox full: dropped a message", "from", from)
-	}
+func (n *Node) stepCoord(now time.Time, in input) {
+	n.eng.StepCoordination(now, in.from, in.typ, in.coord)
 }
 
-// send publishes a broadcast on the membership topic or queues a direct frame.
-func (n *Node) send(env membership.Envelope) {
+// sendMembership publishes a broadcast on the membership topic or queues a direct frame.
+func (n *Node) sendMembership(env membership.Envelope) {
 	frame := wire.AppendMembership(nil, env.Msg)
 	if env.To == "" {
 		go func() {
@@ -67,45 +112,100 @@ func (n *Node) send(env membership.Envelope) {
 		}()
 		return
 	}
-	id, err := peer.Decode(string(env.To))
+	n.out.send(env.To, MemberProtocol, frame, nil)
+}
+
+func (n *Node) sendCoord(c engine.Coordination) {
+	n.out.send(c.To, CoordProtocol, wire.AppendCoord(nil, c.Type, c.Msg), nil)
+}
+
+// forward sends a message to its shard's home on another member. Encoding happens on the
+// outbox's goroutine, off the loop.
+func (n *Node) forward(f engine.Forward) {
+	m := f.Envelope.Payload.(*message)
+	t := n.types[f.Type]
+	env := f.Envelope
+	n.out.send(f.To, RegionProtocol, nil, func() ([]byte, error) {
+		if m.encoded == nil {
+			b, err := t.spec.EncodeMessage(m.value)
+			if err != nil {
+				n.reject(f.Type, m, err)
+				return nil, err
+			}
+			m.encoded = b
+		}
+		d := wire.Deliver{Type: []byte(f.Type), Shard: []byte(env.Shard), Entity: []byte(env.Entity), Payload: m.encoded, Hops: env.Hops}
+		if m.ask != nil {
+			n.asks.track(m.ask)
+			d.AskID, d.ReplyTo = m.ask.id, []byte(n.self.Node)
+		} else if m.askID != 0 {
+			d.AskID, d.ReplyTo = m.askID, []byte(m.replyTo)
+		}
+		return wire.AppendDeliver(nil, &d), nil
+	}, func(err error) { n.reject(f.Type, m, err) })
+}
+
+// sendReply answers an ask from another member.
+func (n *Node) sendReply(to membership.NodeID, askID uint64, payload []byte, err error) {
+	r := wire.Reply{AskID: askID, Payload: payload}
 	if err != nil {
-		n.log.Warn("message to an invalid peer id dropped", "to", env.To)
-		return
+		r.Err = []byte(err.Error())
 	}
-	n.out.send(id, frame)
+	n.out.send(to, RegionProtocol, wire.AppendReply(nil, &r), nil)
 }
 
 // outboxes holds one sending goroutine per peer, so a slow dial to one peer never delays the
-// loop or another peer.
+// loop or another peer, and frames to one peer keep their order across protocols.
 type outboxes struct {
 	ctx  context.Context
 	host *p2p.Host
 	log  *slog.Logger
 	mu   sync.Mutex
-	by   map[peer.ID]chan []byte
+	by   map[membership.NodeID]chan outgoing
+}
+
+// outgoing is a frame to send, or a function that encodes one on the outbox's goroutine
+// (and fail, called with the error if it cannot be sent).
+type outgoing struct {
+	proto  protocol.ID
+	frame  []byte
+	encode func() ([]byte, error)
+	fail   func(error)
 }
 
 func newOutboxes(ctx context.Context, host *p2p.Host, log *slog.Logger) *outboxes {
-	return &outboxes{ctx: ctx, host: host, log: log, by: map[peer.ID]chan []byte{}}
+	return &outboxes{ctx: ctx, host: host, log: log, by: map[membership.NodeID]chan outgoing{}}
 }
 
-func (o *outboxes) box(id peer.ID) chan []byte {
+// errOutboxFull: more frames wait for a peer than the outbox holds.
+var errOutboxFull = errors.New("too many messages waiting for that member")
+
+func (o *outboxes) send(to membership.NodeID, proto protocol.ID, frame []byte, encode func() ([]byte, error), fail ...func(error)) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	ch := o.by[id]
+	ch := o.by[to]
 	if ch == nil {
-		ch = make(chan []byte, 1024)
-		o.by[id] = ch
+		id, err := peer.Decode(string(to))
+		if err != nil {
+			o.mu.Unlock()
+			o.log.Warn("message to an invalid peer id dropped", "to", to)
+			return
+		}
+		ch = make(chan outgoing, 65536)
+		o.by[to] = ch
 		go o.run(id, ch)
 	}
-	return ch
-}
-
-func (o *outboxes) send(id peer.ID, frame []byte) {
+	o.mu.Unlock()
+	out := outgoing{proto: proto, frame: frame, encode: encode}
+	if len(fail) > 0 {
+		out.fail = fail[0]
+	}
 	select {
-	case o.box(id) <- frame:
+	case ch <- out:
 	default:
-		o.log.Debug("outbox full: dropped a membership message", "to", id)
+		if out.fail != nil {
+			out.fail(errOutboxFull)
+		}
+		o.log.Debug("outbox full: dropped a message", "to", to, "protocol", proto)
 	}
 }
 
@@ -120,17 +220,27 @@ func (o *outboxes) connect(id peer.ID) {
 	}()
 }
 
-func (o *outboxes) run(id peer.ID, ch chan []byte) {
+func (o *outboxes) run(id peer.ID, ch chan outgoing) {
 	for {
 		select {
 		case <-o.ctx.Done():
 			return
-		case frame := <-ch:
+		case out := <-ch:
+			frame := out.frame
+			if out.encode != nil {
+				var err error
+				if frame, err = out.encode(); err != nil {
+					continue // encode reported it
+				}
+			}
 			ctx, cancel := context.WithTimeout(o.ctx, 5*time.Second)
-			err := o.host.Send(ctx, id, MemberProtocol, frame)
+			err := o.host.Send(ctx, id, out.proto, frame)
 			cancel()
 			if err != nil && o.ctx.Err() == nil {
-				o.log.Debug("membership message not sent", "to", id, "err", fmt.Sprint(err))
+				if out.fail != nil {
+					out.fail(err)
+				}
+				o.log.Debug("message not sent", "to", id, "protocol", out.proto, "err", err)
 			}
 		}
 	}

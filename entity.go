@@ -1,0 +1,218 @@
+package shardmesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/shardmesh/shardmesh/allocation"
+	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/region"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// EntityTypeKey names an entity type and fixes its message type M and reply type R.
+type EntityTypeKey[M, R any] struct{ name string }
+
+// NewEntityTypeKey returns the key of entity type name.
+func NewEntityTypeKey[M, R any](name string) EntityTypeKey[M, R] { return EntityTypeKey[M, R]{name: name} }
+
+// Name returns the entity type's name.
+func (k EntityTypeKey[M, R]) Name() string { return k.name }
+
+// Behavior handles an entity's messages, one at a time. The returned reply (or error) goes
+// to the asker of an Ask; for a Tell it is dropped.
+type Behavior[M, R any] interface {
+	Receive(ctx *Context, msg M) (R, error)
+}
+
+// BehaviorFunc adapts a function to a Behavior.
+type BehaviorFunc[M, R any] func(ctx *Context, msg M) (R, error)
+
+// Receive calls f.
+func (f BehaviorFunc[M, R]) Receive(ctx *Context, msg M) (R, error) { return f(ctx, msg) }
+
+// Context is what an entity knows of itself, given to its factory and to every Receive.
+type Context struct{ c *node.EntityContext }
+
+// EntityID returns the entity's id.
+func (c *Context) EntityID() string { return string(c.c.Entity) }
+
+// ShardID returns the id of the entity's shard.
+func (c *Context) ShardID() string { return string(c.c.Shard) }
+
+// TypeName returns the entity type's name.
+func (c *Context) TypeName() string { return c.c.Type }
+
+// Passivate asks sharding to stop this entity: it gets its stop message, and messages that
+// arrive meanwhile are buffered and delivered to its next incarnation.
+func (c *Context) Passivate() { c.c.Passivate() }
+
+// Stop stops this incarnation after the current message (the answer to the stop message).
+func (c *Context) Stop() { c.c.Stop() }
+
+// Entity describes an entity type.
+type Entity[M, R any] struct {
+	// Key names the type. Required.
+	Key EntityTypeKey[M, R]
+	// New creates an entity's behaviour when an incarnation handles its first message.
+	// Required.
+	New func(ctx *Context) Behavior[M, R]
+	// MessageCodec and ReplyCodec carry messages and replies to other members. Required.
+	MessageCodec Codec[M]
+	ReplyCodec   Codec[R]
+	// StopMessage, when set, is what an entity receives when it must stop (handoff,
+	// passivation); it answers by calling Context.Stop. When nil, entities are stopped
+	// without a message.
+	StopMessage *M
+	// Role overrides sharding.role for this type.
+	Role string
+	// Extractor maps entity ids to shards. Default: Akka's HashCodeMessageExtractor over
+	// sharding.number-of-shards.
+	Extractor shard.Extractor
+	// Strategy overrides the configured allocation strategy for this type.
+	Strategy allocation.Strategy
+}
+
+// Region is a registered entity type on this member: the way to its entities.
+type Region[M, R any] struct {
+	s    *System
+	key  EntityTypeKey[M, R]
+	spec *node.EntityType
+}
+
+// ShardingEnvelope addresses a message to an entity, as Akka's ShardingEnvelope.
+type ShardingEnvelope[M any] struct {
+	EntityID string
+	Message  M
+}
+
+// Init registers an entity type on this member: its region starts and registers with the
+// type's coordinator. Members without the type's role run a proxy that routes but hosts
+// nothing.
+func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
+	if e.Key.name == "" {
+		return nil, errors.New("entity type key without a name")
+	}
+	if e.New == nil || e.MessageCodec == nil || e.ReplyCodec == nil {
+		return nil, fmt.Errorf("entity type %q: New, MessageCodec and ReplyCodec are required", e.Key.name)
+	}
+	settings, err := typeConfig(s.cfg.Sharding, e.Key.name, e.Role, e.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	extractor := e.Extractor
+	if extractor == nil {
+		if extractor, err = shard.NewHashCodeExtractor(s.cfg.Sharding.NumberOfShards); err != nil {
+			return nil, err
+		}
+	}
+	spec := node.EntityType{
+		Name:      e.Key.name,
+		Settings:  settings,
+		Extractor: extractor,
+		New: func(c *node.EntityContext) node.Behavior {
+			return untyped[M, R]{b: e.New(&Context{c: c})}
+		},
+		EncodeMessage: func(v any) ([]byte, error) { return e.MessageCodec.Marshal(v.(M)) },
+		DecodeMessage: func(b []byte) (any, error) { return e.MessageCodec.Unmarshal(b) },
+		EncodeReply:   func(v any) ([]byte, error) { return e.ReplyCodec.Marshal(v.(R)) },
+		DecodeReply:   func(b []byte) (any, error) { return e.ReplyCodec.Unmarshal(b) },
+	}
+	if e.StopMessage != nil {
+		stop := *e.StopMessage
+		spec.StopMessage = func() any { return stop }
+	}
+	if err := s.node.RegisterType(spec); err != nil {
+		return nil, err
+	}
+	return &Region[M, R]{s: s, key: e.Key, spec: &spec}, nil
+}
+
+// untyped adapts a typed Behavior to the runtime's.
+type untyped[M, R any] struct{ b Behavior[M, R] }
+
+func (u untyped[M, R]) Receive(c *node.EntityContext, msg any) (any, error) {
+	return u.b.Receive(&Context{c: c}, msg.(M))
+}
+
+// typeConfig builds an entity type's settings from the sharding configuration.
+func typeConfig(sc config.Sharding, name, role string, strategy allocation.Strategy) (engine.TypeConfig, error) {
+	if role == "" {
+		role = sc.Role
+	}
+	if strategy == nil {
+		var err error
+		switch sc.AllocationStrategy {
+		case "consistent-hashing":
+			strategy, err = allocation.NewConsistentHashing(sc.ConsistentHashing)
+		default:
+			strategy, err = allocation.NewLeastShard(sc.LeastShard)
+		}
+		if err != nil {
+			return engine.TypeConfig{}, err
+		}
+	}
+	cc := coordinator.DefaultConfig(name)
+	cc.Role = role
+	cc.RebalanceInterval = sc.RebalanceInterval
+	cc.HandoffTimeout = sc.HandoffTimeout
+	cc.ShardStartTimeout = sc.ShardStartTimeout
+	cc.RecoveryTimeout = sc.WaitingForStateTimeout
+	cc.Strategy = strategy
+	rc := region.DefaultConfig(name)
+	rc.Role = role
+	rc.BufferSize = sc.BufferSize
+	rc.RetryInterval = sc.RetryInterval
+	return engine.TypeConfig{Name: name, Coordinator: cc, Region: rc, Shard: shard.Config{HandoffTimeout: sc.HandoffTimeout}}, nil
+}
+
+// EntityRefFor returns a reference to entity id.
+func (r *Region[M, R]) EntityRefFor(id string) EntityRef[M, R] {
+	return EntityRef[M, R]{s: r.s, typ: r.key.name, id: id}
+}
+
+// Tell sends an enveloped message, as to Akka's shard region.
+func (r *Region[M, R]) Tell(env ShardingEnvelope[M]) error {
+	return r.s.node.Tell(r.key.name, env.EntityID, env.Message)
+}
+
+// EntityRefFor returns a reference to entity id of the type key names, registered on s.
+func EntityRefFor[M, R any](s *System, key EntityTypeKey[M, R], id string) EntityRef[M, R] {
+	return EntityRef[M, R]{s: s, typ: key.name, id: id}
+}
+
+// EntityRef addresses one entity wherever it lives.
+type EntityRef[M, R any] struct {
+	s   *System
+	typ string
+	id  string
+}
+
+// EntityID returns the entity's id.
+func (r EntityRef[M, R]) EntityID() string { return r.id }
+
+// Tell sends msg to the entity without waiting. Messages from one sender to one entity
+// arrive in order. An error means the message was not accepted (unknown type, member
+// stopped); delivery itself is at most once.
+func (r EntityRef[M, R]) Tell(msg M) error { return r.s.node.Tell(r.typ, r.id, msg) }
+
+// Ask sends msg to the entity and waits for its reply, its error, or ctx.
+func (r EntityRef[M, R]) Ask(ctx context.Context, msg M) (R, error) {
+	var zero R
+	v, err := r.s.node.Ask(ctx, r.typ, r.id, msg)
+	if err != nil {
+		return zero, err
+	}
+	if v == nil {
+		return zero, nil
+	}
+	reply, ok := v.(R)
+	if !ok {
+		return zero, fmt.Errorf("ask %s %s: the reply is a %T, not a %T", r.typ, r.id, v, zero)
+	}
+	return reply, nil
+}

@@ -1,0 +1,70 @@
+package node
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// pendingAsk waits for one reply.
+type pendingAsk struct {
+	id     uint64
+	result chan askResult // buffered 1: whoever answers first, never blocks
+	once   sync.Once
+}
+
+type askResult struct {
+	value   any
+	encoded []byte // a reply from another member, to decode with the type's reply codec
+	err     error
+}
+
+func (a *pendingAsk) resolve(r askResult) {
+	a.once.Do(func() { a.result <- r })
+}
+
+// asks tracks the asks of this member that wait for a reply from another member.
+type asks struct {
+	next    atomic.Uint64
+	mu      sync.Mutex
+	pending map[uint64]*pendingAsk
+}
+
+func newAsks() *asks { return &asks{pending: map[uint64]*pendingAsk{}} }
+
+func (a *asks) create() *pendingAsk {
+	return &pendingAsk{id: a.next.Add(1), result: make(chan askResult, 1)}
+}
+
+// track registers p to be answered by a Reply frame.
+func (a *asks) track(p *pendingAsk) {
+	a.mu.Lock()
+	a.pending[p.id] = p
+	a.mu.Unlock()
+}
+
+// take removes and returns the ask with id.
+func (a *asks) take(id uint64) *pendingAsk {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.pending[id]
+	delete(a.pending, id)
+	return p
+}
+
+// forget removes an ask that timed out.
+func (a *asks) forget(p *pendingAsk) {
+	a.mu.Lock()
+	delete(a.pending, p.id)
+	a.mu.Unlock()
+}
+
+// failAll answers every pending ask with err (the member stops).
+func (a *asks) failAll(err error) {
+	a.mu.Lock()
+	pending := a.pending
+	a.pending = map[uint64]*pendingAsk{}
+	a.mu.Unlock()
+	for _, p := range pending {
+		p.resolve(askResult{err: err})
+	}
+}

@@ -1,0 +1,90 @@
+package node
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/membership"
+)
+
+// Event is a membership event (membership.Event) or an entity type's event
+// (engine.TypedEvent), as subscribers receive them.
+type Event any
+
+// Subscribe returns a channel of events (buffered; a subscriber that falls behind loses
+// events, never blocks the member) and a function to unsubscribe.
+func (n *Node) Subscribe() (<-chan Event, func()) {
+	ch := make(chan Event, 1024)
+	n.subsMu.Lock()
+	n.subs[ch] = struct{}{}
+	n.subsMu.Unlock()
+	return ch, func() {
+		n.subsMu.Lock()
+		delete(n.subs, ch)
+		n.subsMu.Unlock()
+	}
+}
+
+func (n *Node) publish(ev Event) {
+	n.subsMu.Lock()
+	defer n.subsMu.Unlock()
+	for ch := range n.subs {
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+}
+
+func (n *Node) logEvent(ev membership.Event) {
+	switch e := ev.(type) {
+	case membership.MemberChanged:
+		n.log.Info("member "+e.Member.Status.String(), "member", e.Member.Node, "incarnation", e.Member.Incarnation, "up_number", e.Member.UpNumber, "roles", e.Member.Roles, "app_version", e.Member.AppVersion)
+	case membership.ReachabilityChanged:
+		if e.Reachable {
+			n.log.Info("member reachable again", "member", e.Node)
+		} else {
+			n.log.Warn("member unreachable", "member", e.Node)
+		}
+	case membership.LeaderChanged:
+		n.log.Info("leader changed", "leader", e.Leader)
+	case membership.Downed:
+		n.log.Warn("split-brain resolver decision", "downed", e.Nodes, "side", e.Side, "others", e.Others, "strategy", e.Strategy, "reason", e.Reason)
+	case membership.Suspended:
+		n.log.Warn("paused: serving nothing until a majority confirms this member")
+	case membership.Resumed:
+		n.log.Info("a majority confirmed this member; serving again")
+	case membership.Stopped:
+		level := slog.LevelError
+		if e.Reason == membership.StopLeft {
+			level = slog.LevelInfo
+		}
+		n.log.Log(context.Background(), level, "member stopped: "+e.Detail, "reason", e.Reason.String())
+	}
+}
+
+func (n *Node) logTypedEvent(ev engine.TypedEvent) {
+	log := n.log.With("type", ev.Type)
+	switch e := ev.Event.(type) {
+	case engine.CoordinatorStarted:
+		log.Info("coordinator started here", "term", e.Term)
+	case engine.CoordinatorStopped:
+		log.Info("coordinator stopped here", "term", e.Term)
+	case coordinator.Recovered:
+		log.Info("coordinator recovered", "term", e.Term, "regions", e.Regions, "shards", e.Shards, "took", e.Took)
+	case coordinator.RegionTerminated:
+		log.Info("region terminated; its shards are free", "region", e.Region, "shards", len(e.Shards))
+	case coordinator.HandoffStarted:
+		log.Debug("handoff started", "shard", e.Shard, "from", e.From, "epoch", e.Epoch.String(), "cause", e.Cause)
+	case coordinator.HandoffCompleted:
+		log.Debug("handoff completed", "shard", e.Shard, "from", e.From, "epoch", e.Epoch.String(), "took", e.Took)
+	case coordinator.HandoffFailed:
+		log.Warn("handoff failed: the shard stays", "shard", e.Shard, "epoch", e.Epoch.String(), "phase", e.Phase.String(), "waiting_for", e.Waiting)
+	case coordinator.RebalanceRound:
+		log.Info("rebalancing", "shards", len(e.Shards))
+	case engine.ShutdownComplete:
+		log.Info("every shard handed off")
+	}
+}

@@ -1,0 +1,87 @@
+package node
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// ShardState is one local shard and its live entities.
+type ShardState struct {
+	Shard    shard.ID
+	Entities []shard.EntityID
+	Stopping bool
+}
+
+// RegionState returns the shards of entity type typ hosted here and their live entities
+// (Akka's GetShardRegionState).
+func (n *Node) RegionState(ctx context.Context, typ string) ([]ShardState, error) {
+	res := make(chan []ShardState, 1)
+	errc := make(chan error, 1)
+	n.command(func(time.Time) {
+		r := n.eng.Region(typ)
+		if r == nil {
+			errc <- unknownType(typ)
+			return
+		}
+		var out []ShardState
+		for id, stopping := range r.LocalShards() {
+			st := ShardState{Shard: id, Stopping: stopping}
+			if sh := n.eng.Shards(typ)[id]; sh != nil {
+				for e := range sh.Entities() {
+					st.Entities = append(st.Entities, e)
+				}
+				slices.Sort(st.Entities)
+			}
+			out = append(out, st)
+		}
+		slices.SortFunc(out, func(a, b ShardState) int { return compareShardIDs(a.Shard, b.Shard) })
+		res <- out
+	})
+	select {
+	case r := <-res:
+		return r, nil
+	case err := <-errc:
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-n.done:
+		return nil, ErrStopped
+	}
+}
+
+// TypeNames returns the entity types registered on this member, sorted.
+func (n *Node) TypeNames() []string {
+	var names []string
+	n.specs.Range(func(k, _ any) bool {
+		names = append(names, k.(string))
+		return true
+	})
+	slices.Sort(names)
+	return names
+}
+
+// compareShardIDs orders numeric shard ids numerically, others as strings.
+func compareShardIDs(a, b shard.ID) int {
+	if len(a) != len(b) && isDigits(a) && isDigits(b) {
+		return len(a) - len(b)
+	}
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
+}
+
+func isDigits(s shard.ID) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return len(s) > 0
+}

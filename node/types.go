@@ -1,0 +1,89 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// EntityType is an entity type as the runtime runs it. The typed public API (package
+// shardmesh) builds one from an Entity[M, R]; messages and replies are opaque values here,
+// encoded only when they cross to another member.
+type EntityType struct {
+	// Name is the entity type key's name.
+	Name string
+	// Settings configure the type's coordinator, region and shards.
+	Settings engine.TypeConfig
+	// Extractor maps entity ids to shards.
+	Extractor shard.Extractor
+	// New creates an entity's behaviour when its incarnation handles its first message.
+	New func(ctx *EntityContext) Behavior
+	// EncodeMessage and DecodeMessage carry messages to other members.
+	EncodeMessage func(any) ([]byte, error)
+	DecodeMessage func([]byte) (any, error)
+	// EncodeReply and DecodeReply carry replies to asks.
+	EncodeReply func(any) ([]byte, error)
+	DecodeReply func([]byte) (any, error)
+	// StopMessage, when set, returns the message an entity gets when it must stop (handoff,
+	// passivation); the entity answers it by calling EntityContext.Stop. When nil the entity
+	// is stopped without a message.
+	StopMessage func() any
+}
+
+// Behavior is an entity incarnation's message handler. It runs one message at a time.
+type Behavior interface {
+	// Receive handles one message. For an ask, reply (or err) goes back to the asker; for a
+	// tell both are dropped.
+	Receive(ctx *EntityContext, msg any) (reply any, err error)
+}
+
+// EntityContext is what an entity knows of itself.
+type EntityContext struct {
+	Type   string
+	Shard  shard.ID
+	Entity shard.EntityID
+	// Node is the member the incarnation runs on.
+	Node membership.NodeID
+
+	e *entity
+}
+
+// Passivate asks sharding to stop this entity: it gets its stop message, and messages that
+// arrive meanwhile wait for its next incarnation.
+func (c *EntityContext) Passivate() { c.e.passivate() }
+
+// Stop stops this incarnation once the current message is handled (the answer to the stop
+// message). Messages still queued go to the next incarnation.
+func (c *EntityContext) Stop() { c.e.stopAfterTurn = true }
+
+// Errors of sending to entities.
+var (
+	// ErrUnknownType: no entity type of that name is registered on this member.
+	ErrUnknownType = errors.New("unknown entity type")
+	// ErrStopped: the member has stopped.
+	ErrStopped = errors.New("member stopped")
+	// ErrEntityFailed: the entity panicked while handling the message.
+	ErrEntityFailed = errors.New("entity failed")
+)
+
+// RemoteError is an error an entity on another member returned for an ask.
+type RemoteError struct{ Message string }
+
+func (e *RemoteError) Error() string { return e.Message }
+
+// message is the payload of a region.Envelope in this runtime.
+type message struct {
+	value   any    // the Go value (nil when it came encoded from another member)
+	encoded []byte // the encoded value (set once it crossed, or was encoded to cross)
+	ask     *pendingAsk
+	askID   uint64            // an ask from another member
+	replyTo membership.NodeID // that member
+	stop    bool              // the stop signal (never routed, only in mailboxes)
+}
+
+func (m *message) isAsk() bool { return m.ask != nil || m.askID != 0 }
+
+func unknownType(name string) error { return fmt.Errorf("%w %q", ErrUnknownType, name) }

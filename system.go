@@ -1,0 +1,105 @@
+package shardmesh
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/pnet"
+
+	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/p2p"
+)
+
+// System is a running member: the handle to register entity types on and to send from.
+type System struct {
+	cfg  config.Config
+	node *node.Node
+}
+
+// Option adjusts how Start runs the member.
+type Option func(*node.Config)
+
+// WithLogger sends the member's logs to l.
+func WithLogger(l *slog.Logger) Option { return func(c *node.Config) { c.Logger = l } }
+
+// Start starts a member with cfg (config.Default() with at least Node.DataDir, or
+// config.Load). It returns once the member listens; it joins (or forms) the cluster in the
+// background.
+func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, error) {
+	var psk pnet.PSK
+	if cfg.Node.ClusterKey != "" {
+		var err error
+		if psk, err = p2p.LoadClusterKey(cfg.Node.ClusterKey); err != nil {
+			return nil, err
+		}
+	}
+	allow, err := peerIDs("allow-peers", cfg.Node.AllowPeers)
+	if err != nil {
+		return nil, err
+	}
+	admins, err := peerIDs("admin-allow", cfg.Node.AdminAllow)
+	if err != nil {
+		return nil, err
+	}
+	if len(allow) > 0 {
+		allow = append(allow, admins...) // admin identities must be able to connect
+	}
+	if cfg.Membership.JoinChecks == nil {
+		cfg.Membership.JoinChecks = map[string]string{"sharding.number-of-shards": fmt.Sprint(cfg.Sharding.NumberOfShards)}
+	}
+	nc := node.Config{
+		DataDir:         cfg.Node.DataDir,
+		Listen:          cfg.Node.Listen,
+		Join:            cfg.Node.Join,
+		ClusterKey:      psk,
+		ClusterName:     cfg.Node.ClusterName,
+		Roles:           cfg.Node.Roles,
+		AppVersion:      cfg.Node.AppVersion,
+		AllowPeers:      allow,
+		MDNS:            cfg.Node.MDNS,
+		Membership:      cfg.Membership,
+		ShutdownTimeout: cfg.Sharding.HandoffTimeout,
+	}
+	for _, o := range opts {
+		o(&nc)
+	}
+	n, err := node.Start(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	return &System{cfg: cfg, node: n}, nil
+}
+
+// Node returns the member's runtime (for the daemon and tools: admin, views, events).
+func (s *System) Node() *node.Node { return s.node }
+
+// Config returns the configuration the member started with.
+func (s *System) Config() config.Config { return s.cfg }
+
+// ID returns the member's node id (its libp2p peer id).
+func (s *System) ID() membership.NodeID { return s.node.ID() }
+
+// Done is closed when the member has stopped.
+func (s *System) Done() <-chan struct{} { return s.node.Done() }
+
+// Leave hands off every shard, leaves the cluster and waits until removed (or ctx ends).
+func (s *System) Leave(ctx context.Context) error { return s.node.Leave(ctx) }
+
+// Close stops the member at once without leaving (the cluster will find it unreachable).
+func (s *System) Close() error { return s.node.Close() }
+
+func peerIDs(key string, ss []string) ([]peer.ID, error) {
+	ids := make([]peer.ID, 0, len(ss))
+	for _, s := range ss {
+		id, err := peer.Decode(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a peer id: %v", key, s, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
