@@ -18,7 +18,9 @@ import (
 type EntityTypeKey[M, R any] struct{ name string }
 
 // NewEntityTypeKey returns the key of entity type name.
-func NewEntityTypeKey[M, R any](name string) EntityTypeKey[M, R] { return EntityTypeKey[M, R]{name: name} }
+func NewEntityTypeKey[M, R any](name string) EntityTypeKey[M, R] {
+	return EntityTypeKey[M, R]{name: name}
+}
 
 // Name returns the entity type's name.
 func (k EntityTypeKey[M, R]) Name() string { return k.name }

@@ -127,7 +127,7 @@ func TestAskAcrossMembers(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := r.EntityRefFor("c" + strconv.Itoa(e)).Ask(ctx, "inc"); err != nil {
+				if _, err := r.EntityRefFor("c"+strconv.Itoa(e)).Ask(ctx, "inc"); err != nil {
 					errs <- fmt.Errorf("member %d, entity %d: %w", i+1, e, err)
 				}
 			}()

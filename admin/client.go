@@ -121,3 +121,40 @@ func (c *Client) Members(ctx context.Context) (*adminpb.MembersResponse, error) 
 	}
 	return m, nil
 }
+
+// Types returns the entity types registered on the member.
+func (c *Client) Types(ctx context.Context) ([]string, error) {
+	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Types{Types: &adminpb.TypesRequest{}}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetTypes().GetNames(), nil
+}
+
+// Tell sends a message (in the entity type's message codec) through the member.
+func (c *Client) Tell(ctx context.Context, typ, entity string, payload []byte) error {
+	_, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Tell{Tell: &adminpb.TellRequest{EntityType: typ, Entity: entity, Payload: payload}}})
+	return err
+}
+
+// Ask asks an entity through the member and returns the reply in the type's reply codec.
+func (c *Client) Ask(ctx context.Context, typ, entity string, payload []byte) ([]byte, error) {
+	req := &adminpb.AskRequest{EntityType: typ, Entity: entity, Payload: payload}
+	if dl, ok := ctx.Deadline(); ok {
+		req.TimeoutMs = uint64(max(time.Until(dl).Milliseconds()-50, 1))
+	}
+	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Ask{Ask: req}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetAsk().GetPayload(), nil
+}
+
+// RegionState returns the shards of an entity type on the member and their live entities.
+func (c *Client) RegionState(ctx context.Context, typ string) (*adminpb.RegionStateResponse, error) {
+	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_RegionState{RegionState: &adminpb.RegionStateRequest{EntityType: typ}}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetRegionState(), nil
+}

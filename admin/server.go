@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -18,11 +19,6 @@ const Protocol = "/shardmesh/admin/1"
 
 // callTimeout bounds how long the server waits for a request and spends on an answer.
 const callTimeout = 30 * time.Second
-
-// Backend answers admin calls; the daemon implements it over its member.
-type Backend interface {
-	Members() *adminpb.MembersResponse
-}
 
 // Server serves the admin protocol on a host.
 type Server struct {
@@ -71,9 +67,44 @@ func (s *Server) dispatch(_ peer.ID, frame []byte, req *adminpb.Request) *adminp
 	if req.ProtocolVersion != wire.ProtocolVersion {
 		return refuse(adminpb.Code_BAD_REQUEST, "admin protocol version %d is not supported (this member speaks %d)", req.ProtocolVersion, wire.ProtocolVersion)
 	}
-	switch req.Call.(type) {
+	switch call := req.Call.(type) {
 	case *adminpb.Request_Members:
 		return &adminpb.Response{Result: &adminpb.Response_Members{Members: s.backend.Members()}}
+	case *adminpb.Request_Types:
+		return &adminpb.Response{Result: &adminpb.Response_Types{Types: &adminpb.TypesResponse{Names: s.backend.Types()}}}
+	case *adminpb.Request_Tell:
+		t := call.Tell
+		if t.EntityType == "" || t.Entity == "" {
+			return refuse(adminpb.Code_BAD_REQUEST, "tell needs an entity type and an entity id")
+		}
+		if err := s.backend.Tell(t.EntityType, t.Entity, t.Payload); err != nil {
+			return callError(err)
+		}
+		return &adminpb.Response{}
+	case *adminpb.Request_Ask:
+		a := call.Ask
+		if a.EntityType == "" || a.Entity == "" {
+			return refuse(adminpb.Code_BAD_REQUEST, "ask needs an entity type and an entity id")
+		}
+		timeout := askTimeout
+		if a.TimeoutMs > 0 {
+			timeout = min(time.Duration(a.TimeoutMs)*time.Millisecond, callTimeout)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		reply, err := s.backend.Ask(ctx, a.EntityType, a.Entity, a.Payload)
+		if err != nil {
+			return callError(err)
+		}
+		return &adminpb.Response{Result: &adminpb.Response_Ask{Ask: &adminpb.AskResponse{Payload: reply}}}
+	case *adminpb.Request_RegionState:
+		ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+		defer cancel()
+		st, err := s.backend.RegionState(ctx, call.RegionState.GetEntityType())
+		if err != nil {
+			return callError(err)
+		}
+		return &adminpb.Response{Result: &adminpb.Response_RegionState{RegionState: st}}
 	default:
 		return refuse(adminpb.Code_BAD_REQUEST, "unknown admin call %T: is shardctl newer than this member?", req.Call)
 	}

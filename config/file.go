@@ -43,6 +43,8 @@ type Node struct {
 	LogLevel string
 	// LogFormat is text or json. Default text.
 	LogFormat string
+	// EntityTypes are the daemon's built-in entity types to run (counter, echo).
+	EntityTypes []string
 }
 
 // Sharding holds the sharding settings (akka.cluster.sharding), the defaults of every entity

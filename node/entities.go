@@ -203,4 +203,3 @@ func (n *Node) reject(typ string, m *message, err error) {
 		n.log.Debug("a message was not delivered", "type", typ, "err", err)
 	}
 }
-

@@ -301,26 +301,54 @@ func (n *Node) Ask(ctx context.Context, typ string, id string, msg any) (any, er
 	if err != nil {
 		return nil, err
 	}
-	p := n.asks.create()
-	m := &message{value: msg, ask: p}
-	if err := n.deliver(spec, id, m); err != nil {
+	r, err := n.ask(ctx, spec, id, &message{value: msg})
+	if err != nil {
 		return nil, err
+	}
+	if r.encoded != nil {
+		return spec.DecodeReply(r.encoded)
+	}
+	return r.value, nil
+}
+
+// TellEncoded sends a message already in the entity type's message codec (from tools).
+func (n *Node) TellEncoded(typ string, id string, payload []byte) error {
+	spec, err := n.spec(typ)
+	if err != nil {
+		return err
+	}
+	return n.deliver(spec, id, &message{encoded: payload})
+}
+
+// AskEncoded asks with a message in the type's message codec and returns the reply in the
+// type's reply codec (from tools).
+func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []byte) ([]byte, error) {
+	spec, err := n.spec(typ)
+	if err != nil {
+		return nil, err
+	}
+	r, err := n.ask(ctx, spec, id, &message{encoded: payload})
+	if err != nil || r.encoded != nil || r.value == nil {
+		return r.encoded, err
+	}
+	return spec.EncodeReply(r.value)
+}
+
+func (n *Node) ask(ctx context.Context, spec *EntityType, id string, m *message) (askResult, error) {
+	p := n.asks.create()
+	m.ask = p
+	if err := n.deliver(spec, id, m); err != nil {
+		return askResult{}, err
 	}
 	select {
 	case r := <-p.result:
 		n.asks.forget(p)
-		if r.err != nil {
-			return nil, r.err
-		}
-		if r.encoded != nil {
-			return spec.DecodeReply(r.encoded)
-		}
-		return r.value, nil
+		return r, r.err
 	case <-ctx.Done():
 		n.asks.forget(p)
-		return nil, fmt.Errorf("ask %s %s: %w", typ, id, ctx.Err())
+		return askResult{}, fmt.Errorf("ask %s %s: %w", spec.Name, id, ctx.Err())
 	case <-n.done:
-		return nil, ErrStopped
+		return askResult{}, ErrStopped
 	}
 }
 

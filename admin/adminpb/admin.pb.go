@@ -86,6 +86,10 @@ type Request struct {
 	// Types that are valid to be assigned to Call:
 	//
 	//	*Request_Members
+	//	*Request_Types
+	//	*Request_Tell
+	//	*Request_Ask
+	//	*Request_RegionState
 	Call          isRequest_Call `protobuf_oneof:"call"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -144,6 +148,42 @@ func (x *Request) GetMembers() *MembersRequest {
 	return nil
 }
 
+func (x *Request) GetTypes() *TypesRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Types); ok {
+			return x.Types
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetTell() *TellRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Tell); ok {
+			return x.Tell
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetAsk() *AskRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Ask); ok {
+			return x.Ask
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetRegionState() *RegionStateRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_RegionState); ok {
+			return x.RegionState
+		}
+	}
+	return nil
+}
+
 type isRequest_Call interface {
 	isRequest_Call()
 }
@@ -152,7 +192,31 @@ type Request_Members struct {
 	Members *MembersRequest `protobuf:"bytes,2,opt,name=members,proto3,oneof"`
 }
 
+type Request_Types struct {
+	Types *TypesRequest `protobuf:"bytes,3,opt,name=types,proto3,oneof"`
+}
+
+type Request_Tell struct {
+	Tell *TellRequest `protobuf:"bytes,4,opt,name=tell,proto3,oneof"`
+}
+
+type Request_Ask struct {
+	Ask *AskRequest `protobuf:"bytes,5,opt,name=ask,proto3,oneof"`
+}
+
+type Request_RegionState struct {
+	RegionState *RegionStateRequest `protobuf:"bytes,6,opt,name=region_state,json=regionState,proto3,oneof"`
+}
+
 func (*Request_Members) isRequest_Call() {}
+
+func (*Request_Types) isRequest_Call() {}
+
+func (*Request_Tell) isRequest_Call() {}
+
+func (*Request_Ask) isRequest_Call() {}
+
+func (*Request_RegionState) isRequest_Call() {}
 
 type Response struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -162,6 +226,9 @@ type Response struct {
 	// Types that are valid to be assigned to Result:
 	//
 	//	*Response_Members
+	//	*Response_Types
+	//	*Response_Ask
+	//	*Response_RegionState
 	Result        isResponse_Result `protobuf_oneof:"result"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -234,6 +301,33 @@ func (x *Response) GetMembers() *MembersResponse {
 	return nil
 }
 
+func (x *Response) GetTypes() *TypesResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Types); ok {
+			return x.Types
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetAsk() *AskResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Ask); ok {
+			return x.Ask
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetRegionState() *RegionStateResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_RegionState); ok {
+			return x.RegionState
+		}
+	}
+	return nil
+}
+
 type isResponse_Result interface {
 	isResponse_Result()
 }
@@ -242,7 +336,435 @@ type Response_Members struct {
 	Members *MembersResponse `protobuf:"bytes,4,opt,name=members,proto3,oneof"`
 }
 
+type Response_Types struct {
+	Types *TypesResponse `protobuf:"bytes,5,opt,name=types,proto3,oneof"`
+}
+
+type Response_Ask struct {
+	Ask *AskResponse `protobuf:"bytes,6,opt,name=ask,proto3,oneof"`
+}
+
+type Response_RegionState struct {
+	RegionState *RegionStateResponse `protobuf:"bytes,7,opt,name=region_state,json=regionState,proto3,oneof"`
+}
+
 func (*Response_Members) isResponse_Result() {}
+
+func (*Response_Types) isResponse_Result() {}
+
+func (*Response_Ask) isResponse_Result() {}
+
+func (*Response_RegionState) isResponse_Result() {}
+
+type TypesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TypesRequest) Reset() {
+	*x = TypesRequest{}
+	mi := &file_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypesRequest) ProtoMessage() {}
+
+func (x *TypesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypesRequest.ProtoReflect.Descriptor instead.
+func (*TypesRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{2}
+}
+
+type TypesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Names         []string               `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TypesResponse) Reset() {
+	*x = TypesResponse{}
+	mi := &file_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypesResponse) ProtoMessage() {}
+
+func (x *TypesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypesResponse.ProtoReflect.Descriptor instead.
+func (*TypesResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TypesResponse) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+// TellRequest sends a message to an entity; payload is in the entity type's message codec.
+type TellRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Entity        string                 `protobuf:"bytes,2,opt,name=entity,proto3" json:"entity,omitempty"`
+	Payload       []byte                 `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TellRequest) Reset() {
+	*x = TellRequest{}
+	mi := &file_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TellRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TellRequest) ProtoMessage() {}
+
+func (x *TellRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TellRequest.ProtoReflect.Descriptor instead.
+func (*TellRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *TellRequest) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *TellRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *TellRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+// AskRequest asks an entity; the reply comes in the type's reply codec.
+type AskRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Entity        string                 `protobuf:"bytes,2,opt,name=entity,proto3" json:"entity,omitempty"`
+	Payload       []byte                 `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	TimeoutMs     uint64                 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AskRequest) Reset() {
+	*x = AskRequest{}
+	mi := &file_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AskRequest) ProtoMessage() {}
+
+func (x *AskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AskRequest.ProtoReflect.Descriptor instead.
+func (*AskRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *AskRequest) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *AskRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *AskRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *AskRequest) GetTimeoutMs() uint64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type AskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Payload       []byte                 `protobuf:"bytes,1,opt,name=payload,proto3" json:"payload,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AskResponse) Reset() {
+	*x = AskResponse{}
+	mi := &file_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AskResponse) ProtoMessage() {}
+
+func (x *AskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AskResponse.ProtoReflect.Descriptor instead.
+func (*AskResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AskResponse) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+type RegionStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegionStateRequest) Reset() {
+	*x = RegionStateRequest{}
+	mi := &file_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionStateRequest) ProtoMessage() {}
+
+func (x *RegionStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionStateRequest.ProtoReflect.Descriptor instead.
+func (*RegionStateRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RegionStateRequest) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+type ShardState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         string                 `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Entities      []string               `protobuf:"bytes,2,rep,name=entities,proto3" json:"entities,omitempty"`
+	Stopping      bool                   `protobuf:"varint,3,opt,name=stopping,proto3" json:"stopping,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardState) Reset() {
+	*x = ShardState{}
+	mi := &file_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardState) ProtoMessage() {}
+
+func (x *ShardState) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardState.ProtoReflect.Descriptor instead.
+func (*ShardState) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ShardState) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *ShardState) GetEntities() []string {
+	if x != nil {
+		return x.Entities
+	}
+	return nil
+}
+
+func (x *ShardState) GetStopping() bool {
+	if x != nil {
+		return x.Stopping
+	}
+	return false
+}
+
+type RegionStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Shards        []*ShardState          `protobuf:"bytes,2,rep,name=shards,proto3" json:"shards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegionStateResponse) Reset() {
+	*x = RegionStateResponse{}
+	mi := &file_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionStateResponse) ProtoMessage() {}
+
+func (x *RegionStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionStateResponse.ProtoReflect.Descriptor instead.
+func (*RegionStateResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RegionStateResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *RegionStateResponse) GetShards() []*ShardState {
+	if x != nil {
+		return x.Shards
+	}
+	return nil
+}
 
 type MembersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -252,7 +774,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -264,7 +786,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -277,7 +799,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 type MemberInfo struct {
@@ -298,7 +820,7 @@ type MemberInfo struct {
 
 func (x *MemberInfo) Reset() {
 	*x = MemberInfo{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +832,7 @@ func (x *MemberInfo) String() string {
 func (*MemberInfo) ProtoMessage() {}
 
 func (x *MemberInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +845,7 @@ func (x *MemberInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberInfo.ProtoReflect.Descriptor instead.
 func (*MemberInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MemberInfo) GetNode() string {
@@ -409,7 +931,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +943,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +956,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MembersResponse) GetSelf() string {
@@ -476,17 +998,53 @@ var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\x12shardmesh.admin.v1\"|\n" +
+	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xee\x02\n" +
 	"\aRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12>\n" +
-	"\amembers\x18\x02 \x01(\v2\".shardmesh.admin.v1.MembersRequestH\x00R\amembersB\x06\n" +
-	"\x04call\"\xc4\x01\n" +
+	"\amembers\x18\x02 \x01(\v2\".shardmesh.admin.v1.MembersRequestH\x00R\amembers\x128\n" +
+	"\x05types\x18\x03 \x01(\v2 .shardmesh.admin.v1.TypesRequestH\x00R\x05types\x125\n" +
+	"\x04tell\x18\x04 \x01(\v2\x1f.shardmesh.admin.v1.TellRequestH\x00R\x04tell\x122\n" +
+	"\x03ask\x18\x05 \x01(\v2\x1e.shardmesh.admin.v1.AskRequestH\x00R\x03ask\x12K\n" +
+	"\fregion_state\x18\x06 \x01(\v2&.shardmesh.admin.v1.RegionStateRequestH\x00R\vregionStateB\x06\n" +
+	"\x04call\"\x82\x03\n" +
 	"\bResponse\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12,\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x18.shardmesh.admin.v1.CodeR\x04code\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12?\n" +
-	"\amembers\x18\x04 \x01(\v2#.shardmesh.admin.v1.MembersResponseH\x00R\amembersB\b\n" +
-	"\x06result\"\x10\n" +
+	"\amembers\x18\x04 \x01(\v2#.shardmesh.admin.v1.MembersResponseH\x00R\amembers\x129\n" +
+	"\x05types\x18\x05 \x01(\v2!.shardmesh.admin.v1.TypesResponseH\x00R\x05types\x123\n" +
+	"\x03ask\x18\x06 \x01(\v2\x1f.shardmesh.admin.v1.AskResponseH\x00R\x03ask\x12L\n" +
+	"\fregion_state\x18\a \x01(\v2'.shardmesh.admin.v1.RegionStateResponseH\x00R\vregionStateB\b\n" +
+	"\x06result\"\x0e\n" +
+	"\fTypesRequest\"%\n" +
+	"\rTypesResponse\x12\x14\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"`\n" +
+	"\vTellRequest\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x16\n" +
+	"\x06entity\x18\x02 \x01(\tR\x06entity\x12\x18\n" +
+	"\apayload\x18\x03 \x01(\fR\apayload\"~\n" +
+	"\n" +
+	"AskRequest\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x16\n" +
+	"\x06entity\x18\x02 \x01(\tR\x06entity\x12\x18\n" +
+	"\apayload\x18\x03 \x01(\fR\apayload\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x04 \x01(\x04R\ttimeoutMs\"'\n" +
+	"\vAskResponse\x12\x18\n" +
+	"\apayload\x18\x01 \x01(\fR\apayload\"5\n" +
+	"\x12RegionStateRequest\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\"Z\n" +
+	"\n" +
+	"ShardState\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x1a\n" +
+	"\bentities\x18\x02 \x03(\tR\bentities\x12\x1a\n" +
+	"\bstopping\x18\x03 \x01(\bR\bstopping\"a\n" +
+	"\x13RegionStateResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x126\n" +
+	"\x06shards\x18\x02 \x03(\v2\x1e.shardmesh.admin.v1.ShardStateR\x06shards\"\x10\n" +
 	"\x0eMembersRequest\"\x92\x02\n" +
 	"\n" +
 	"MemberInfo\x12\x12\n" +
@@ -529,25 +1087,41 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_admin_proto_goTypes = []any{
-	(Code)(0),               // 0: shardmesh.admin.v1.Code
-	(*Request)(nil),         // 1: shardmesh.admin.v1.Request
-	(*Response)(nil),        // 2: shardmesh.admin.v1.Response
-	(*MembersRequest)(nil),  // 3: shardmesh.admin.v1.MembersRequest
-	(*MemberInfo)(nil),      // 4: shardmesh.admin.v1.MemberInfo
-	(*MembersResponse)(nil), // 5: shardmesh.admin.v1.MembersResponse
+	(Code)(0),                   // 0: shardmesh.admin.v1.Code
+	(*Request)(nil),             // 1: shardmesh.admin.v1.Request
+	(*Response)(nil),            // 2: shardmesh.admin.v1.Response
+	(*TypesRequest)(nil),        // 3: shardmesh.admin.v1.TypesRequest
+	(*TypesResponse)(nil),       // 4: shardmesh.admin.v1.TypesResponse
+	(*TellRequest)(nil),         // 5: shardmesh.admin.v1.TellRequest
+	(*AskRequest)(nil),          // 6: shardmesh.admin.v1.AskRequest
+	(*AskResponse)(nil),         // 7: shardmesh.admin.v1.AskResponse
+	(*RegionStateRequest)(nil),  // 8: shardmesh.admin.v1.RegionStateRequest
+	(*ShardState)(nil),          // 9: shardmesh.admin.v1.ShardState
+	(*RegionStateResponse)(nil), // 10: shardmesh.admin.v1.RegionStateResponse
+	(*MembersRequest)(nil),      // 11: shardmesh.admin.v1.MembersRequest
+	(*MemberInfo)(nil),          // 12: shardmesh.admin.v1.MemberInfo
+	(*MembersResponse)(nil),     // 13: shardmesh.admin.v1.MembersResponse
 }
 var file_admin_proto_depIdxs = []int32{
-	3, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
-	0, // 1: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
-	5, // 2: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
-	4, // 3: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	11, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
+	3,  // 1: shardmesh.admin.v1.Request.types:type_name -> shardmesh.admin.v1.TypesRequest
+	5,  // 2: shardmesh.admin.v1.Request.tell:type_name -> shardmesh.admin.v1.TellRequest
+	6,  // 3: shardmesh.admin.v1.Request.ask:type_name -> shardmesh.admin.v1.AskRequest
+	8,  // 4: shardmesh.admin.v1.Request.region_state:type_name -> shardmesh.admin.v1.RegionStateRequest
+	0,  // 5: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
+	13, // 6: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
+	4,  // 7: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
+	7,  // 8: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
+	10, // 9: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
+	9,  // 10: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
+	12, // 11: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -557,9 +1131,16 @@ func file_admin_proto_init() {
 	}
 	file_admin_proto_msgTypes[0].OneofWrappers = []any{
 		(*Request_Members)(nil),
+		(*Request_Types)(nil),
+		(*Request_Tell)(nil),
+		(*Request_Ask)(nil),
+		(*Request_RegionState)(nil),
 	}
 	file_admin_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Members)(nil),
+		(*Response_Types)(nil),
+		(*Response_Ask)(nil),
+		(*Response_RegionState)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -567,7 +1148,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   5,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/urfave/cli/v2"
 
+	"github.com/shardmesh/shardmesh"
 	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/config"
 	"github.com/shardmesh/shardmesh/membership"
@@ -160,56 +160,39 @@ func newLogger(cfg config.Node) *slog.Logger {
 // serve runs the member until it stops and returns the exit code.
 func serve(cfg config.Config) int {
 	log := newLogger(cfg.Node)
-	var psk pnet.PSK
-	if cfg.Node.ClusterKey != "" {
-		var err error
-		if psk, err = p2p.LoadClusterKey(cfg.Node.ClusterKey); err != nil {
-			log.Error("cannot load the cluster key", "err", err)
+	for _, name := range cfg.Node.EntityTypes {
+		if name != "counter" && name != "echo" {
+			log.Error("entity-types: unknown built-in type (counter, echo)", "type", name)
 			return exitUsage
 		}
-	}
-	allow, err := peerIDs("allow-peers", cfg.Node.AllowPeers)
-	if err != nil {
-		log.Error(err.Error())
-		return exitUsage
 	}
 	admins, err := peerIDs("admin-allow", cfg.Node.AdminAllow)
 	if err != nil {
 		log.Error(err.Error())
 		return exitUsage
 	}
-	if len(allow) > 0 {
-		allow = append(allow, admins...) // admin identities must be able to connect
-	}
-	n, err := node.Start(context.Background(), node.Config{
-		DataDir:     cfg.Node.DataDir,
-		Listen:      cfg.Node.Listen,
-		Join:        cfg.Node.Join,
-		ClusterKey:  psk,
-		ClusterName: cfg.Node.ClusterName,
-		Roles:       cfg.Node.Roles,
-		AppVersion:  cfg.Node.AppVersion,
-		AllowPeers:  allow,
-		MDNS:        cfg.Node.MDNS,
-		Membership:  cfg.Membership,
-		Logger:      log,
-	})
+	sys, err := shardmesh.Start(context.Background(), cfg, shardmesh.WithLogger(log))
 	if err != nil {
 		log.Error("cannot start", "err", err)
-		if errors.Is(err, node.ErrDataDirInUse) {
+		if errors.Is(err, node.ErrDataDirInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) {
 			return exitUsage
 		}
 		return exitFailed
 	}
-	admin.Serve(n.Host(), backend{n}, admins, log.With("component", "admin"))
+	if err := builtinTypes(sys, cfg.Node.EntityTypes); err != nil {
+		log.Error("cannot start entity types", "err", err)
+		sys.Close()
+		return exitFailed
+	}
+	admin.Serve(sys.Node().Host(), admin.NodeBackend(sys.Node()), admins, log.With("component", "admin"))
 
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	select {
-	case <-n.Done():
+	case <-sys.Done():
 	case sig := <-signals:
-		log.Info("leaving the cluster (send the signal again to exit at once)", "signal", sig.String())
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		log.Info("handing off shards and leaving the cluster (send the signal again to exit at once)", "signal", sig.String())
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Sharding.HandoffTimeout+10*time.Second)
 		go func() {
 			select {
 			case <-signals:
@@ -218,16 +201,16 @@ func serve(cfg config.Config) int {
 			case <-ctx.Done():
 			}
 		}()
-		err := n.Leave(ctx)
+		err := sys.Leave(ctx)
 		cancel()
 		if err != nil {
 			log.Error("did not leave cleanly", "err", err)
-			n.Close()
+			sys.Close()
 			return exitFailed
 		}
 	}
-	reason := n.StopReason()
-	n.Close()
+	reason := sys.Node().StopReason()
+	sys.Close()
 	switch {
 	case reason == nil, reason.Reason == membership.StopLeft:
 		return exitOK
