@@ -41,7 +41,7 @@ func (n *Node) handleCoordFrame(from peer.ID, frame []byte) error {
 
 // handleRegionFrame takes a message forwarded by another member's region, or a reply to one
 // of this member's asks. The frame is reused after return: what is kept is copied.
-func (n *Node) handleRegionFrame(from peer.ID, frame []byte) error {
+func (n *Node) handleRegionFrame(_ peer.ID, frame []byte) error {
 	var d wire.Deliver
 	var r wire.Reply
 	kind, err := wire.DecodeRegion(frame, &d, &r)

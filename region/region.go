@@ -305,10 +305,12 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 	case coordinator.HandOff:
 		l := r.local[m.Shard]
 		switch {
-		case l == nil || l.epoch != m.Epoch:
-			r.send(from, coordinator.ShardStopped(m)) // nothing of that epoch here
+		case l == nil || l.epoch > m.Epoch:
+			r.send(from, coordinator.ShardStopped(m)) // nothing of that epoch (or an older one) here
 		case !l.stopping:
-			l.stopping = true
+			// A newer epoch than the local one is this same allocation re-stamped by the
+			// coordinator (the HostShard that told so may still be on its way): stop it.
+			l.epoch, l.stopping = m.Epoch, true
 			if h, ok := r.homes[m.Shard]; ok && h.node == r.self {
 				delete(r.homes, m.Shard)
 			}

@@ -1,0 +1,239 @@
+package coordinator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardmesh/shardmesh/allocation"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func members(ids ...membership.NodeID) []membership.Member {
+	var out []membership.Member
+	for i, id := range ids {
+		out = append(out, membership.Member{Node: id, Incarnation: 1, Status: membership.Up, UpNumber: uint64(i + 1)})
+	}
+	return out
+}
+
+func newCoordinator(t *testing.T, ids ...membership.NodeID) *Coordinator {
+	t.Helper()
+	cfg := DefaultConfig("counter")
+	s, err := allocation.NewLeastShard(allocation.LeastShardConfig{RebalanceAbsoluteLimit: 100, RebalanceRelativeLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Strategy = s
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(cfg, ids[0], 1, t0)
+	c.Update(t0, Members{Members: members(ids...), Serving: true})
+	return c
+}
+
+// sent renders the messages of a Ready, one per line, for exact comparisons.
+func sent(rd Ready) string {
+	var lines []string
+	for _, env := range rd.Messages {
+		lines = append(lines, fmt.Sprintf("%s %T%+v", env.To, env.Msg, env.Msg))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestRecoveryWaitsForEveryMember(t *testing.T) {
+	c := newCoordinator(t, "a", "b", "c")
+	if c.Recovered() {
+		t.Fatal("recovered before any region registered")
+	}
+	out := sent(c.Ready())
+	for _, id := range []string{"a", "b", "c"} {
+		if !strings.Contains(out, id+" coordinator.RequestRegister") {
+			t.Errorf("no RequestRegister to %s:\n%s", id, out)
+		}
+	}
+	c.Step(t0, "a", Register{Incarnation: 1})
+	c.Step(t0, "b", Register{Incarnation: 1, Hosted: []Hosted{{Shard: "7", Epoch: NewEpoch(1, 3)}}})
+	// c is reachable but silent: no timeout may decide for it.
+	c.Tick(t0.Add(time.Minute))
+	if c.Recovered() {
+		t.Fatal("recovered without hearing from c")
+	}
+	c.Step(t0.Add(time.Minute), "c", NoRegion{Incarnation: 1})
+	if !c.Recovered() {
+		t.Fatal("not recovered after every member answered")
+	}
+	if r, e, ok := c.Allocation("7"); !ok || r != "b" || e != NewEpoch(1, 3) {
+		t.Errorf("adopted allocation: %s %s %v", r, e, ok)
+	}
+}
+
+func TestRecoveryWaitsForDownMembersUntilRemoved(t *testing.T) {
+	c := newCoordinator(t, "a", "b")
+	c.Step(t0, "a", Register{Incarnation: 1})
+	ms := members("a", "b")
+	ms[1].Status = membership.Down
+	c.Update(t0, Members{Members: ms, Serving: true})
+	c.Tick(t0.Add(time.Hour))
+	if c.Recovered() {
+		t.Fatal("recovered while a Down member (which may still host shards) is not removed")
+	}
+	ms[1].Status = membership.Removed
+	c.Update(t0.Add(time.Hour), Members{Members: ms, Serving: true})
+	if !c.Recovered() {
+		t.Fatal("not recovered once the Down member was removed")
+	}
+}
+
+func recovered(t *testing.T, ids ...membership.NodeID) *Coordinator {
+	t.Helper()
+	c := newCoordinator(t, ids...)
+	for _, id := range ids {
+		c.Step(t0, id, Register{Incarnation: 1})
+	}
+	if !c.Recovered() {
+		t.Fatal("not recovered")
+	}
+	c.Ready()
+	return c
+}
+
+func TestAllocationAnswersEveryRequester(t *testing.T) {
+	c := recovered(t, "a", "b")
+	c.Step(t0, "b", GetShardHome{Shard: "1"})
+	rd := c.Ready()
+	home, epoch, ok := c.Allocation("1")
+	if !ok {
+		t.Fatal("not allocated")
+	}
+	want := fmt.Sprintf("%s coordinator.HostShard{Shard:1 Epoch:%v}\nb coordinator.ShardHome{Shard:1 Region:%s Epoch:%v}", home, epoch, home, epoch)
+	if got := sent(rd); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	if epoch.Term() != 1 {
+		t.Errorf("epoch %s not of term 1", epoch)
+	}
+}
+
+func TestHandoffProtocol(t *testing.T) {
+	c := recovered(t, "a", "b")
+	c.Step(t0, "a", GetShardHome{Shard: "1"})
+	c.Ready()
+	from, epoch, _ := c.Allocation("1")
+	c.Step(t0, from, ShardStarted{Shard: "1", Epoch: epoch})
+	c.Step(t0, from, GracefulShutdownReq{})
+	rd := sent(c.Ready())
+	if !strings.Contains(rd, fmt.Sprintf("a coordinator.BeginHandOff{Shard:1 Epoch:%v}", epoch)) ||
+		!strings.Contains(rd, fmt.Sprintf("b coordinator.BeginHandOff{Shard:1 Epoch:%v}", epoch)) {
+		t.Fatalf("BeginHandOff not sent to every region:\n%s", rd)
+	}
+	// Nothing is answered for a shard in handoff.
+	c.Step(t0, "b", GetShardHome{Shard: "1"})
+	if out := sent(c.Ready()); out != "" {
+		t.Fatalf("answered during a handoff: %s", out)
+	}
+	c.Step(t0, "a", BeginHandOffAck{Shard: "1", Epoch: epoch})
+	if out := sent(c.Ready()); out != "" {
+		t.Fatalf("HandOff before every region acknowledged: %s", out)
+	}
+	c.Step(t0, "b", BeginHandOffAck{Shard: "1", Epoch: epoch})
+	if out := sent(c.Ready()); out != fmt.Sprintf("%s coordinator.HandOff{Shard:1 Epoch:%v}", from, epoch) {
+		t.Fatalf("after all acks: %s", out)
+	}
+	// A stale ShardStopped (older epoch) changes nothing.
+	c.Step(t0, from, ShardStopped{Shard: "1", Epoch: epoch - 1})
+	if _, e, _ := c.Allocation("1"); e != epoch {
+		t.Fatal("a stale ShardStopped deallocated the shard")
+	}
+	c.Step(t0, from, ShardStopped{Shard: "1", Epoch: epoch})
+	to, newEpoch, ok := c.Allocation("1")
+	if !ok || to == from || newEpoch <= epoch {
+		t.Fatalf("after the handoff: %s %s %v (was %s %s)", to, newEpoch, ok, from, epoch)
+	}
+	if out := sent(c.Ready()); !strings.Contains(out, fmt.Sprintf("b coordinator.ShardHome{Shard:1 Region:%s Epoch:%v}", to, newEpoch)) {
+		t.Fatalf("the waiting requester was not answered:\n%s", out)
+	}
+}
+
+// TestFailedHandoffRestamps: a handoff that times out leaves the shard where it was but under
+// a new epoch, because regions that acknowledged BeginHandOff refuse the old one.
+func TestFailedHandoffRestamps(t *testing.T) {
+	c := recovered(t, "a", "b")
+	c.Step(t0, "a", GetShardHome{Shard: "1"})
+	c.Ready()
+	owner, epoch, _ := c.Allocation("1")
+	c.Step(t0, owner, ShardStarted{Shard: "1", Epoch: epoch})
+	c.Step(t0, owner, GracefulShutdownReq{})
+	c.Ready()
+	c.Tick(t0.Add(2 * time.Minute))
+	rd := c.Ready()
+	same, newEpoch, _ := c.Allocation("1")
+	if same != owner || newEpoch <= epoch {
+		t.Fatalf("after the timeout: %s %s (was %s %s)", same, newEpoch, owner, epoch)
+	}
+	if !strings.Contains(sent(rd), fmt.Sprintf("%s coordinator.HostShard{Shard:1 Epoch:%v}", owner, newEpoch)) {
+		t.Fatalf("the owner was not told the new epoch:\n%s", sent(rd))
+	}
+	if !slices.ContainsFunc(rd.Events, func(e Event) bool { _, ok := e.(HandoffFailed); return ok }) {
+		t.Error("no HandoffFailed event")
+	}
+}
+
+// TestAdoptedAllocationIsRestampedBeforeItIsServed: a new coordinator never serves an
+// earlier term's epoch.
+func TestAdoptedAllocationIsRestampedBeforeItIsServed(t *testing.T) {
+	cfg := DefaultConfig("counter")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(cfg, "b", 2, t0)
+	ms := members("a", "b")
+	ms[0].Status = membership.Removed
+	c.Update(t0, Members{Members: ms, Serving: true})
+	old := NewEpoch(1, 14)
+	c.Step(t0, "b", Register{Incarnation: 1, Hosted: []Hosted{{Shard: "4", Epoch: old}}})
+	c.Ready()
+	c.Step(t0, "b", GetShardHome{Shard: "4"})
+	out := sent(c.Ready())
+	_, e, _ := c.Allocation("4")
+	if e.Term() != 2 || !strings.Contains(out, fmt.Sprintf("b coordinator.HostShard{Shard:4 Epoch:%v}", e)) ||
+		!strings.Contains(out, fmt.Sprintf("b coordinator.ShardHome{Shard:4 Region:b Epoch:%v}", e)) {
+		t.Fatalf("epoch %s served as:\n%s", e, out)
+	}
+}
+
+func TestRegionOfRemovedMemberIsTerminated(t *testing.T) {
+	c := recovered(t, "a", "b")
+	c.Step(t0, "a", GetShardHome{Shard: shard.ID("9")})
+	c.Ready()
+	owner, _, _ := c.Allocation("9")
+	ms := members("a", "b")
+	for i := range ms {
+		if ms[i].Node == owner {
+			ms[i].Status = membership.Removed
+		}
+	}
+	c.Update(t0, Members{Members: ms, Serving: true})
+	if _, _, ok := c.Allocation("9"); ok {
+		t.Fatal("a removed member's shard stays allocated")
+	}
+}
+
+func TestNothingIsAnsweredWhileNotServing(t *testing.T) {
+	c := recovered(t, "a", "b")
+	c.Update(t0, Members{Members: members("a", "b"), Serving: false})
+	c.Step(t0, "b", GetShardHome{Shard: "1"})
+	if out := sent(c.Ready()); out != "" {
+		t.Fatalf("a coordinator without its lease answered: %s", out)
+	}
+	c.Update(t0, Members{Members: members("a", "b"), Serving: true})
+	if out := sent(c.Ready()); !strings.Contains(out, "ShardHome") {
+		t.Fatalf("the held request was not answered once serving: %s", out)
+	}
+}

@@ -1,0 +1,186 @@
+package region
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/membership"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func up(ids ...membership.NodeID) []membership.Member {
+	var out []membership.Member
+	for i, id := range ids {
+		out = append(out, membership.Member{Node: id, Incarnation: 1, Status: membership.Up, UpNumber: uint64(i + 1)})
+	}
+	return out
+}
+
+// newRegion returns region "b" following coordinator "a", registered.
+func newRegion(t *testing.T, cfg Config) *Region {
+	t.Helper()
+	cfg.TypeName = "counter"
+	r := New(cfg, "b", 1, t0)
+	r.Update(t0, Members{Members: up("a", "b", "c"), Serving: true, Coordinator: "a"})
+	r.Step(t0, "a", coordinator.RegisterAck{Term: 1})
+	r.Ready()
+	return r
+}
+
+func render(out []Output) string {
+	var lines []string
+	for _, o := range out {
+		switch o := o.(type) {
+		case ToCoordinator:
+			lines = append(lines, fmt.Sprintf("to %s %T%+v", o.To, o.Msg, o.Msg))
+		case Forward:
+			lines = append(lines, fmt.Sprintf("forward to %s %s/%s hops=%d", o.To, o.Envelope.Shard, o.Envelope.Entity, o.Envelope.Hops))
+		case DeliverLocal:
+			lines = append(lines, fmt.Sprintf("deliver %s/%s", o.Envelope.Shard, o.Envelope.Entity))
+		case Rejected:
+			lines = append(lines, fmt.Sprintf("rejected %s/%s: %v", o.Envelope.Shard, o.Envelope.Entity, o.Err))
+		default:
+			lines = append(lines, fmt.Sprintf("%T%+v", o, o))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func env(shard, entity string) Envelope {
+	return Envelope{Shard: shardID(shard), Entity: entityID(entity)}
+}
+
+func TestUnknownHomeIsBufferedAndRequestedOnce(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Deliver(t0, env("1", "x"))
+	r.Deliver(t0, env("1", "y"))
+	if got := render(r.Ready()); got != "to a coordinator.GetShardHome{Shard:1}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "1", Region: "c", Epoch: 5})
+	if got := render(r.Ready()); got != "forward to c 1/x hops=1\nforward to c 1/y hops=1" {
+		t.Fatalf("buffer not flushed in order:\n%s", got)
+	}
+}
+
+func TestLocalHomeStartsTheShard(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.HostShard{Shard: "2", Epoch: 7})
+	if got := render(r.Ready()); got != "region.StartShard{Shard:2 Epoch:0.7}\nto a coordinator.ShardStarted{Shard:2 Epoch:0.7}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	r.Deliver(t0, env("2", "x"))
+	if got := render(r.Ready()); got != "deliver 2/x" {
+		t.Fatalf("got:\n%s", got)
+	}
+}
+
+func TestBufferFullRejects(t *testing.T) {
+	r := newRegion(t, Config{BufferSize: 2})
+	r.Deliver(t0, env("1", "a"))
+	r.Deliver(t0, env("1", "b"))
+	r.Deliver(t0, env("1", "c"))
+	out := r.Ready()
+	last, ok := out[len(out)-1].(Rejected)
+	if !ok || !errors.Is(last.Err, ErrBufferFull) || last.Envelope.Entity != "c" {
+		t.Fatalf("third message: %s", render(out))
+	}
+}
+
+func TestHandoffBuffersUntilTheNewHome(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "1", Region: "c", Epoch: 5})
+	r.Step(t0, "a", coordinator.BeginHandOff{Shard: "1", Epoch: 5})
+	if got := render(r.Ready()); got != "to a coordinator.BeginHandOffAck{Shard:1 Epoch:0.5}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	r.Deliver(t0, env("1", "x"))
+	if got := render(r.Ready()); strings.Contains(got, "forward") {
+		t.Fatalf("forwarded during a handoff:\n%s", got)
+	}
+	// A stale home (the epoch handed off) is refused; a newer one flushes.
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "1", Region: "c", Epoch: 5})
+	if got := render(r.Ready()); strings.Contains(got, "forward") {
+		t.Fatalf("accepted the handed-off epoch:\n%s", got)
+	}
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "1", Region: "a", Epoch: 6})
+	if got := render(r.Ready()); got != "forward to a 1/x hops=1" {
+		t.Fatalf("got:\n%s", got)
+	}
+}
+
+// TestHandOffOfARestampedEpochStopsTheShard: the owner hosts the shard under epoch 5; the
+// coordinator re-stamped it to 6 but that HostShard is still on its way when HandOff{6}
+// arrives. The owner must stop the shard, not answer "nothing of that epoch here".
+func TestHandOffOfARestampedEpochStopsTheShard(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.HostShard{Shard: "4", Epoch: 5})
+	r.Ready()
+	r.Step(t0, "a", coordinator.HandOff{Shard: "4", Epoch: 6})
+	if got := render(r.Ready()); got != "region.StopShard{Shard:4 Epoch:0.6}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	r.LocalShardStopped(t0, "4")
+	if got := render(r.Ready()); got != "to a coordinator.ShardStopped{Shard:4 Epoch:0.6}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	// A HandOff for an older epoch than the local one is stale: answered, nothing stopped.
+	r.Step(t0, "a", coordinator.HostShard{Shard: "5", Epoch: 9})
+	r.Ready()
+	r.Step(t0, "a", coordinator.HandOff{Shard: "5", Epoch: 8})
+	if got := render(r.Ready()); got != "to a coordinator.ShardStopped{Shard:5 Epoch:0.8}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	if stopping := r.LocalShards()["5"]; stopping {
+		t.Fatal("a stale HandOff stopped the shard")
+	}
+}
+
+func TestOnlyTheFollowedCoordinatorIsObeyed(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "c", coordinator.HostShard{Shard: "3", Epoch: 1})
+	if got := render(r.Ready()); got != "" {
+		t.Fatalf("obeyed a coordinator it does not follow:\n%s", got)
+	}
+	r.Step(t0, "c", coordinator.RequestRegister{})
+	if got := render(r.Ready()); got != "to c coordinator.Register{Incarnation:1 Proxy:false Hosted:[]}" {
+		t.Fatalf("a registration request must be answered by anyone:\n%s", got)
+	}
+}
+
+func TestNotServingBuffersLocalDeliveries(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.HostShard{Shard: "2", Epoch: 7})
+	r.Ready()
+	r.Update(t0, Members{Members: up("a", "b", "c"), Serving: false, Coordinator: "a"})
+	r.Deliver(t0, env("2", "x"))
+	if got := render(r.Ready()); strings.Contains(got, "deliver") {
+		t.Fatalf("delivered without the lease:\n%s", got)
+	}
+	r.Update(t0, Members{Members: up("a", "b", "c"), Serving: true, Coordinator: "a"})
+	if got := render(r.Ready()); got != "deliver 2/x" {
+		t.Fatalf("got:\n%s", got)
+	}
+}
+
+func TestGracefulShutdownCompletesWhenEverythingIsHandedOff(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.HostShard{Shard: "2", Epoch: 7})
+	r.Ready()
+	r.GracefulShutdown(t0)
+	if got := render(r.Ready()); got != "to a coordinator.GracefulShutdownReq{}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	r.Step(t0, "a", coordinator.BeginHandOff{Shard: "2", Epoch: 7})
+	r.Step(t0, "a", coordinator.HandOff{Shard: "2", Epoch: 7})
+	r.Ready()
+	r.LocalShardStopped(t0, "2")
+	if got := render(r.Ready()); !strings.HasSuffix(got, "region.ShutdownComplete{}") {
+		t.Fatalf("got:\n%s", got)
+	}
+}

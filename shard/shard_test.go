@@ -1,0 +1,96 @@
+package shard
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func render(out []Output[string]) string {
+	var lines []string
+	for _, o := range out {
+		switch o := o.(type) {
+		case DeliverToEntity[string]:
+			lines = append(lines, fmt.Sprintf("deliver %s %s", o.Entity, o.Msg))
+		case Bounce[string]:
+			lines = append(lines, fmt.Sprintf("bounce %v", o.Msgs))
+		default:
+			lines = append(lines, fmt.Sprintf("%T%+v", o, o))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestEntityStartsOnFirstMessage(t *testing.T) {
+	s := New[string](Config{}, "1")
+	s.Deliver("e", "m1")
+	s.Deliver("e", "m2")
+	if got := render(s.Ready()); got != "shard.StartEntity{Entity:e}\ndeliver e m1\ndeliver e m2" {
+		t.Fatalf("got:\n%s", got)
+	}
+}
+
+// TestPassivationBuffersForTheNextIncarnation: messages that arrive after Passivate wait in
+// the shard and start the next incarnation, in order.
+func TestPassivationBuffersForTheNextIncarnation(t *testing.T) {
+	s := New[string](Config{}, "1")
+	s.Deliver("e", "m1")
+	s.Ready()
+	s.Passivate("e")
+	s.Deliver("e", "m2")
+	s.Deliver("e", "m3")
+	if got := render(s.Ready()); got != "shard.StopEntity{Entity:e}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	s.EntityStopped("e", nil)
+	if got := render(s.Ready()); got != "shard.StartEntity{Entity:e}\ndeliver e m2\ndeliver e m3" {
+		t.Fatalf("got:\n%s", got)
+	}
+}
+
+func TestHandoffStopsEntitiesAndBouncesWhatWaits(t *testing.T) {
+	s := New[string](Config{HandoffTimeout: 10 * time.Second}, "1")
+	s.Deliver("a", "m1")
+	s.Deliver("b", "m2")
+	s.Passivate("b")
+	s.Deliver("b", "m3")
+	s.Ready()
+	s.Stop(t0)
+	if got := render(s.Ready()); got != "shard.StopEntity{Entity:a}\nbounce [m3]" {
+		t.Fatalf("got:\n%s", got)
+	}
+	s.Deliver("c", "late")
+	if got := render(s.Ready()); got != "bounce [late]" {
+		t.Fatalf("a stopping shard accepted a message:\n%s", got)
+	}
+	s.EntityStopped("a", nil)
+	if s.State() != StateDraining {
+		t.Fatal("stopped with b still running")
+	}
+	// b ignores its stop message: forced after handoff-timeout − 5 s, its queue bounced.
+	s.Tick(t0.Add(4 * time.Second))
+	if got := render(s.Ready()); got != "" {
+		t.Fatalf("forced too early:\n%s", got)
+	}
+	s.Tick(t0.Add(5 * time.Second))
+	if got := render(s.Ready()); got != "shard.ForceStop{Entity:b}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	s.EntityStopped("b", []string{"queued"})
+	if got := render(s.Ready()); got != "bounce [queued]\nshard.Stopped{}" {
+		t.Fatalf("got:\n%s", got)
+	}
+}
+
+func TestForceStopAfter(t *testing.T) {
+	for _, c := range []struct{ timeout, want time.Duration }{
+		{60 * time.Second, 55 * time.Second}, {5 * time.Second, time.Second}, {0, 55 * time.Second},
+	} {
+		if got := (Config{HandoffTimeout: c.timeout}).ForceStopAfter(); got != c.want {
+			t.Errorf("handoff-timeout %v: force after %v, want %v", c.timeout, got, c.want)
+		}
+	}
+}
