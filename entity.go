@@ -117,7 +117,8 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 		Settings:  settings,
 		Extractor: extractor,
 		New: func(c *node.EntityContext) node.Behavior {
-			return untyped[M, R]{b: e.New(&Context{c: c})}
+			ctx := &Context{c: c}
+			return untyped[M, R]{b: e.New(ctx), ctx: ctx}
 		},
 		EncodeMessage: func(v any) ([]byte, error) { return e.MessageCodec.Marshal(v.(M)) },
 		DecodeMessage: func(b []byte) (any, error) { return e.MessageCodec.Unmarshal(b) },
@@ -134,11 +135,14 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 	return &Region[M, R]{s: s, key: e.Key, spec: &spec}, nil
 }
 
-// untyped adapts a typed Behavior to the runtime's.
-type untyped[M, R any] struct{ b Behavior[M, R] }
+// untyped adapts a typed Behavior to the runtime's; one Context serves the incarnation.
+type untyped[M, R any] struct {
+	b   Behavior[M, R]
+	ctx *Context
+}
 
-func (u untyped[M, R]) Receive(c *node.EntityContext, msg any) (any, error) {
-	return u.b.Receive(&Context{c: c}, msg.(M))
+func (u untyped[M, R]) Receive(_ *node.EntityContext, msg any) (any, error) {
+	return u.b.Receive(u.ctx, msg.(M))
 }
 
 // typeConfig builds an entity type's settings from the sharding configuration.

@@ -43,12 +43,19 @@ func counterType() shardmesh.Entity[string, int] {
 	}
 }
 
-type testLogWriter struct{ t *testing.T }
+type testLogWriter struct{ t testing.TB }
 
 func (w testLogWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
 // startCluster starts n members in-process on loopback and waits until all are Up.
 func startCluster(t *testing.T, n int, tweak func(*config.Config)) []*shardmesh.System {
+	t.Helper()
+	return startMembersWith(t, n, tweak)
+}
+
+func startMembers(tb testing.TB, n int) []*shardmesh.System { return startMembersWith(tb, n, nil) }
+
+func startMembersWith(t testing.TB, n int, tweak func(*config.Config)) []*shardmesh.System {
 	t.Helper()
 	var systems []*shardmesh.System
 	var seed string

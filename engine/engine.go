@@ -16,8 +16,19 @@ type entityType struct {
 	cfg      TypeConfig
 	region   *region.Region
 	shards   map[shard.ID]*shard.Shard[region.Envelope]
+	touched  []*shard.Shard[region.Envelope] // shards called since the last drain, in call order
 	coord    *coordinator.Coordinator
 	shutdown bool // graceful shutdown completed
+}
+
+// shard returns local shard id and records that it will be called, so drainType collects
+// its outputs without scanning every shard.
+func (t *entityType) shard(id shard.ID) *shard.Shard[region.Envelope] {
+	sh := t.shards[id]
+	if sh != nil {
+		t.touched = append(t.touched, sh)
+	}
+	return sh
 }
 
 // local is a message between machines of this member, queued so handling never recurses.
@@ -130,6 +141,49 @@ func (e *Engine) Ready() Ready {
 	return r
 }
 
+// Drain moves what the engine wants done into dst (appending), keeping the engine's own
+// buffers for reuse: the runtime calls it with one reused Ready, so steady traffic allocates
+// no output slices.
+func (e *Engine) Drain(dst *Ready) {
+	dst.Membership = append(dst.Membership, e.out.Membership...)
+	dst.Coordination = append(dst.Coordination, e.out.Coordination...)
+	dst.Forwards = append(dst.Forwards, e.out.Forwards...)
+	dst.Entities = append(dst.Entities, e.out.Entities...)
+	dst.Rejected = append(dst.Rejected, e.out.Rejected...)
+	dst.Members = append(dst.Members, e.out.Members...)
+	dst.Events = append(dst.Events, e.out.Events...)
+	clear(e.out.Forwards)
+	clear(e.out.Entities)
+	clear(e.out.Rejected)
+	e.out = Ready{
+		Membership:   e.out.Membership[:0],
+		Coordination: e.out.Coordination[:0],
+		Forwards:     e.out.Forwards[:0],
+		Entities:     e.out.Entities[:0],
+		Rejected:     e.out.Rejected[:0],
+		Members:      e.out.Members[:0],
+		Events:       e.out.Events[:0],
+	}
+}
+
+// Reset empties r for reuse, dropping references to what it held.
+func (r *Ready) Reset() {
+	clear(r.Forwards)
+	clear(r.Entities)
+	clear(r.Rejected)
+	clear(r.Members)
+	clear(r.Events)
+	*r = Ready{
+		Membership:   r.Membership[:0],
+		Coordination: r.Coordination[:0],
+		Forwards:     r.Forwards[:0],
+		Entities:     r.Entities[:0],
+		Rejected:     r.Rejected[:0],
+		Members:      r.Members[:0],
+		Events:       r.Events[:0],
+	}
+}
+
 // FormCluster starts a new cluster with this member.
 func (e *Engine) FormCluster(now time.Time) { e.now = now; e.m.FormCluster(now); e.settle() }
 
@@ -173,7 +227,9 @@ func (e *Engine) Tick(now time.Time) {
 		}
 		t.region.Tick(now)
 		for _, id := range sortedShardIDs(t.shards) {
-			t.shards[id].Tick(now)
+			if sh := t.shards[id]; sh.State() == shard.StateDraining {
+				t.shard(id).Tick(now)
+			}
 		}
 	}
 	if e.leaving && !e.leaveStarted && now.Sub(e.leaveAsked) >= e.cfg.ShutdownTimeout {
@@ -213,16 +269,42 @@ func (e *Engine) Deliver(now time.Time, typ string, env region.Envelope) error {
 	if t == nil {
 		return fmt.Errorf("unknown entity type %q", typ)
 	}
-	t.region.Deliver(now, env)
+	switch d := t.region.Deliver(now, env); d.Kind {
+	case region.Local:
+		e.deliverLocal(t, d.Envelope)
+	case region.Forwarded:
+		e.out.Forwards = append(e.out.Forwards, Forward{To: d.To, Type: t.cfg.Name, Envelope: d.Envelope})
+	case region.Refused:
+		e.out.Rejected = append(e.out.Rejected, Rejected{Type: t.cfg.Name, Envelope: d.Envelope, Err: d.Err})
+	}
 	e.settle()
 	return nil
+}
+
+// deliverLocal hands a message to its local shard and turns the shard's decision into entity
+// operations.
+func (e *Engine) deliverLocal(t *entityType, env region.Envelope) {
+	sh := t.shards[env.Shard]
+	if sh == nil {
+		panic(fmt.Sprintf("engine: region %s delivered to shard %s that was never started", t.cfg.Name, env.Shard))
+	}
+	switch sh.Deliver(env.Entity, env) {
+	case shard.StartAndDeliver:
+		e.out.Entities = append(e.out.Entities,
+			EntityOp{Kind: OpStart, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity},
+			EntityOp{Kind: OpDeliver, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity, Envelope: env})
+	case shard.Deliver:
+		e.out.Entities = append(e.out.Entities, EntityOp{Kind: OpDeliver, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity, Envelope: env})
+	case shard.Bounced:
+		t.region.Bounce(e.now, []region.Envelope{env})
+	}
 }
 
 // EntityStopped reports that an entity's incarnation ended, with what it had not handled.
 func (e *Engine) EntityStopped(now time.Time, typ string, s shard.ID, id shard.EntityID, unhandled []region.Envelope) {
 	e.now = now
 	if t := e.types[typ]; t != nil {
-		if sh := t.shards[s]; sh != nil {
+		if sh := t.shard(s); sh != nil {
 			sh.EntityStopped(id, unhandled)
 		} else if len(unhandled) > 0 {
 			t.region.Bounce(now, unhandled)
@@ -235,7 +317,7 @@ func (e *Engine) EntityStopped(now time.Time, typ string, s shard.ID, id shard.E
 func (e *Engine) Passivate(now time.Time, typ string, s shard.ID, id shard.EntityID) {
 	e.now = now
 	if t := e.types[typ]; t != nil {
-		if sh := t.shards[s]; sh != nil {
+		if sh := t.shard(s); sh != nil {
 			sh.Passivate(id)
 		}
 	}
@@ -310,13 +392,15 @@ func (e *Engine) drainType(t *entityType) bool {
 		did = true
 		e.regionOutput(t, o)
 	}
-	for _, id := range sortedShardIDs(t.shards) {
-		sh := t.shards[id]
+	for len(t.touched) > 0 {
+		sh := t.touched[0]
+		t.touched = t.touched[1:]
 		for _, o := range sh.Ready() {
 			did = true
 			e.shardOutput(t, sh, o)
 		}
 	}
+	t.touched = t.touched[:0]
 	return did
 }
 
@@ -342,13 +426,9 @@ func (e *Engine) regionOutput(t *entityType, o region.Output) {
 		}
 		e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ShardStarted{Shard: o.Shard, Epoch: o.Epoch}})
 	case region.DeliverLocal:
-		sh := t.shards[o.Envelope.Shard]
-		if sh == nil {
-			panic(fmt.Sprintf("engine: region %s delivered to shard %s that was never started", t.cfg.Name, o.Envelope.Shard))
-		}
-		sh.Deliver(o.Envelope.Entity, o.Envelope)
+		e.deliverLocal(t, o.Envelope)
 	case region.StopShard:
-		if sh := t.shards[o.Shard]; sh != nil {
+		if sh := t.shard(o.Shard); sh != nil {
 			sh.Stop(e.now)
 		} else {
 			t.region.LocalShardStopped(e.now, o.Shard)

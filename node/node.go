@@ -74,6 +74,7 @@ type Node struct {
 	sub    *p2p.Subscription
 
 	eng   *engine.Engine          // owned by the loop goroutine
+	ready engine.Ready            // the loop's reused output buffer
 	types map[string]*typeRuntime // owned by the loop goroutine
 	specs sync.Map                // type name → *EntityType, for senders on any goroutine
 	pool  *mailbox.Pool
@@ -365,9 +366,14 @@ func (n *Node) deliver(spec *EntityType, id string, m *message) error {
 		return errors.New("entity id is empty")
 	}
 	eid := shard.EntityID(id)
-	env := region.Envelope{Shard: spec.Extractor.ShardID(eid), Entity: eid, Payload: m}
+	in := input{kind: inDeliver, typ: spec.Name, env: region.Envelope{Shard: spec.Extractor.ShardID(eid), Entity: eid, Payload: m}}
 	select {
-	case n.inbox <- input{kind: inDeliver, typ: spec.Name, env: env}:
+	case n.inbox <- in: // the common case, without a two-way select
+		return nil
+	default:
+	}
+	select {
+	case n.inbox <- in:
 		return nil
 	case <-n.done:
 		return ErrStopped
@@ -498,8 +504,10 @@ func (n *Node) step(now time.Time, in input) {
 
 // execute carries out what the engine asked for.
 func (n *Node) execute(now time.Time) {
+	rd := &n.ready
 	for {
-		rd := n.eng.Ready()
+		rd.Reset()
+		n.eng.Drain(rd)
 		if rd.Empty() {
 			return
 		}

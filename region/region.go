@@ -144,10 +144,31 @@ func (r *Region) live(node membership.NodeID) bool {
 	return ok && (m.Status == membership.Up || m.Status == membership.Leaving)
 }
 
+// RouteKind says what became of a message given to Deliver.
+type RouteKind uint8
+
+// Routing decisions.
+const (
+	Buffered  RouteKind = iota // kept until its shard's home is known and usable
+	Local                      // for a local shard: the caller delivers Routed.Envelope to it
+	Forwarded                  // for another member's region: the caller sends it to Routed.To
+	Refused                    // not kept: Routed.Err says why; the sender should be told
+)
+
+// Routed is the decision for one message. Deliver returns it instead of emitting an output,
+// so the hot path allocates nothing; messages released from a buffer later come out as
+// DeliverLocal, Forward and Rejected outputs.
+type Routed struct {
+	Kind     RouteKind
+	To       membership.NodeID
+	Envelope Envelope // with Hops counted for a forward
+	Err      error
+}
+
 // Deliver routes a message (from a local sender or forwarded by another region).
-func (r *Region) Deliver(now time.Time, env Envelope) {
+func (r *Region) Deliver(now time.Time, env Envelope) Routed {
 	r.now = now
-	r.route(env, false)
+	return r.route(env, false)
 }
 
 // Bounce takes back envelopes a local shard could not deliver (it was stopping); they are
@@ -155,48 +176,56 @@ func (r *Region) Deliver(now time.Time, env Envelope) {
 func (r *Region) Bounce(now time.Time, envs []Envelope) {
 	r.now = now
 	for i := len(envs) - 1; i >= 0; i-- {
-		r.route(envs[i], true)
+		r.emitRouted(r.route(envs[i], true))
 	}
 }
 
-func (r *Region) route(env Envelope, front bool) {
+// route decides where a message goes; buffering happens here, the rest is the caller's.
+func (r *Region) route(env Envelope, front bool) Routed {
 	if env.Hops > MaxHops {
-		r.reject(env, ErrTooManyHops)
-		return
+		return Routed{Kind: Refused, Envelope: env, Err: ErrTooManyHops}
 	}
 	if r.shutdownDone {
-		r.reject(env, ErrShuttingDown)
-		return
+		return Routed{Kind: Refused, Envelope: env, Err: ErrShuttingDown}
 	}
 	s := env.Shard
 	if _, handing := r.handingOff[s]; handing || r.buffers[s] != nil && !front {
-		r.buffer(env, front)
-		return
+		return r.buffer(env, front)
 	}
 	h, ok := r.homes[s]
 	switch {
 	case !ok:
-		r.buffer(env, front)
+		return r.buffer(env, front)
 	case h.node == r.self:
 		l := r.local[s]
 		if l == nil || l.stopping || !r.serving {
-			r.buffer(env, front)
-			return
+			return r.buffer(env, front)
 		}
-		r.emit(DeliverLocal{Envelope: env})
+		return Routed{Kind: Local, Envelope: env}
 	case r.unreachable[h.node]:
-		r.buffer(env, front) // keep it until the member is reachable again or the shard moves
+		return r.buffer(env, front) // keep it until the member is reachable again or the shard moves
 	default:
 		env.Hops++
-		r.emit(Forward{To: h.node, Envelope: env})
+		return Routed{Kind: Forwarded, To: h.node, Envelope: env}
+	}
+}
+
+// emitRouted turns a decision on a message released from a buffer into an output.
+func (r *Region) emitRouted(d Routed) {
+	switch d.Kind {
+	case Local:
+		r.emit(DeliverLocal{Envelope: d.Envelope})
+	case Forwarded:
+		r.emit(Forward{To: d.To, Envelope: d.Envelope})
+	case Refused:
+		r.reject(d.Envelope, d.Err)
 	}
 }
 
 // buffer keeps an envelope until its shard's home is known and usable, and asks for the home.
-func (r *Region) buffer(env Envelope, front bool) {
+func (r *Region) buffer(env Envelope, front bool) Routed {
 	if r.buffered >= r.cfg.BufferSize {
-		r.reject(env, ErrBufferFull)
-		return
+		return Routed{Kind: Refused, Envelope: env, Err: ErrBufferFull}
 	}
 	b := r.buffers[env.Shard]
 	if b == nil {
@@ -212,6 +241,7 @@ func (r *Region) buffer(env Envelope, front bool) {
 	if _, ok := r.homes[env.Shard]; !ok {
 		r.requestHome(env.Shard, b)
 	}
+	return Routed{Kind: Buffered, Envelope: env}
 }
 
 func (r *Region) requestHome(s shard.ID, b *buffer) {
@@ -231,7 +261,7 @@ func (r *Region) flush(s shard.ID) {
 	delete(r.buffers, s)
 	r.buffered -= len(b.envs)
 	for _, env := range b.envs {
-		r.route(env, false)
+		r.emitRouted(r.route(env, false))
 	}
 }
 

@@ -57,7 +57,9 @@ func env(shard, entity string) Envelope {
 
 func TestUnknownHomeIsBufferedAndRequestedOnce(t *testing.T) {
 	r := newRegion(t, Config{})
-	r.Deliver(t0, env("1", "x"))
+	if d := r.Deliver(t0, env("1", "x")); d.Kind != Buffered {
+		t.Fatalf("decision: %+v", d)
+	}
 	r.Deliver(t0, env("1", "y"))
 	if got := render(r.Ready()); got != "to a coordinator.GetShardHome{Shard:1}" {
 		t.Fatalf("got:\n%s", got)
@@ -74,9 +76,8 @@ func TestLocalHomeStartsTheShard(t *testing.T) {
 	if got := render(r.Ready()); got != "region.StartShard{Shard:2 Epoch:0.7}\nto a coordinator.ShardStarted{Shard:2 Epoch:0.7}" {
 		t.Fatalf("got:\n%s", got)
 	}
-	r.Deliver(t0, env("2", "x"))
-	if got := render(r.Ready()); got != "deliver 2/x" {
-		t.Fatalf("got:\n%s", got)
+	if d := r.Deliver(t0, env("2", "x")); d.Kind != Local || d.Envelope.Entity != "x" {
+		t.Fatalf("decision: %+v", d)
 	}
 }
 
@@ -84,11 +85,8 @@ func TestBufferFullRejects(t *testing.T) {
 	r := newRegion(t, Config{BufferSize: 2})
 	r.Deliver(t0, env("1", "a"))
 	r.Deliver(t0, env("1", "b"))
-	r.Deliver(t0, env("1", "c"))
-	out := r.Ready()
-	last, ok := out[len(out)-1].(Rejected)
-	if !ok || !errors.Is(last.Err, ErrBufferFull) || last.Envelope.Entity != "c" {
-		t.Fatalf("third message: %s", render(out))
+	if d := r.Deliver(t0, env("1", "c")); d.Kind != Refused || !errors.Is(d.Err, ErrBufferFull) || d.Envelope.Entity != "c" {
+		t.Fatalf("third message: %+v", d)
 	}
 }
 

@@ -123,22 +123,46 @@ func (s *Shard[M]) Entities() map[EntityID]EntityState {
 	return out
 }
 
-// Deliver routes a message to its entity, starting the entity on its first message.
-func (s *Shard[M]) Deliver(id EntityID, msg M) {
+// Delivery is what became of a message given to Deliver.
+type Delivery uint8
+
+// Deliveries.
+const (
+	Deliver Delivery = iota // enqueue it in the entity's mailbox
+	StartAndDeliver         // start a new incarnation of the entity, then enqueue it
+	Waiting                 // the entity is passivating: kept for its next incarnation
+	Bounced                 // the shard is handing off: give it back to the region
+)
+
+// Deliver routes a message to its entity, starting the entity on its first message. It
+// returns the decision instead of emitting outputs, so the hot path allocates nothing.
+func (s *Shard[M]) Deliver(id EntityID, msg M) Delivery {
 	if s.state != StateActive {
-		s.emit(Bounce[M]{Msgs: []M{msg}})
-		return
+		return Bounced
 	}
 	e := s.entities[id]
 	switch {
 	case e == nil:
 		s.entities[id] = &entity[M]{state: Running}
-		s.emit(StartEntity{Entity: id})
-		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg})
+		return StartAndDeliver
 	case e.state == Running:
-		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg})
+		return Deliver
 	default:
 		e.waiting = append(e.waiting, msg)
+		return Waiting
+	}
+}
+
+// deliver routes a message the shard itself releases, as outputs.
+func (s *Shard[M]) deliver(id EntityID, msg M) {
+	switch s.Deliver(id, msg) {
+	case StartAndDeliver:
+		s.emit(StartEntity{Entity: id})
+		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg})
+	case Deliver:
+		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg})
+	case Bounced:
+		s.emit(Bounce[M]{Msgs: []M{msg}})
 	}
 }
 
@@ -172,7 +196,7 @@ func (s *Shard[M]) EntityStopped(id EntityID, unhandled []M) {
 		return
 	}
 	for _, msg := range pending {
-		s.Deliver(id, msg) // the next incarnation
+		s.deliver(id, msg) // the next incarnation
 	}
 }
 

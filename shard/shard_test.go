@@ -26,10 +26,11 @@ func render(out []Output[string]) string {
 
 func TestEntityStartsOnFirstMessage(t *testing.T) {
 	s := New[string](Config{}, "1")
-	s.Deliver("e", "m1")
-	s.Deliver("e", "m2")
-	if got := render(s.Ready()); got != "shard.StartEntity{Entity:e}\ndeliver e m1\ndeliver e m2" {
-		t.Fatalf("got:\n%s", got)
+	if d := s.Deliver("e", "m1"); d != StartAndDeliver {
+		t.Fatalf("first message: %v", d)
+	}
+	if d := s.Deliver("e", "m2"); d != Deliver {
+		t.Fatalf("second message: %v", d)
 	}
 }
 
@@ -40,7 +41,9 @@ func TestPassivationBuffersForTheNextIncarnation(t *testing.T) {
 	s.Deliver("e", "m1")
 	s.Ready()
 	s.Passivate("e")
-	s.Deliver("e", "m2")
+	if d := s.Deliver("e", "m2"); d != Waiting {
+		t.Fatalf("during passivation: %v", d)
+	}
 	s.Deliver("e", "m3")
 	if got := render(s.Ready()); got != "shard.StopEntity{Entity:e}" {
 		t.Fatalf("got:\n%s", got)
@@ -62,9 +65,8 @@ func TestHandoffStopsEntitiesAndBouncesWhatWaits(t *testing.T) {
 	if got := render(s.Ready()); got != "shard.StopEntity{Entity:a}\nbounce [m3]" {
 		t.Fatalf("got:\n%s", got)
 	}
-	s.Deliver("c", "late")
-	if got := render(s.Ready()); got != "bounce [late]" {
-		t.Fatalf("a stopping shard accepted a message:\n%s", got)
+	if d := s.Deliver("c", "late"); d != Bounced {
+		t.Fatalf("a stopping shard accepted a message: %v", d)
 	}
 	s.EntityStopped("a", nil)
 	if s.State() != StateDraining {
