@@ -34,7 +34,8 @@ const (
 // Mailbox is one entity's FIFO of messages of type T and its place in the Pool's schedule.
 // Embed it in the runtime's entity value; the zero value is ready for Init. A Mailbox must
 // not be copied after Init, and serves one incarnation of an entity: once closed it stays
-// closed.
+// closed. It takes 80 bytes plus the size of one T (96 for T = any), and an idle one holds
+// nothing else.
 type Mailbox[T any] struct {
 	mu    sync.Mutex
 	state uint32
