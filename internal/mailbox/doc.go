@@ -1,6 +1,7 @@
 // Package mailbox is the entity executor of shardmesh: one mailbox per live entity, a shared
 // run queue and a fixed pool of worker goroutines, so that a member can hold a million
-// entities while an idle one costs no goroutine and well under 100 bytes.
+// entities while an idle one costs no goroutine and about 80 bytes plus the size of one
+// message (96 bytes for messages of type any).
 //
 // The shard state machine decides which entity gets a message and when an entity starts or
 // stops; this package only runs what it is given. A runtime embeds a Mailbox in its entity
@@ -26,7 +27,8 @@
 //
 // # Costs
 //
-// Enqueue takes the mailbox's mutex and, only when the mailbox was idle, the pool's.
-// Messages are stored in fixed-size segments recycled through the Group, so the steady state
+// Enqueue takes the mailbox's mutex and, only when the mailbox was idle, the pool's. A
+// message that finds its mailbox empty is stored inline in the Mailbox; messages queued
+// behind it go into fixed-size segments recycled through the Group. So the steady state
 // allocates nothing per message, and an idle mailbox holds no segment at all.
 package mailbox

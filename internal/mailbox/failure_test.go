@@ -170,3 +170,38 @@ func TestPanicInDoneGoesToOnPanic(t *testing.T) {
 		t.Errorf("handled %d, want 7", v)
 	}
 }
+
+// TestGoexitInFailedAndDone: a Goexit in Failed or in a done callback that a worker calls
+// reaches OnPanic as ErrGoexit; the turn is handed back exactly once, so the mailboxes go on
+// and a one-worker pool still serves them and shuts down.
+func TestGoexitInFailedAndDone(t *testing.T) {
+	onPanic := make(chan any, 2)
+	p := newPool(t, Config{Workers: 1, OnPanic: func(r any, _ []byte) { onPanic <- r }})
+	g := newGroup[int](t, p, GroupConfig{})
+	var m, stopping Mailbox[int]
+	got := make(chan int, 10)
+	m.Init(g, funcs[int]{t: t,
+		receive: func(v int) {
+			panicOnThree(v)
+			got <- v
+		},
+		failed: func(any, []byte) { runtime.Goexit() },
+	})
+	stopping.Init(g, funcs[int]{t: t, receive: func(int) {
+		stopping.Close(func() { runtime.Goexit() })
+	}})
+	mustEnqueue(t, &m, 3, 4)
+	if v := <-got; v != 4 {
+		t.Errorf("handled %d after a Goexit in Failed, want 4", v)
+	}
+	mustEnqueue(t, &stopping, 0)
+	mustEnqueue(t, &m, 5)
+	if v := <-got; v != 5 {
+		t.Errorf("handled %d after a Goexit in done, want 5", v)
+	}
+	for range 2 {
+		if r := <-onPanic; r != ErrGoexit {
+			t.Errorf("OnPanic got %v, want ErrGoexit", r)
+		}
+	}
+}

@@ -21,14 +21,17 @@ type GroupConfig struct {
 // segmentBytes is the message payload a default-sized segment aims at.
 const segmentBytes = 256
 
+// maxSegment is the largest SegmentSize accepted.
+const maxSegment = 1 << 16
+
 // Validate fills zero fields with their defaults for messages of size msgSize bytes and
 // rejects negative ones.
 func (c *GroupConfig) Validate(msgSize uintptr) error {
 	if c.Capacity < 0 || uint64(c.Capacity) > maxQueued {
 		return fmt.Errorf("mailbox: Capacity %d: must be in [0, %d] (0: unbounded)", c.Capacity, uint64(maxQueued))
 	}
-	if c.SegmentSize < 0 {
-		return fmt.Errorf("mailbox: SegmentSize %d: must be ≥ 0 (0: default)", c.SegmentSize)
+	if c.SegmentSize < 0 || c.SegmentSize > maxSegment {
+		return fmt.Errorf("mailbox: SegmentSize %d: must be in [0, %d] (0: default)", c.SegmentSize, maxSegment)
 	}
 	if c.SegmentSize == 0 {
 		c.SegmentSize = segmentBytes / max(int(msgSize), 1)

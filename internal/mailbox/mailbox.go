@@ -34,7 +34,8 @@ const (
 // Mailbox is one entity's FIFO of messages of type T and its place in the Pool's schedule.
 // Embed it in the runtime's entity value; the zero value is ready for Init. A Mailbox must
 // not be copied after Init, and serves one incarnation of an entity: once closed it stays
-// closed.
+// closed. It takes 80 bytes plus the size of one T (96 for T = any), and an idle one holds
+// nothing else.
 type Mailbox[T any] struct {
 	mu    sync.Mutex
 	state uint32
@@ -199,23 +200,40 @@ func (m *Mailbox[T]) hasWork() bool {
 	return m.q.n > 0 || (m.sys != nil && len(m.sys.first)+len(m.sys.after) > 0)
 }
 
-// run is one turn of the mailbox on a worker: up to budget handler calls. It returns true,
+// run is one turn of the mailbox on a worker: up to budget handler calls. It returns more,
 // still holding the scheduled bit, if work is left and the worker must put m back on the run
-// queue.
-func (m *Mailbox[T]) run(budget int) bool {
+// queue; otherwise the turn has ended, and done is the callback of a Close that waited for
+// it, for the worker to call.
+func (m *Mailbox[T]) run(budget int) (more bool, done func()) {
 	m.mu.Lock()
 	m.state |= running
 	for range budget {
 		if !m.hasWork() {
-			m.endTurn()
-			return false
+			return false, m.endTurn()
 		}
 		msg, f := m.take()
 		m.mu.Unlock()
 		m.call(msg, f)
 		m.mu.Lock()
 	}
-	return m.yield(true)
+	if !m.hasWork() {
+		return false, m.endTurn()
+	}
+	m.state &^= running
+	m.mu.Unlock()
+	return true, nil
+}
+
+// abandon ends the turn that a runtime.Goexit in Receive, Failed or a Do function cut short:
+// m goes back on the run queue if it has work left, or becomes idle.
+func (m *Mailbox[T]) abandon() {
+	more, done := m.run(0)
+	if more {
+		m.group.pool.schedule(m)
+	}
+	if done != nil {
+		m.group.pool.protect(done)
+	}
 }
 
 // take removes what runs next: a DoFirst function, a Do function whose messages ahead have
@@ -237,73 +255,23 @@ func (m *Mailbox[T]) take() (msg T, f func()) {
 	return m.q.pop(m.group), nil
 }
 
-// endTurn makes m idle (or leaves it closed), unlocks m.mu and calls the callback of a Close
-// that was waiting for the turn to end; m must have no work.
-func (m *Mailbox[T]) endTurn() {
+// endTurn makes m idle (or leaves it closed), unlocks m.mu and returns the callback of a
+// Close that waited for the turn to end; m must have no work.
+func (m *Mailbox[T]) endTurn() (done func()) {
 	m.state &^= scheduled | running
 	m.q.release(m.group)
-	var done func()
 	if m.sys != nil {
 		done = m.sys.done
 		m.sys = nil // no work left, so nothing else in it: an idle mailbox keeps no system
 	}
 	m.mu.Unlock()
-	if done != nil {
-		m.protect(done)
-	}
-}
-
-// yield ends a turn that used its budget or was cut short: the mailbox goes back on the run
-// queue if it has work left (through the worker when again is true, otherwise here), or
-// becomes idle. m.mu must be held; yield unlocks it.
-func (m *Mailbox[T]) yield(again bool) (more bool) {
-	if !m.hasWork() {
-		m.endTurn()
-		return false
-	}
-	m.state &^= running
-	m.mu.Unlock()
-	if !again {
-		m.group.pool.schedule(m)
-	}
-	return true
+	return done
 }
 
 // call runs one handler call: f if not nil, else Receive(msg). A panic or a Goexit in it is
-// reported to Failed. A Goexit goes on ending the worker's goroutine once Failed returned,
-// so call then ends the turn itself, and the Pool starts another worker.
+// reported to Failed. (A Goexit then goes on ending the worker, which hands the turn back
+// with abandon and starts another worker.)
 func (m *Mailbox[T]) call(msg T, f func()) {
-	ok := false
-	defer func() {
-		if !ok {
-			r := recover()
-			goexit := r == nil
-			if goexit {
-				r = ErrGoexit
-			}
-			m.failed(r, debug.Stack())
-			if goexit {
-				m.mu.Lock()
-				m.yield(false)
-			}
-		}
-	}()
-	if f != nil {
-		f()
-	} else {
-		m.h.Receive(msg)
-	}
-	ok = true
-}
-
-// failed calls Failed, reporting a panic in it to the Pool's OnPanic.
-func (m *Mailbox[T]) failed(r any, stack []byte) {
-	m.protect(func() { m.h.Failed(r, stack) })
-}
-
-// protect calls f on a worker, reporting a panic in it (or a Goexit, as ErrGoexit) to the
-// Pool's OnPanic.
-func (m *Mailbox[T]) protect(f func()) {
 	ok := false
 	defer func() {
 		if !ok {
@@ -311,9 +279,14 @@ func (m *Mailbox[T]) protect(f func()) {
 			if r == nil {
 				r = ErrGoexit
 			}
-			m.group.pool.onPanic(r, debug.Stack())
+			stack := debug.Stack()
+			m.group.pool.protect(func() { m.h.Failed(r, stack) })
 		}
 	}()
-	f()
+	if f != nil {
+		f()
+	} else {
+		m.h.Receive(msg)
+	}
 	ok = true
 }

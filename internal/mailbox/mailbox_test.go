@@ -150,6 +150,7 @@ func TestGroupConfigValidate(t *testing.T) {
 		{cfg: GroupConfig{SegmentSize: 3}, size: 16, wantSeg: 3},
 		{cfg: GroupConfig{Capacity: -1}, size: 16, wantErr: true},
 		{cfg: GroupConfig{SegmentSize: -1}, size: 16, wantErr: true},
+		{cfg: GroupConfig{SegmentSize: maxSegment + 1}, size: 16, wantErr: true},
 	} {
 		cfg := tc.cfg
 		err := cfg.Validate(tc.size)

@@ -2,6 +2,7 @@ package mailbox
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -85,12 +86,16 @@ func (p *Pool) schedule(r runner) {
 // the mailbox has work left, puts it back at the tail, in the same critical section as it
 // takes the next one.
 func (p *Pool) work() {
+	var cur runner // the mailbox whose turn this worker is in
 	returned := false
 	defer func() {
 		if !returned {
-			// A handler called runtime.Goexit, which cannot be stopped: the mailbox has
-			// already handed its turn back (see Mailbox.call); put a new worker in place of
-			// this one.
+			// A handler, Failed or a done callback called runtime.Goexit, which cannot be
+			// stopped: hand back the turn it cut short, if any, and put a new worker in
+			// place of this one.
+			if cur != nil {
+				cur.abandon()
+			}
 			go p.work()
 		}
 	}()
@@ -109,12 +114,34 @@ func (p *Pool) work() {
 			returned = true
 			return
 		}
-		r := p.queue.pop()
+		cur = p.queue.pop()
 		p.mu.Unlock()
-		more := r.run(p.throughput)
+		more, done := cur.run(p.throughput)
+		r := cur
+		cur = nil
+		if done != nil {
+			p.protect(done)
+		}
 		p.mu.Lock()
 		if more && !p.stopped.Load() {
 			p.queue.push(r)
 		}
 	}
+}
+
+// protect calls f, a callback of the user's, on a worker, reporting a panic in it (or a
+// Goexit, as ErrGoexit) to OnPanic.
+func (p *Pool) protect(f func()) {
+	ok := false
+	defer func() {
+		if !ok {
+			r := recover()
+			if r == nil {
+				r = ErrGoexit
+			}
+			p.onPanic(r, debug.Stack())
+		}
+	}()
+	f()
+	ok = true
 }

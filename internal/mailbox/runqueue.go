@@ -2,9 +2,11 @@ package mailbox
 
 // runner is what the run queue holds: a mailbox whose turn has come. run handles up to budget
 // messages and reports whether the mailbox still has work, in which case the caller puts it
-// back on the run queue.
+// back on the run queue, or else returns the callback of a Close that waited for the turn
+// to end. abandon hands back a turn that a runtime.Goexit cut short.
 type runner interface {
-	run(budget int) (more bool)
+	run(budget int) (more bool, done func())
+	abandon()
 }
 
 // minRunQueue is the capacity the run queue starts with and shrinks back to once empty.
