@@ -102,7 +102,7 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 	if e.New == nil || e.MessageCodec == nil || e.ReplyCodec == nil {
 		return nil, fmt.Errorf("entity type %q: New, MessageCodec and ReplyCodec are required", e.Key.name)
 	}
-	settings, err := typeConfig(s.cfg.Sharding, e.Key.name, e.Role, e.Strategy)
+	settings, err := typeConfig(s.cfg, e.Key.name, e.Role, e.Strategy)
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +145,9 @@ func (u untyped[M, R]) Receive(_ *node.EntityContext, msg any) (any, error) {
 	return u.b.Receive(u.ctx, msg.(M))
 }
 
-// typeConfig builds an entity type's settings from the sharding configuration.
-func typeConfig(sc config.Sharding, name, role string, strategy allocation.Strategy) (engine.TypeConfig, error) {
+// typeConfig builds an entity type's settings from the configuration.
+func typeConfig(cfg config.Config, name, role string, strategy allocation.Strategy) (engine.TypeConfig, error) {
+	sc := cfg.Sharding
 	if role == "" {
 		role = sc.Role
 	}
@@ -164,6 +165,12 @@ func typeConfig(sc config.Sharding, name, role string, strategy allocation.Strat
 	}
 	cc := coordinator.DefaultConfig(name)
 	cc.Role = role
+	// Allocation waits until min-nr-of-members regions (of the role) registered, so the first
+	// member to come up does not get every shard.
+	cc.MinMembers = max(cfg.Membership.MinNrOfMembers, 1)
+	if n, ok := cfg.Membership.RoleMinNrOfMembers[role]; ok && role != "" {
+		cc.MinMembers = n
+	}
 	cc.RebalanceInterval = sc.RebalanceInterval
 	cc.HandoffTimeout = sc.HandoffTimeout
 	cc.ShardStartTimeout = sc.ShardStartTimeout

@@ -12,6 +12,8 @@ import (
 	"github.com/shardmesh/shardmesh"
 	"github.com/shardmesh/shardmesh/config"
 	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/wire"
+	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
 // counter is a test entity: "inc" adds one and returns the count; "get" returns it.
@@ -224,6 +226,37 @@ func TestGracefulLeaveLosesNoAsk(t *testing.T) {
 	for e := range entities {
 		if _, err := regions[1].EntityRefFor("c"+strconv.Itoa(e)).Ask(ctx, "get"); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+func TestShardingEventsReachEveryMember(t *testing.T) {
+	systems := startCluster(t, 3, nil)
+	// Subscribe on the youngest member: the coordinator runs on the oldest.
+	events, unsubscribe := systems[2].Node().Subscribe()
+	defer unsubscribe()
+	for _, s := range systems {
+		if _, err := shardmesh.Init(s, counterType()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref := shardmesh.EntityRefFor(systems[0], counterKey, "c1")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := ref.Ask(ctx, "inc"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case ev := <-events:
+			if se, ok := ev.(wire.ShardingEvent); ok && se.Kind == pb.ShardingEvent_SHARD_ALLOCATED {
+				if se.Origin != systems[0].ID() {
+					t.Fatalf("allocation published by %s, want the coordinator %s", se.Origin, systems[0].ID())
+				}
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no ShardAllocated event reached the youngest member")
 		}
 	}
 }

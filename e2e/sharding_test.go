@@ -75,7 +75,7 @@ func ids(n int) []string {
 }
 
 // shardCounts returns how many counter shards each daemon hosts.
-func shardCounts(t *testing.T, ds []*daemon) []int {
+func shardCounts(ds []*daemon) []int {
 	out := make([]int, len(ds))
 	for i, d := range ds {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -155,7 +155,7 @@ func TestShardingAcceptance(t *testing.T) {
 			t.Fatalf("%s answered %q, want 1", id, r)
 		}
 	}
-	t.Logf("10,000 asks to distinct counters in %v, all correct; shards per member %v", time.Since(start).Round(time.Millisecond), shardCounts(t, ds))
+	t.Logf("10,000 asks to distinct counters in %v, all correct; shards per member %v", time.Since(start).Round(time.Millisecond), shardCounts(ds))
 
 	// Two more members join under load: shards spread to max−min ≤ 1 within two rebalance
 	// rounds, and no ask fails meanwhile.
@@ -168,10 +168,10 @@ func TestShardingAcceptance(t *testing.T) {
 		t.Fatal("5 members did not agree")
 	}
 	joined := time.Now()
-	if !waitFor(2*2*time.Second+3*time.Second, func() bool { return spread(shardCounts(t, ds)) <= 1 }) {
-		t.Fatalf("not balanced within two rebalance rounds: %v", shardCounts(t, ds))
+	if !waitFor(2*2*time.Second+3*time.Second, func() bool { return spread(shardCounts(ds)) <= 1 }) {
+		t.Fatalf("not balanced within two rebalance rounds: %v", shardCounts(ds))
 	}
-	t.Logf("balanced %v after the joins: shards per member %v", time.Since(joined).Round(time.Millisecond), shardCounts(t, ds))
+	t.Logf("balanced %v after the joins: shards per member %v", time.Since(joined).Round(time.Millisecond), shardCounts(ds))
 	time.Sleep(time.Second)
 
 	// SIGTERM a member: its shards move, no ask fails.
@@ -181,15 +181,15 @@ func TestShardingAcceptance(t *testing.T) {
 		t.Fatalf("SIGTERM: exited=%v code=%d\n%s", ok, code, leaver.log.String())
 	}
 	rest := []*daemon{ds[0], ds[1], ds[3], ds[4]}
-	if !waitFor(10*time.Second, func() bool { return allAgreeUp(rest, 4) && total(shardCounts(t, rest)) >= 100 }) {
-		t.Fatalf("the leaver's shards did not move: %v", shardCounts(t, rest))
+	if !waitFor(10*time.Second, func() bool { return allAgreeUp(rest, 4) && total(shardCounts(rest)) >= 100 }) {
+		t.Fatalf("the leaver's shards did not move: %v", shardCounts(rest))
 	}
 	close(stop)
 	loaders.Wait()
 	if failed.Load() > 0 {
 		t.Fatalf("%d of %d asks failed during joins and a graceful leave; first: %v", failed.Load(), asked.Load(), firstErr.Load())
 	}
-	t.Logf("%d asks during two joins and a SIGTERM, none failed; shards per member %v", asked.Load(), shardCounts(t, rest))
+	t.Logf("%d asks during two joins and a SIGTERM, none failed; shards per member %v", asked.Load(), shardCounts(rest))
 
 	// kill -9 a member: once it is downed and removed, its shards are allocated again and
 	// every counter answers.
@@ -203,7 +203,7 @@ func TestShardingAcceptance(t *testing.T) {
 	}) {
 		t.Fatal("counters did not answer again after kill -9")
 	}
-	t.Logf("every counter answers again %v after kill -9; shards per member %v", time.Since(killed).Round(time.Millisecond), shardCounts(t, rest))
+	t.Logf("every counter answers again %v after kill -9; shards per member %v", time.Since(killed).Round(time.Millisecond), shardCounts(rest))
 }
 
 func total(counts []int) int {

@@ -91,6 +91,9 @@ func (e *Engine) addType(tc TypeConfig) error {
 		return fmt.Errorf("entity type %q is already registered", tc.Name)
 	}
 	tc.Region.TypeName, tc.Coordinator.TypeName = tc.Name, tc.Name
+	if tc.Shard.HandoffTimeout == 0 {
+		tc.Shard.HandoffTimeout = tc.Coordinator.HandoffTimeout // one handoff-timeout for both
+	}
 	if err := tc.Coordinator.Validate(); err != nil {
 		return fmt.Errorf("entity type %q: %w", tc.Name, err)
 	}

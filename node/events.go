@@ -3,14 +3,18 @@ package node
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/wire"
+	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
-// Event is a membership event (membership.Event) or an entity type's event
-// (engine.TypedEvent), as subscribers receive them.
+// Event is what subscribers receive: a membership event (membership.Event), an event of an
+// entity type on this member (engine.TypedEvent), or a sharding event from any member
+// (wire.ShardingEvent, this member's own included).
 type Event any
 
 // Subscribe returns a channel of events (buffered; a subscriber that falls behind loses
@@ -86,5 +90,61 @@ func (n *Node) logTypedEvent(ev engine.TypedEvent) {
 		log.Info("rebalancing", "shards", len(e.Shards))
 	case engine.ShutdownComplete:
 		log.Info("every shard handed off")
+	}
+}
+
+// gossipEvent publishes a coordinator event on the sharding-events topic (and to local
+// subscribers as a wire.ShardingEvent, as other members will see it).
+func (n *Node) gossipEvent(ev engine.TypedEvent, now time.Time) {
+	se, ok := wire.EventFrom(ev, now)
+	if !ok {
+		return
+	}
+	se.Origin = n.self.Node
+	n.publish(se)
+	select {
+	case n.eventsOut <- wire.AppendEvent(nil, se):
+	default:
+		n.log.Debug("sharding event not published: the queue is full", "type", ev.Type)
+	}
+}
+
+// publishEvents publishes queued sharding events, in order.
+func (n *Node) publishEvents() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case frame := <-n.eventsOut:
+			ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+			if err := n.events.Publish(ctx, frame); err != nil && n.ctx.Err() == nil {
+				n.log.Debug("sharding event not published", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// receiveEvents takes other members' sharding events: subscribers see them, and a shard
+// allocation is a hint for the regions here (accepted only from the coordinator a region
+// follows, and only if newer than what it knows: correctness never depends on gossip).
+func (n *Node) receiveEvents() {
+	defer n.wg.Done()
+	for {
+		m, err := n.eventsSub.Next(n.ctx)
+		if err != nil {
+			return
+		}
+		se, err := wire.DecodeEvent(m.Data)
+		if err != nil {
+			n.log.Debug("dropped a malformed sharding event", "from", m.From, "err", err)
+			continue
+		}
+		se.Origin = membership.NodeID(m.From.String())
+		n.publish(se)
+		if se.Kind == pb.ShardingEvent_SHARD_ALLOCATED {
+			n.enqueue(input{kind: inCoord, from: se.Origin, typ: se.Type, coord: coordinator.ShardHome{Shard: se.Shard, Region: se.To, Epoch: se.Epoch}})
+		}
 	}
 }

@@ -70,8 +70,11 @@ type Node struct {
 	host *p2p.Host
 	self membership.Member
 
-	gossip *p2p.Topic
-	sub    *p2p.Subscription
+	gossip    *p2p.Topic
+	sub       *p2p.Subscription
+	events    *p2p.Topic
+	eventsSub *p2p.Subscription
+	eventsOut chan []byte // sharding events to publish, in order
 
 	eng   *engine.Engine          // owned by the loop goroutine
 	ready engine.Ready            // the loop's reused output buffer
@@ -194,6 +197,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	events, err := host.Join("/shardmesh/" + cfg.ClusterName + "/sharding/1")
+	if err != nil {
+		return nil, err
+	}
+	eventsSub, err := events.Subscribe()
+	if err != nil {
+		return nil, err
+	}
 	pool, err := mailbox.NewPool(cfg.Workers)
 	if err != nil {
 		return nil, err
@@ -207,6 +218,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		self:      self,
 		gossip:    topic,
 		sub:       sub,
+		events:    events,
+		eventsSub: eventsSub,
+		eventsOut: make(chan []byte, 4096),
 		eng:       engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout}, self, time.Now()),
 		types:     map[string]*typeRuntime{},
 		pool:      pool,
@@ -229,10 +243,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ok = true
 	n.log.Info("member started", "peer", self.Node, "incarnation", incarnation, "addrs", addrs, "roles", cfg.Roles, "app_version", cfg.AppVersion)
-	n.wg.Add(3)
+	n.wg.Add(5)
 	go n.loop()
 	go n.receiveGossip()
 	go n.discover()
+	go n.publishEvents()
+	go n.receiveEvents()
 	n.join()
 	return n, nil
 }
@@ -538,6 +554,7 @@ func (n *Node) execute(now time.Time) {
 		for _, ev := range rd.Events {
 			n.logTypedEvent(ev)
 			n.publish(ev)
+			n.gossipEvent(ev, now)
 		}
 	}
 }

@@ -128,10 +128,10 @@ type Delivery uint8
 
 // Deliveries.
 const (
-	Deliver Delivery = iota // enqueue it in the entity's mailbox
-	StartAndDeliver         // start a new incarnation of the entity, then enqueue it
-	Waiting                 // the entity is passivating: kept for its next incarnation
-	Bounced                 // the shard is handing off: give it back to the region
+	Deliver         Delivery = iota // enqueue it in the entity's mailbox
+	StartAndDeliver                 // start a new incarnation of the entity, then enqueue it
+	Waiting                         // the entity is passivating: kept for its next incarnation
+	Bounced                         // the shard is handing off: give it back to the region
 )
 
 // Deliver routes a message to its entity, starting the entity on its first message. It

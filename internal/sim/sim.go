@@ -166,6 +166,7 @@ func (s *Sim) scheduleTick(n *Node, inc uint64, after time.Duration) {
 		if !n.Paused {
 			n.E.Tick(s.now)
 			s.process(n)
+			n.entities.resume() // mailboxes parked while the member did not serve
 		}
 		s.scheduleTick(n, inc, s.opts.TickInterval)
 	})

@@ -28,6 +28,79 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ShardingEvent_Kind int32
+
+const (
+	ShardingEvent_UNKNOWN               ShardingEvent_Kind = 0
+	ShardingEvent_COORDINATOR_STARTED   ShardingEvent_Kind = 1
+	ShardingEvent_COORDINATOR_RECOVERED ShardingEvent_Kind = 2
+	ShardingEvent_REGION_REGISTERED     ShardingEvent_Kind = 3
+	ShardingEvent_REGION_TERMINATED     ShardingEvent_Kind = 4
+	ShardingEvent_SHARD_ALLOCATED       ShardingEvent_Kind = 5
+	ShardingEvent_HANDOFF_STARTED       ShardingEvent_Kind = 6
+	ShardingEvent_HANDOFF_PHASE         ShardingEvent_Kind = 7
+	ShardingEvent_HANDOFF_COMPLETED     ShardingEvent_Kind = 8
+	ShardingEvent_HANDOFF_FAILED        ShardingEvent_Kind = 9
+	ShardingEvent_REBALANCE_ROUND       ShardingEvent_Kind = 10
+)
+
+// Enum value maps for ShardingEvent_Kind.
+var (
+	ShardingEvent_Kind_name = map[int32]string{
+		0:  "UNKNOWN",
+		1:  "COORDINATOR_STARTED",
+		2:  "COORDINATOR_RECOVERED",
+		3:  "REGION_REGISTERED",
+		4:  "REGION_TERMINATED",
+		5:  "SHARD_ALLOCATED",
+		6:  "HANDOFF_STARTED",
+		7:  "HANDOFF_PHASE",
+		8:  "HANDOFF_COMPLETED",
+		9:  "HANDOFF_FAILED",
+		10: "REBALANCE_ROUND",
+	}
+	ShardingEvent_Kind_value = map[string]int32{
+		"UNKNOWN":               0,
+		"COORDINATOR_STARTED":   1,
+		"COORDINATOR_RECOVERED": 2,
+		"REGION_REGISTERED":     3,
+		"REGION_TERMINATED":     4,
+		"SHARD_ALLOCATED":       5,
+		"HANDOFF_STARTED":       6,
+		"HANDOFF_PHASE":         7,
+		"HANDOFF_COMPLETED":     8,
+		"HANDOFF_FAILED":        9,
+		"REBALANCE_ROUND":       10,
+	}
+)
+
+func (x ShardingEvent_Kind) Enum() *ShardingEvent_Kind {
+	p := new(ShardingEvent_Kind)
+	*p = x
+	return p
+}
+
+func (x ShardingEvent_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ShardingEvent_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_sharding_proto_enumTypes[0].Descriptor()
+}
+
+func (ShardingEvent_Kind) Type() protoreflect.EnumType {
+	return &file_sharding_proto_enumTypes[0]
+}
+
+func (x ShardingEvent_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ShardingEvent_Kind.Descriptor instead.
+func (ShardingEvent_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_sharding_proto_rawDescGZIP(), []int{12, 0}
+}
+
 type CoordEnvelope struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
@@ -955,6 +1028,149 @@ func (x *Reply) GetCode() uint32 {
 	return 0
 }
 
+// ShardingEvent is published on the cluster's sharding-events topic by the member where it
+// happened: what the watch stream and the dashboard show, and a hint regions use to learn
+// new homes early. Nothing depends on its delivery.
+type ShardingEvent struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
+	EntityType      string                 `protobuf:"bytes,2,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Kind            ShardingEvent_Kind     `protobuf:"varint,3,opt,name=kind,proto3,enum=shardmesh.wire.v1.ShardingEvent_Kind" json:"kind,omitempty"`
+	Shard           string                 `protobuf:"bytes,4,opt,name=shard,proto3" json:"shard,omitempty"`
+	From            string                 `protobuf:"bytes,5,opt,name=from,proto3" json:"from,omitempty"` // the region a shard leaves
+	To              string                 `protobuf:"bytes,6,opt,name=to,proto3" json:"to,omitempty"`     // the region a shard goes to (or the region registered/terminated)
+	Epoch           uint64                 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	DurationMs      uint64                 `protobuf:"varint,8,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"` // handoff duration, recovery time
+	Cause           string                 `protobuf:"bytes,9,opt,name=cause,proto3" json:"cause,omitempty"`                              // handoff cause
+	Phase           string                 `protobuf:"bytes,10,opt,name=phase,proto3" json:"phase,omitempty"`                             // handoff phase
+	Shards          []string               `protobuf:"bytes,11,rep,name=shards,proto3" json:"shards,omitempty"`
+	Term            uint64                 `protobuf:"varint,12,opt,name=term,proto3" json:"term,omitempty"`
+	AtUnixMs        int64                  `protobuf:"varint,13,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"` // when, by the publishing member's clock
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ShardingEvent) Reset() {
+	*x = ShardingEvent{}
+	mi := &file_sharding_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardingEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardingEvent) ProtoMessage() {}
+
+func (x *ShardingEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_sharding_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardingEvent.ProtoReflect.Descriptor instead.
+func (*ShardingEvent) Descriptor() ([]byte, []int) {
+	return file_sharding_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ShardingEvent) GetProtocolVersion() uint32 {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return 0
+}
+
+func (x *ShardingEvent) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *ShardingEvent) GetKind() ShardingEvent_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return ShardingEvent_UNKNOWN
+}
+
+func (x *ShardingEvent) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *ShardingEvent) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *ShardingEvent) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *ShardingEvent) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ShardingEvent) GetDurationMs() uint64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *ShardingEvent) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *ShardingEvent) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *ShardingEvent) GetShards() []string {
+	if x != nil {
+		return x.Shards
+	}
+	return nil
+}
+
+func (x *ShardingEvent) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *ShardingEvent) GetAtUnixMs() int64 {
+	if x != nil {
+		return x.AtUnixMs
+	}
+	return 0
+}
+
 var File_sharding_proto protoreflect.FileDescriptor
 
 const file_sharding_proto_rawDesc = "" +
@@ -1021,7 +1237,38 @@ const file_sharding_proto_rawDesc = "" +
 	"\x06ask_id\x18\x01 \x01(\x04R\x05askId\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x04 \x01(\rR\x04codeB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
+	"\x04code\x18\x04 \x01(\rR\x04code\"\xf2\x04\n" +
+	"\rShardingEvent\x12)\n" +
+	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
+	"\ventity_type\x18\x02 \x01(\tR\n" +
+	"entityType\x129\n" +
+	"\x04kind\x18\x03 \x01(\x0e2%.shardmesh.wire.v1.ShardingEvent.KindR\x04kind\x12\x14\n" +
+	"\x05shard\x18\x04 \x01(\tR\x05shard\x12\x12\n" +
+	"\x04from\x18\x05 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x06 \x01(\tR\x02to\x12\x14\n" +
+	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12\x1f\n" +
+	"\vduration_ms\x18\b \x01(\x04R\n" +
+	"durationMs\x12\x14\n" +
+	"\x05cause\x18\t \x01(\tR\x05cause\x12\x14\n" +
+	"\x05phase\x18\n" +
+	" \x01(\tR\x05phase\x12\x16\n" +
+	"\x06shards\x18\v \x03(\tR\x06shards\x12\x12\n" +
+	"\x04term\x18\f \x01(\x04R\x04term\x12\x1c\n" +
+	"\n" +
+	"at_unix_ms\x18\r \x01(\x03R\batUnixMs\"\xf2\x01\n" +
+	"\x04Kind\x12\v\n" +
+	"\aUNKNOWN\x10\x00\x12\x17\n" +
+	"\x13COORDINATOR_STARTED\x10\x01\x12\x19\n" +
+	"\x15COORDINATOR_RECOVERED\x10\x02\x12\x15\n" +
+	"\x11REGION_REGISTERED\x10\x03\x12\x15\n" +
+	"\x11REGION_TERMINATED\x10\x04\x12\x13\n" +
+	"\x0fSHARD_ALLOCATED\x10\x05\x12\x13\n" +
+	"\x0fHANDOFF_STARTED\x10\x06\x12\x11\n" +
+	"\rHANDOFF_PHASE\x10\a\x12\x15\n" +
+	"\x11HANDOFF_COMPLETED\x10\b\x12\x12\n" +
+	"\x0eHANDOFF_FAILED\x10\t\x12\x13\n" +
+	"\x0fREBALANCE_ROUND\x10\n" +
+	"B(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
 
 var (
 	file_sharding_proto_rawDescOnce sync.Once
@@ -1035,43 +1282,47 @@ func file_sharding_proto_rawDescGZIP() []byte {
 	return file_sharding_proto_rawDescData
 }
 
-var file_sharding_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_sharding_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_sharding_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_sharding_proto_goTypes = []any{
-	(*CoordEnvelope)(nil),  // 0: shardmesh.wire.v1.CoordEnvelope
-	(*Empty)(nil),          // 1: shardmesh.wire.v1.Empty
-	(*Hosted)(nil),         // 2: shardmesh.wire.v1.Hosted
-	(*Register)(nil),       // 3: shardmesh.wire.v1.Register
-	(*GetShardHome)(nil),   // 4: shardmesh.wire.v1.GetShardHome
-	(*ShardEpoch)(nil),     // 5: shardmesh.wire.v1.ShardEpoch
-	(*NoRegion)(nil),       // 6: shardmesh.wire.v1.NoRegion
-	(*RegisterAck)(nil),    // 7: shardmesh.wire.v1.RegisterAck
-	(*ShardHome)(nil),      // 8: shardmesh.wire.v1.ShardHome
-	(*RegionEnvelope)(nil), // 9: shardmesh.wire.v1.RegionEnvelope
-	(*Deliver)(nil),        // 10: shardmesh.wire.v1.Deliver
-	(*Reply)(nil),          // 11: shardmesh.wire.v1.Reply
+	(ShardingEvent_Kind)(0), // 0: shardmesh.wire.v1.ShardingEvent.Kind
+	(*CoordEnvelope)(nil),   // 1: shardmesh.wire.v1.CoordEnvelope
+	(*Empty)(nil),           // 2: shardmesh.wire.v1.Empty
+	(*Hosted)(nil),          // 3: shardmesh.wire.v1.Hosted
+	(*Register)(nil),        // 4: shardmesh.wire.v1.Register
+	(*GetShardHome)(nil),    // 5: shardmesh.wire.v1.GetShardHome
+	(*ShardEpoch)(nil),      // 6: shardmesh.wire.v1.ShardEpoch
+	(*NoRegion)(nil),        // 7: shardmesh.wire.v1.NoRegion
+	(*RegisterAck)(nil),     // 8: shardmesh.wire.v1.RegisterAck
+	(*ShardHome)(nil),       // 9: shardmesh.wire.v1.ShardHome
+	(*RegionEnvelope)(nil),  // 10: shardmesh.wire.v1.RegionEnvelope
+	(*Deliver)(nil),         // 11: shardmesh.wire.v1.Deliver
+	(*Reply)(nil),           // 12: shardmesh.wire.v1.Reply
+	(*ShardingEvent)(nil),   // 13: shardmesh.wire.v1.ShardingEvent
 }
 var file_sharding_proto_depIdxs = []int32{
-	3,  // 0: shardmesh.wire.v1.CoordEnvelope.register:type_name -> shardmesh.wire.v1.Register
-	4,  // 1: shardmesh.wire.v1.CoordEnvelope.get_shard_home:type_name -> shardmesh.wire.v1.GetShardHome
-	5,  // 2: shardmesh.wire.v1.CoordEnvelope.shard_started:type_name -> shardmesh.wire.v1.ShardEpoch
-	5,  // 3: shardmesh.wire.v1.CoordEnvelope.begin_hand_off_ack:type_name -> shardmesh.wire.v1.ShardEpoch
-	5,  // 4: shardmesh.wire.v1.CoordEnvelope.shard_stopped:type_name -> shardmesh.wire.v1.ShardEpoch
-	1,  // 5: shardmesh.wire.v1.CoordEnvelope.graceful_shutdown_req:type_name -> shardmesh.wire.v1.Empty
-	6,  // 6: shardmesh.wire.v1.CoordEnvelope.no_region:type_name -> shardmesh.wire.v1.NoRegion
-	7,  // 7: shardmesh.wire.v1.CoordEnvelope.register_ack:type_name -> shardmesh.wire.v1.RegisterAck
-	8,  // 8: shardmesh.wire.v1.CoordEnvelope.home:type_name -> shardmesh.wire.v1.ShardHome
-	5,  // 9: shardmesh.wire.v1.CoordEnvelope.host_shard:type_name -> shardmesh.wire.v1.ShardEpoch
-	5,  // 10: shardmesh.wire.v1.CoordEnvelope.begin_hand_off:type_name -> shardmesh.wire.v1.ShardEpoch
-	5,  // 11: shardmesh.wire.v1.CoordEnvelope.hand_off:type_name -> shardmesh.wire.v1.ShardEpoch
-	1,  // 12: shardmesh.wire.v1.CoordEnvelope.request_register:type_name -> shardmesh.wire.v1.Empty
-	2,  // 13: shardmesh.wire.v1.Register.hosted:type_name -> shardmesh.wire.v1.Hosted
-	10, // 14: shardmesh.wire.v1.RegionEnvelope.deliver:type_name -> shardmesh.wire.v1.Deliver
-	11, // 15: shardmesh.wire.v1.RegionEnvelope.reply:type_name -> shardmesh.wire.v1.Reply
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	4,  // 0: shardmesh.wire.v1.CoordEnvelope.register:type_name -> shardmesh.wire.v1.Register
+	5,  // 1: shardmesh.wire.v1.CoordEnvelope.get_shard_home:type_name -> shardmesh.wire.v1.GetShardHome
+	6,  // 2: shardmesh.wire.v1.CoordEnvelope.shard_started:type_name -> shardmesh.wire.v1.ShardEpoch
+	6,  // 3: shardmesh.wire.v1.CoordEnvelope.begin_hand_off_ack:type_name -> shardmesh.wire.v1.ShardEpoch
+	6,  // 4: shardmesh.wire.v1.CoordEnvelope.shard_stopped:type_name -> shardmesh.wire.v1.ShardEpoch
+	2,  // 5: shardmesh.wire.v1.CoordEnvelope.graceful_shutdown_req:type_name -> shardmesh.wire.v1.Empty
+	7,  // 6: shardmesh.wire.v1.CoordEnvelope.no_region:type_name -> shardmesh.wire.v1.NoRegion
+	8,  // 7: shardmesh.wire.v1.CoordEnvelope.register_ack:type_name -> shardmesh.wire.v1.RegisterAck
+	9,  // 8: shardmesh.wire.v1.CoordEnvelope.home:type_name -> shardmesh.wire.v1.ShardHome
+	6,  // 9: shardmesh.wire.v1.CoordEnvelope.host_shard:type_name -> shardmesh.wire.v1.ShardEpoch
+	6,  // 10: shardmesh.wire.v1.CoordEnvelope.begin_hand_off:type_name -> shardmesh.wire.v1.ShardEpoch
+	6,  // 11: shardmesh.wire.v1.CoordEnvelope.hand_off:type_name -> shardmesh.wire.v1.ShardEpoch
+	2,  // 12: shardmesh.wire.v1.CoordEnvelope.request_register:type_name -> shardmesh.wire.v1.Empty
+	3,  // 13: shardmesh.wire.v1.Register.hosted:type_name -> shardmesh.wire.v1.Hosted
+	11, // 14: shardmesh.wire.v1.RegionEnvelope.deliver:type_name -> shardmesh.wire.v1.Deliver
+	12, // 15: shardmesh.wire.v1.RegionEnvelope.reply:type_name -> shardmesh.wire.v1.Reply
+	0,  // 16: shardmesh.wire.v1.ShardingEvent.kind:type_name -> shardmesh.wire.v1.ShardingEvent.Kind
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_sharding_proto_init() }
@@ -1103,13 +1354,14 @@ func file_sharding_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sharding_proto_rawDesc), len(file_sharding_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   12,
+			NumEnums:      1,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_sharding_proto_goTypes,
 		DependencyIndexes: file_sharding_proto_depIdxs,
+		EnumInfos:         file_sharding_proto_enumTypes,
 		MessageInfos:      file_sharding_proto_msgTypes,
 	}.Build()
 	File_sharding_proto = out.File
