@@ -123,6 +123,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		t.entities[op.Entity] = e
 	case engine.OpDeliver:
 		m := op.Envelope.Payload.(*message)
+		defer n.credits.release() // the message leaves the member's pipeline here
 		if e == nil {
 			n.reject(op.Type, m, fmt.Errorf("entity %s is not running here", op.Entity))
 			return
@@ -145,13 +146,27 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 	}
 }
 
-// entityStopped reports an ended incarnation to the engine (on the loop goroutine).
+// entityStopped reports an ended incarnation to the engine (on the loop goroutine). What it
+// had not handled comes back into the engine and takes credits again.
 func (n *Node) entityStopped(now time.Time, e *entity, remaining []*message) {
+	readmitted := 0
+	for _, m := range remaining {
+		if !m.stop {
+			readmitted++
+		}
+	}
+	n.credits.readmit(readmitted)
 	if e.t.entities[e.ctx.Entity] != e {
 		// Already reported (a forced stop raced with the entity's own stop); anything it
 		// still had goes back to the region.
-		if len(remaining) > 0 {
-			n.eng.EntityStopped(now, e.t.spec.Name, e.ctx.Shard, e.ctx.Entity, envelopes(e, remaining))
+		var unhandled []*message
+		for _, m := range remaining {
+			if !m.stop {
+				unhandled = append(unhandled, m)
+			}
+		}
+		if len(unhandled) > 0 {
+			n.eng.EntityStopped(now, e.t.spec.Name, e.ctx.Shard, e.ctx.Entity, envelopes(e, unhandled))
 		}
 		return
 	}

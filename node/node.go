@@ -76,12 +76,13 @@ type Node struct {
 	eventsSub *p2p.Subscription
 	eventsOut chan []byte // sharding events to publish, in order
 
-	eng   *engine.Engine          // owned by the loop goroutine
-	ready engine.Ready            // the loop's reused output buffer
-	types map[string]*typeRuntime // owned by the loop goroutine
-	specs sync.Map                // type name → *EntityType, for senders on any goroutine
-	pool  *mailbox.Pool
-	asks  *asks
+	eng     *engine.Engine          // owned by the loop goroutine
+	ready   engine.Ready            // the loop's reused output buffer
+	types   map[string]*typeRuntime // owned by the loop goroutine
+	specs   sync.Map                // type name → *EntityType, for senders on any goroutine
+	pool    *mailbox.Pool
+	asks    *asks
+	credits *credits
 
 	inbox chan input
 	out   *outboxes
@@ -225,6 +226,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		types:     map[string]*typeRuntime{},
 		pool:      pool,
 		asks:      newAsks(),
+		credits:   newCredits(),
 		inbox:     make(chan input, 65536),
 		subs:      map[chan Event]struct{}{},
 		servingCh: make(chan struct{}),
@@ -309,7 +311,7 @@ func (n *Node) Tell(typ string, id string, msg any) error {
 	if err != nil {
 		return err
 	}
-	return n.deliver(spec, id, &message{value: msg})
+	return n.deliver(context.Background(), spec, id, &message{value: msg})
 }
 
 // Ask sends msg to entity id of entity type typ and waits for its reply or ctx.
@@ -334,7 +336,7 @@ func (n *Node) TellEncoded(typ string, id string, payload []byte) error {
 	if err != nil {
 		return err
 	}
-	return n.deliver(spec, id, &message{encoded: payload})
+	return n.deliver(context.Background(), spec, id, &message{encoded: payload})
 }
 
 // AskEncoded asks with a message in the type's message codec and returns the reply in the
@@ -354,7 +356,7 @@ func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []
 func (n *Node) ask(ctx context.Context, spec *EntityType, id string, m *message) (askResult, error) {
 	p := n.asks.create()
 	m.ask = p
-	if err := n.deliver(spec, id, m); err != nil {
+	if err := n.deliver(ctx, spec, id, m); err != nil {
 		return askResult{}, err
 	}
 	select {
@@ -377,9 +379,13 @@ func (n *Node) spec(typ string) (*EntityType, error) {
 	return v.(*EntityType), nil
 }
 
-func (n *Node) deliver(spec *EntityType, id string, m *message) error {
+// deliver hands a message to the loop, after taking a credit (see maxInflight).
+func (n *Node) deliver(ctx context.Context, spec *EntityType, id string, m *message) error {
 	if id == "" {
 		return errors.New("entity id is empty")
+	}
+	if err := n.credits.acquire(ctx, n.done); err != nil {
+		return err
 	}
 	eid := shard.EntityID(id)
 	in := input{kind: inDeliver, typ: spec.Name, env: region.Envelope{Shard: spec.Extractor.ShardID(eid), Entity: eid, Payload: m}}
@@ -392,6 +398,7 @@ func (n *Node) deliver(spec *EntityType, id string, m *message) error {
 	case n.inbox <- in:
 		return nil
 	case <-n.done:
+		n.credits.release()
 		return ErrStopped
 	}
 }
@@ -512,6 +519,7 @@ func (n *Node) step(now time.Time, in input) {
 	case inDeliver:
 		if err := n.eng.Deliver(now, in.typ, in.env); err != nil {
 			n.reject(in.typ, in.env.Payload.(*message), err)
+			n.credits.release()
 		}
 	case inCommand:
 		in.command(now)
@@ -541,6 +549,7 @@ func (n *Node) execute(now time.Time) {
 		}
 		for _, r := range rd.Rejected {
 			n.reject(r.Type, r.Envelope.Payload.(*message), r.Err)
+			n.credits.release()
 		}
 		if len(rd.Members) > 0 || len(rd.Events) > 0 {
 			n.publishView()

@@ -3,8 +3,10 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -56,6 +58,11 @@ func (n *Node) handleRegionFrame(_ peer.ID, frame []byte) error {
 				p.resolve(askResult{encoded: append([]byte(nil), r.Payload...)})
 			}
 		}
+		return nil
+	}
+	// A credit first: when this member is saturated, this stream's reader waits, and TCP slows
+	// the sender down.
+	if err := n.credits.acquire(n.ctx, n.done); err != nil {
 		return nil
 	}
 	typ := string(d.Type)
@@ -112,25 +119,24 @@ func (n *Node) sendMembership(env membership.Envelope) {
 		}()
 		return
 	}
-	n.out.send(env.To, MemberProtocol, frame, nil)
+	n.out.send(env.To, MemberProtocol, frame, nil, nil)
 }
 
 func (n *Node) sendCoord(c engine.Coordination) {
-	n.out.send(c.To, CoordProtocol, wire.AppendCoord(nil, c.Type, c.Msg), nil)
+	n.out.send(c.To, CoordProtocol, wire.AppendCoord(nil, c.Type, c.Msg), nil, nil)
 }
 
-// forward sends a message to its shard's home on another member. Encoding happens on the
-// outbox's goroutine, off the loop.
+// forward sends a message to its shard's home on another member. The message keeps its
+// credit until it is written (or has failed and its sender was told).
 func (n *Node) forward(f engine.Forward) {
 	m := f.Envelope.Payload.(*message)
 	t := n.types[f.Type]
 	env := f.Envelope
-	n.out.send(f.To, RegionProtocol, nil, func() ([]byte, error) {
+	encode := func() ([]byte, error) {
 		if m.encoded == nil {
 			b, err := t.spec.EncodeMessage(m.value)
 			if err != nil {
-				n.reject(f.Type, m, err)
-				return nil, err
+				return nil, fmt.Errorf("encode message for %s: %w", f.Type, err)
 			}
 			m.encoded = b
 		}
@@ -142,7 +148,13 @@ func (n *Node) forward(f engine.Forward) {
 			d.AskID, d.ReplyTo = m.askID, []byte(m.replyTo)
 		}
 		return wire.AppendDeliver(nil, &d), nil
-	}, func(err error) { n.reject(f.Type, m, err) })
+	}
+	n.out.send(f.To, RegionProtocol, nil, encode, func(err error) {
+		n.credits.release()
+		if err != nil {
+			n.reject(f.Type, m, err)
+		}
+	})
 }
 
 // sendReply answers an ask from another member.
@@ -151,62 +163,106 @@ func (n *Node) sendReply(to membership.NodeID, askID uint64, payload []byte, err
 	if err != nil {
 		r.Err = []byte(err.Error())
 	}
-	n.out.send(to, RegionProtocol, wire.AppendReply(nil, &r), nil)
+	n.out.send(to, RegionProtocol, wire.AppendReply(nil, &r), nil, nil)
 }
 
 // outboxes holds one sending goroutine per peer, so a slow dial to one peer never delays the
-// loop or another peer, and frames to one peer keep their order across protocols.
+// loop or another peer, and frames to one peer keep their order across protocols. The queues
+// are unbounded: messages for entities hold credits (see maxInflight) until their outbox has
+// written them, which bounds what can wait here; control frames are few.
 type outboxes struct {
 	ctx  context.Context
 	host *p2p.Host
 	log  *slog.Logger
 	mu   sync.Mutex
-	by   map[membership.NodeID]chan outgoing
+	by   map[membership.NodeID]*outbox
 }
 
-// outgoing is a frame to send, or a function that encodes one on the outbox's goroutine
-// (and fail, called with the error if it cannot be sent).
+type outbox struct {
+	mu      sync.Mutex
+	queue   []outgoing
+	pending atomic.Int64  // queued or being written
+	wake    chan struct{} // buffered 1: something was queued
+	peer    peer.ID
+	parent  *outboxes
+}
+
+// outgoing is a frame to send, or a function that encodes one; done (if set) is called once,
+// with nil when the frame was written and the error otherwise.
 type outgoing struct {
 	proto  protocol.ID
 	frame  []byte
 	encode func() ([]byte, error)
-	fail   func(error)
+	done   func(error)
 }
 
 func newOutboxes(ctx context.Context, host *p2p.Host, log *slog.Logger) *outboxes {
-	return &outboxes{ctx: ctx, host: host, log: log, by: map[membership.NodeID]chan outgoing{}}
+	return &outboxes{ctx: ctx, host: host, log: log, by: map[membership.NodeID]*outbox{}}
 }
 
-// errOutboxFull: more frames wait for a peer than the outbox holds.
-var errOutboxFull = errors.New("too many messages waiting for that member")
-
-func (o *outboxes) send(to membership.NodeID, proto protocol.ID, frame []byte, encode func() ([]byte, error), fail ...func(error)) {
-	o.mu.Lock()
-	ch := o.by[to]
-	if ch == nil {
-		id, err := peer.Decode(string(to))
-		if err != nil {
-			o.mu.Unlock()
-			o.log.Warn("message to an invalid peer id dropped", "to", to)
+// send queues a frame (or its encoder) for member to. When nothing waits for that member and
+// its stream is open with room, the frame is handed to the stream at once, on the caller's
+// goroutine, saving a goroutine hop; otherwise the outbox's goroutine sends it, in order.
+func (o *outboxes) send(to membership.NodeID, proto protocol.ID, frame []byte, encode func() ([]byte, error), done func(error)) {
+	b, err := o.box(to)
+	if err != nil {
+		if done != nil {
+			done(err)
+		}
+		return
+	}
+	if b.pending.Load() == 0 {
+		if frame == nil {
+			if frame, err = safeEncode(encode); err != nil {
+				if done != nil {
+					done(err)
+				}
+				return
+			}
+			encode = nil
+		}
+		err := o.host.TrySend(b.peer, proto, frame)
+		if err == nil || !errors.Is(err, p2p.ErrWouldBlock) {
+			if done != nil {
+				done(err)
+			}
 			return
 		}
-		ch = make(chan outgoing, 65536)
-		o.by[to] = ch
-		go o.run(id, ch)
 	}
-	o.mu.Unlock()
-	out := outgoing{proto: proto, frame: frame, encode: encode}
-	if len(fail) > 0 {
-		out.fail = fail[0]
-	}
+	b.pending.Add(1)
+	b.mu.Lock()
+	b.queue = append(b.queue, outgoing{proto: proto, frame: frame, encode: encode, done: done})
+	b.mu.Unlock()
 	select {
-	case ch <- out:
+	case b.wake <- struct{}{}:
 	default:
-		if out.fail != nil {
-			out.fail(errOutboxFull)
-		}
-		o.log.Debug("outbox full: dropped a message", "to", to, "protocol", proto)
 	}
+}
+
+func (o *outboxes) box(to membership.NodeID) (*outbox, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b := o.by[to]
+	if b == nil {
+		id, err := peer.Decode(string(to))
+		if err != nil {
+			return nil, fmt.Errorf("member %q has an invalid peer id: %w", to, err)
+		}
+		b = &outbox{wake: make(chan struct{}, 1), peer: id, parent: o}
+		o.by[to] = b
+		go b.run()
+	}
+	return b, nil
+}
+
+// safeEncode runs an entity type's encoder, turning a panic into an error.
+func safeEncode(encode func() ([]byte, error)) (frame []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("encoder panicked: %v", r)
+		}
+	}()
+	return encode()
 }
 
 // connect dials a new member in the background so gossip reaches it.
@@ -220,28 +276,58 @@ func (o *outboxes) connect(id peer.ID) {
 	}()
 }
 
-func (o *outboxes) run(id peer.ID, ch chan outgoing) {
+// sendTimeout bounds how long one frame waits for a connection or for room in the stream's
+// queue before it is given up (and its sender told).
+const sendTimeout = 30 * time.Second
+
+func (b *outbox) run() {
+	o := b.parent
+	var batch []outgoing
 	for {
 		select {
 		case <-o.ctx.Done():
 			return
-		case out := <-ch:
-			frame := out.frame
-			if out.encode != nil {
-				var err error
-				if frame, err = out.encode(); err != nil {
-					continue // encode reported it
-				}
-			}
-			ctx, cancel := context.WithTimeout(o.ctx, 5*time.Second)
-			err := o.host.Send(ctx, id, out.proto, frame)
-			cancel()
-			if err != nil && o.ctx.Err() == nil {
-				if out.fail != nil {
-					out.fail(err)
-				}
-				o.log.Debug("message not sent", "to", id, "protocol", out.proto, "err", err)
-			}
+		case <-b.wake:
 		}
+		b.mu.Lock()
+		batch, b.queue = b.queue, batch[:0]
+		b.mu.Unlock()
+		for i, out := range batch {
+			frame, err := out.frame, error(nil)
+			if frame == nil && out.encode != nil {
+				frame, err = safeEncode(out.encode)
+			}
+			if err == nil {
+				err = b.write(out.proto, frame)
+			}
+			if err != nil && o.ctx.Err() == nil {
+				o.log.Debug("message not sent", "to", b.peer, "protocol", out.proto, "err", err)
+			}
+			if out.done != nil {
+				out.done(err)
+			}
+			b.pending.Add(-1)
+			batch[i] = outgoing{}
+		}
+	}
+}
+
+// write sends one frame, waiting while the stream's queue is full (backpressure, not loss).
+func (b *outbox) write(proto protocol.ID, frame []byte) error {
+	o := b.parent
+	ctx, cancel := context.WithTimeout(o.ctx, sendTimeout)
+	defer cancel()
+	wait := 50 * time.Microsecond
+	for {
+		err := o.host.Send(ctx, b.peer, proto, frame)
+		if !errors.Is(err, p2p.ErrQueueFull) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 10*time.Millisecond)
 	}
 }

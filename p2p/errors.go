@@ -41,4 +41,6 @@ var (
 
 	// ErrClosed: the host is closed.
 	ErrClosed = errors.New("host closed")
+	// ErrWouldBlock: TrySend would have had to dial, open a stream or wait for room.
+	ErrWouldBlock = errors.New("send would block")
 )

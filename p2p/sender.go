@@ -80,6 +80,37 @@ func (h *Host) Send(ctx context.Context, to peer.ID, proto protocol.ID, frame []
 	return s.send(ctx, frame)
 }
 
+// TrySend queues frame like Send, but only if the stream to (to, proto) is already open and
+// its queue has room: it never dials, opens a stream or waits, and returns ErrWouldBlock when
+// Send would have to. Callers on latency-critical goroutines try it first and fall back to a
+// goroutine that calls Send.
+func (h *Host) TrySend(to peer.ID, proto protocol.ID, frame []byte) error {
+	if len(frame) > h.cfg.MaxFrameSize {
+		return fmt.Errorf("send %d bytes to %s on %s: %w (limit %d)", len(frame), to, proto, ErrFrameTooLarge, h.cfg.MaxFrameSize)
+	}
+	s, err := h.sender(to, proto)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	cfg := &h.cfg
+	if s.st == nil || s.closed || s.pendingN >= cfg.SendQueue || len(s.pending)+len(frame)+uvarintLen(len(frame)) > cfg.SendQueueBytes {
+		s.mu.Unlock()
+		return ErrWouldBlock
+	}
+	s.pending = AppendFrame(s.pending, frame)
+	s.pendingN++
+	s.pendingB += uint64(len(frame))
+	s.queued++
+	wake := s.wake
+	s.mu.Unlock()
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
 // Flush waits until every frame that Send queued to (to, proto) before the call has been
 // written to the stream (handed to the connection, not yet read by the peer) or dropped.
 // It returns an error wrapping ErrStreamBroken if frames on this stream were dropped since
