@@ -61,6 +61,3 @@ func (c *credits) release() {
 		c.mu.Unlock()
 	}
 }
-
-// inflight returns how many messages are in flight.
-func (c *credits) inflight() int64 { return c.n.Load() }

@@ -291,11 +291,17 @@ func (s *Sim) process(n *Node) {
 			s.traffic.lost(f.Envelope, "forwarded to an unknown member")
 			continue
 		}
+		m := id(f.Envelope)
+		s.traffic.onWire[m]++
 		s.send(n, to, func(to *Node) {
+			s.traffic.onWire[m]--
 			if err := to.E.Deliver(s.now, f.Type, f.Envelope); err != nil {
 				s.traffic.rejected(f.Envelope, err)
 			}
-		}, func(cause string) { s.traffic.lost(f.Envelope, cause) })
+		}, func(cause string) {
+			s.traffic.onWire[m]--
+			s.traffic.lost(f.Envelope, cause)
+		})
 	}
 	for _, op := range rd.Entities {
 		n.entities.apply(op)

@@ -30,11 +30,12 @@ type traffic struct {
 	fates   map[msgID]fate
 	causes  map[string]int
 	causeOf map[msgID]string
+	onWire  map[msgID]int // forwards scheduled on the simulated network, not yet arrived or lost
 	sent    int
 }
 
 func newTraffic() *traffic {
-	return &traffic{fates: map[msgID]fate{}, causes: map[string]int{}, causeOf: map[msgID]string{}}
+	return &traffic{fates: map[msgID]fate{}, causes: map[string]int{}, causeOf: map[msgID]string{}, onWire: map[msgID]int{}}
 }
 
 func (t *traffic) newMessage() msgID {
@@ -105,7 +106,7 @@ func (s *Sim) unaccounted() []msgID {
 	}
 	var out []msgID
 	for m, f := range s.traffic.fates {
-		if f == inFlight && !held[m] {
+		if f == inFlight && !held[m] && s.traffic.onWire[m] == 0 {
 			out = append(out, m)
 		}
 	}
