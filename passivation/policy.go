@@ -31,7 +31,7 @@ var ErrNoHasher = errors.New("passivation: the frequency-sketch admission filter
 // hot path allocates nothing; the policy has already forgotten those entities when they are
 // returned. A Policy is not safe for concurrent use.
 type Policy[K comparable] struct {
-	enabled bool
+	enabled  bool
 	idle     time.Duration // idle timeout, 0 when off
 	interval time.Duration // how often to sweep, 0 when off
 	limited  bool
@@ -46,11 +46,11 @@ type Policy[K comparable] struct {
 	idleList  list // through idlePrev/idleNext, least recently accessed first
 
 	// Limit-based and composite strategies.
-	limit       int   // per-shard limit
-	window      area  // nil without an admission window
-	main        area  // the active entities of a limit-based strategy, or the main area
-	windowLimit int   // the composite's view of the limits, as in Akka
-	mainLimit   int   //
+	limit       int  // per-shard limit
+	window      area // nil without an admission window
+	main        area // the active entities of a limit-based strategy, or the main area
+	windowLimit int  // the composite's view of the limits, as in Akka
+	mainLimit   int  //
 	proportion  float64
 	minProp     float64
 	maxProp     float64
