@@ -286,7 +286,19 @@ const (
 // DefaultSettings returns the strategy reference.conf selects: `default-idle-strategy`,
 // which passivates entities idle for 120 s, checking every 60 s.
 func DefaultSettings() Settings {
-	return Settings{Strategy: DefaultIdleStrategyName, Idle: IdleSettings{Timeout: 120 * time.Second}}
+	s := strategyDefaults()
+	s.Strategy = DefaultIdleStrategyName
+	s.Idle = IdleSettings{Timeout: 120 * time.Second}
+	return s
+}
+
+// strategyDefaults returns reference.conf's `strategy-defaults`: nothing enabled, with the
+// tuning of the window, its optimizer and the frequency sketch ready for when they are.
+func strategyDefaults() Settings {
+	return Settings{Admission: AdmissionSettings{
+		Window: DefaultWindow(PolicySettings{}, NoOptimizer),
+		Filter: FilterSettings{Sketch: DefaultSketch()},
+	}}
 }
 
 // DefaultStrategy returns reference.conf's `default-strategy`: Window-TinyLFU with a limit
@@ -309,9 +321,14 @@ func DefaultStrategy() Settings {
 func Disabled() Settings { return Settings{Strategy: "none"} }
 
 // Limited returns a limit-based strategy with the given per-region limit and replacement
-// policy, and no idle timeout or admission area.
+// policy, no idle timeout and no admission area (whose tuning is reference.conf's, ready
+// to be enabled).
 func Limited(limit int, replacement PolicySettings) Settings {
-	return Settings{Strategy: "custom", ActiveEntityLimit: limit, Replacement: replacement}
+	s := strategyDefaults()
+	s.Strategy = "custom"
+	s.ActiveEntityLimit = limit
+	s.Replacement = replacement
+	return s
 }
 
 // LimitEnabled reports whether an active-entity limit applies: a limit and a replacement

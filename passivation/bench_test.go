@@ -1,0 +1,166 @@
+package passivation
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// benchActive is the number of active entities the benchmarks keep: a realistic shard.
+const benchActive = 100_000
+
+// benchPolicies are the strategies whose bookkeeping cost is measured.
+var benchPolicies = []struct {
+	name     string
+	settings Settings
+}{
+	{"LRU", Limited(benchActive, LRU())},
+	{"SLRU", Limited(benchActive, SegmentedLRU(0.2, 0.8))},
+	{"MRU", Limited(benchActive, MRU())},
+	{"LFU", Limited(benchActive, LFU(false))},
+	{"LFUDA", Limited(benchActive, LFU(true))},
+	{"WTinyLFU", DefaultStrategy().WithActiveEntityLimit(benchActive)},
+	{"Idle", DefaultSettings()},
+}
+
+func entityIDs(n int) []shard.EntityID {
+	ids := make([]shard.EntityID, n)
+	for i := range ids {
+		ids[i] = shard.EntityID(fmt.Sprintf("entity-%d", i))
+	}
+	return ids
+}
+
+// zipfSequence returns n indexes below max drawn from a Zipf distribution (s = 1.1), from a
+// fixed seed: few keys are hot, most are cold.
+func zipfSequence(n, max int, seed uint64) []int32 {
+	z := rand.NewZipf(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), 1.1, 1, uint64(max-1))
+	seq := make([]int32, n)
+	for i := range seq {
+		seq[i] = int32(z.Uint64())
+	}
+	return seq
+}
+
+// filledPolicy returns a policy holding benchActive active entities and the keys that are
+// active, in a random order so that hot keys are spread over the arena.
+func filledPolicy(tb testing.TB, s Settings) (*Policy[shard.EntityID], []shard.EntityID) {
+	tb.Helper()
+	p, err := NewPolicy(s, StringHash[shard.EntityID])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ids := entityIDs(benchActive)
+	now := time.Unix(0, 0)
+	var out []shard.EntityID
+	for _, id := range ids {
+		out = p.Access(id, now, out[:0])
+	}
+	active := ids[:0:0]
+	for _, id := range ids {
+		if p.Contains(id) {
+			active = append(active, id)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	r.Shuffle(len(active), func(i, j int) { active[i], active[j] = active[j], active[i] })
+	return p, active
+}
+
+// BenchmarkAccessHit measures the bookkeeping of a message to an already active entity,
+// with Zipf-distributed keys over benchActive active entities.
+func BenchmarkAccessHit(b *testing.B) {
+	for _, bp := range benchPolicies {
+		b.Run(bp.name, func(b *testing.B) {
+			p, active := filledPolicy(b, bp.settings)
+			seq := zipfSequence(1<<20, len(active), 7)
+			now := time.Unix(0, 0)
+			var out []shard.EntityID
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				out = p.Access(active[seq[n&(len(seq)-1)]], now, out[:0])
+				n++
+			}
+			if len(out) != 0 {
+				b.Fatalf("a hit passivated %v", out)
+			}
+		})
+	}
+}
+
+// BenchmarkAccessZipf measures a realistic mix: Zipf-distributed keys over ten times more
+// entities than the limit, so that some accesses activate an entity and passivate another.
+func BenchmarkAccessZipf(b *testing.B) {
+	ids := entityIDs(10 * benchActive)
+	seq := zipfSequence(1<<20, len(ids), 11)
+	for _, bp := range benchPolicies {
+		b.Run(bp.name, func(b *testing.B) {
+			p, err := NewPolicy(bp.settings, StringHash[shard.EntityID])
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Unix(0, 0)
+			var out []shard.EntityID
+			for _, k := range seq { // warm up to the steady state
+				out = p.Access(ids[k], now, out[:0])
+			}
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				out = p.Access(ids[seq[n&(len(seq)-1)]], now, out[:0])
+				n++
+			}
+		})
+	}
+}
+
+// TestAccessHitDoesNotAllocate checks the promise of the hot path: a message to an active
+// entity allocates nothing, for every policy.
+func TestAccessHitDoesNotAllocate(t *testing.T) {
+	for _, bp := range benchPolicies {
+		t.Run(bp.name, func(t *testing.T) {
+			s := bp.settings.WithActiveEntityLimit(2000)
+			if !s.LimitEnabled() {
+				s = bp.settings
+			}
+			p, err := NewPolicy(s, StringHash[shard.EntityID])
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := entityIDs(2000)
+			now := time.Unix(0, 0)
+			var out []shard.EntityID
+			for range 3 { // several rounds: entities get promoted, the window adapts
+				for _, id := range ids {
+					out = p.Access(id, now, out[:0])
+				}
+			}
+			var active []shard.EntityID
+			for _, id := range ids {
+				if p.Contains(id) {
+					active = append(active, id)
+				}
+			}
+			if len(active) < 1000 {
+				t.Fatalf("only %d of 2000 entities active", len(active))
+			}
+			seq := zipfSequence(4096, len(active), 3)
+			n := 0
+			allocs := testing.AllocsPerRun(20_000, func() {
+				now = now.Add(time.Millisecond)
+				out = p.Access(active[seq[n%len(seq)]], now, out[:0])
+				n++
+			})
+			if allocs != 0 {
+				t.Fatalf("a hit allocates %v times", allocs)
+			}
+			if len(out) != 0 {
+				t.Fatalf("a hit passivated %v", out)
+			}
+		})
+	}
+}
