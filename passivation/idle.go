@@ -39,3 +39,46 @@ func (t *IdleTracker[K]) Len() int { return t.p.Len() }
 
 // Interval returns how often Sweep should run.
 func (t *IdleTracker[K]) Interval() time.Duration { return t.p.interval }
+
+// idleList is the overall recency list of a policy with an idle timeout: all its active
+// entities, least recently accessed first, linked through idlePrev/idleNext (so that an
+// entity is in its area's list and in this one at the same time).
+type idleList struct {
+	head, tail int32
+}
+
+func newIdleList() idleList { return idleList{head: none, tail: none} }
+
+func (l *idleList) pushBack(es []entry, i int32) {
+	es[i].idlePrev = l.tail
+	es[i].idleNext = none
+	if l.tail == none {
+		l.head = i
+	} else {
+		es[l.tail].idleNext = i
+	}
+	l.tail = i
+}
+
+func (l *idleList) remove(es []entry, i int32) {
+	p, n := es[i].idlePrev, es[i].idleNext
+	if p == none {
+		l.head = n
+	} else {
+		es[p].idleNext = n
+	}
+	if n == none {
+		l.tail = p
+	} else {
+		es[n].idlePrev = p
+	}
+	es[i].idlePrev, es[i].idleNext = none, none
+}
+
+func (l *idleList) moveToBack(es []entry, i int32) {
+	if l.tail == i {
+		return
+	}
+	l.remove(es, i)
+	l.pushBack(es, i)
+}

@@ -8,8 +8,8 @@ package passivation
 // area's age, and the age becomes the priority of each entity passivated to make room, so
 // entities that were popular long ago stop outranking the ones popular now.
 //
-// As in Akka, room is made before a new entity is added, so the new entity is never its own
-// victim and the area keeps at least the newest entity even with a limit of 0.
+// As in Akka, room is made before a new entity is added, so that ageing applies to it; the
+// new entity is its own victim only when the limit is 0 (Akka would keep it over the limit).
 type lfuArea struct {
 	a       *arena
 	buckets []bucket
@@ -45,6 +45,9 @@ func (f *lfuArea) setLimit(n int, evicted []int32) []int32 {
 func (f *lfuArea) add(i int32, evicted []int32) []int32 {
 	for excess := f.n - f.limit + 1; excess > 0 && f.n > 0; excess-- {
 		evicted = append(evicted, f.evictLeast())
+	}
+	if f.limit <= 0 {
+		return append(evicted, i)
 	}
 	priority := int64(1)
 	if f.aging {

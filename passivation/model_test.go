@@ -34,12 +34,9 @@ func (m *lruModel) access(k int) []int {
 	var out []int
 	for len(m.keys) > m.limit {
 		if m.mru {
-			if len(m.keys) < 2 {
-				break
-			}
-			v := m.keys[len(m.keys)-2]
-			m.keys = slices.Delete(m.keys, len(m.keys)-2, len(m.keys)-1)
-			out = append(out, v)
+			at := max(len(m.keys)-2, 0) // the one used before k, or k if it is alone
+			out = append(out, m.keys[at])
+			m.keys = slices.Delete(m.keys, at, at+1)
 		} else {
 			out = append(out, m.keys[0])
 			m.keys = m.keys[1:]
@@ -184,6 +181,9 @@ func (m *lfuModel) access(k int) []int {
 	for excess := len(m.items) - m.limit + 1; excess > 0 && len(m.items) > 0; excess-- {
 		out = append(out, m.evictOne())
 	}
+	if m.limit == 0 {
+		return append(out, k)
+	}
 	it := &lfuItem{accesses: 1, priority: 1, since: m.clock}
 	if m.aging {
 		it.priority += m.age
@@ -223,19 +223,21 @@ func TestPoliciesMatchNaiveModels(t *testing.T) {
 		{"LFUDA", LFU(true), func(l int) model { return &lfuModel{items: map[int]*lfuItem{}, limit: l, aging: true} }},
 	}
 	for _, c := range cases {
-		for _, limit := range []int{1, 7, 40} {
+		for _, limit := range []int{0, 1, 7, 40} {
 			t.Run(fmt.Sprintf("%s/limit=%d", c.name, limit), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(limit), 42))
-				p, err := NewPolicy[int](Limited(limit, c.policy), nil)
+				// a limit of 0 in settings means no limit; a share of 0 comes from SetLimit
+				p, err := NewPolicy[int](Limited(limit+1, c.policy), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
+				p.SetLimit(limit, nil)
 				m := c.newModel(limit)
 				now := time.Unix(0, 0)
 				var got []int
 				for step := range 20_000 {
 					if step%2500 == 2499 { // the share changes now and then
-						n := 1 + r.IntN(2*limit)
+						n := r.IntN(2*limit + 2)
 						got = p.SetLimit(n, got[:0])
 						if want := m.setLimit(n); !slices.Equal(got, want) {
 							t.Fatalf("step %d: SetLimit(%d) passivated %v, model %v", step, n, got, want)
@@ -249,7 +251,7 @@ func TestPoliciesMatchNaiveModels(t *testing.T) {
 						t.Fatalf("step %d: Access(%d) passivated %v, model %v", step, k, got, want)
 					}
 				}
-				if p.Len() > max(p.Limit(), 1) {
+				if p.Len() > p.Limit() {
 					t.Fatalf("%d active entities over a limit of %d", p.Len(), p.Limit())
 				}
 			})

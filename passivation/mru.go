@@ -2,9 +2,9 @@ package passivation
 
 // mruArea passivates the most recently used entities when it holds more than its limit,
 // which suits cyclic access patterns: the longer an entity has not been used, the sooner it
-// will be used again. A newly activated entity is never its own victim: the entity used
-// most recently before it is passivated instead (as in Akka), so the area keeps at least the
-// newest entity even with a limit of 0.
+// will be used again. A newly activated entity is its own victim only when the limit is 0:
+// otherwise the entity used most recently before it is passivated (as in Akka, which keeps
+// the newest entity even over a limit of 0).
 type mruArea struct {
 	a     *arena
 	l     list // most recent at the back
@@ -29,7 +29,7 @@ func (r *mruArea) add(i int32, evicted []int32) []int32 {
 	for r.l.n > r.limit {
 		v := es[i].prev // the most recent entity before the new one
 		if v == none {
-			break
+			v = i
 		}
 		r.l.remove(es, v)
 		evicted = append(evicted, v)

@@ -43,7 +43,7 @@ type Policy[K comparable] struct {
 
 	origin    time.Time
 	hasOrigin bool
-	idleList  list // through idlePrev/idleNext, least recently accessed first
+	idleList  idleList // least recently accessed first
 
 	// Limit-based and composite strategies.
 	limit       int  // per-shard limit
@@ -83,7 +83,7 @@ func newPolicy[K comparable](s Settings, hash Hasher[K]) *Policy[K] {
 		index:    make(map[K]int32),
 		arena:    newArena(),
 		hash:     hash,
-		idleList: newList(),
+		idleList: newIdleList(),
 	}
 	if !s.LimitEnabled() {
 		return p
