@@ -34,10 +34,10 @@ func entityIDs(n int) []shard.EntityID {
 	return ids
 }
 
-// zipfSequence returns n indexes below max drawn from a Zipf distribution (s = 1.1), from a
+// zipfSequence returns n indexes below bound drawn from a Zipf distribution (s = 1.1), from a
 // fixed seed: few keys are hot, most are cold.
-func zipfSequence(n, max int, seed uint64) []int32 {
-	z := rand.NewZipf(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), 1.1, 1, uint64(max-1))
+func zipfSequence(n, bound int, seed uint64) []int32 {
+	z := rand.NewZipf(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), 1.1, 1, uint64(bound-1))
 	seq := make([]int32, n)
 	for i := range seq {
 		seq[i] = int32(z.Uint64())
