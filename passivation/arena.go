@@ -10,23 +10,30 @@ const (
 	inMain                 // in the main area
 )
 
-// entry is the bookkeeping of one active entity. Entries live in an arena and link to each
-// other by index, so that moving an entity within a list touches no allocator and the
-// garbage collector scans no pointers.
+// entry is the bookkeeping of one active entity that a hit on it reads and writes. Entries
+// live in an arena and link to each other by index, so that moving an entity within a list
+// touches no allocator and the garbage collector scans no pointers; they are kept small so
+// that the entries a hit touches (its own and its neighbours') are likely in cache.
 type entry struct {
-	prev, next         int32 // links in the area's list (a recency list, a segment or a frequency bucket)
-	idlePrev, idleNext int32 // links in the overall recency list used for idle timeouts
-	bucket             int32 // frequency bucket (least-frequently-used areas)
-	hash               uint32
-	accesses           int64 // access count (least-frequently-used areas)
-	seen               int64 // last access, nanoseconds since the policy's origin (idle timeouts)
-	level              uint8 // segment (segmented least-recently-used areas)
-	where              uint8 // inNothing, inWindow or inMain
+	accesses   int64 // access count (least-frequently-used areas)
+	seen       int64 // last access, nanoseconds since the policy's origin (idle timeouts)
+	prev, next int32 // links in the area's list (a recency list, a segment or a frequency bucket)
+	bucket     int32 // frequency bucket (least-frequently-used areas)
+	level      uint8 // segment (segmented least-recently-used areas)
+	where      uint8 // inNothing, inWindow or inMain
+}
+
+// coldEntry is the rest of an entity's bookkeeping, parallel to its entry: what only idle
+// timeouts combined with a limit, and admission decisions, need.
+type coldEntry struct {
+	idlePrev, idleNext int32  // links in the overall recency list, when entries are also in an area
+	hash               uint32 // the key's hash, for the frequency sketch
 }
 
 // arena holds the entries of one policy. Freed entries are chained through next and reused.
 type arena struct {
 	entries []entry
+	cold    []coldEntry
 	free    int32
 }
 
@@ -36,10 +43,12 @@ func newArena() *arena { return &arena{free: none} }
 func (a *arena) alloc() int32 {
 	if i := a.free; i != none {
 		a.free = a.entries[i].next
-		a.entries[i] = entry{prev: none, next: none, idlePrev: none, idleNext: none, bucket: none}
+		a.entries[i] = entry{prev: none, next: none, bucket: none}
+		a.cold[i] = coldEntry{idlePrev: none, idleNext: none}
 		return i
 	}
-	a.entries = append(a.entries, entry{prev: none, next: none, idlePrev: none, idleNext: none, bucket: none})
+	a.entries = append(a.entries, entry{prev: none, next: none, bucket: none})
+	a.cold = append(a.cold, coldEntry{idlePrev: none, idleNext: none})
 	return int32(len(a.entries) - 1)
 }
 

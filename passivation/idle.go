@@ -40,16 +40,17 @@ func (t *IdleTracker[K]) Len() int { return t.p.Len() }
 // Interval returns how often Sweep should run.
 func (t *IdleTracker[K]) Interval() time.Duration { return t.p.interval }
 
-// idleList is the overall recency list of a policy with an idle timeout: all its active
-// entities, least recently accessed first, linked through idlePrev/idleNext (so that an
-// entity is in its area's list and in this one at the same time).
+// idleList is the overall recency list of a policy with both an idle timeout and a limit:
+// all its active entities, least recently accessed first, linked through idlePrev/idleNext
+// so that an entity is in its area's list and in this one at the same time. Without a
+// limit, entities are in no area and the policy links them through their area links.
 type idleList struct {
 	head, tail int32
 }
 
 func newIdleList() idleList { return idleList{head: none, tail: none} }
 
-func (l *idleList) pushBack(es []entry, i int32) {
+func (l *idleList) pushBack(es []coldEntry, i int32) {
 	es[i].idlePrev = l.tail
 	es[i].idleNext = none
 	if l.tail == none {
@@ -60,7 +61,7 @@ func (l *idleList) pushBack(es []entry, i int32) {
 	l.tail = i
 }
 
-func (l *idleList) remove(es []entry, i int32) {
+func (l *idleList) remove(es []coldEntry, i int32) {
 	p, n := es[i].idlePrev, es[i].idleNext
 	if p == none {
 		l.head = n
@@ -75,10 +76,47 @@ func (l *idleList) remove(es []entry, i int32) {
 	es[i].idlePrev, es[i].idleNext = none, none
 }
 
-func (l *idleList) moveToBack(es []entry, i int32) {
+func (l *idleList) moveToBack(es []coldEntry, i int32) {
 	if l.tail == i {
 		return
 	}
 	l.remove(es, i)
 	l.pushBack(es, i)
+}
+
+// idleAdd starts tracking the idleness of new entry i, accessed at t (see since).
+func (p *Policy[K]) idleAdd(i int32, t int64) {
+	p.arena.entries[i].seen = t
+	if p.limited {
+		p.idleList.pushBack(p.arena.cold, i)
+	} else {
+		p.recency.pushBack(p.arena.entries, i)
+	}
+}
+
+// idleTouch records an access at t to entry i.
+func (p *Policy[K]) idleTouch(i int32, t int64) {
+	p.arena.entries[i].seen = t
+	if p.limited {
+		p.idleList.moveToBack(p.arena.cold, i)
+	} else {
+		p.recency.moveToBack(p.arena.entries, i)
+	}
+}
+
+// idleRemove stops tracking the idleness of entry i.
+func (p *Policy[K]) idleRemove(i int32) {
+	if p.limited {
+		p.idleList.remove(p.arena.cold, i)
+	} else {
+		p.recency.remove(p.arena.entries, i)
+	}
+}
+
+// idleOldest returns the least recently accessed entry, or none.
+func (p *Policy[K]) idleOldest() int32 {
+	if p.limited {
+		return p.idleList.head
+	}
+	return p.recency.head
 }

@@ -13,7 +13,17 @@ type Hasher[K comparable] func(K) uint32
 
 // StringHash is Java's String.hashCode, which Akka's frequency sketch counts: with it, the
 // default Window-TinyLFU strategy makes the same decisions as Akka's for the same ids.
-func StringHash[K ~string](k K) uint32 { return uint32(shard.JavaStringHashCode(string(k))) }
+func StringHash[K ~string](k K) uint32 {
+	var h uint32
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c >= 0x80 { // not ASCII: decode to UTF-16 code units as Java does
+			return uint32(shard.JavaStringHashCode(string(k)))
+		}
+		h = 31*h + uint32(c)
+	}
+	return h
+}
 
 // ErrNoHasher is returned when a strategy with a frequency-sketch admission filter is built
 // without a Hasher.
@@ -43,7 +53,8 @@ type Policy[K comparable] struct {
 
 	origin    time.Time
 	hasOrigin bool
-	idleList  idleList // least recently accessed first
+	idleList  idleList // least recently accessed first, with a limit
+	recency   list     // least recently accessed first, without a limit
 
 	// Limit-based and composite strategies.
 	limit       int  // per-shard limit
@@ -84,6 +95,7 @@ func newPolicy[K comparable](s Settings, hash Hasher[K]) *Policy[K] {
 		arena:    newArena(),
 		hash:     hash,
 		idleList: newIdleList(),
+		recency:  newList(),
 	}
 	if !s.LimitEnabled() {
 		return p
@@ -136,8 +148,7 @@ func (p *Policy[K]) Access(id K, now time.Time, out []K) []K {
 	i, active := p.index[id]
 	if active {
 		if p.idle > 0 {
-			p.arena.entries[i].seen = p.since(now)
-			p.idleList.moveToBack(p.arena.entries, i)
+			p.idleTouch(i, p.since(now))
 		}
 		switch p.arena.entries[i].where {
 		case inWindow:
@@ -158,10 +169,9 @@ func (p *Policy[K]) Access(id K, now time.Time, out []K) []K {
 	} else {
 		p.keys[i] = id
 	}
-	p.arena.entries[i].hash = h
+	p.arena.cold[i].hash = h
 	if p.idle > 0 {
-		p.arena.entries[i].seen = p.since(now)
-		p.idleList.pushBack(p.arena.entries, i)
+		p.idleAdd(i, p.since(now))
 	}
 	if !p.limited {
 		return out
@@ -218,8 +228,7 @@ func (p *Policy[K]) Sweep(now time.Time, out []K) []K {
 		return out
 	}
 	oldest := p.since(now) - int64(p.idle)
-	es := p.arena.entries
-	for i := p.idleList.head; i != none && es[i].seen < oldest; i = p.idleList.head {
+	for i := p.idleOldest(); i != none && p.arena.entries[i].seen < oldest; i = p.idleOldest() {
 		out = append(out, p.keys[i])
 		p.unlink(i)
 		p.forget(i)
@@ -270,7 +279,7 @@ func (p *Policy[K]) unlink(i int32) {
 		p.main.remove(i)
 	}
 	if p.idle > 0 {
-		p.idleList.remove(p.arena.entries, i)
+		p.idleRemove(i)
 	}
 }
 
@@ -287,7 +296,7 @@ func (p *Policy[K]) passivate(unlinked []int32, out []K) []K {
 	for _, i := range unlinked {
 		out = append(out, p.keys[i])
 		if p.idle > 0 {
-			p.idleList.remove(p.arena.entries, i)
+			p.idleRemove(i)
 		}
 		p.forget(i)
 	}

@@ -107,12 +107,16 @@ func (f *frequencySketch) frequency(keyHash uint32) int {
 // maximum, and halves all counters every resetSize effective increments.
 func (f *frequencySketch) increment(keyHash uint32) {
 	h := rehash(keyHash)
+	table, rowWidth, indexMask := f.table, f.rowWidth, f.indexMask
+	slotShift, slotMask, counterShift, counterMask := f.slotShift, f.slotMask, f.counterShift, f.counterMask
 	updated := false
-	for row := range f.depth {
-		i := f.index(h, sketchSeeds[row])
-		w := &f.table[row*f.rowWidth+int(i>>f.slotShift)]
-		slot := (i & f.slotMask) << f.counterShift
-		mask := f.counterMask << slot
+	for row, base := 0, 0; row < f.depth; row, base = row+1, base+rowWidth {
+		seed := sketchSeeds[row]
+		x := (uint64(int64(int32(h))) + seed) * seed
+		i := uint32(x+(x>>32)) & indexMask
+		w := &table[base+int(i>>slotShift)]
+		slot := (i & slotMask) << counterShift
+		mask := counterMask << slot
 		if *w&mask != mask {
 			*w += 1 << slot
 			f.rowSizes[row]++

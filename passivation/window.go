@@ -17,13 +17,13 @@ func (p *Policy[K]) admit(candidates []int32, out []K) []K {
 
 // admitOne offers candidate c (linked in no area) to the main area.
 func (p *Policy[K]) admitOne(c int32, out []K) []K {
-	es := p.arena.entries
 	if p.sketch != nil && p.main.len() >= p.mainLimit {
-		if v := p.main.victim(); v != none && p.sketch.frequency(es[c].hash) <= p.sketch.frequency(es[v].hash) {
+		cold := p.arena.cold
+		if v := p.main.victim(); v != none && p.sketch.frequency(cold[c].hash) <= p.sketch.frequency(cold[v].hash) {
 			return p.passivateOne(c, out)
 		}
 	}
-	es[c].where = inMain
+	p.arena.entries[c].where = inMain
 	p.moved = p.main.add(c, p.moved[:0])
 	return p.passivate(p.moved, out)
 }
@@ -32,7 +32,7 @@ func (p *Policy[K]) admitOne(c int32, out []K) []K {
 func (p *Policy[K]) passivateOne(c int32, out []K) []K {
 	out = append(out, p.keys[c])
 	if p.idle > 0 {
-		p.idleList.remove(p.arena.entries, c)
+		p.idleRemove(c)
 	}
 	p.forget(c)
 	return out
