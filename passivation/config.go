@@ -21,6 +21,7 @@ type ConfigError struct {
 	Reason string
 }
 
+// Error reads "<path> = <value>: <what is allowed>".
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s = %s: %s", e.Path, formatValue(e.Value), e.Reason)
 }

@@ -6,8 +6,8 @@ import (
 	"github.com/shardmesh/shardmesh/shard"
 )
 
-// Passivation names an entity to passivate and the shard it lives in.
-type Passivation[K comparable] struct {
+// Passivate asks to passivate an entity of a shard.
+type Passivate[K comparable] struct {
 	Shard  shard.ID
 	Entity K
 }
@@ -43,11 +43,11 @@ func NewRegion[K comparable](s Settings, hash Hasher[K]) (*Region[K], error) {
 // StartShard activates shard id and returns its policy, re-dividing the limit; it appends to
 // out the entities of the other shards that no longer fit their smaller share. Starting an
 // active shard returns its policy and changes nothing.
-func (r *Region[K]) StartShard(id shard.ID, out []Passivation[K]) (*Policy[K], []Passivation[K]) {
+func (r *Region[K]) StartShard(id shard.ID, out []Passivate[K]) (*Policy[K], []Passivate[K]) {
 	if k, ok := r.byID[id]; ok {
 		return r.shards[k].policy, out
 	}
-	p := newPolicy(r.settings, r.hash)
+	p := newPolicy(r.settings, r.hash, r.limit/(len(r.shards)+1))
 	r.byID[id] = len(r.shards)
 	r.shards = append(r.shards, regionShard[K]{id: id, policy: p})
 	return p, r.redivide(out)
@@ -55,7 +55,7 @@ func (r *Region[K]) StartShard(id shard.ID, out []Passivation[K]) (*Policy[K], [
 
 // StopShard forgets shard id (stopped or handed off: its entities stop with it) and gives
 // the remaining shards their larger share. Unknown shards are ignored.
-func (r *Region[K]) StopShard(id shard.ID, out []Passivation[K]) []Passivation[K] {
+func (r *Region[K]) StopShard(id shard.ID, out []Passivate[K]) []Passivate[K] {
 	k, ok := r.byID[id]
 	if !ok {
 		return out
@@ -72,11 +72,11 @@ func (r *Region[K]) StopShard(id shard.ID, out []Passivation[K]) []Passivation[K
 }
 
 // SetLimit changes the region's active-entity limit (for example from an operator) and
-// appends to out the entities that no longer fit. It has no effect on a strategy without
-// an active-entity limit.
-func (r *Region[K]) SetLimit(limit int, out []Passivation[K]) []Passivation[K] {
-	if limit < 0 {
-		panic(fmt.Sprintf("passivation: negative active-entity limit %d", limit))
+// appends to out the entities that no longer fit. The limit must be at least 1 (validate
+// input at the edge); it has no effect on a strategy without an active-entity limit.
+func (r *Region[K]) SetLimit(limit int, out []Passivate[K]) []Passivate[K] {
+	if limit < 1 {
+		panic(fmt.Sprintf("passivation: Region.SetLimit(%d): the active-entity limit must be at least 1", limit))
 	}
 	r.limit = limit
 	return r.redivide(out)
@@ -96,12 +96,12 @@ func (r *Region[K]) ActiveShards() int { return len(r.shards) }
 // PerShardLimit returns each active shard's share of the limit: limit / active shards.
 func (r *Region[K]) PerShardLimit() int { return r.limit / max(1, len(r.shards)) }
 
-func (r *Region[K]) redivide(out []Passivation[K]) []Passivation[K] {
+func (r *Region[K]) redivide(out []Passivate[K]) []Passivate[K] {
 	share := r.PerShardLimit()
 	for _, s := range r.shards {
 		r.buf = s.policy.SetLimit(share, r.buf[:0])
 		for _, e := range r.buf {
-			out = append(out, Passivation[K]{Shard: s.id, Entity: e})
+			out = append(out, Passivate[K]{Shard: s.id, Entity: e})
 		}
 	}
 	clear(r.buf)

@@ -13,7 +13,7 @@ func TestRegionDividesTheLimitAmongActiveShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []Passivation[string]
+	var out []Passivate[string]
 	a, out := r.StartShard("a", out[:0])
 	if len(out) != 0 || a.Limit() != 100 || r.PerShardLimit() != 100 {
 		t.Fatalf("one shard: limit %d, passivated %v", a.Limit(), out)
@@ -104,4 +104,14 @@ func TestNewRegionRejectsBadSettings(t *testing.T) {
 	if _, err := NewRegion[int](DefaultStrategy(), nil); err == nil {
 		t.Fatal("NewRegion accepted a filter without a hasher")
 	}
+}
+
+func TestRegionSetLimitRejectsNonPositive(t *testing.T) {
+	r, _ := NewRegion[int](Limited(10, LRU()), nil)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("SetLimit(0) did not panic")
+		}
+	}()
+	r.SetLimit(0, nil)
 }

@@ -82,11 +82,11 @@ func NewPolicy[K comparable](s Settings, hash Hasher[K]) (*Policy[K], error) {
 	if s.LimitEnabled() && s.Admission.Filter.Filter == FrequencySketch && hash == nil {
 		return nil, ErrNoHasher
 	}
-	return newPolicy(s, hash), nil
+	return newPolicy(s, hash, s.ActiveEntityLimit), nil
 }
 
-// newPolicy builds a policy from valid settings.
-func newPolicy[K comparable](s Settings, hash Hasher[K]) *Policy[K] {
+// newPolicy builds a policy from valid settings, with the given share of the limit.
+func newPolicy[K comparable](s Settings, hash Hasher[K], share int) *Policy[K] {
 	p := &Policy[K]{
 		enabled:  s.Enabled(),
 		idle:     s.Idle.Timeout,
@@ -101,7 +101,7 @@ func newPolicy[K comparable](s Settings, hash Hasher[K]) *Policy[K] {
 		return p
 	}
 	p.limited = true
-	p.limit = s.ActiveEntityLimit
+	p.limit = share
 	adm := s.Admission
 	if adm.Enabled() {
 		if adm.Window.Policy.Policy != NoPolicy {

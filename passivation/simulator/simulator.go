@@ -61,7 +61,7 @@ type Simulator struct {
 	interval  time.Duration // idle sweep interval, 0 without idle passivation
 	nextSweep time.Time
 	out       []string
-	passive   []passivation.Passivation[string]
+	passive   []passivation.Passivate[string]
 }
 
 // New returns a simulator for the given run.
