@@ -229,13 +229,13 @@ func merge(over, under map[string]any) map[string]any {
 	return out
 }
 
-// block is a map being read at a key path; it remembers which keys are allowed.
+// block is a map being read, with its key path for error messages.
 type block struct {
 	m    map[string]any
 	path string
 }
 
-// readBlock returns the block under key of b, checking that only the allowed keys occur.
+// sub returns the block under key of b, checking that only the allowed keys occur in it.
 func (b block) sub(key string, allowed ...string) (block, error) {
 	v, ok := b.m[key]
 	if !ok || v == nil {

@@ -36,7 +36,7 @@ var ErrNoHasher = errors.New("passivation: the frequency-sketch admission filter
 //
 // The shard calls Access for every message routed to one of its entities (including the one
 // that activates it), Remove when an entity stops for any other reason, SetLimit when the
-// region hands it a new share of the limit, and Sweep every CheckInterval. The methods that
+// region hands it a new share of the limit, and Sweep every Interval. The methods that
 // may passivate append the entities to passivate to a caller's buffer and return it, so the
 // hot path allocates nothing; the policy has already forgotten those entities when they are
 // returned. A Policy is not safe for concurrent use.
