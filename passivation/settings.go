@@ -11,7 +11,8 @@ import (
 // reference.conf after the selected strategy block has been merged over
 // `strategy-defaults`. The zero value disables passivation. Build it with [Parse],
 // [DefaultSettings], [DefaultStrategy] or [Disabled], or as a literal checked by
-// [Settings.Validate].
+// [Settings.Validate]. As in Akka, an entity type that remembers its entities should not
+// be passivated automatically: use Disabled for it.
 type Settings struct {
 	// Strategy names the strategy block the settings came from ("default-idle-strategy",
 	// "default-strategy", a user-named block, or "none"). Informational only.
