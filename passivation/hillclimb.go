@@ -36,10 +36,13 @@ func (h *hillClimber) setLimit(limit int) {
 	h.adjustSize = h.settings.AdjustMultiplier * float64(limit)
 }
 
+// due reports whether a period has ended, so that adjustment returns a change.
+func (h *hillClimber) due() bool { return float64(h.accesses) >= h.adjustSize }
+
 // adjustment returns the change to apply to the window proportion at the end of a period,
 // and 0 otherwise.
 func (h *hillClimber) adjustment() float64 {
-	if float64(h.accesses) < h.adjustSize {
+	if !h.due() {
 		return 0
 	}
 	rate := float64(h.activeAccesses) / float64(h.accesses)

@@ -160,7 +160,10 @@ func (p *Policy[K]) Access(id K, now time.Time, out []K) []K {
 		default:
 			return out
 		}
-		return p.adaptWindow(out)
+		if p.climber != nil && p.climber.due() {
+			out = p.adaptWindow(out)
+		}
+		return out
 	}
 	i = p.arena.alloc()
 	p.index[id] = i
