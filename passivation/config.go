@@ -110,15 +110,22 @@ func parse(tree map[string]any, selected string) (Settings, error) {
 		return Settings{}, err
 	}
 
+	keys := make([]string, 0, len(user))
+	for k := range user {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	var names []string
-	for k, v := range user {
+	for _, k := range keys {
 		switch k {
 		case "strategy", "strategy-defaults":
 			continue
 		}
-		if _, ok := v.(map[string]any); !ok && v != nil {
-			return Settings{}, &ConfigError{Path: root + "." + k, Value: v,
-				Reason: "unknown key; the passivation block holds strategy, strategy-defaults and strategy blocks (maps)"}
+		if v := user[k]; v != nil {
+			if _, ok := v.(map[string]any); !ok {
+				return Settings{}, &ConfigError{Path: root + "." + k, Value: v,
+					Reason: "unknown key; the passivation block holds strategy, strategy-defaults and strategy blocks (maps)"}
+			}
 		}
 		names = append(names, k)
 	}

@@ -93,7 +93,7 @@ Exit codes: 0 done, 2 bad input (flags, config, trace).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "trace `FILE`, plain or gzip-compressed"},
 			&cli.StringFlag{Name: "format", Value: "lirs", Usage: "trace `FORMAT`: lirs, arc or simple"},
-			&cli.StringSliceFlag{Name: "strategy", Usage: "strategy `NAME` (repeatable; default: default-strategy)"},
+			&cli.StringSliceFlag{Name: "strategy", Usage: "strategy `NAME` (repeatable; default: the one --config selects, else default-strategy)"},
 			&cli.IntSliceFlag{Name: "limit", Usage: "active-entity limit `N` per region (repeatable; default: the strategy's own, 100,000 for shortcuts)"},
 			&cli.IntFlag{Name: "regions", Value: simDefaultRegions, Usage: "number `R` of shard regions"},
 			&cli.IntFlag{Name: "shards", Value: simDefaultShards, Usage: "number `S` of shards"},
@@ -199,7 +199,15 @@ func runSimPassivation(c *cli.Context) error {
 // simRuns resolves every strategy name and applies every limit.
 func simRuns(strategies []string, limits []int, tree map[string]any) ([]simRun, error) {
 	if len(strategies) == 0 {
-		strategies = []string{passivation.DefaultStrategyName}
+		if tree == nil {
+			strategies = []string{passivation.DefaultStrategyName}
+		} else { // the strategy the configuration selects
+			s, err := passivation.Parse(tree)
+			if err != nil {
+				return nil, err
+			}
+			strategies = []string{s.Strategy}
+		}
 	}
 	for _, l := range limits {
 		if l < 1 {

@@ -85,7 +85,7 @@ func TestSimPassivationWithConfigFile(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "shardmesh.yaml")
 	yaml := `
 passivation:
-  strategy: default-strategy
+  strategy: small-lfu
   small-lfu:
     active-entity-limit: 30
     replacement:
@@ -97,7 +97,7 @@ passivation:
 		t.Fatal(err)
 	}
 	stdout, stderr, code := runShardctl(t, "sim", "passivation", "--trace", path, "--format", "arc",
-		"--config", config, "--strategy", "small-lfu", "--regions", "1", "--shards", "1", "--json")
+		"--config", config, "--regions", "1", "--shards", "1", "--json") // the strategy the config selects
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -105,7 +105,7 @@ passivation:
 	if err := json.Unmarshal([]byte(stdout), &results); err != nil {
 		t.Fatalf("%v in %s", err, stdout)
 	}
-	if len(results) != 1 || results[0].Limit != 30 || !strings.Contains(results[0].Description, "dynamic aging") {
+	if len(results) != 1 || results[0].Strategy != "small-lfu" || results[0].Limit != 30 || !strings.Contains(results[0].Description, "dynamic aging") {
 		t.Fatalf("results %+v", results)
 	}
 }
