@@ -3,6 +3,7 @@ package passivation
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +14,13 @@ import (
 // benchActive is the number of active entities the benchmarks keep: a realistic shard.
 const benchActive = 100_000
 
-// benchPolicies are the strategies whose bookkeeping cost is measured.
-var benchPolicies = []struct {
+type benchPolicy struct {
 	name     string
 	settings Settings
-}{
+}
+
+// benchPolicies are the strategies whose bookkeeping cost is measured.
+var benchPolicies = []benchPolicy{
 	{"LRU", Limited(benchActive, LRU())},
 	{"SLRU", Limited(benchActive, SegmentedLRU(0.2, 0.8))},
 	{"MRU", Limited(benchActive, MRU())},
@@ -144,7 +147,11 @@ func BenchmarkAccessZipf(b *testing.B) {
 // TestAccessHitDoesNotAllocate checks the promise of the hot path: a message to an active
 // entity allocates nothing, for every policy.
 func TestAccessHitDoesNotAllocate(t *testing.T) {
-	for _, bp := range benchPolicies {
+	policies := append(slices.Clone(benchPolicies),
+		benchPolicy{"LRU+idle", Limited(benchActive, LRU()).WithIdleTimeout(time.Hour)},
+		benchPolicy{"WTinyLFU+idle", DefaultStrategy().WithActiveEntityLimit(benchActive).WithIdleTimeout(time.Hour)},
+	)
+	for _, bp := range policies {
 		t.Run(bp.name, func(t *testing.T) {
 			s := bp.settings.WithActiveEntityLimit(2000)
 			if !s.LimitEnabled() {
