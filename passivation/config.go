@@ -588,6 +588,9 @@ func parseAdmission(b block) (AdmissionSettings, error) {
 		}
 		*f.dst = v
 	}
+	if a.Window.MinimumProportion > a.Window.MaximumProportion {
+		return a, w.err("minimum-proportion", fmt.Sprintf("must not exceed maximum-proportion (%g)", a.Window.MaximumProportion))
+	}
 	hc, err := w.sub("hill-climbing", "adjust-multiplier", "initial-step", "restart-threshold", "step-decay")
 	if err != nil {
 		return a, err

@@ -442,14 +442,14 @@ func (a AdmissionSettings) validate(path string) error {
 	if w.Optimizer > HillClimbing {
 		return &ConfigError{Path: wp + ".optimizer", Value: w.Optimizer.String(), Reason: "must be hill-climbing, or none/off"}
 	}
+	if w.MinimumProportion > w.MaximumProportion {
+		return &ConfigError{Path: wp + ".minimum-proportion", Value: w.MinimumProportion,
+			Reason: fmt.Sprintf("must not exceed maximum-proportion (%g)", w.MaximumProportion)}
+	}
 	if w.Optimizer != NoOptimizer {
 		if w.Policy.Policy == NoPolicy {
 			return &ConfigError{Path: wp + ".optimizer", Value: w.Optimizer.String(),
 				Reason: "a window optimizer needs a window policy (window.policy is none)"}
-		}
-		if w.MinimumProportion > w.MaximumProportion {
-			return &ConfigError{Path: wp + ".minimum-proportion", Value: w.MinimumProportion,
-				Reason: fmt.Sprintf("must not exceed maximum-proportion (%g)", w.MaximumProportion)}
 		}
 		if w.Proportion < w.MinimumProportion || w.Proportion > w.MaximumProportion {
 			return &ConfigError{Path: wp + ".proportion", Value: w.Proportion,
