@@ -35,7 +35,7 @@ Example, with the daemon's built-in counter type (sharddaemon --entity-types cou
 				return callError(err)
 			}
 			if c.Bool("json") {
-				return printJSON(map[string]any{"type": typ, "entity": id, "sent": true})
+				return printJSON(c.App.Writer, map[string]any{"type": typ, "entity": id, "sent": true})
 			}
 			return nil
 		},
@@ -77,9 +77,9 @@ Example, with the daemon's built-in counter type:
 				default:
 					out["reply_bytes"] = reply
 				}
-				return printJSON(out)
+				return printJSON(c.App.Writer, out)
 			}
-			fmt.Println(string(reply))
+			fmt.Fprintln(c.App.Writer, string(reply))
 			return nil
 		},
 	}
@@ -159,10 +159,10 @@ Example:
 				rows = append(rows, row{Entity: id, Shard: string(ex.ShardID(shard.EntityID(id)))})
 			}
 			if c.Bool("json") {
-				return printJSON(rows)
+				return printJSON(c.App.Writer, rows)
 			}
 			for _, r := range rows {
-				fmt.Printf("%s\t%s\n", r.Entity, r.Shard)
+				fmt.Fprintf(c.App.Writer, "%s\t%s\n", r.Entity, r.Shard)
 			}
 			return nil
 		},
@@ -188,10 +188,10 @@ Example:
 				return callError(err)
 			}
 			if c.Bool("json") {
-				return printJSON(names)
+				return printJSON(c.App.Writer, names)
 			}
 			for _, n := range names {
-				fmt.Println(n)
+				fmt.Fprintln(c.App.Writer, n)
 			}
 			return nil
 		},

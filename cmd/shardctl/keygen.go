@@ -27,7 +27,7 @@ Example:
 			if err := p2p.WriteClusterKey(c.String("out")); err != nil {
 				return cli.Exit(err.Error(), exitFailed)
 			}
-			fmt.Printf("wrote cluster key %s; give it to every member with --cluster-key %s\n", c.String("out"), c.String("out"))
+			fmt.Fprintf(c.App.Writer, "wrote cluster key %s; give it to every member with --cluster-key %s\n", c.String("out"), c.String("out"))
 			return nil
 		},
 		Subcommands: []*cli.Command{{
@@ -50,9 +50,9 @@ Example:
 					return cli.Exit(err.Error(), exitFailed)
 				}
 				if c.Bool("json") {
-					return printJSON(map[string]string{"file": c.String("out"), "peer_id": id.String()})
+					return printJSON(c.App.Writer, map[string]string{"file": c.String("out"), "peer_id": id.String()})
 				}
-				fmt.Printf("wrote admin identity %s\npeer id: %s\nallow it on each daemon with --admin-allow %s\n", c.String("out"), id, id)
+				fmt.Fprintf(c.App.Writer, "wrote admin identity %s\npeer id: %s\nallow it on each daemon with --admin-allow %s\n", c.String("out"), id, id)
 				return nil
 			},
 		}},

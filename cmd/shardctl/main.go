@@ -5,7 +5,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 )
@@ -20,12 +22,15 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args))
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
-	if err := newApp().Run(args); err != nil {
-		fmt.Fprintln(os.Stderr, "shardctl:", err)
+// run runs shardctl with args, writing to stdout and stderr, and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	app := newApp()
+	app.Writer, app.ErrWriter = stdout, stderr
+	if err := app.Run(args); err != nil {
+		fmt.Fprintln(stderr, "shardctl:", err)
 		return exitCode(err)
 	}
 	return exitOK
@@ -45,28 +50,46 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
 		ExitErrHandler: func(*cli.Context, error) {},
-		Commands: commands(
+		Commands: append(networked(
 			membersCommand(),
 			typesCommand(),
 			tellCommand(),
 			askCommand(),
+		), offline(
 			shardIDCommand(),
 			keygenCommand(),
 			simCommand(),
-		),
+		)...),
 		OnUsageError: usageError,
 	}
 }
 
-// commands gives every command the global flags (so they work after the command name, as
-// operators type them) and one-line usage errors.
-func commands(cmds ...*cli.Command) []*cli.Command {
+// networked gives commands that talk to a member the global flags (so they work after the
+// command name, as operators type them) and one-line usage errors.
+func networked(cmds ...*cli.Command) []*cli.Command {
 	for _, c := range cmds {
 		c.Flags = append(c.Flags, globalFlags()...)
 		c.OnUsageError = usageError
-		c.Subcommands = commands(c.Subcommands...)
+		c.Subcommands = networked(c.Subcommands...)
 	}
 	return cmds
+}
+
+// offline gives commands that need no member one-line usage errors (and --json).
+func offline(cmds ...*cli.Command) []*cli.Command {
+	for _, c := range cmds {
+		if !slices.ContainsFunc(c.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "json") }) && c.Action != nil {
+			c.Flags = append(c.Flags, &cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"})
+		}
+		c.OnUsageError = usageError
+		c.Subcommands = offline(c.Subcommands...)
+	}
+	return cmds
+}
+
+// usagef is a one-line bad-usage error (exit code 2).
+func usagef(format string, args ...any) error {
+	return cli.Exit(fmt.Sprintf(format, args...), exitUsage)
 }
 
 // usageError reports bad usage in one line with exit code 2, pointing at --help.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +30,7 @@ Example:
 				return callError(err)
 			}
 			if c.Bool("json") {
-				return printJSON(resp)
+				return printJSON(c.App.Writer, resp)
 			}
 			// Oldest first: members not Up yet (up-number 0) last.
 			sort.SliceStable(resp.Members, func(i, j int) bool {
@@ -41,7 +40,7 @@ Example:
 				}
 				return a < b
 			})
-			t := newTable(os.Stdout, "MEMBER", "STATUS", "AGE", "ROLES", "VERSION", "REACHABLE", "")
+			t := newTable(c.App.Writer, "MEMBER", "STATUS", "AGE", "ROLES", "VERSION", "REACHABLE", "")
 			up := 0
 			for _, m := range resp.Members {
 				if m.Status == "Up" {
@@ -72,7 +71,7 @@ Example:
 			if !resp.Converged {
 				state = "not converged (some member has not seen this view yet)"
 			}
-			fmt.Printf("%d members, %d up; view %s\n", len(resp.Members), up, state)
+			fmt.Fprintf(c.App.Writer, "%d members, %d up; view %s\n", len(resp.Members), up, state)
 			return nil
 		},
 	}

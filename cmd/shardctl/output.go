@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 )
 
-// printJSON writes v as indented JSON.
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
+// printJSON writes v as indented JSON to w.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -101,16 +101,8 @@ Exit codes: 0 done, 2 bad input (flags, config, trace).`,
 			&cli.DurationFlag{Name: "tick", Value: time.Millisecond, Usage: "virtual `DURATION` between accesses, for idle timeouts"},
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError("%v (see shardctl sim passivation --help)", err)
-		},
 		Action: runSimPassivation,
 	}
-}
-
-// usageError is a one-line error with the bad-input exit code.
-func usageError(format string, args ...any) error {
-	return cli.Exit("shardctl sim passivation: "+fmt.Sprintf(format, args...), 2)
 }
 
 // simRun is one strategy and limit to simulate.
@@ -132,55 +124,55 @@ type simResult struct {
 
 func runSimPassivation(c *cli.Context) error {
 	if c.Args().Present() {
-		return usageError("unexpected argument %q", c.Args().First())
+		return usagef("unexpected argument %q", c.Args().First())
 	}
 	path := c.String("trace")
 	if path == "" {
-		return usageError("--trace FILE is required")
+		return usagef("--trace FILE is required")
 	}
 	format, err := simulator.ParseFormat(c.String("format"))
 	if err != nil {
-		return usageError("--format: %v", err)
+		return usagef("--format: %v", err)
 	}
 	regions, shards := c.Int("regions"), c.Int("shards")
 	if regions < 1 {
-		return usageError("--regions %d: must be at least 1", regions)
+		return usagef("--regions %d: must be at least 1", regions)
 	}
 	if shards < 1 || shards > 1<<20 {
-		return usageError("--shards %d: must be between 1 and %d", shards, 1<<20)
+		return usagef("--shards %d: must be between 1 and %d", shards, 1<<20)
 	}
 	if tick := c.Duration("tick"); tick <= 0 {
-		return usageError("--tick %s: must be positive", tick)
+		return usagef("--tick %s: must be positive", tick)
 	}
 	var tree map[string]any
 	if file := c.String("config"); file != "" {
 		if tree, err = loadPassivationBlock(file); err != nil {
-			return usageError("--config %s: %v", file, err)
+			return usagef("--config %s: %v", file, err)
 		}
 	}
 	runs, err := simRuns(c.StringSlice("strategy"), c.IntSlice("limit"), tree)
 	if err != nil {
-		return usageError("%v", err)
+		return usagef("%v", err)
 	}
 
 	f, err := os.Open(path)
 	if err != nil {
-		return usageError("--trace: %v", err)
+		return usagef("--trace: %v", err)
 	}
 	ids, err := simulator.ReadTrace(f, format)
 	_ = f.Close()
 	if err != nil {
-		return usageError("--trace %s (%s): %v", path, format, err)
+		return usagef("--trace %s (%s): %v", path, format, err)
 	}
 	if len(ids) == 0 {
-		return usageError("--trace %s (%s): no accesses", path, format)
+		return usagef("--trace %s (%s): no accesses", path, format)
 	}
 
 	results := make([]simResult, 0, len(runs))
 	for _, run := range runs {
 		stats, err := simulator.Run(simulator.Config{Settings: run.settings, Regions: regions, Shards: shards, Tick: c.Duration("tick")}, ids)
 		if err != nil {
-			return usageError("strategy %s: %v", run.name, err)
+			return usagef("strategy %s: %v", run.name, err)
 		}
 		results = append(results, simResult{
 			Strategy: run.name, Limit: run.settings.ActiveEntityLimit, ActiveRate: stats.ActiveRate(),

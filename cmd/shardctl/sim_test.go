@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/shardmesh/shardmesh/passivation"
 	"github.com/shardmesh/shardmesh/passivation/simulator"
 )
@@ -20,15 +18,7 @@ import (
 func runShardctl(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	oldExiter, oldErr := cli.OsExiter, cli.ErrWriter
-	t.Cleanup(func() { cli.OsExiter, cli.ErrWriter = oldExiter, oldErr })
-	cli.OsExiter = func(c int) { code = c }
-	cli.ErrWriter = &errOut
-	app := newApp()
-	app.Writer, app.ErrWriter = &out, &errOut
-	if err := app.Run(append([]string{"shardctl"}, args...)); err != nil && code == 0 {
-		code = exitCode(err)
-	}
+	code = run(append([]string{"shardctl"}, args...), &out, &errOut)
 	return out.String(), errOut.String(), code
 }
 
