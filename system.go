@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 
 	"github.com/shardmesh/shardmesh/config"
@@ -37,11 +36,11 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 			return nil, err
 		}
 	}
-	allow, err := peerIDs("allow-peers", cfg.Node.AllowPeers)
+	allow, err := config.PeerIDs("allow-peers", cfg.Node.AllowPeers)
 	if err != nil {
 		return nil, err
 	}
-	admins, err := peerIDs("admin-allow", cfg.Node.AdminAllow)
+	admins, err := config.PeerIDs("admin-allow", cfg.Node.AdminAllow)
 	if err != nil {
 		return nil, err
 	}
@@ -91,15 +90,3 @@ func (s *System) Leave(ctx context.Context) error { return s.node.Leave(ctx) }
 
 // Close stops the member at once without leaving (the cluster will find it unreachable).
 func (s *System) Close() error { return s.node.Close() }
-
-func peerIDs(key string, ss []string) ([]peer.ID, error) {
-	ids := make([]peer.ID, 0, len(ss))
-	for _, s := range ss {
-		id, err := peer.Decode(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %q is not a peer id: %v", key, s, err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}

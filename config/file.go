@@ -3,7 +3,10 @@ package config
 import (
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/shardmesh/shardmesh/allocation"
+	"github.com/shardmesh/shardmesh/config/value"
 	"github.com/shardmesh/shardmesh/membership"
 )
 
@@ -108,4 +111,17 @@ func Default() Config {
 			ConsistentHashing:       allocation.DefaultConsistentHashingConfig(),
 		},
 	}
+}
+
+// PeerIDs parses the peer ids of a key (allow-peers, admin-allow).
+func PeerIDs(key string, ss []string) ([]peer.ID, error) {
+	ids := make([]peer.ID, 0, len(ss))
+	for _, s := range ss {
+		id, err := peer.Decode(s)
+		if err != nil {
+			return nil, &value.Error{Key: key, Value: s, Allowed: "a libp2p peer id (the /p2p/... part of a member's address, or what shardctl keygen admin prints)"}
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }

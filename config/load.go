@@ -59,6 +59,12 @@ func Load(src Sources) (Config, error) {
 		}
 		errs = append(errs, withSource(k.set(&c, v), "flag"))
 	}
+	if _, err := PeerIDs("allow-peers", c.Node.AllowPeers); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := PeerIDs("admin-allow", c.Node.AdminAllow); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}

@@ -93,21 +93,11 @@ func (h *Host) TrySend(to peer.ID, proto protocol.ID, frame []byte) error {
 		return err
 	}
 	s.mu.Lock()
-	cfg := &h.cfg
-	if s.st == nil || s.closed || s.pendingN >= cfg.SendQueue || len(s.pending)+len(frame)+uvarintLen(len(frame)) > cfg.SendQueueBytes {
+	if s.st == nil || s.closed || !s.enqueue(frame) {
 		s.mu.Unlock()
 		return ErrWouldBlock
 	}
-	s.pending = AppendFrame(s.pending, frame)
-	s.pendingN++
-	s.pendingB += uint64(len(frame))
-	s.queued++
-	wake := s.wake
-	s.mu.Unlock()
-	select {
-	case wake <- struct{}{}:
-	default:
-	}
+	s.wakeWriter()
 	return nil
 }
 
@@ -160,24 +150,38 @@ func (s *sender) send(ctx context.Context, frame []byte) error {
 		}
 		s.mu.Lock()
 	}
-	cfg := &s.h.cfg
-	if s.pendingN >= cfg.SendQueue || len(s.pending)+len(frame)+uvarintLen(len(frame)) > cfg.SendQueueBytes {
+	if !s.enqueue(frame) {
 		n, b := s.pendingN, len(s.pending)
 		s.mu.Unlock()
 		s.h.stats.queueFull.Add(1)
 		return fmt.Errorf("send to %s on %s: %w (%d frames, %d bytes waiting)", s.key.peer, s.key.proto, ErrQueueFull, n, b)
 	}
+	s.wakeWriter()
+	return nil
+}
+
+// enqueue appends frame to the open stream's queue if it has room (s.mu held; on success it
+// is released by wakeWriter).
+func (s *sender) enqueue(frame []byte) bool {
+	cfg := &s.h.cfg
+	if s.pendingN >= cfg.SendQueue || len(s.pending)+len(frame)+uvarintLen(len(frame)) > cfg.SendQueueBytes {
+		return false
+	}
 	s.pending = AppendFrame(s.pending, frame)
 	s.pendingN++
 	s.pendingB += uint64(len(frame))
 	s.queued++
+	return true
+}
+
+// wakeWriter releases s.mu and wakes the stream's writer.
+func (s *sender) wakeWriter() {
 	wake := s.wake
 	s.mu.Unlock()
 	select {
 	case wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // open opens a stream unless another Send did meanwhile.

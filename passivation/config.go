@@ -2,58 +2,17 @@ package passivation
 
 import (
 	"fmt"
+
+	"github.com/shardmesh/shardmesh/config/value"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
 // ConfigError reports a bad configuration value: the full key path, the value found and
-// what is allowed.
-type ConfigError struct {
-	// Path is the full key, e.g.
-	// passivation.default-strategy.admission.frequency-sketch.counter-bits.
-	Path string
-	// Value is the offending value as found (or as built in Go).
-	Value any
-	// Reason says what is allowed.
-	Reason string
-}
-
-// Error reads "<path> = <value>: <what is allowed>".
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%s = %s: %s", e.Path, formatValue(e.Value), e.Reason)
-}
-
-func formatValue(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return strconv.Quote(v)
-	case time.Duration:
-		return v.String()
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case []float64:
-		parts := make([]string, len(v))
-		for i, f := range v {
-			parts[i] = strconv.FormatFloat(f, 'g', -1, 64)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case []any:
-		parts := make([]string, len(v))
-		for i, x := range v {
-			parts[i] = formatValue(x)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case map[string]any:
-		return "{…}"
-	default:
-		return fmt.Sprint(v)
-	}
-}
+// what is allowed. It is the configuration's one error type (config/value.Error).
+type ConfigError = value.Error
 
 // Parse reads the `passivation` block of a configuration, as decoded from YAML, TOML or
 // JSON into nested maps, with keys spelled as in reference.conf (HOCON-style dotted keys
@@ -69,7 +28,7 @@ func Parse(tree map[string]any) (Settings, error) { return parse(tree, "") }
 // `strategy` key ("none" or "off" disables passivation).
 func ParseStrategy(tree map[string]any, name string) (Settings, error) {
 	if name == "" {
-		return Settings{}, &ConfigError{Path: "passivation.strategy", Value: name, Reason: "must name a strategy block, or be none/off"}
+		return Settings{}, &ConfigError{Key: "passivation.strategy", Value: name, Allowed: "must name a strategy block, or be none/off"}
 	}
 	return parse(tree, name)
 }
@@ -88,7 +47,7 @@ func parse(tree map[string]any, selected string) (Settings, error) {
 		s, ok := v.(string)
 		if !ok {
 			if b, isBool := v.(bool); !isBool || b {
-				return Settings{}, &ConfigError{Path: root + ".strategy", Value: v, Reason: "must name a strategy block, or be none/off"}
+				return Settings{}, &ConfigError{Key: root + ".strategy", Value: v, Allowed: "must name a strategy block, or be none/off"}
 			}
 			s = "off"
 		}
@@ -102,7 +61,7 @@ func parse(tree map[string]any, selected string) (Settings, error) {
 	if v, ok := user["strategy-defaults"]; ok && v != nil {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return Settings{}, &ConfigError{Path: root + ".strategy-defaults", Value: v, Reason: "must be a block of strategy settings"}
+			return Settings{}, &ConfigError{Key: root + ".strategy-defaults", Value: v, Allowed: "must be a block of strategy settings"}
 		}
 		defaults = merge(m, defaults)
 	}
@@ -123,8 +82,8 @@ func parse(tree map[string]any, selected string) (Settings, error) {
 		}
 		if v := user[k]; v != nil {
 			if _, ok := v.(map[string]any); !ok {
-				return Settings{}, &ConfigError{Path: root + "." + k, Value: v,
-					Reason: "unknown key; the passivation block holds strategy, strategy-defaults and strategy blocks (maps)"}
+				return Settings{}, &ConfigError{Key: root + "." + k, Value: v,
+					Allowed: "unknown key; the passivation block holds strategy, strategy-defaults and strategy blocks (maps)"}
 			}
 		}
 		names = append(names, k)
@@ -159,8 +118,8 @@ func parse(tree map[string]any, selected string) (Settings, error) {
 	}
 	s, ok := blocks[strategy]
 	if !ok {
-		return Settings{}, &ConfigError{Path: root + ".strategy", Value: strategy,
-			Reason: "no strategy block of that name; defined: " + strings.Join(names, ", ") + ", or none/off"}
+		return Settings{}, &ConfigError{Key: root + ".strategy", Value: strategy,
+			Allowed: "no strategy block of that name; defined: " + strings.Join(names, ", ") + ", or none/off"}
 	}
 	return s, nil
 }
@@ -187,7 +146,7 @@ func expand(tree map[string]any, path string) (map[string]any, error) {
 		node := out
 		for i, part := range parts {
 			if part == "" {
-				return nil, &ConfigError{Path: path + "." + k, Value: v, Reason: "empty key segment"}
+				return nil, &ConfigError{Key: path + "." + k, Value: v, Allowed: "empty key segment"}
 			}
 			if i == len(parts)-1 {
 				if old, ok := node[part].(map[string]any); ok {
@@ -195,7 +154,7 @@ func expand(tree map[string]any, path string) (map[string]any, error) {
 						node[part] = merge(nm, old)
 						continue
 					}
-					return nil, &ConfigError{Path: path + "." + k, Value: v, Reason: "conflicts with a block of the same name"}
+					return nil, &ConfigError{Key: path + "." + k, Value: v, Allowed: "conflicts with a block of the same name"}
 				}
 				node[part] = v
 				continue
@@ -203,7 +162,7 @@ func expand(tree map[string]any, path string) (map[string]any, error) {
 			next, ok := node[part].(map[string]any)
 			if !ok {
 				if _, exists := node[part]; exists {
-					return nil, &ConfigError{Path: path + "." + strings.Join(parts[:i+1], "."), Value: node[part], Reason: "conflicts with a block of the same name"}
+					return nil, &ConfigError{Key: path + "." + strings.Join(parts[:i+1], "."), Value: node[part], Allowed: "conflicts with a block of the same name"}
 				}
 				next = map[string]any{}
 				node[part] = next
@@ -250,7 +209,7 @@ func (b block) sub(key string, allowed ...string) (block, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return block{}, &ConfigError{Path: b.path + "." + key, Value: v, Reason: "must be a block (a map)"}
+		return block{}, &ConfigError{Key: b.path + "." + key, Value: v, Allowed: "must be a block (a map)"}
 	}
 	nb := block{m: m, path: b.path + "." + key}
 	return nb, nb.only(allowed...)
@@ -270,26 +229,14 @@ func (b block) only(allowed ...string) error {
 			} else {
 				reason += "; this block takes no settings"
 			}
-			return &ConfigError{Path: b.path + "." + k, Value: b.m[k], Reason: reason}
+			return &ConfigError{Key: b.path + "." + k, Value: b.m[k], Allowed: reason}
 		}
 	}
 	return nil
 }
 
 func (b block) err(key string, reason string) error {
-	return &ConfigError{Path: b.path + "." + key, Value: b.m[key], Reason: reason}
-}
-
-// isOff reports whether a value is "none" or "off" (any case), or false.
-func isOff(v any) bool {
-	switch v := v.(type) {
-	case string:
-		s := strings.ToLower(strings.TrimSpace(v))
-		return s == "none" || s == "off"
-	case bool:
-		return !v
-	}
-	return false
+	return &ConfigError{Key: b.path + "." + key, Value: b.m[key], Allowed: reason}
 }
 
 func (b block) word(key string) (string, bool) {
@@ -309,7 +256,7 @@ func (b block) duration(key, reason string) (time.Duration, error) {
 	if !ok {
 		return 0, b.err(key, reason+" (a number needs a unit)")
 	}
-	d, err := parseDuration(s)
+	d, err := value.ParseDuration(s)
 	if err != nil || d <= 0 {
 		return 0, b.err(key, reason)
 	}
@@ -317,76 +264,15 @@ func (b block) duration(key, reason string) (time.Duration, error) {
 }
 
 func (b block) integer(key string, lo, hi int, reason string) (int, error) {
-	n, ok := toInt(b.m[key])
+	n, ok := value.ToInt(b.m[key])
 	if !ok || n < lo || n > hi {
 		return 0, b.err(key, reason)
 	}
 	return n, nil
 }
 
-func toInt(v any) (int, bool) {
-	switch v := v.(type) {
-	case int:
-		return v, true
-	case int8:
-		return int(v), true
-	case int16:
-		return int(v), true
-	case int32:
-		return int(v), true
-	case int64:
-		if v < math.MinInt32 || v > math.MaxInt32 {
-			return 0, false
-		}
-		return int(v), true
-	case uint8:
-		return int(v), true
-	case uint16:
-		return int(v), true
-	case uint32:
-		return int(v), true
-	case uint64:
-		if v > math.MaxInt32 {
-			return 0, false
-		}
-		return int(v), true
-	case uint:
-		if v > math.MaxInt32 {
-			return 0, false
-		}
-		return int(v), true
-	case float64:
-		if v != math.Trunc(v) || math.Abs(v) > math.MaxInt32 {
-			return 0, false
-		}
-		return int(v), true
-	case float32:
-		return toInt(float64(v))
-	case string:
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		return n, err == nil
-	}
-	return 0, false
-}
-
-func toFloat(v any) (float64, bool) {
-	switch v := v.(type) {
-	case float64:
-		return v, !math.IsNaN(v) && !math.IsInf(v, 0)
-	case float32:
-		return toFloat(float64(v))
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
-	}
-	if n, ok := toInt(v); ok {
-		return float64(n), true
-	}
-	return 0, false
-}
-
 func (b block) float(key string, reason string) (float64, error) {
-	f, ok := toFloat(b.m[key])
+	f, ok := value.ToFloat(b.m[key])
 	if !ok {
 		return 0, b.err(key, reason)
 	}
@@ -416,7 +302,7 @@ func (b block) floats(key string) ([]float64, error) {
 		out = slices.Clone(v)
 	case []any:
 		for _, x := range v {
-			f, ok := toFloat(x)
+			f, ok := value.ToFloat(x)
 			if !ok {
 				return nil, b.err(key, reason)
 			}
@@ -444,7 +330,7 @@ func parseBlock(m map[string]any, path string) (Settings, error) {
 	if err != nil {
 		return s, err
 	}
-	if !isOff(idle.m["timeout"]) {
+	if !value.IsOff(idle.m["timeout"]) {
 		if s.Idle.Timeout, err = idle.duration("timeout", "must be a positive duration such as 120s, 100 ms or 2 minutes, or none/off"); err != nil {
 			return s, err
 		}
@@ -455,7 +341,7 @@ func parseBlock(m map[string]any, path string) (Settings, error) {
 		}
 	}
 
-	if !isOff(b.m["active-entity-limit"]) {
+	if !value.IsOff(b.m["active-entity-limit"]) {
 		if s.ActiveEntityLimit, err = b.integer("active-entity-limit", 1, math.MaxInt32, "must be a positive integer, or none/off"); err != nil {
 			return s, err
 		}
@@ -506,7 +392,7 @@ func parsePolicy(b block) (PolicySettings, error) {
 	}
 
 	const allowed = "must be least-recently-used, most-recently-used, least-frequently-used, or none/off"
-	if isOff(b.m["policy"]) {
+	if value.IsOff(b.m["policy"]) {
 		return PolicySettings{}, nil
 	}
 	word, ok := b.word("policy")
@@ -533,7 +419,7 @@ func parseSegmented(b block) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if isOff(b.m["levels"]) {
+	if value.IsOff(b.m["levels"]) {
 		return nil, nil // proportions are ignored, as in Akka
 	}
 	levels, err := b.integer("levels", 1, maxLevels, fmt.Sprintf("must be a number of levels from 1 to %d, or none/off", maxLevels))
@@ -607,7 +493,7 @@ func parseAdmission(b block) (AdmissionSettings, error) {
 	if err := h.validate(hc.path); err != nil {
 		return a, err
 	}
-	if !isOff(w.m["optimizer"]) {
+	if !value.IsOff(w.m["optimizer"]) {
 		if word, _ := w.word("optimizer"); word != "hill-climbing" {
 			return a, w.err("optimizer", "must be hill-climbing, or none/off")
 		}
@@ -634,7 +520,7 @@ func parseAdmission(b block) (AdmissionSettings, error) {
 	if err := k.validate(fs.path); err != nil {
 		return a, err
 	}
-	if !isOff(b.m["filter"]) {
+	if !value.IsOff(b.m["filter"]) {
 		if word, _ := b.word("filter"); word != "frequency-sketch" {
 			return a, b.err("filter", "must be frequency-sketch, or none/off")
 		}

@@ -15,7 +15,7 @@ type IdleTracker[K comparable] struct {
 func NewIdleTracker[K comparable](timeout, interval time.Duration) (*IdleTracker[K], error) {
 	s := Settings{Strategy: "idle", Idle: IdleSettings{Timeout: timeout, Interval: interval}}
 	if timeout <= 0 {
-		return nil, &ConfigError{Path: "passivation.idle.idle-entity.timeout", Value: timeout, Reason: "must be a positive duration"}
+		return nil, &ConfigError{Key: "passivation.idle.idle-entity.timeout", Value: timeout, Allowed: "must be a positive duration"}
 	}
 	p, err := NewPolicy[K](s, nil)
 	if err != nil {

@@ -366,16 +366,16 @@ func (s Settings) Validate() error {
 
 func (s Settings) validate(path string) error {
 	if s.Idle.Timeout < 0 {
-		return &ConfigError{Path: path + ".idle-entity.timeout", Value: s.Idle.Timeout,
-			Reason: "must be a positive duration, or none/off"}
+		return &ConfigError{Key: path + ".idle-entity.timeout", Value: s.Idle.Timeout,
+			Allowed: "must be a positive duration, or none/off"}
 	}
 	if s.Idle.Interval < 0 {
-		return &ConfigError{Path: path + ".idle-entity.interval", Value: s.Idle.Interval,
-			Reason: "must be a positive duration, or default"}
+		return &ConfigError{Key: path + ".idle-entity.interval", Value: s.Idle.Interval,
+			Allowed: "must be a positive duration, or default"}
 	}
 	if s.ActiveEntityLimit < 0 {
-		return &ConfigError{Path: path + ".active-entity-limit", Value: s.ActiveEntityLimit,
-			Reason: "must be a positive integer, or none/off"}
+		return &ConfigError{Key: path + ".active-entity-limit", Value: s.ActiveEntityLimit,
+			Allowed: "must be a positive integer, or none/off"}
 	}
 	if err := s.Replacement.validate(path + ".replacement"); err != nil {
 		return err
@@ -384,40 +384,40 @@ func (s Settings) validate(path string) error {
 		return err
 	}
 	if s.ActiveEntityLimit > 0 && s.Replacement.Policy == NoPolicy && s.Admission.Enabled() {
-		return &ConfigError{Path: path + ".replacement.policy", Value: "none",
-			Reason: "an admission window or filter needs a replacement policy for the main area"}
+		return &ConfigError{Key: path + ".replacement.policy", Value: "none",
+			Allowed: "an admission window or filter needs a replacement policy for the main area"}
 	}
 	return nil
 }
 
 func (p PolicySettings) validate(path string) error {
 	if p.Policy > LeastFrequentlyUsed {
-		return &ConfigError{Path: path + ".policy", Value: p.Policy.String(),
-			Reason: "must be least-recently-used, most-recently-used, least-frequently-used, or none/off"}
+		return &ConfigError{Key: path + ".policy", Value: p.Policy.String(),
+			Allowed: "must be least-recently-used, most-recently-used, least-frequently-used, or none/off"}
 	}
 	if len(p.Segmented) == 0 {
 		return nil
 	}
 	seg := path + ".least-recently-used.segmented"
 	if p.Policy != LeastRecentlyUsed {
-		return &ConfigError{Path: seg + ".proportions", Value: p.Segmented,
-			Reason: "segments only apply to the least-recently-used policy"}
+		return &ConfigError{Key: seg + ".proportions", Value: p.Segmented,
+			Allowed: "segments only apply to the least-recently-used policy"}
 	}
 	if len(p.Segmented) > maxLevels {
-		return &ConfigError{Path: seg + ".levels", Value: len(p.Segmented),
-			Reason: fmt.Sprintf("must be between 1 and %d", maxLevels)}
+		return &ConfigError{Key: seg + ".levels", Value: len(p.Segmented),
+			Allowed: fmt.Sprintf("must be between 1 and %d", maxLevels)}
 	}
 	sum := 0.0
 	for _, q := range p.Segmented {
 		if !(q > 0 && q <= 1) {
-			return &ConfigError{Path: seg + ".proportions", Value: p.Segmented,
-				Reason: "each proportion must be greater than 0 and at most 1"}
+			return &ConfigError{Key: seg + ".proportions", Value: p.Segmented,
+				Allowed: "each proportion must be greater than 0 and at most 1"}
 		}
 		sum += q
 	}
 	if math.Abs(sum-1) > 1e-9 {
-		return &ConfigError{Path: seg + ".proportions", Value: p.Segmented,
-			Reason: fmt.Sprintf("must sum to 1 (they sum to %g)", sum)}
+		return &ConfigError{Key: seg + ".proportions", Value: p.Segmented,
+			Allowed: fmt.Sprintf("must sum to 1 (they sum to %g)", sum)}
 	}
 	return nil
 }
@@ -436,24 +436,24 @@ func (a AdmissionSettings) validate(path string) error {
 		v   float64
 	}{{"proportion", w.Proportion}, {"minimum-proportion", w.MinimumProportion}, {"maximum-proportion", w.MaximumProportion}} {
 		if !(f.v >= 0 && f.v <= 1) {
-			return &ConfigError{Path: wp + "." + f.key, Value: f.v, Reason: "must be between 0 and 1"}
+			return &ConfigError{Key: wp + "." + f.key, Value: f.v, Allowed: "must be between 0 and 1"}
 		}
 	}
 	if w.Optimizer > HillClimbing {
-		return &ConfigError{Path: wp + ".optimizer", Value: w.Optimizer.String(), Reason: "must be hill-climbing, or none/off"}
+		return &ConfigError{Key: wp + ".optimizer", Value: w.Optimizer.String(), Allowed: "must be hill-climbing, or none/off"}
 	}
 	if w.MinimumProportion > w.MaximumProportion {
-		return &ConfigError{Path: wp + ".minimum-proportion", Value: w.MinimumProportion,
-			Reason: fmt.Sprintf("must not exceed maximum-proportion (%g)", w.MaximumProportion)}
+		return &ConfigError{Key: wp + ".minimum-proportion", Value: w.MinimumProportion,
+			Allowed: fmt.Sprintf("must not exceed maximum-proportion (%g)", w.MaximumProportion)}
 	}
 	if w.Optimizer != NoOptimizer {
 		if w.Policy.Policy == NoPolicy {
-			return &ConfigError{Path: wp + ".optimizer", Value: w.Optimizer.String(),
-				Reason: "a window optimizer needs a window policy (window.policy is none)"}
+			return &ConfigError{Key: wp + ".optimizer", Value: w.Optimizer.String(),
+				Allowed: "a window optimizer needs a window policy (window.policy is none)"}
 		}
 		if w.Proportion < w.MinimumProportion || w.Proportion > w.MaximumProportion {
-			return &ConfigError{Path: wp + ".proportion", Value: w.Proportion,
-				Reason: fmt.Sprintf("must be between minimum-proportion (%g) and maximum-proportion (%g) when an optimizer adapts it",
+			return &ConfigError{Key: wp + ".proportion", Value: w.Proportion,
+				Allowed: fmt.Sprintf("must be between minimum-proportion (%g) and maximum-proportion (%g) when an optimizer adapts it",
 					w.MinimumProportion, w.MaximumProportion)}
 		}
 		if err := w.HillClimbing.validate(wp + ".hill-climbing"); err != nil {
@@ -465,7 +465,7 @@ func (a AdmissionSettings) validate(path string) error {
 	case FrequencySketch:
 		return a.Filter.Sketch.validate(path + ".frequency-sketch")
 	default:
-		return &ConfigError{Path: path + ".filter", Value: a.Filter.Filter.String(), Reason: "must be frequency-sketch, or none/off"}
+		return &ConfigError{Key: path + ".filter", Value: a.Filter.Filter.String(), Allowed: "must be frequency-sketch, or none/off"}
 	}
 	return nil
 }
@@ -473,13 +473,13 @@ func (a AdmissionSettings) validate(path string) error {
 func (h HillClimbingSettings) validate(path string) error {
 	switch {
 	case !(h.AdjustMultiplier > 0 && h.AdjustMultiplier <= 1e6):
-		return &ConfigError{Path: path + ".adjust-multiplier", Value: h.AdjustMultiplier, Reason: "must be greater than 0 (and at most 1e6)"}
+		return &ConfigError{Key: path + ".adjust-multiplier", Value: h.AdjustMultiplier, Allowed: "must be greater than 0 (and at most 1e6)"}
 	case !(h.InitialStep > 0 && h.InitialStep <= 1):
-		return &ConfigError{Path: path + ".initial-step", Value: h.InitialStep, Reason: "must be greater than 0 and at most 1"}
+		return &ConfigError{Key: path + ".initial-step", Value: h.InitialStep, Allowed: "must be greater than 0 and at most 1"}
 	case !(h.RestartThreshold >= 0 && h.RestartThreshold <= 1):
-		return &ConfigError{Path: path + ".restart-threshold", Value: h.RestartThreshold, Reason: "must be between 0 and 1"}
+		return &ConfigError{Key: path + ".restart-threshold", Value: h.RestartThreshold, Allowed: "must be between 0 and 1"}
 	case !(h.StepDecay > 0 && h.StepDecay <= 1):
-		return &ConfigError{Path: path + ".step-decay", Value: h.StepDecay, Reason: "must be greater than 0 and at most 1"}
+		return &ConfigError{Key: path + ".step-decay", Value: h.StepDecay, Allowed: "must be greater than 0 and at most 1"}
 	}
 	return nil
 }
@@ -487,13 +487,13 @@ func (h HillClimbingSettings) validate(path string) error {
 func (k SketchSettings) validate(path string) error {
 	switch {
 	case k.Depth < 1 || k.Depth > MaxSketchDepth:
-		return &ConfigError{Path: path + ".depth", Value: k.Depth, Reason: fmt.Sprintf("must be between 1 and %d", MaxSketchDepth)}
+		return &ConfigError{Key: path + ".depth", Value: k.Depth, Allowed: fmt.Sprintf("must be between 1 and %d", MaxSketchDepth)}
 	case k.CounterBits != 2 && k.CounterBits != 4 && k.CounterBits != 8 && k.CounterBits != 16 && k.CounterBits != 32 && k.CounterBits != 64:
-		return &ConfigError{Path: path + ".counter-bits", Value: k.CounterBits, Reason: "must be 2, 4, 8, 16, 32 or 64"}
+		return &ConfigError{Key: path + ".counter-bits", Value: k.CounterBits, Allowed: "must be 2, 4, 8, 16, 32 or 64"}
 	case k.WidthMultiplier < 1 || k.WidthMultiplier > 1<<10:
-		return &ConfigError{Path: path + ".width-multiplier", Value: k.WidthMultiplier, Reason: "must be between 1 and 1024"}
+		return &ConfigError{Key: path + ".width-multiplier", Value: k.WidthMultiplier, Allowed: "must be between 1 and 1024"}
 	case !(k.ResetMultiplier > 0 && k.ResetMultiplier <= 1e6):
-		return &ConfigError{Path: path + ".reset-multiplier", Value: k.ResetMultiplier, Reason: "must be greater than 0 (and at most 1e6)"}
+		return &ConfigError{Key: path + ".reset-multiplier", Value: k.ResetMultiplier, Allowed: "must be greater than 0 (and at most 1e6)"}
 	}
 	return nil
 }

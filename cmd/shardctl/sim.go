@@ -241,7 +241,7 @@ func resolveStrategy(name string, tree map[string]any) (passivation.Settings, er
 	}
 	s, err := passivation.ParseStrategy(tree, name)
 	var ce *passivation.ConfigError
-	if errors.As(err, &ce) && ce.Path == "passivation.strategy" {
+	if errors.As(err, &ce) && ce.Key == "passivation.strategy" {
 		return s, fmt.Errorf("--strategy %q: not a shortcut (%s) nor a strategy block (%s)", name, shortcutNames(), knownBlocks(tree))
 	}
 	return s, err

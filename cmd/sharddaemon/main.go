@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh"
@@ -166,7 +165,7 @@ func serve(cfg config.Config) int {
 			return exitUsage
 		}
 	}
-	admins, err := peerIDs("admin-allow", cfg.Node.AdminAllow)
+	admins, err := config.PeerIDs("admin-allow", cfg.Node.AdminAllow)
 	if err != nil {
 		log.Error(err.Error())
 		return exitUsage
@@ -219,16 +218,4 @@ func serve(cfg config.Config) int {
 	default:
 		return exitStopped
 	}
-}
-
-func peerIDs(key string, ss []string) ([]peer.ID, error) {
-	ids := make([]peer.ID, 0, len(ss))
-	for _, s := range ss {
-		id, err := peer.Decode(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %q is not a peer id: %v", key, s, err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
 }

@@ -29,17 +29,26 @@ func (e *Error) Error() string {
 	if e.Source != "" {
 		src = " (" + e.Source + ")"
 	}
-	if e.Value == nil {
-		return fmt.Sprintf("%s%s: %s", e.Key, src, e.Allowed)
-	}
 	return fmt.Sprintf("%s = %s%s: %s", e.Key, Format(e.Value), src, e.Allowed)
 }
 
 // Format renders a raw value as a user wrote it: strings quoted, lists in brackets.
 func Format(v any) string {
 	switch x := v.(type) {
+	case nil:
+		return "null"
 	case string:
 		return strconv.Quote(x)
+	case time.Duration:
+		return x.String()
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []float64:
+		parts := make([]string, len(x))
+		for i, f := range x {
+			parts[i] = strconv.FormatFloat(f, 'g', -1, 64)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {
@@ -129,7 +138,7 @@ func Duration(key string, v any, allowed string) (time.Duration, error) {
 // Int reads an integer in [lo, hi] at key. A string holding an integer is accepted (flags and
 // environment variables are strings).
 func Int(key string, v any, lo, hi int) (int, error) {
-	n, ok := toInt(v)
+	n, ok := ToInt(v)
 	if !ok || n < lo || n > hi {
 		return 0, &Error{Key: key, Value: v, Allowed: rangeText("an integer", lo, hi)}
 	}
@@ -138,7 +147,7 @@ func Int(key string, v any, lo, hi int) (int, error) {
 
 // Float reads a number in [lo, hi] at key.
 func Float(key string, v any, lo, hi float64) (float64, error) {
-	f, ok := toFloat(v)
+	f, ok := ToFloat(v)
 	if !ok || math.IsNaN(f) || f < lo || f > hi {
 		return 0, &Error{Key: key, Value: v, Allowed: fmt.Sprintf("a number from %g to %g", lo, hi)}
 	}
@@ -211,26 +220,49 @@ func Strings(key string, v any) ([]string, error) {
 	return nil, &Error{Key: key, Value: v, Allowed: "a list of strings"}
 }
 
-// ToInt converts what decoders deliver for an integer (any int kind, an integral float, a
-// string of digits).
-func toInt(v any) (int, bool) {
+// ToInt converts what decoders deliver for an integer (any integer kind within the int32
+// range, an integral float, a string of digits).
+func ToInt(v any) (int, bool) {
 	switch x := v.(type) {
 	case int:
 		return x, true
-	case int64:
+	case int8:
+		return int(x), true
+	case int16:
 		return int(x), true
 	case int32:
 		return int(x), true
+	case int64:
+		if x < math.MinInt32 || x > math.MaxInt32 {
+			return 0, false
+		}
+		return int(x), true
+	case uint8:
+		return int(x), true
+	case uint16:
+		return int(x), true
+	case uint32:
+		if x > math.MaxInt32 {
+			return 0, false
+		}
+		return int(x), true
 	case uint64:
-		if x > math.MaxInt64 {
+		if x > math.MaxInt32 {
+			return 0, false
+		}
+		return int(x), true
+	case uint:
+		if x > math.MaxInt32 {
 			return 0, false
 		}
 		return int(x), true
 	case float64:
-		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+		if x != math.Trunc(x) || math.Abs(x) > math.MaxInt32 {
 			return 0, false
 		}
 		return int(x), true
+	case float32:
+		return ToInt(float64(x))
 	case string:
 		n, err := strconv.Atoi(strings.TrimSpace(x))
 		return n, err == nil
@@ -238,15 +270,18 @@ func toInt(v any) (int, bool) {
 	return 0, false
 }
 
-func toFloat(v any) (float64, bool) {
+// ToFloat converts what decoders deliver for a number (finite).
+func ToFloat(v any) (float64, bool) {
 	switch x := v.(type) {
 	case float64:
-		return x, true
+		return x, !math.IsNaN(x) && !math.IsInf(x, 0)
+	case float32:
+		return ToFloat(float64(x))
 	case string:
 		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-		return f, err == nil
+		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
 	}
-	if n, ok := toInt(v); ok {
+	if n, ok := ToInt(v); ok {
 		return float64(n), true
 	}
 	return 0, false
