@@ -116,7 +116,9 @@ func startMembersWith(t testing.TB, n int, tweak func(*config.Config)) []*shardm
 }
 
 func TestAskAcrossMembers(t *testing.T) {
-	systems := startCluster(t, 3, nil)
+	// min-nr-of-members 3: no shard is allocated before all three regions registered (the
+	// types are registered one member after the other).
+	systems := startCluster(t, 3, func(c *config.Config) { c.Membership.MinNrOfMembers = 3 })
 	regions := make([]*shardmesh.Region[string, int], len(systems))
 	for i, s := range systems {
 		r, err := shardmesh.Init(s, counterType())
