@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardmesh/shardmesh"
+	"github.com/shardmesh/shardmesh/passivation"
 )
 
 // sink counts what it receives.
@@ -44,11 +45,28 @@ func BenchmarkChannelBaseline(b *testing.B) {
 }
 
 // BenchmarkLocalTell: Tell through region → shard → entity on one member, to 1,000 entities,
-// until every message is handled.
+// until every message is handled; with the default idle passivation (every message touches
+// the entity's idle entry), with Window-TinyLFU under a limit that never binds, and with
+// none.
 func BenchmarkLocalTell(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		pass passivation.Settings
+	}{
+		{"idle", passivation.DefaultSettings()},
+		{"w-tinylfu", passivation.DefaultStrategy()},
+		{"none", passivation.Disabled()},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchLocalTell(b, c.pass) })
+	}
+}
+
+func benchLocalTell(b *testing.B, pass passivation.Settings) {
 	var n atomic.Int64
 	sys := benchSystem(b)
-	r, err := shardmesh.Init(sys, sinkType(&n))
+	e := sinkType(&n)
+	e.Passivation = &pass
+	r, err := shardmesh.Init(sys, e)
 	if err != nil {
 		b.Fatal(err)
 	}

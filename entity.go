@@ -10,6 +10,7 @@ import (
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/passivation"
 	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/shard"
 )
@@ -77,6 +78,10 @@ type Entity[M, R any] struct {
 	Extractor shard.Extractor
 	// Strategy overrides the configured allocation strategy for this type.
 	Strategy allocation.Strategy
+	// Passivation overrides sharding.passivation for this type: for instance
+	// passivation.DefaultStrategy().WithActiveEntityLimit(10_000), or passivation.Disabled()
+	// to keep every entity until it stops itself.
+	Passivation *passivation.Settings
 }
 
 // Region is a registered entity type on this member: the way to its entities.
@@ -105,6 +110,12 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 	settings, err := typeConfig(s.cfg, e.Key.name, e.Role, e.Strategy)
 	if err != nil {
 		return nil, err
+	}
+	if e.Passivation != nil {
+		if err := e.Passivation.Validate(); err != nil {
+			return nil, fmt.Errorf("entity type %q: %w", e.Key.name, err)
+		}
+		settings.Passivation = *e.Passivation
 	}
 	extractor := e.Extractor
 	if extractor == nil {
@@ -180,7 +191,11 @@ func typeConfig(cfg config.Config, name, role string, strategy allocation.Strate
 	rc.Role = role
 	rc.BufferSize = sc.BufferSize
 	rc.RetryInterval = sc.RetryInterval
-	return engine.TypeConfig{Name: name, Coordinator: cc, Region: rc, Shard: shard.Config{HandoffTimeout: sc.HandoffTimeout}}, nil
+	return engine.TypeConfig{
+		Name: name, Coordinator: cc, Region: rc,
+		Shard:       shard.Config{HandoffTimeout: sc.HandoffTimeout},
+		Passivation: sc.Passivation,
+	}, nil
 }
 
 // EntityRefFor returns a reference to entity id.

@@ -8,6 +8,7 @@ import (
 	"github.com/shardmesh/shardmesh/allocation"
 	"github.com/shardmesh/shardmesh/config/value"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/passivation"
 )
 
 // Config is everything a daemon is configured with.
@@ -15,6 +16,10 @@ type Config struct {
 	Node       Node
 	Membership membership.Config
 	Sharding   Sharding
+
+	// passivation gathers the sharding.passivation keys while loading, flattened to dotted
+	// keys below the block, in the order the sources set them.
+	passivation map[string]any
 }
 
 // Node holds the daemon's own settings (the top-level keys of the file).
@@ -84,6 +89,9 @@ type Sharding struct {
 	LeastShard allocation.LeastShardConfig
 	// ConsistentHashing configures consistent-hashing-allocation-strategy.
 	ConsistentHashing allocation.ConsistentHashingConfig
+	// Passivation is the automatic passivation of every type's entities (passivation).
+	// Default: default-idle-strategy, entities idle for 120 s stop.
+	Passivation passivation.Settings
 }
 
 // Default returns the defaults of every key.
@@ -109,6 +117,7 @@ func Default() Config {
 			AllocationStrategy:      "least-shard",
 			LeastShard:              allocation.DefaultLeastShardConfig(),
 			ConsistentHashing:       allocation.DefaultConsistentHashingConfig(),
+			Passivation:             passivation.DefaultSettings(),
 		},
 	}
 }

@@ -71,6 +71,9 @@ func Load(src Sources) (Config, error) {
 	if err := c.Membership.Validate(); err != nil {
 		return c, fmt.Errorf("cluster settings: %w", err)
 	}
+	if err := c.loadPassivation(); err != nil {
+		return c, err
+	}
 	if err := c.Sharding.LeastShard.Validate(); err != nil {
 		return c, fmt.Errorf("sharding settings: %w", err)
 	}

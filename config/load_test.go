@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/passivation"
 )
 
 func write(t *testing.T, name, content string) string {
@@ -157,5 +158,70 @@ func TestEveryKeyHasUsageAndDistinctEnv(t *testing.T) {
 			t.Errorf("%s and %s share %s", k.Path, other, k.Env())
 		}
 		seen[k.Env()] = k.Path
+	}
+}
+
+// TestPassivation: the sharding.passivation block of a file, overridden key by key from the
+// environment and flags, becomes the settings package passivation parses; its errors name
+// the full key.
+func TestPassivation(t *testing.T) {
+	c, err := Load(Sources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Sharding.Passivation; got.Strategy != "default-idle-strategy" || got.Idle.Timeout != 120*time.Second || got.LimitEnabled() {
+		t.Fatalf("default passivation: %v", got)
+	}
+
+	f := write(t, "p.yaml", `
+sharding:
+  passivation:
+    strategy: bounded
+    bounded:
+      active-entity-limit: 500
+      replacement:
+        policy: least-recently-used
+      idle-entity:
+        timeout: 30s
+`)
+	c, err = Load(Sources{File: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Sharding.Passivation; got.Strategy != "bounded" || got.ActiveEntityLimit != 500 ||
+		got.Replacement.Policy != passivation.LeastRecentlyUsed || got.Idle.Timeout != 30*time.Second {
+		t.Fatalf("file passivation: %v", got)
+	}
+
+	env := func(k string) (string, bool) {
+		return "45s", k == "SHARDMESH_SHARDING_PASSIVATION_DEFAULT_IDLE_STRATEGY_IDLE_ENTITY_TIMEOUT"
+	}
+	c, err = Load(Sources{File: f, LookupEnv: env, Flags: []string{
+		"sharding.passivation.bounded.active-entity-limit=20",
+		"sharding.passivation.strategy=default-idle-strategy",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Sharding.Passivation; got.Strategy != "default-idle-strategy" || got.Idle.Timeout != 45*time.Second {
+		t.Fatalf("overridden passivation: %v", got)
+	}
+	c, err = Load(Sources{File: f, Flags: []string{"sharding.passivation.bounded.active-entity-limit=20"}})
+	if err != nil || c.Sharding.Passivation.ActiveEntityLimit != 20 {
+		t.Fatalf("flag over the file's limit: %v %v", c.Sharding.Passivation, err)
+	}
+	c, err = Load(Sources{Flags: []string{"sharding.passivation.strategy=none"}})
+	if err != nil || c.Sharding.Passivation.Enabled() {
+		t.Fatalf("strategy none: %v %v", c.Sharding.Passivation, err)
+	}
+
+	for flag, want := range map[string]string{
+		"sharding.passivation.strategy=bounded":                          `sharding.passivation.strategy = "bounded"`,
+		"sharding.passivation.default-strategy.active-entity-limit=lots": `sharding.passivation.default-strategy.active-entity-limit = "lots"`,
+		"sharding.passivation.default-strategy.idel-entity.timeout=5s":   `sharding.passivation.default-strategy.idel-entity`,
+	} {
+		if _, err := Load(Sources{Flags: []string{flag}}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--set %s: error %v, want it to name %s", flag, err, want)
+		}
 	}
 }

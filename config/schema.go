@@ -189,6 +189,10 @@ var Schema = []Key{
 	boolKey("sharding.least-shard-allocation-strategy.skip-difference-of-one", "never move a shard for a difference of one, as Shardcake (default off)", func(c *Config) *bool { return &c.Sharding.LeastShard.SkipDifferenceOfOne }),
 	intKey("sharding.consistent-hashing-allocation-strategy.rebalance-limit", "most shards moved per round by consistent hashing; 0 for no limit (default 0)", 0, math.MaxInt32, func(c *Config) *int { return &c.Sharding.ConsistentHashing.RebalanceLimit }),
 	intKey("sharding.consistent-hashing-allocation-strategy.virtual-nodes-factor", "virtual nodes per member on the hash ring (default 100)", 1, 10000, func(c *Config) *int { return &c.Sharding.ConsistentHashing.VirtualNodes }),
+	passivationKey("sharding.passivation.strategy", "automatic passivation: default-idle-strategy (stop entities idle for 120s), default-strategy (Window-TinyLFU, 100000 active entities per region), a strategy block of your own under sharding.passivation, or none (default default-idle-strategy)"),
+	passivationKey("sharding.passivation.default-idle-strategy.idle-entity.timeout", "idle time after which default-idle-strategy stops an entity (default 120s)"),
+	passivationKey("sharding.passivation.default-strategy.active-entity-limit", "active entities per region with default-strategy (default 100000)"),
+	passivationKey("sharding.passivation.default-strategy.idle-entity.timeout", "idle time after which default-strategy also stops an entity (default none)"),
 }
 
 // lookup finds the key at path.
@@ -198,5 +202,8 @@ func lookup(path string) (Key, bool) {
 			return k, true
 		}
 	}
-	return roleMinKey(path)
+	if k, ok := roleMinKey(path); ok {
+		return k, true
+	}
+	return anyPassivationKey(path)
 }

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -212,4 +214,59 @@ func total(counts []int) int {
 		s += c
 	}
 	return s
+}
+
+// TestPassivationConfiguredOnTheDaemon: a daemon whose config file selects a strategy of
+// its own (at most 2 active counters; one shard, so the shard has the whole limit) and whose
+// --set gives it a 1 s idle timeout passivates for real: a counter left alone for 2 s, or
+// pushed out by two others, starts again from 0.
+func TestPassivationConfiguredOnTheDaemon(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "shardmesh.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+sharding:
+  number-of-shards: 1
+  passivation:
+    strategy: two
+    two:
+      active-entity-limit: 2
+      replacement:
+        policy: least-recently-used
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, "--entity-types", "counter", "--config", cfg,
+		"--set", "sharding.passivation.two.idle-entity.timeout=1s")
+	d := c.start("m1")
+	if !waitFor(10*time.Second, func() bool { return allAgree([]*daemon{d}, 1) }) {
+		t.Fatal("member did not come up")
+	}
+	cl := client(t, d)
+	ask := func(id, msg string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		reply, err := cl.Ask(ctx, "counter", id, []byte(msg))
+		if err != nil {
+			t.Fatalf("ask %s %s: %v", id, msg, err)
+		}
+		return string(reply)
+	}
+	ask("a", "inc")
+	ask("a", "inc")
+	if got := ask("a", "get"); got != "2" {
+		t.Fatalf("a = %s, want 2", got)
+	}
+	time.Sleep(2 * time.Second) // idle for twice the timeout: passivated
+	if got := ask("a", "get"); got != "0" {
+		t.Fatalf("a = %s after 2 s idle, want 0 (a new incarnation)", got)
+	}
+	ask("a", "inc")
+	ask("b", "inc")
+	ask("c", "inc") // the limit of 2: a, least recently used, stops
+	if got := ask("b", "get"); got != "1" {
+		t.Fatalf("b = %s, want 1 (still running)", got)
+	}
+	if got := ask("a", "get"); got != "0" {
+		t.Fatalf("a = %s after b and c, want 0 (passivated by the limit)", got)
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/passivation"
 	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/shard"
 )
@@ -16,9 +17,13 @@ type entityType struct {
 	cfg      TypeConfig
 	region   *region.Region
 	shards   map[shard.ID]*shard.Shard[region.Envelope]
+	order    []shard.ID                      // the local shards, sorted: ticks are deterministic
 	touched  []*shard.Shard[region.Envelope] // shards called since the last drain, in call order
 	coord    *coordinator.Coordinator
 	shutdown bool // graceful shutdown completed
+
+	pass    *passivation.Region[shard.EntityID] // nil: no automatic passivation
+	victims []passivation.Passivate[shard.EntityID]
 }
 
 // shard returns local shard id and records that it will be called, so drainType collects
@@ -97,11 +102,19 @@ func (e *Engine) addType(tc TypeConfig) error {
 	if err := tc.Coordinator.Validate(); err != nil {
 		return fmt.Errorf("entity type %q: %w", tc.Name, err)
 	}
-	e.types[tc.Name] = &entityType{
+	t := &entityType{
 		cfg:    tc,
 		region: region.New(tc.Region, e.self.Node, e.self.Incarnation, e.now),
 		shards: map[shard.ID]*shard.Shard[region.Envelope]{},
 	}
+	if tc.Passivation.Enabled() {
+		pass, err := passivation.NewRegion(tc.Passivation, passivation.StringHash[shard.EntityID])
+		if err != nil {
+			return fmt.Errorf("entity type %q: %w", tc.Name, err)
+		}
+		t.pass = pass
+	}
+	e.types[tc.Name] = t
 	e.names = append(e.names, tc.Name)
 	slices.Sort(e.names)
 	return nil
@@ -229,9 +242,11 @@ func (e *Engine) Tick(now time.Time) {
 			t.coord.Tick(now)
 		}
 		t.region.Tick(now)
-		for _, id := range sortedShardIDs(t.shards) {
-			if sh := t.shards[id]; sh.State() == shard.StateDraining {
-				t.shard(id).Tick(now)
+		for _, id := range t.order {
+			if sh := t.shards[id]; sh.State() == shard.StateDraining || t.pass != nil {
+				if sh.Tick(now); sh.HasOutput() {
+					t.touched = append(t.touched, sh)
+				}
 			}
 		}
 	}
@@ -291,7 +306,11 @@ func (e *Engine) deliverLocal(t *entityType, env region.Envelope) {
 	if sh == nil {
 		panic(fmt.Sprintf("engine: region %s delivered to shard %s that was never started", t.cfg.Name, env.Shard))
 	}
-	switch sh.Deliver(env.Entity, env) {
+	d := sh.Deliver(e.now, env.Entity, env)
+	if sh.HasOutput() { // automatic passivation picked entities to stop
+		t.touched = append(t.touched, sh)
+	}
+	switch d {
 	case shard.StartAndDeliver:
 		e.out.Entities = append(e.out.Entities,
 			EntityOp{Kind: OpStart, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity},
@@ -308,7 +327,7 @@ func (e *Engine) EntityStopped(now time.Time, typ string, s shard.ID, id shard.E
 	e.now = now
 	if t := e.types[typ]; t != nil {
 		if sh := t.shard(s); sh != nil {
-			sh.EntityStopped(id, unhandled)
+			sh.EntityStopped(now, id, unhandled)
 		} else if len(unhandled) > 0 {
 			t.region.Bounce(now, unhandled)
 		}
@@ -425,7 +444,7 @@ func (e *Engine) regionOutput(t *entityType, o region.Output) {
 		e.out.Forwards = append(e.out.Forwards, Forward{To: o.To, Type: t.cfg.Name, Envelope: o.Envelope})
 	case region.StartShard:
 		if t.shards[o.Shard] == nil {
-			t.shards[o.Shard] = shard.New[region.Envelope](t.cfg.Shard, o.Shard)
+			e.startShard(t, o.Shard)
 		}
 		e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ShardStarted{Shard: o.Shard, Epoch: o.Epoch}})
 	case region.DeliverLocal:
@@ -462,7 +481,7 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 		t.region.Bounce(e.now, o.Msgs)
 		return
 	case shard.Stopped:
-		delete(t.shards, sh.ID())
+		e.forgetShard(t, sh.ID())
 		t.region.LocalShardStopped(e.now, sh.ID())
 		e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ShardHandedOff{Shard: sh.ID()}})
 		return
@@ -470,6 +489,43 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 		panic(fmt.Sprintf("engine: unknown shard output %T", o))
 	}
 	e.out.Entities = append(e.out.Entities, op)
+}
+
+// startShard creates a local shard. With automatic passivation it gets its policy, and the
+// region's limit is divided anew: entities of other shards that no longer fit stop.
+func (e *Engine) startShard(t *entityType, id shard.ID) {
+	sh := shard.New[region.Envelope](t.cfg.Shard, id)
+	t.shards[id] = sh
+	i, _ := slices.BinarySearch(t.order, id)
+	t.order = slices.Insert(t.order, i, id)
+	if t.pass == nil {
+		return
+	}
+	var p *passivation.Policy[shard.EntityID]
+	p, t.victims = t.pass.StartShard(id, t.victims[:0])
+	sh.SetPassivator(p)
+	for _, v := range t.victims {
+		if other := t.shard(v.Shard); other != nil {
+			other.Passivate(v.Entity)
+		}
+	}
+}
+
+// forgetShard drops a stopped local shard; its share of the passivation limit goes to the
+// others.
+func (e *Engine) forgetShard(t *entityType, id shard.ID) {
+	delete(t.shards, id)
+	if i, ok := slices.BinarySearch(t.order, id); ok {
+		t.order = slices.Delete(t.order, i, i+1)
+	}
+	if t.pass != nil {
+		t.victims = t.pass.StopShard(id, t.victims[:0])
+		for _, v := range t.victims {
+			if other := t.shard(v.Shard); other != nil {
+				other.Passivate(v.Entity)
+			}
+		}
+	}
 }
 
 // maybeLeave leaves the cluster once every type's graceful shutdown completed.
@@ -516,13 +572,4 @@ func (e *Engine) syncMembership() {
 			t.coord.Update(e.now, coordinator.Members{Members: members, Unreachable: unreachable, Serving: serving})
 		}
 	}
-}
-
-func sortedShardIDs[V any](m map[shard.ID]V) []shard.ID {
-	ids := make([]shard.ID, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }

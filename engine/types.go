@@ -5,6 +5,7 @@ import (
 
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/passivation"
 	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/shard"
 )
@@ -15,6 +16,8 @@ type TypeConfig struct {
 	Coordinator coordinator.Config
 	Region      region.Config
 	Shard       shard.Config
+	// Passivation is the type's automatic passivation (the zero value: none).
+	Passivation passivation.Settings
 }
 
 // Config configures an engine.

@@ -88,7 +88,11 @@ type Node struct {
 	out   *outboxes
 	view  atomic.Pointer[View]
 
-	servingUntil atomic.Int64 // unix nanos: entities may run until then
+	// servingUntil is the lease deadline for entities, on the monotonic clock: nanoseconds
+	// since clockBase. Reading only the monotonic clock is cheaper than time.Now, and a
+	// wall-clock step cannot stretch the lease.
+	servingUntil atomic.Int64
+	clockBase    time.Time
 	servingMu    sync.Mutex
 	servingCh    chan struct{} // closed when serving may have started
 
@@ -230,6 +234,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		inbox:     make(chan input, 65536),
 		subs:      map[chan Event]struct{}{},
 		servingCh: make(chan struct{}),
+		clockBase: time.Now(),
 		ctx:       nctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -570,9 +575,9 @@ func (n *Node) execute(now time.Time) {
 
 // updateServing publishes the lease deadline to the entity workers and wakes those waiting.
 func (n *Node) updateServing() {
-	until := n.eng.Membership().ServingUntil()
-	prev := n.servingUntil.Swap(until.UnixNano())
-	if until.After(time.Now()) && time.Unix(0, prev).Before(time.Now()) {
+	until := int64(n.eng.Membership().ServingUntil().Sub(n.clockBase))
+	prev := n.servingUntil.Swap(until)
+	if now := int64(time.Since(n.clockBase)); until > now && prev <= now {
 		n.servingMu.Lock()
 		close(n.servingCh)
 		n.servingCh = make(chan struct{})
@@ -583,7 +588,7 @@ func (n *Node) updateServing() {
 // awaitServing blocks an entity worker until this member may serve; false when it stops.
 func (n *Node) awaitServing() bool {
 	for {
-		if time.Now().UnixNano() < n.servingUntil.Load() {
+		if int64(time.Since(n.clockBase)) < n.servingUntil.Load() {
 			return true
 		}
 		n.servingMu.Lock()

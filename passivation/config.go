@@ -2,12 +2,12 @@ package passivation
 
 import (
 	"fmt"
-
-	"github.com/shardmesh/shardmesh/config/value"
 	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/shardmesh/shardmesh/config/value"
 )
 
 // ConfigError reports a bad configuration value: the full key path, the value found and

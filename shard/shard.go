@@ -84,6 +84,22 @@ type entity[M any] struct {
 	waiting []M // messages that arrived while passivating: for the next incarnation
 }
 
+// Passivator decides which entities to passivate automatically: an idle timeout, an
+// active-entity limit with a replacement policy, or both. Package passivation implements it
+// (*passivation.Policy[shard.EntityID]); the shard calls it only for messages routed through
+// sharding, so nothing an entity sends itself counts as activity.
+type Passivator interface {
+	// Access records a message for entity id at now and appends to out the entities to
+	// passivate (possibly id itself).
+	Access(id EntityID, now time.Time, out []EntityID) []EntityID
+	// Remove forgets an entity that stopped.
+	Remove(id EntityID)
+	// Sweep appends the entities idle for too long at now.
+	Sweep(now time.Time, out []EntityID) []EntityID
+	// Interval is how often Sweep is due; 0 when there is no idle timeout.
+	Interval() time.Duration
+}
+
 // Shard is the lifecycle state machine of one shard's entities. It is not safe for
 // concurrent use: the runtime serialises calls (one lock per shard).
 type Shard[M any] struct {
@@ -94,7 +110,18 @@ type Shard[M any] struct {
 	drainFrom time.Time
 	forced    bool
 	out       []Output[M]
+
+	passivator Passivator
+	victims    []EntityID // scratch for the passivator's answers
+	lastSweep  time.Time
 }
+
+// SetPassivator turns on automatic passivation with p (nil turns it off).
+func (s *Shard[M]) SetPassivator(p Passivator) { s.passivator = p }
+
+// HasOutput reports whether outputs wait for Ready: a Deliver whose passivation picked
+// entities to stop leaves their stop messages there.
+func (s *Shard[M]) HasOutput() bool { return len(s.out) > 0 }
 
 // New returns an active shard.
 func New[M any](cfg Config, id ID) *Shard[M] {
@@ -135,8 +162,19 @@ const (
 )
 
 // Deliver routes a message to its entity, starting the entity on its first message. It
-// returns the decision instead of emitting outputs, so the hot path allocates nothing.
-func (s *Shard[M]) Deliver(id EntityID, msg M) Delivery {
+// returns the decision instead of emitting outputs, so the hot path allocates nothing; when
+// automatic passivation picks entities to stop, their stop messages come out as outputs
+// (after this message, for the entity itself).
+func (s *Shard[M]) Deliver(now time.Time, id EntityID, msg M) Delivery {
+	d := s.route(id, msg)
+	if d == Deliver || d == StartAndDeliver {
+		s.access(now, id)
+	}
+	return d
+}
+
+// route decides what becomes of a message for entity id.
+func (s *Shard[M]) route(id EntityID, msg M) Delivery {
 	if s.state != StateActive {
 		return Bounced
 	}
@@ -153,14 +191,27 @@ func (s *Shard[M]) Deliver(id EntityID, msg M) Delivery {
 	}
 }
 
+// access tells the passivator that entity id got a message, and passivates what it picks.
+func (s *Shard[M]) access(now time.Time, id EntityID) {
+	if s.passivator == nil {
+		return
+	}
+	s.victims = s.passivator.Access(id, now, s.victims[:0])
+	for _, v := range s.victims {
+		s.Passivate(v)
+	}
+}
+
 // deliver routes a message the shard itself releases, as outputs.
-func (s *Shard[M]) deliver(id EntityID, msg M) {
-	switch s.Deliver(id, msg) {
+func (s *Shard[M]) deliver(now time.Time, id EntityID, msg M) {
+	switch s.route(id, msg) {
 	case StartAndDeliver:
 		s.emit(StartEntity{Entity: id})
 		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg})
+		s.access(now, id)
 	case Deliver:
 		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg})
+		s.access(now, id)
 	case Bounced:
 		s.emit(Bounce[M]{Msgs: []M{msg}})
 	}
@@ -178,7 +229,10 @@ func (s *Shard[M]) Passivate(id EntityID) {
 // EntityStopped reports that an entity's incarnation ended; unhandled are the messages still
 // queued in its mailbox (after a forced stop). Messages waiting for it start its next
 // incarnation, or, when the shard is handing off, go back to the region.
-func (s *Shard[M]) EntityStopped(id EntityID, unhandled []M) {
+func (s *Shard[M]) EntityStopped(now time.Time, id EntityID, unhandled []M) {
+	if s.passivator != nil {
+		s.passivator.Remove(id)
+	}
 	e := s.entities[id]
 	if e == nil {
 		if len(unhandled) > 0 {
@@ -196,7 +250,7 @@ func (s *Shard[M]) EntityStopped(id EntityID, unhandled []M) {
 		return
 	}
 	for _, msg := range pending {
-		s.deliver(id, msg) // the next incarnation
+		s.deliver(now, id, msg) // the next incarnation
 	}
 }
 
@@ -221,8 +275,18 @@ func (s *Shard[M]) Stop(now time.Time) {
 	s.checkStopped()
 }
 
-// Tick forces the stop of entities that ignored their stop message for too long.
+// Tick passivates idle entities when due, and forces the stop of entities that ignored
+// their handoff stop message for too long.
 func (s *Shard[M]) Tick(now time.Time) {
+	if s.passivator != nil && s.state == StateActive {
+		if iv := s.passivator.Interval(); iv > 0 && now.Sub(s.lastSweep) >= iv {
+			s.lastSweep = now
+			s.victims = s.passivator.Sweep(now, s.victims[:0])
+			for _, v := range s.victims {
+				s.Passivate(v)
+			}
+		}
+	}
 	if s.state == StateDraining && !s.forced && now.Sub(s.drainFrom) >= s.cfg.ForceStopAfter() {
 		s.forced = true
 		for _, id := range sortedIDs(s.entities) {

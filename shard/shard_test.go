@@ -26,10 +26,10 @@ func render(out []Output[string]) string {
 
 func TestEntityStartsOnFirstMessage(t *testing.T) {
 	s := New[string](Config{}, "1")
-	if d := s.Deliver("e", "m1"); d != StartAndDeliver {
+	if d := s.Deliver(t0, "e", "m1"); d != StartAndDeliver {
 		t.Fatalf("first message: %v", d)
 	}
-	if d := s.Deliver("e", "m2"); d != Deliver {
+	if d := s.Deliver(t0, "e", "m2"); d != Deliver {
 		t.Fatalf("second message: %v", d)
 	}
 }
@@ -38,17 +38,17 @@ func TestEntityStartsOnFirstMessage(t *testing.T) {
 // the shard and start the next incarnation, in order.
 func TestPassivationBuffersForTheNextIncarnation(t *testing.T) {
 	s := New[string](Config{}, "1")
-	s.Deliver("e", "m1")
+	s.Deliver(t0, "e", "m1")
 	s.Ready()
 	s.Passivate("e")
-	if d := s.Deliver("e", "m2"); d != Waiting {
+	if d := s.Deliver(t0, "e", "m2"); d != Waiting {
 		t.Fatalf("during passivation: %v", d)
 	}
-	s.Deliver("e", "m3")
+	s.Deliver(t0, "e", "m3")
 	if got := render(s.Ready()); got != "shard.StopEntity{Entity:e}" {
 		t.Fatalf("got:\n%s", got)
 	}
-	s.EntityStopped("e", nil)
+	s.EntityStopped(t0, "e", nil)
 	if got := render(s.Ready()); got != "shard.StartEntity{Entity:e}\ndeliver e m2\ndeliver e m3" {
 		t.Fatalf("got:\n%s", got)
 	}
@@ -56,19 +56,19 @@ func TestPassivationBuffersForTheNextIncarnation(t *testing.T) {
 
 func TestHandoffStopsEntitiesAndBouncesWhatWaits(t *testing.T) {
 	s := New[string](Config{HandoffTimeout: 10 * time.Second}, "1")
-	s.Deliver("a", "m1")
-	s.Deliver("b", "m2")
+	s.Deliver(t0, "a", "m1")
+	s.Deliver(t0, "b", "m2")
 	s.Passivate("b")
-	s.Deliver("b", "m3")
+	s.Deliver(t0, "b", "m3")
 	s.Ready()
 	s.Stop(t0)
 	if got := render(s.Ready()); got != "shard.StopEntity{Entity:a}\nbounce [m3]" {
 		t.Fatalf("got:\n%s", got)
 	}
-	if d := s.Deliver("c", "late"); d != Bounced {
+	if d := s.Deliver(t0, "c", "late"); d != Bounced {
 		t.Fatalf("a stopping shard accepted a message: %v", d)
 	}
-	s.EntityStopped("a", nil)
+	s.EntityStopped(t0, "a", nil)
 	if s.State() != StateDraining {
 		t.Fatal("stopped with b still running")
 	}
@@ -81,7 +81,7 @@ func TestHandoffStopsEntitiesAndBouncesWhatWaits(t *testing.T) {
 	if got := render(s.Ready()); got != "shard.ForceStop{Entity:b}" {
 		t.Fatalf("got:\n%s", got)
 	}
-	s.EntityStopped("b", []string{"queued"})
+	s.EntityStopped(t0, "b", []string{"queued"})
 	if got := render(s.Ready()); got != "bounce [queued]\nshard.Stopped{}" {
 		t.Fatalf("got:\n%s", got)
 	}

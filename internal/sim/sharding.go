@@ -70,6 +70,43 @@ func (s *Sim) checkShardHomes(n *Node) {
 	}
 }
 
+// checkActiveLimit: with an active-entity limit, a member never runs more entities of the
+// type than the limit (those asked to stop no longer count: their stop is under way).
+func (s *Sim) checkActiveLimit(n *Node) {
+	for _, tc := range s.opts.Types {
+		if !tc.Passivation.LimitEnabled() {
+			continue
+		}
+		running := 0
+		for _, sh := range n.E.Shards(tc.Name) {
+			for _, st := range sh.Entities() {
+				if st == shard.Running {
+					running++
+				}
+			}
+		}
+		if running > tc.Passivation.ActiveEntityLimit {
+			s.fail("%s runs %d %s entities, over the active-entity limit of %d", n.ID, running, tc.Name, tc.Passivation.ActiveEntityLimit)
+		}
+	}
+}
+
+// LiveEntities returns how many entity incarnations of typ live on running members.
+func (s *Sim) LiveEntities(typ string) int {
+	count := 0
+	for _, n := range s.Nodes() {
+		if !n.Running() || n.entities == nil {
+			continue
+		}
+		for k := range n.entities.live {
+			if k.typ == typ {
+				count++
+			}
+		}
+	}
+	return count
+}
+
 // ShardCounts returns, per running member, how many shards of typ it hosts.
 func (s *Sim) ShardCounts(typ string) map[string]int {
 	out := map[string]int{}

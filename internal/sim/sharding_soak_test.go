@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/passivation"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -21,11 +22,14 @@ var (
 )
 
 // TestShardingSoak runs random schedules of joins, graceful leaves, kill -9, pauses and
-// partitions while members send messages to 200 entities in 30 shards. After every
-// delivered message: at most one live instance of an entity handles messages, no shard runs
-// on two members, statuses only move forward, removed members do not run. At the end, with
+// partitions while members send messages to 200 entities in 30 shards, with no automatic
+// passivation, an idle timeout, or a small active-entity limit. After every delivered
+// message: at most one live instance of an entity handles messages, no shard runs on two
+// members, statuses only move forward, removed members do not run, no member runs more
+// entities than the active-entity limit. At the end, with
 // the network healed: every message was handled, rejected with an error, or lost with a
-// cause; a final message to every entity is handled; the shards are balanced.
+// cause; a final message to every entity is handled; the shards are balanced; with an idle
+// timeout, every entity stops once messages stop.
 func TestShardingSoak(t *testing.T) {
 	runs := *shardingRuns
 	if testing.Short() && runs > 30 {
@@ -62,6 +66,12 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 	typ := testType("counter", 1)
 	typ.Coordinator.RebalanceInterval = 5 * time.Second
 	typ.Coordinator.HandoffTimeout = 10 * time.Second
+	switch r.IntN(3) { // automatic passivation: none, idle, or a small active-entity limit
+	case 1:
+		typ.Passivation = passivation.Disabled().WithIdleTimeout(time.Duration(1+r.IntN(3)) * time.Second)
+	case 2:
+		typ.Passivation = passivation.DefaultStrategy().WithActiveEntityLimit(20 + r.IntN(40))
+	}
 	s := New(Options{Seed: seed, Membership: cfg, Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
 	s.Net.Loss = []float64{0, 0, 0.01}[r.IntN(3)]
 	s.Net.MaxLatency = []time.Duration{2 * time.Millisecond, 20 * time.Millisecond}[r.IntN(2)]
@@ -190,6 +200,13 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 	}
 	if u := s.unaccounted(); len(u) > 0 {
 		return s, fmt.Errorf("%d messages neither handled, rejected nor lost with a cause (first: %d)", len(u), u[0])
+	}
+	// With an idle timeout, entities that get no more messages all stop.
+	if idle := typ.Passivation.Idle.Timeout; idle > 0 {
+		if !s.RunUntil(func() bool { return s.LiveEntities("counter") == 0 }, idle+typ.Passivation.Idle.CheckInterval()+time.Second) {
+			return s, fmt.Errorf("%d entities still live %v after the last message, with an idle timeout of %v",
+				s.LiveEntities("counter"), idle+typ.Passivation.Idle.CheckInterval()+time.Second, idle)
+		}
 	}
 	return s, s.Err()
 }

@@ -314,6 +314,7 @@ func (s *Sim) process(n *Node) {
 	}
 	s.checkSafety(n)
 	s.checkShardHomes(n)
+	s.checkActiveLimit(n)
 	if n.Stopped != nil && n.Alive {
 		s.die(n, "stopped")
 	}

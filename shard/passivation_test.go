@@ -1,0 +1,121 @@
+package shard_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shardmesh/shardmesh/passivation"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// stops returns the entities the shard asks to stop, in order, and clears its outputs.
+func stops(s *shard.Shard[string]) []shard.EntityID {
+	var ids []shard.EntityID
+	for _, o := range s.Ready() {
+		if o, ok := o.(shard.StopEntity); ok {
+			ids = append(ids, o.Entity)
+		}
+	}
+	return ids
+}
+
+func policy(t *testing.T, s passivation.Settings) *passivation.Policy[shard.EntityID] {
+	t.Helper()
+	p, err := passivation.NewPolicy(s, passivation.StringHash[shard.EntityID])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestIdleEntitiesPassivate: with an idle timeout of 10 s (checked every 5 s), an entity
+// stops once it has gone 10 s without a message routed to it, and not before.
+func TestIdleEntitiesPassivate(t *testing.T) {
+	s := shard.New[string](shard.Config{}, "1")
+	s.SetPassivator(policy(t, passivation.Disabled().WithIdleTimeout(10*time.Second)))
+	s.Deliver(start, "a", "m")
+	s.Deliver(start, "b", "m")
+	s.Deliver(start.Add(5*time.Second), "a", "m")
+	s.Ready()
+
+	for _, c := range []struct {
+		at   time.Duration
+		want []shard.EntityID
+	}{
+		{9 * time.Second, nil},  // sweep due, nobody idle for 10 s yet
+		{11 * time.Second, nil}, // b is, but the next sweep is due at 14 s
+		{14 * time.Second, []shard.EntityID{"b"}},
+		{16 * time.Second, nil}, // a is idle for 11 s; next sweep at 19 s
+		{19 * time.Second, []shard.EntityID{"a"}},
+	} {
+		s.Tick(start.Add(c.at))
+		if got := stops(s); !slices.Equal(got, c.want) {
+			t.Fatalf("at +%v: stopped %v, want %v", c.at, got, c.want)
+		}
+	}
+}
+
+// TestActiveEntityLimit: with a limit of 2 (least recently used), a third entity's first
+// message passivates the least recently used one; a message that arrives while it stops
+// starts its next incarnation, which in turn passivates the then least recently used one.
+// At no point do more than 2 entities run once their stops complete.
+func TestActiveEntityLimit(t *testing.T) {
+	s := shard.New[string](shard.Config{}, "1")
+	s.SetPassivator(policy(t, passivation.Limited(2, passivation.LRU())))
+
+	s.Deliver(start, "a", "1")
+	s.Deliver(start, "b", "2")
+	if got := stops(s); len(got) != 0 {
+		t.Fatalf("stopped %v within the limit", got)
+	}
+	if d := s.Deliver(start, "c", "3"); d != shard.StartAndDeliver {
+		t.Fatalf("c: %v", d)
+	}
+	if got := stops(s); !slices.Equal(got, []shard.EntityID{"a"}) {
+		t.Fatalf("stopped %v, want [a]", got)
+	}
+	if d := s.Deliver(start, "a", "4"); d != shard.Waiting {
+		t.Fatalf("a while stopping: %v, want Waiting", d)
+	}
+	s.EntityStopped(start, "a", nil)
+	var got []string
+	for _, o := range s.Ready() {
+		got = append(got, fmt.Sprintf("%T %v", o, o))
+	}
+	want := []string{
+		"shard.StartEntity {a}",
+		"shard.DeliverToEntity[string] {a 4}",
+		"shard.StopEntity {b}",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("after a stopped:\n got %q\nwant %q", got, want)
+	}
+	s.EntityStopped(start, "b", nil)
+	if running := s.Entities(); len(running) != 2 {
+		t.Fatalf("running %v, want 2 entities", running)
+	}
+}
+
+// TestSelfPassivationLeavesThePolicy: an entity that stops for its own reasons no longer
+// counts against the limit.
+func TestSelfPassivationLeavesThePolicy(t *testing.T) {
+	s := shard.New[string](shard.Config{}, "1")
+	p := policy(t, passivation.Limited(2, passivation.LRU()))
+	s.SetPassivator(p)
+	s.Deliver(start, "a", "1")
+	s.Deliver(start, "b", "2")
+	s.Passivate("a")
+	s.EntityStopped(start, "a", nil)
+	if p.Contains("a") || p.Len() != 1 {
+		t.Fatalf("policy still tracks %d entities (a: %v)", p.Len(), p.Contains("a"))
+	}
+	s.Ready()
+	s.Deliver(start, "c", "3")
+	if got := stops(s); len(got) != 0 {
+		t.Fatalf("stopped %v though only b and c run", got)
+	}
+}
