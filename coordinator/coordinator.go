@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -196,7 +197,7 @@ func (c *Coordinator) Step(now time.Time, from membership.NodeID, msg Message) {
 		if r := c.regions[from]; r != nil {
 			r.shuttingDown = true
 			if c.active() {
-				for _, s := range sortedSet(r.shards) {
+				for _, s := range slices.Sorted(maps.Keys(r.shards)) {
 					c.startHandoff(s, CauseShutdown)
 				}
 			}
@@ -370,7 +371,7 @@ func (c *Coordinator) view() allocation.View {
 
 // inAllocationOrder lists shards oldest allocation first (by epoch, then id).
 func (c *Coordinator) inAllocationOrder(set map[shard.ID]bool) []shard.ID {
-	ids := sortedSet(set)
+	ids := slices.Sorted(maps.Keys(set))
 	slices.SortStableFunc(ids, func(a, b shard.ID) int {
 		ea, eb := c.shards[a], c.shards[b]
 		switch {
@@ -468,7 +469,7 @@ func (c *Coordinator) deallocate(s shard.ID) {
 // failHandoff gives up on a handoff that timed out: the shard stays where it was, and the
 // regions that asked meanwhile are told so.
 func (c *Coordinator) failHandoff(s shard.ID, h *handoff) {
-	waiting := sortedSet(h.waiting)
+	waiting := slices.Sorted(maps.Keys(h.waiting))
 	delete(c.handoffs, s)
 	c.emit(HandoffFailed{Shard: s, Epoch: h.epoch, Phase: h.phase, Waiting: waiting})
 	if a := c.shards[s]; a != nil {
@@ -482,7 +483,7 @@ func (c *Coordinator) failHandoff(s shard.ID, h *handoff) {
 // terminate forgets a region whose member is gone: its shards are deallocated (its lease
 // ran out before it was removed, so nothing runs there any more).
 func (c *Coordinator) terminate(r *region) {
-	shards := sortedSet(r.shards)
+	shards := slices.Sorted(maps.Keys(r.shards))
 	for _, s := range shards {
 		if a := c.shards[s]; a != nil && a.region == r.node {
 			delete(c.shards, s)
@@ -517,7 +518,7 @@ func (c *Coordinator) progress() {
 		c.emit(Recovered{Term: c.term, Regions: len(c.regions), Shards: len(c.shards), Took: c.now.Sub(c.started)})
 		for _, r := range c.regions {
 			if r.shuttingDown {
-				for _, s := range sortedSet(r.shards) {
+				for _, s := range slices.Sorted(maps.Keys(r.shards)) {
 					c.startHandoff(s, CauseShutdown)
 				}
 			}
@@ -543,7 +544,7 @@ func (c *Coordinator) recoveryDone() bool {
 		return false
 	}
 	done := true
-	for _, id := range sortedKeys(c.members) {
+	for _, id := range slices.Sorted(maps.Keys(c.members)) {
 		m := c.members[id]
 		if !m.HasRole(c.cfg.Role) || m.Status == membership.Joining || m.Status == membership.Removed {
 			continue
@@ -597,7 +598,7 @@ func (c *Coordinator) Handoffs() []Handoff {
 	out := make([]Handoff, 0, len(c.handoffs))
 	for _, s := range c.sortedHandoffs() {
 		h := c.handoffs[s]
-		out = append(out, Handoff{Shard: s, From: h.from, Epoch: h.epoch, Phase: h.phase, Cause: h.cause, Elapsed: c.now.Sub(h.began), Waiting: sortedSet(h.waiting)})
+		out = append(out, Handoff{Shard: s, From: h.from, Epoch: h.epoch, Phase: h.phase, Cause: h.cause, Elapsed: c.now.Sub(h.began), Waiting: slices.Sorted(maps.Keys(h.waiting))})
 	}
 	return out
 }
@@ -608,18 +609,7 @@ func (c *Coordinator) send(to membership.NodeID, msg Message) {
 
 func (c *Coordinator) emit(e Event) { c.out.Events = append(c.out.Events, e) }
 
-func (c *Coordinator) sortedRegions() []membership.NodeID { return sortedKeys(c.regions) }
-func (c *Coordinator) sortedShards() []shard.ID           { return sortedKeys(c.shards) }
-func (c *Coordinator) sortedHandoffs() []shard.ID         { return sortedKeys(c.handoffs) }
-func (c *Coordinator) sortedWaiting() []shard.ID          { return sortedKeys(c.waiting) }
-
-func sortedKeys[K ~string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func sortedSet[K ~string](m map[K]bool) []K { return sortedKeys(m) }
+func (c *Coordinator) sortedRegions() []membership.NodeID { return slices.Sorted(maps.Keys(c.regions)) }
+func (c *Coordinator) sortedShards() []shard.ID           { return slices.Sorted(maps.Keys(c.shards)) }
+func (c *Coordinator) sortedHandoffs() []shard.ID         { return slices.Sorted(maps.Keys(c.handoffs)) }
+func (c *Coordinator) sortedWaiting() []shard.ID          { return slices.Sorted(maps.Keys(c.waiting)) }

@@ -2,6 +2,7 @@ package region
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -130,7 +131,7 @@ func (r *Region) Update(now time.Time, m Members) {
 		r.coordinator, r.registered = m.Coordinator, false
 		r.register()
 	}
-	for _, s := range sortedKeys(r.homes) {
+	for _, s := range slices.Sorted(maps.Keys(r.homes)) {
 		if h := r.homes[s]; h.node != r.self && !r.live(h.node) {
 			delete(r.homes, s) // its member is gone: ask again
 		}
@@ -289,7 +290,7 @@ func (r *Region) usable(s shard.ID) bool {
 }
 
 func (r *Region) flushAll() {
-	for _, s := range sortedKeys(r.buffers) {
+	for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
 		r.flush(s)
 	}
 }
@@ -307,7 +308,7 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 	case coordinator.RegisterAck:
 		if !r.registered {
 			r.registered = true
-			for _, s := range sortedKeys(r.buffers) {
+			for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
 				if _, ok := r.homes[s]; !ok {
 					r.buffers[s].requested = time.Time{}
 					r.requestHome(s, r.buffers[s])
@@ -427,7 +428,7 @@ func (r *Region) Tick(now time.Time) {
 		r.register()
 	}
 	if r.registered {
-		for _, s := range sortedKeys(r.buffers) {
+		for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
 			if _, ok := r.homes[s]; !ok {
 				r.requestHome(s, r.buffers[s])
 			}
@@ -453,7 +454,7 @@ func (r *Region) register() {
 // registerWith announces this region to member to (a coordinator that asked).
 func (r *Region) registerWith(to membership.NodeID) {
 	reg := coordinator.Register{Incarnation: r.incarnation, Proxy: r.proxy}
-	for _, s := range sortedKeys(r.local) {
+	for _, s := range slices.Sorted(maps.Keys(r.local)) {
 		l := r.local[s]
 		state := coordinator.HostedActive
 		if l.stopping {
@@ -468,7 +469,7 @@ func (r *Region) registerWith(to membership.NodeID) {
 // member dies.
 func (r *Region) Held() []Envelope {
 	var out []Envelope
-	for _, s := range sortedKeys(r.buffers) {
+	for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
 		out = append(out, r.buffers[s].envs...)
 	}
 	return out
@@ -487,12 +488,3 @@ func (r *Region) send(to membership.NodeID, msg coordinator.Message) {
 func (r *Region) reject(env Envelope, err error) { r.emit(Rejected{Envelope: env, Err: err}) }
 
 func (r *Region) emit(o Output) { r.out = append(r.out, o) }
-
-func sortedKeys[K ~string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -261,7 +262,7 @@ func (s *Shard[M]) Stop(now time.Time) {
 		return
 	}
 	s.state, s.drainFrom = StateDraining, now
-	for _, id := range sortedIDs(s.entities) {
+	for _, id := range slices.Sorted(maps.Keys(s.entities)) {
 		e := s.entities[id]
 		if len(e.waiting) > 0 {
 			s.emit(Bounce[M]{Msgs: e.waiting})
@@ -289,7 +290,7 @@ func (s *Shard[M]) Tick(now time.Time) {
 	}
 	if s.state == StateDraining && !s.forced && now.Sub(s.drainFrom) >= s.cfg.ForceStopAfter() {
 		s.forced = true
-		for _, id := range sortedIDs(s.entities) {
+		for _, id := range slices.Sorted(maps.Keys(s.entities)) {
 			s.emit(ForceStop{Entity: id})
 		}
 	}
@@ -299,7 +300,7 @@ func (s *Shard[M]) Tick(now time.Time) {
 // while the entity was passivating), for accounting.
 func (s *Shard[M]) Waiting() []M {
 	var out []M
-	for _, id := range sortedIDs(s.entities) {
+	for _, id := range slices.Sorted(maps.Keys(s.entities)) {
 		out = append(out, s.entities[id].waiting...)
 	}
 	return out
@@ -310,7 +311,7 @@ func (s *Shard[M]) Stragglers() []EntityID {
 	if s.state != StateDraining {
 		return nil
 	}
-	return sortedIDs(s.entities)
+	return slices.Sorted(maps.Keys(s.entities))
 }
 
 func (s *Shard[M]) checkStopped() {
@@ -321,15 +322,6 @@ func (s *Shard[M]) checkStopped() {
 }
 
 func (s *Shard[M]) emit(o Output[M]) { s.out = append(s.out, o) }
-
-func sortedIDs[V any](m map[EntityID]V) []EntityID {
-	ids := make([]EntityID, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
 
 // String describes the shard for logs.
 func (s *Shard[M]) String() string {

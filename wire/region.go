@@ -168,28 +168,36 @@ func DecodeRegion(frame []byte, d *Deliver, r *Reply) (RegionKind, error) {
 	return 0, malformed("region frame carries no message")
 }
 
+// nextField consumes the first field of b: its number and wire type, its value (bytes or
+// varint; other types are skipped) and what follows it.
+func nextField(b []byte, msg string) (num protowire.Number, typ protowire.Type, v []byte, x uint64, rest []byte, err error) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return 0, 0, nil, 0, nil, malformed("%s: %v", msg, protowire.ParseError(n))
+	}
+	b = b[n:]
+	switch typ {
+	case protowire.BytesType:
+		v, n = protowire.ConsumeBytes(b)
+	case protowire.VarintType:
+		x, n = protowire.ConsumeVarint(b)
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, b)
+	}
+	if n < 0 {
+		return 0, 0, nil, 0, nil, malformed("%s field %d: %v", msg, num, protowire.ParseError(n))
+	}
+	return num, typ, v, x, b[n:], nil
+}
+
 func decodeDeliver(b []byte, d *Deliver) error {
 	*d = Deliver{}
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return malformed("deliver: %v", protowire.ParseError(n))
+		num, typ, v, x, rest, err := nextField(b, "deliver")
+		if err != nil {
+			return err
 		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return malformed("deliver field %d: %v", num, protowire.ParseError(n))
-		}
-		b = b[n:]
+		b = rest
 		switch {
 		case num == deliverTypeField && typ == protowire.BytesType:
 			d.Type = v
@@ -226,25 +234,11 @@ func decodeDeliver(b []byte, d *Deliver) error {
 func decodeReply(b []byte, r *Reply) error {
 	*r = Reply{}
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return malformed("reply: %v", protowire.ParseError(n))
+		num, typ, v, x, rest, err := nextField(b, "reply")
+		if err != nil {
+			return err
 		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return malformed("reply field %d: %v", num, protowire.ParseError(n))
-		}
-		b = b[n:]
+		b = rest
 		switch {
 		case num == replyAskField && typ == protowire.VarintType:
 			r.AskID = x
