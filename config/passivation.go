@@ -2,7 +2,8 @@ package config
 
 import (
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/shardmesh/shardmesh/config/value"
@@ -38,12 +39,7 @@ func anyPassivationKey(path string) (Key, bool) {
 // setPassivation records key rel of the block; a block value is recorded leaf by leaf.
 func (c *Config) setPassivation(rel string, raw any) {
 	if m, ok := raw.(map[string]any); ok {
-		names := make([]string, 0, len(m))
-		for k := range m {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			c.setPassivation(rel+"."+k, m[k])
 		}
 		return
