@@ -45,11 +45,12 @@ type local struct {
 
 // Engine is one member's state machines. It is not safe for concurrent use.
 type Engine struct {
-	cfg   Config
-	self  membership.Member
-	m     *membership.Node
-	types map[string]*entityType
-	names []string // type names, sorted: every iteration is deterministic
+	cfg      Config
+	self     membership.Member
+	m        *membership.Node
+	types    map[string]*entityType
+	lastType *entityType // the type of the last Deliver: skips the lookup for runs of one type
+	names    []string    // type names, sorted: every iteration is deterministic
 
 	leaving      bool
 	leaveAsked   time.Time
@@ -283,9 +284,12 @@ func (e *Engine) StepCoordination(now time.Time, from membership.NodeID, typ str
 // Deliver routes a message for an entity (from a local sender or another member's region).
 func (e *Engine) Deliver(now time.Time, typ string, env region.Envelope) error {
 	e.now = now
-	t := e.types[typ]
-	if t == nil {
-		return fmt.Errorf("unknown entity type %q", typ)
+	t := e.lastType // most messages are for the type of the one before
+	if t == nil || t.cfg.Name != typ {
+		if t = e.types[typ]; t == nil {
+			return fmt.Errorf("unknown entity type %q", typ)
+		}
+		e.lastType = t
 	}
 	switch d := t.region.Deliver(now, env); d.Kind {
 	case region.Local:
@@ -306,17 +310,17 @@ func (e *Engine) deliverLocal(t *entityType, env region.Envelope) {
 	if sh == nil {
 		panic(fmt.Sprintf("engine: region %s delivered to shard %s that was never started", t.cfg.Name, env.Shard))
 	}
-	d := sh.Deliver(e.now, env.Entity, env)
+	d, slot := sh.Deliver(e.now, env.Entity, env)
 	if sh.HasOutput() { // automatic passivation picked entities to stop
 		t.touched = append(t.touched, sh)
 	}
 	switch d {
 	case shard.StartAndDeliver:
 		e.out.Entities = append(e.out.Entities,
-			EntityOp{Kind: OpStart, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity},
-			EntityOp{Kind: OpDeliver, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity, Envelope: env})
+			EntityOp{Kind: OpStart, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity, Slot: slot},
+			EntityOp{Kind: OpDeliver, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity, Envelope: env, Slot: slot})
 	case shard.Deliver:
-		e.out.Entities = append(e.out.Entities, EntityOp{Kind: OpDeliver, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity, Envelope: env})
+		e.out.Entities = append(e.out.Entities, EntityOp{Kind: OpDeliver, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity, Envelope: env, Slot: slot})
 	case shard.Bounced:
 		t.region.Bounce(e.now, []region.Envelope{env})
 	}
@@ -470,9 +474,9 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 	op := EntityOp{Type: t.cfg.Name, Shard: sh.ID()}
 	switch o := o.(type) {
 	case shard.StartEntity:
-		op.Kind, op.Entity = OpStart, o.Entity
+		op.Kind, op.Entity, op.Slot = OpStart, o.Entity, o.Slot
 	case shard.DeliverToEntity[region.Envelope]:
-		op.Kind, op.Entity, op.Envelope = OpDeliver, o.Entity, o.Msg
+		op.Kind, op.Entity, op.Envelope, op.Slot = OpDeliver, o.Entity, o.Msg, o.Slot
 	case shard.StopEntity:
 		op.Kind, op.Entity = OpStop, o.Entity
 	case shard.ForceStop:

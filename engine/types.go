@@ -66,6 +66,9 @@ type EntityOp struct {
 	Shard    shard.ID
 	Entity   shard.EntityID
 	Envelope region.Envelope // for OpDeliver
+	// Slot is the runtime's own data for the incarnation (OpStart and OpDeliver): what it
+	// stores at OpStart comes back with every OpDeliver of the incarnation.
+	Slot *shard.Slot
 }
 
 // Rejected is a message the member could not keep; its sender should be told.

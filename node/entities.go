@@ -110,6 +110,18 @@ func (e *entity) passivate() {
 
 // applyEntityOp carries out an engine entity operation (on the loop goroutine).
 func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
+	if op.Kind == engine.OpDeliver && op.Slot != nil {
+		// The hot path: the incarnation is in its slot, no lookups.
+		m := op.Envelope.Payload.(*message)
+		e, _ := op.Slot.Runtime.(*entity)
+		if e == nil {
+			n.reject(op.Type, m, fmt.Errorf("entity %s is not running here", op.Entity))
+		} else if err := e.mb.Enqueue(m); err != nil {
+			n.reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, err))
+		}
+		n.credits.release() // the message leaves the member's pipeline here
+		return
+	}
 	t := n.types[op.Type]
 	if t == nil {
 		return
@@ -121,6 +133,9 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		e.ctx.e = e
 		e.mb.Init(t.group, e)
 		t.entities[op.Entity] = e
+		if op.Slot != nil {
+			op.Slot.Runtime = e
+		}
 	case engine.OpDeliver:
 		m := op.Envelope.Payload.(*message)
 		defer n.credits.release() // the message leaves the member's pipeline here

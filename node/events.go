@@ -144,7 +144,7 @@ func (n *Node) receiveEvents() {
 		se.Origin = membership.NodeID(m.From.String())
 		n.publish(se)
 		if se.Kind == pb.ShardingEvent_SHARD_ALLOCATED {
-			n.enqueue(input{kind: inCoord, from: se.Origin, typ: se.Type, coord: coordinator.ShardHome{Shard: se.Shard, Region: se.To, Epoch: se.Epoch}})
+			n.enqueue(input{typ: se.Type, ctl: &control{kind: inCoord, from: se.Origin, coord: coordinator.ShardHome{Shard: se.Shard, Region: se.To, Epoch: se.Epoch}}})
 		}
 	}
 }

@@ -107,23 +107,29 @@ type Node struct {
 	wg       sync.WaitGroup
 }
 
-// input is one thing for the loop goroutine to feed the engine.
+// input is one thing for the loop goroutine to feed the engine: a message for an entity
+// (the common case, kept small since every one is copied through the inbox), or a control
+// input.
 type input struct {
-	kind    inputKind
+	typ string          // the entity type (deliveries and coordination)
+	env region.Envelope // the message, when ctl is nil
+	ctl *control
+}
+
+// control is an input other than a message for an entity.
+type control struct {
+	kind    controlKind
 	from    membership.NodeID
 	member  membership.Message
-	typ     string
 	coord   coordinator.Message
-	env     region.Envelope
 	command func(time.Time)
 }
 
-type inputKind uint8
+type controlKind uint8
 
 const (
-	inMember inputKind = iota
+	inMember controlKind = iota
 	inCoord
-	inDeliver
 	inCommand
 )
 
@@ -393,7 +399,7 @@ func (n *Node) deliver(ctx context.Context, spec *EntityType, id string, m *mess
 		return err
 	}
 	eid := shard.EntityID(id)
-	in := input{kind: inDeliver, typ: spec.Name, env: region.Envelope{Shard: spec.Extractor.ShardID(eid), Entity: eid, Payload: m}}
+	in := input{typ: spec.Name, env: region.Envelope{Shard: spec.Extractor.ShardID(eid), Entity: eid, Payload: m}}
 	select {
 	case n.inbox <- in: // the common case, without a two-way select
 		return nil
@@ -412,7 +418,7 @@ func (n *Node) deliver(ctx context.Context, spec *EntityType, id string, m *mess
 // removed (or ctx ends).
 func (n *Node) Leave(ctx context.Context) error {
 	select {
-	case n.inbox <- input{kind: inCommand, command: func(now time.Time) { n.eng.Leave(now) }}:
+	case n.inbox <- input{ctl: &control{kind: inCommand, command: func(now time.Time) { n.eng.Leave(now) }}}:
 	case <-n.done:
 		return nil
 	case <-ctx.Done():
@@ -430,7 +436,7 @@ func (n *Node) Leave(ctx context.Context) error {
 func (n *Node) Down(ctx context.Context, node membership.NodeID) error {
 	res := make(chan bool, 1)
 	select {
-	case n.inbox <- input{kind: inCommand, command: func(now time.Time) { res <- n.eng.Down(now, node) }}:
+	case n.inbox <- input{ctl: &control{kind: inCommand, command: func(now time.Time) { res <- n.eng.Down(now, node) }}}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -477,7 +483,7 @@ func (n *Node) stop(reason *membership.Stopped) {
 // command runs fn on the loop goroutine.
 func (n *Node) command(fn func(time.Time)) {
 	select {
-	case n.inbox <- input{kind: inCommand, command: fn}:
+	case n.inbox <- input{ctl: &control{kind: inCommand, command: fn}}:
 	case <-n.ctx.Done():
 	}
 }
@@ -516,18 +522,20 @@ func (n *Node) loop() {
 }
 
 func (n *Node) step(now time.Time, in input) {
-	switch in.kind {
-	case inMember:
-		n.eng.StepMembership(now, in.from, in.member)
-	case inCoord:
-		n.stepCoord(now, in)
-	case inDeliver:
+	if in.ctl == nil {
 		if err := n.eng.Deliver(now, in.typ, in.env); err != nil {
 			n.reject(in.typ, in.env.Payload.(*message), err)
 			n.credits.release()
 		}
+		return
+	}
+	switch c := in.ctl; c.kind {
+	case inMember:
+		n.eng.StepMembership(now, c.from, c.member)
+	case inCoord:
+		n.eng.StepCoordination(now, c.from, in.typ, c.coord)
 	case inCommand:
-		in.command(now)
+		c.command(now)
 	}
 }
 

@@ -27,7 +27,7 @@ func (n *Node) handleMemberFrame(from peer.ID, frame []byte) error {
 	if err != nil {
 		return err
 	}
-	n.enqueue(input{kind: inMember, from: membership.NodeID(from.String()), member: msg})
+	n.enqueue(input{ctl: &control{kind: inMember, from: membership.NodeID(from.String()), member: msg}})
 	return nil
 }
 
@@ -37,7 +37,7 @@ func (n *Node) handleCoordFrame(from peer.ID, frame []byte) error {
 	if err != nil {
 		return err
 	}
-	n.enqueue(input{kind: inCoord, from: membership.NodeID(from.String()), typ: typ, coord: msg})
+	n.enqueue(input{typ: typ, ctl: &control{kind: inCoord, from: membership.NodeID(from.String()), coord: msg}})
 	return nil
 }
 
@@ -71,7 +71,7 @@ func (n *Node) handleRegionFrame(_ peer.ID, frame []byte) error {
 		m.replyTo = membership.NodeID(d.ReplyTo)
 	}
 	env := region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops}
-	n.enqueue(input{kind: inDeliver, typ: typ, env: env})
+	n.enqueue(input{typ: typ, env: env})
 	return nil
 }
 
@@ -98,12 +98,8 @@ func (n *Node) receiveGossip() {
 			n.log.Warn("dropped a malformed gossip message", "from", m.From, "err", err)
 			continue
 		}
-		n.enqueue(input{kind: inMember, from: membership.NodeID(m.From.String()), member: msg})
+		n.enqueue(input{ctl: &control{kind: inMember, from: membership.NodeID(m.From.String()), member: msg}})
 	}
-}
-
-func (n *Node) stepCoord(now time.Time, in input) {
-	n.eng.StepCoordination(now, in.from, in.typ, in.coord)
 }
 
 // sendMembership publishes a broadcast on the membership topic or queues a direct frame.

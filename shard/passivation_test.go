@@ -72,25 +72,28 @@ func TestActiveEntityLimit(t *testing.T) {
 	if got := stops(s); len(got) != 0 {
 		t.Fatalf("stopped %v within the limit", got)
 	}
-	if d := s.Deliver(start, "c", "3"); d != shard.StartAndDeliver {
+	if d, _ := s.Deliver(start, "c", "3"); d != shard.StartAndDeliver {
 		t.Fatalf("c: %v", d)
 	}
 	if got := stops(s); !slices.Equal(got, []shard.EntityID{"a"}) {
 		t.Fatalf("stopped %v, want [a]", got)
 	}
-	if d := s.Deliver(start, "a", "4"); d != shard.Waiting {
+	if d, _ := s.Deliver(start, "a", "4"); d != shard.Waiting {
 		t.Fatalf("a while stopping: %v, want Waiting", d)
 	}
 	s.EntityStopped(start, "a", nil)
 	var got []string
 	for _, o := range s.Ready() {
-		got = append(got, fmt.Sprintf("%T %v", o, o))
+		switch o := o.(type) {
+		case shard.StartEntity:
+			got = append(got, "start "+string(o.Entity))
+		case shard.DeliverToEntity[string]:
+			got = append(got, fmt.Sprintf("deliver %s %s", o.Entity, o.Msg))
+		case shard.StopEntity:
+			got = append(got, "stop "+string(o.Entity))
+		}
 	}
-	want := []string{
-		"shard.StartEntity {a}",
-		"shard.DeliverToEntity[string] {a 4}",
-		"shard.StopEntity {b}",
-	}
+	want := []string{"start a", "deliver a 4", "stop b"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("after a stopped:\n got %q\nwant %q", got, want)
 	}

@@ -53,12 +53,17 @@ type Output[M any] interface{ isOutput() }
 
 // Outputs of a shard; M is the runtime's message type.
 type (
-	// StartEntity creates a new incarnation of an entity (before its first delivery).
-	StartEntity struct{ Entity EntityID }
+	// StartEntity creates a new incarnation of an entity (before its first delivery); the
+	// runtime may keep its own data for the incarnation in Slot.
+	StartEntity struct {
+		Entity EntityID
+		Slot   *Slot
+	}
 	// DeliverToEntity enqueues a message in the entity's mailbox.
 	DeliverToEntity[M any] struct {
 		Entity EntityID
 		Msg    M
+		Slot   *Slot
 	}
 	// StopEntity sends the entity its stop message, after what is already queued; the
 	// runtime reports EntityStopped when it has stopped.
@@ -83,7 +88,13 @@ func (Stopped) isOutput()            {}
 type entity[M any] struct {
 	state   EntityState
 	waiting []M // messages that arrived while passivating: for the next incarnation
+	slot    Slot
 }
+
+// Slot holds the runtime's own data for one entity incarnation (its mailbox, say). The shard
+// keeps it with the incarnation and never reads it; handing it out with every delivery
+// spares the runtime a lookup of its own per message.
+type Slot struct{ Runtime any }
 
 // Passivator decides which entities to passivate automatically: an idle timeout, an
 // active-entity limit with a replacement policy, or both. Package passivation implements it
@@ -166,29 +177,30 @@ const (
 // returns the decision instead of emitting outputs, so the hot path allocates nothing; when
 // automatic passivation picks entities to stop, their stop messages come out as outputs
 // (after this message, for the entity itself).
-func (s *Shard[M]) Deliver(now time.Time, id EntityID, msg M) Delivery {
-	d := s.route(id, msg)
+func (s *Shard[M]) Deliver(now time.Time, id EntityID, msg M) (Delivery, *Slot) {
+	d, slot := s.route(id, msg)
 	if d == Deliver || d == StartAndDeliver {
 		s.access(now, id)
 	}
-	return d
+	return d, slot
 }
 
 // route decides what becomes of a message for entity id.
-func (s *Shard[M]) route(id EntityID, msg M) Delivery {
+func (s *Shard[M]) route(id EntityID, msg M) (Delivery, *Slot) {
 	if s.state != StateActive {
-		return Bounced
+		return Bounced, nil
 	}
 	e := s.entities[id]
 	switch {
 	case e == nil:
-		s.entities[id] = &entity[M]{state: Running}
-		return StartAndDeliver
+		e = &entity[M]{state: Running}
+		s.entities[id] = e
+		return StartAndDeliver, &e.slot
 	case e.state == Running:
-		return Deliver
+		return Deliver, &e.slot
 	default:
 		e.waiting = append(e.waiting, msg)
-		return Waiting
+		return Waiting, nil
 	}
 }
 
@@ -205,13 +217,13 @@ func (s *Shard[M]) access(now time.Time, id EntityID) {
 
 // deliver routes a message the shard itself releases, as outputs.
 func (s *Shard[M]) deliver(now time.Time, id EntityID, msg M) {
-	switch s.route(id, msg) {
+	switch d, slot := s.route(id, msg); d {
 	case StartAndDeliver:
-		s.emit(StartEntity{Entity: id})
-		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg})
+		s.emit(StartEntity{Entity: id, Slot: slot})
+		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg, Slot: slot})
 		s.access(now, id)
 	case Deliver:
-		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg})
+		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg, Slot: slot})
 		s.access(now, id)
 	case Bounced:
 		s.emit(Bounce[M]{Msgs: []M{msg}})

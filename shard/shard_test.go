@@ -15,6 +15,8 @@ func render(out []Output[string]) string {
 		switch o := o.(type) {
 		case DeliverToEntity[string]:
 			lines = append(lines, fmt.Sprintf("deliver %s %s", o.Entity, o.Msg))
+		case StartEntity:
+			lines = append(lines, fmt.Sprintf("start %s", o.Entity))
 		case Bounce[string]:
 			lines = append(lines, fmt.Sprintf("bounce %v", o.Msgs))
 		default:
@@ -26,10 +28,10 @@ func render(out []Output[string]) string {
 
 func TestEntityStartsOnFirstMessage(t *testing.T) {
 	s := New[string](Config{}, "1")
-	if d := s.Deliver(t0, "e", "m1"); d != StartAndDeliver {
+	if d, _ := s.Deliver(t0, "e", "m1"); d != StartAndDeliver {
 		t.Fatalf("first message: %v", d)
 	}
-	if d := s.Deliver(t0, "e", "m2"); d != Deliver {
+	if d, _ := s.Deliver(t0, "e", "m2"); d != Deliver {
 		t.Fatalf("second message: %v", d)
 	}
 }
@@ -41,7 +43,7 @@ func TestPassivationBuffersForTheNextIncarnation(t *testing.T) {
 	s.Deliver(t0, "e", "m1")
 	s.Ready()
 	s.Passivate("e")
-	if d := s.Deliver(t0, "e", "m2"); d != Waiting {
+	if d, _ := s.Deliver(t0, "e", "m2"); d != Waiting {
 		t.Fatalf("during passivation: %v", d)
 	}
 	s.Deliver(t0, "e", "m3")
@@ -49,7 +51,7 @@ func TestPassivationBuffersForTheNextIncarnation(t *testing.T) {
 		t.Fatalf("got:\n%s", got)
 	}
 	s.EntityStopped(t0, "e", nil)
-	if got := render(s.Ready()); got != "shard.StartEntity{Entity:e}\ndeliver e m2\ndeliver e m3" {
+	if got := render(s.Ready()); got != "start e\ndeliver e m2\ndeliver e m3" {
 		t.Fatalf("got:\n%s", got)
 	}
 }
@@ -65,7 +67,7 @@ func TestHandoffStopsEntitiesAndBouncesWhatWaits(t *testing.T) {
 	if got := render(s.Ready()); got != "shard.StopEntity{Entity:a}\nbounce [m3]" {
 		t.Fatalf("got:\n%s", got)
 	}
-	if d := s.Deliver(t0, "c", "late"); d != Bounced {
+	if d, _ := s.Deliver(t0, "c", "late"); d != Bounced {
 		t.Fatalf("a stopping shard accepted a message: %v", d)
 	}
 	s.EntityStopped(t0, "a", nil)
