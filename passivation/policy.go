@@ -242,6 +242,19 @@ func (p *Policy[K]) Sweep(now time.Time, out []K) []K {
 // Interval returns how often the shard should call Sweep, or 0 when idle passivation is off.
 func (p *Policy[K]) Interval() time.Duration { return p.interval }
 
+// Resolution returns how far apart two accesses to one entity must be for the policy to
+// tell them from one: a caller may skip reporting an access that comes sooner than that
+// after the last one it reported for the entity. It is 0 (report every access) when an
+// active-entity limit applies, since recency and frequency count every message; with idle
+// passivation alone it is a sixteenth of the idle timeout (7.5 s of the default 120 s), well
+// inside the sweep's own granularity of Interval.
+func (p *Policy[K]) Resolution() time.Duration {
+	if p.limited || p.idle <= 0 {
+		return 0
+	}
+	return p.idle / 16
+}
+
 // Contains reports whether entity id is tracked as active.
 func (p *Policy[K]) Contains(id K) bool {
 	_, ok := p.index[id]

@@ -122,3 +122,34 @@ func TestSelfPassivationLeavesThePolicy(t *testing.T) {
 		t.Fatalf("stopped %v though only b and c run", got)
 	}
 }
+
+// TestBusyEntityStaysWithCoalescedAccesses: with idle passivation alone, accesses closer
+// together than the policy's resolution are not reported one by one, yet an entity that
+// keeps getting messages is never passivated, and stops once they stop.
+func TestBusyEntityStaysWithCoalescedAccesses(t *testing.T) {
+	s := shard.New[string](shard.Config{}, "1")
+	p := policy(t, passivation.Disabled().WithIdleTimeout(10*time.Second))
+	if p.Resolution() <= 0 || p.Resolution() > time.Second {
+		t.Fatalf("resolution %v for a 10 s idle timeout", p.Resolution())
+	}
+	s.SetPassivator(p)
+	at := start
+	for ; at.Before(start.Add(60 * time.Second)); at = at.Add(100 * time.Millisecond) {
+		s.Deliver(at, "busy", "m")
+		s.Tick(at)
+		if got := stops(s); len(got) != 0 {
+			t.Fatalf("at +%v: stopped %v while busy", at.Sub(start), got)
+		}
+	}
+	last := at.Add(-100 * time.Millisecond)
+	for ; at.Before(last.Add(30 * time.Second)); at = at.Add(time.Second) {
+		s.Tick(at)
+		if got := stops(s); len(got) > 0 {
+			if idle := at.Sub(last); idle < 10*time.Second || idle > 10*time.Second+p.Interval()+p.Resolution() {
+				t.Fatalf("stopped after %v idle, want within the timeout plus one sweep interval and the resolution", idle)
+			}
+			return
+		}
+	}
+	t.Fatal("never passivated after the messages stopped")
+}

@@ -86,9 +86,10 @@ func (Bounce[M]) isOutput()          {}
 func (Stopped) isOutput()            {}
 
 type entity[M any] struct {
-	state   EntityState
-	waiting []M // messages that arrived while passivating: for the next incarnation
-	slot    Slot
+	state    EntityState
+	waiting  []M   // messages that arrived while passivating: for the next incarnation
+	reported int64 // when the passivator last heard of a message for it (unix nanoseconds)
+	slot     Slot
 }
 
 // Slot holds the runtime's own data for one entity incarnation (its mailbox, say). The shard
@@ -110,6 +111,9 @@ type Passivator interface {
 	Sweep(now time.Time, out []EntityID) []EntityID
 	// Interval is how often Sweep is due; 0 when there is no idle timeout.
 	Interval() time.Duration
+	// Resolution is how soon after a reported access another access to the same entity may
+	// go unreported; 0 when every access counts.
+	Resolution() time.Duration
 }
 
 // Shard is the lifecycle state machine of one shard's entities. It is not safe for
@@ -124,12 +128,18 @@ type Shard[M any] struct {
 	out       []Output[M]
 
 	passivator Passivator
-	victims    []EntityID // scratch for the passivator's answers
+	resolution time.Duration // the passivator's Resolution
+	victims    []EntityID    // scratch for the passivator's answers
 	lastSweep  time.Time
 }
 
 // SetPassivator turns on automatic passivation with p (nil turns it off).
-func (s *Shard[M]) SetPassivator(p Passivator) { s.passivator = p }
+func (s *Shard[M]) SetPassivator(p Passivator) {
+	s.passivator = p
+	if p != nil {
+		s.resolution = p.Resolution()
+	}
+}
 
 // HasOutput reports whether outputs wait for Ready: a Deliver whose passivation picked
 // entities to stop leaves their stop messages there.
@@ -178,15 +188,17 @@ const (
 // automatic passivation picks entities to stop, their stop messages come out as outputs
 // (after this message, for the entity itself).
 func (s *Shard[M]) Deliver(now time.Time, id EntityID, msg M) (Delivery, *Slot) {
-	d, slot := s.route(id, msg)
-	if d == Deliver || d == StartAndDeliver {
-		s.access(now, id)
+	d, e := s.route(id, msg)
+	if e == nil {
+		return d, nil
 	}
-	return d, slot
+	s.access(now, id, e)
+	return d, &e.slot
 }
 
-// route decides what becomes of a message for entity id.
-func (s *Shard[M]) route(id EntityID, msg M) (Delivery, *Slot) {
+// route decides what becomes of a message for entity id, and returns the entity that
+// receives it.
+func (s *Shard[M]) route(id EntityID, msg M) (Delivery, *entity[M]) {
 	if s.state != StateActive {
 		return Bounced, nil
 	}
@@ -195,20 +207,28 @@ func (s *Shard[M]) route(id EntityID, msg M) (Delivery, *Slot) {
 	case e == nil:
 		e = &entity[M]{state: Running}
 		s.entities[id] = e
-		return StartAndDeliver, &e.slot
+		return StartAndDeliver, e
 	case e.state == Running:
-		return Deliver, &e.slot
+		return Deliver, e
 	default:
 		e.waiting = append(e.waiting, msg)
 		return Waiting, nil
 	}
 }
 
-// access tells the passivator that entity id got a message, and passivates what it picks.
-func (s *Shard[M]) access(now time.Time, id EntityID) {
+// access tells the passivator that entity id got a message, unless it heard of one less
+// than its resolution ago, and passivates what it picks.
+func (s *Shard[M]) access(now time.Time, id EntityID, e *entity[M]) {
 	if s.passivator == nil {
 		return
 	}
+	t := now.UnixNano()
+	if res := int64(s.resolution); res > 0 {
+		if since := t - e.reported; since >= 0 && since < res {
+			return
+		}
+	}
+	e.reported = t
 	s.victims = s.passivator.Access(id, now, s.victims[:0])
 	for _, v := range s.victims {
 		s.Passivate(v)
@@ -217,14 +237,14 @@ func (s *Shard[M]) access(now time.Time, id EntityID) {
 
 // deliver routes a message the shard itself releases, as outputs.
 func (s *Shard[M]) deliver(now time.Time, id EntityID, msg M) {
-	switch d, slot := s.route(id, msg); d {
+	switch d, e := s.route(id, msg); d {
 	case StartAndDeliver:
-		s.emit(StartEntity{Entity: id, Slot: slot})
-		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg, Slot: slot})
-		s.access(now, id)
+		s.emit(StartEntity{Entity: id, Slot: &e.slot})
+		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg, Slot: &e.slot})
+		s.access(now, id, e)
 	case Deliver:
-		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg, Slot: slot})
-		s.access(now, id)
+		s.emit(DeliverToEntity[M]{Entity: id, Msg: msg, Slot: &e.slot})
+		s.access(now, id, e)
 	case Bounced:
 		s.emit(Bounce[M]{Msgs: []M{msg}})
 	}
