@@ -175,7 +175,7 @@ var Schema = []Key{
 	intKey("sharding.number-of-shards", "shards of the default extractor; must be equal on every member (default 1000)", 1, 1<<20, func(c *Config) *int { return &c.Sharding.NumberOfShards }),
 	stringKey("sharding.role", "entities run on members with this role; the others proxy (default: every member)", func(c *Config) *string { return &c.Sharding.Role }),
 	durationKey("sharding.retry-interval", "how often unanswered registrations and home requests are repeated (default 2s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Sharding.RetryInterval }),
-	intKey("sharding.buffer-size", "messages a region buffers while shard homes are unknown (default 100000)", 1, math.MaxInt32, func(c *Config) *int { return &c.Sharding.BufferSize }),
+	intKey("sharding.buffer-size", "messages a region buffers while shard homes are unknown; beyond it senders wait, nothing is dropped (default 100000)", 1, math.MaxInt32, func(c *Config) *int { return &c.Sharding.BufferSize }),
 	durationKey("sharding.handoff-timeout", "bound of a handoff; entities are stopped by force 5s before (default 60s)", time.Second, func(c *Config) *time.Duration { return &c.Sharding.HandoffTimeout }),
 	durationKey("sharding.shard-start-timeout", "how long a region has to confirm a new shard (default 10s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Sharding.ShardStartTimeout }),
 	durationKey("sharding.rebalance-interval", "how often the allocation strategy is asked to rebalance (default 10s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Sharding.RebalanceInterval }),

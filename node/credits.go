@@ -7,34 +7,46 @@ import (
 	"time"
 )
 
-// maxInflight bounds the messages for entities inside this member at once: sent here (Tell,
-// Ask) or arrived from another member, and not yet enqueued in a mailbox, written to the
-// network, or rejected. A sender that would exceed it waits, and so does the reader of a
-// stream from another member, which slows that member down through TCP. The loop itself
-// never waits, so membership keeps its heartbeats whatever the load. Messages buffered by a
-// region hold their credit; the region's buffer-size is well below this bound.
+// maxInflight bounds the messages for the entities of one type inside this member at once:
+// sent here (Tell, Ask) or arrived from another member, and not yet enqueued in a mailbox,
+// written to the network, or rejected. A sender that would exceed it waits, and so does the
+// reader of a stream from another member, which slows that member down through TCP. The
+// loop itself never waits, so membership keeps its heartbeats whatever the load.
+//
+// Messages a region buffers hold their credit, so a type's bound is also never more than its
+// region's buffer-size: a burst of messages while shard homes are unknown makes its senders
+// wait instead of overflowing the buffer (Akka drops them with a warning; here nothing sent
+// is lost).
 const maxInflight = 1 << 17
 
-// credits counts messages in flight and wakes waiting senders.
+// credits counts the messages of one entity type in flight and wakes waiting senders.
 type credits struct {
-	n  atomic.Int64
-	mu sync.Mutex
-	ch chan struct{} // closed when credits were freed while someone may wait
+	n     atomic.Int64
+	limit int64
+	mu    sync.Mutex
+	ch    chan struct{} // closed when credits were freed while someone may wait
 }
 
-func newCredits() *credits { return &credits{ch: make(chan struct{})} }
+// newCredits bounds messages in flight by min(bufferSize, maxInflight).
+func newCredits(bufferSize int) *credits {
+	limit := int64(maxInflight)
+	if bufferSize > 0 && int64(bufferSize) < limit {
+		limit = int64(bufferSize)
+	}
+	return &credits{limit: limit, ch: make(chan struct{})}
+}
 
-// acquire takes a credit, waiting while maxInflight are in flight.
+// acquire takes a credit, waiting while the limit is in flight.
 func (c *credits) acquire(ctx context.Context, done <-chan struct{}) error {
 	for {
-		if c.n.Add(1) <= maxInflight {
+		if c.n.Add(1) <= c.limit {
 			return nil
 		}
 		c.n.Add(-1)
 		c.mu.Lock()
 		ch := c.ch
 		c.mu.Unlock()
-		if c.n.Load() < maxInflight {
+		if c.n.Load() < c.limit {
 			continue
 		}
 		select {
@@ -48,13 +60,13 @@ func (c *credits) acquire(ctx context.Context, done <-chan struct{}) error {
 	}
 }
 
-// readmit takes credits without waiting, for messages that come back into the engine (what a
-// stopped entity had not handled).
-func (c *credits) readmit(k int) { c.n.Add(int64(k)) }
+// readmit takes a credit without waiting, for a message that comes back into the engine
+// (one a stopped entity had not handled; the region takes those back beyond its bound).
+func (c *credits) readmit() { c.n.Add(1) }
 
 // release returns a credit; crossing half the bound wakes the waiting senders.
 func (c *credits) release() {
-	if c.n.Add(-1) == maxInflight/2 {
+	if c.n.Add(-1) == c.limit/2 {
 		c.mu.Lock()
 		close(c.ch)
 		c.ch = make(chan struct{})

@@ -13,6 +13,7 @@ import (
 // typeRuntime is a registered entity type on this member.
 type typeRuntime struct {
 	spec     EntityType
+	credits  *credits
 	group    *mailbox.Group[*message]
 	entities map[shard.EntityID]*entity // owned by the loop goroutine
 }
@@ -119,7 +120,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		} else if err := e.mb.Enqueue(m); err != nil {
 			n.reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, err))
 		}
-		n.credits.release() // the message leaves the member's pipeline here
+		m.credits.release() // the message leaves the member's pipeline here
 		return
 	}
 	t := n.types[op.Type]
@@ -138,7 +139,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		}
 	case engine.OpDeliver:
 		m := op.Envelope.Payload.(*message)
-		defer n.credits.release() // the message leaves the member's pipeline here
+		defer m.credits.release() // the message leaves the member's pipeline here
 		if e == nil {
 			n.reject(op.Type, m, fmt.Errorf("entity %s is not running here", op.Entity))
 			return
@@ -164,13 +165,11 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 // entityStopped reports an ended incarnation to the engine (on the loop goroutine). What it
 // had not handled comes back into the engine and takes credits again.
 func (n *Node) entityStopped(now time.Time, e *entity, remaining []*message) {
-	readmitted := 0
 	for _, m := range remaining {
 		if !m.stop {
-			readmitted++
+			m.credits.readmit()
 		}
 	}
-	n.credits.readmit(readmitted)
 	if e.t.entities[e.ctx.Entity] != e {
 		// Already reported (a forced stop raced with the entity's own stop); anything it
 		// still had goes back to the region.

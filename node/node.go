@@ -76,13 +76,12 @@ type Node struct {
 	eventsSub *p2p.Subscription
 	eventsOut chan []byte // sharding events to publish, in order
 
-	eng     *engine.Engine          // owned by the loop goroutine
-	ready   engine.Ready            // the loop's reused output buffer
-	types   map[string]*typeRuntime // owned by the loop goroutine
-	specs   sync.Map                // type name → *EntityType, for senders on any goroutine
-	pool    *mailbox.Pool
-	asks    *asks
-	credits *credits
+	eng   *engine.Engine          // owned by the loop goroutine
+	ready engine.Ready            // the loop's reused output buffer
+	types map[string]*typeRuntime // owned by the loop goroutine
+	specs sync.Map                // type name → *EntityType, for senders on any goroutine
+	pool  *mailbox.Pool
+	asks  *asks
 
 	inbox chan input
 	out   *outboxes
@@ -236,7 +235,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		types:     map[string]*typeRuntime{},
 		pool:      pool,
 		asks:      newAsks(),
-		credits:   newCredits(),
 		inbox:     make(chan input, 65536),
 		subs:      map[chan Event]struct{}{},
 		servingCh: make(chan struct{}),
@@ -304,8 +302,9 @@ func (n *Node) RegisterType(spec EntityType) error {
 			res <- err
 			return
 		}
-		n.types[spec.Name] = &typeRuntime{spec: spec, group: group, entities: map[shard.EntityID]*entity{}}
-		n.specs.Store(spec.Name, &n.types[spec.Name].spec)
+		t := &typeRuntime{spec: spec, credits: newCredits(spec.Settings.Region.BufferSize), group: group, entities: map[shard.EntityID]*entity{}}
+		n.types[spec.Name] = t
+		n.specs.Store(spec.Name, t)
 		res <- nil
 	})
 	select {
@@ -318,20 +317,21 @@ func (n *Node) RegisterType(spec EntityType) error {
 
 // Tell sends msg to entity id of entity type typ, without waiting for it to be handled.
 func (n *Node) Tell(typ string, id string, msg any) error {
-	spec, err := n.spec(typ)
+	t, err := n.sender(typ)
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), spec, id, &message{value: msg})
+	return n.deliver(context.Background(), t, id, &message{value: msg})
 }
 
 // Ask sends msg to entity id of entity type typ and waits for its reply or ctx.
 func (n *Node) Ask(ctx context.Context, typ string, id string, msg any) (any, error) {
-	spec, err := n.spec(typ)
+	t, err := n.sender(typ)
 	if err != nil {
 		return nil, err
 	}
-	r, err := n.ask(ctx, spec, id, &message{value: msg})
+	spec := &t.spec
+	r, err := n.ask(ctx, t, id, &message{value: msg})
 	if err != nil {
 		return nil, err
 	}
@@ -343,31 +343,32 @@ func (n *Node) Ask(ctx context.Context, typ string, id string, msg any) (any, er
 
 // TellEncoded sends a message already in the entity type's message codec (from tools).
 func (n *Node) TellEncoded(typ string, id string, payload []byte) error {
-	spec, err := n.spec(typ)
+	t, err := n.sender(typ)
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), spec, id, &message{encoded: payload})
+	return n.deliver(context.Background(), t, id, &message{encoded: payload})
 }
 
 // AskEncoded asks with a message in the type's message codec and returns the reply in the
 // type's reply codec (from tools).
 func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []byte) ([]byte, error) {
-	spec, err := n.spec(typ)
+	t, err := n.sender(typ)
 	if err != nil {
 		return nil, err
 	}
-	r, err := n.ask(ctx, spec, id, &message{encoded: payload})
+	spec := &t.spec
+	r, err := n.ask(ctx, t, id, &message{encoded: payload})
 	if err != nil || r.encoded != nil || r.value == nil {
 		return r.encoded, err
 	}
 	return spec.EncodeReply(r.value)
 }
 
-func (n *Node) ask(ctx context.Context, spec *EntityType, id string, m *message) (askResult, error) {
+func (n *Node) ask(ctx context.Context, t *typeRuntime, id string, m *message) (askResult, error) {
 	p := n.asks.create()
 	m.ask = p
-	if err := n.deliver(ctx, spec, id, m); err != nil {
+	if err := n.deliver(ctx, t, id, m); err != nil {
 		return askResult{}, err
 	}
 	select {
@@ -376,30 +377,37 @@ func (n *Node) ask(ctx context.Context, spec *EntityType, id string, m *message)
 		return r, r.err
 	case <-ctx.Done():
 		n.asks.forget(p)
-		return askResult{}, fmt.Errorf("ask %s %s: %w", spec.Name, id, ctx.Err())
+		return askResult{}, fmt.Errorf("ask %s %s: %w", t.spec.Name, id, ctx.Err())
 	case <-n.done:
 		return askResult{}, ErrStopped
 	}
 }
 
-func (n *Node) spec(typ string) (*EntityType, error) {
+// sender returns a registered type for senders on any goroutine (its spec and credits only).
+func (n *Node) sender(typ string) (*typeRuntime, error) {
 	v, ok := n.specs.Load(typ)
 	if !ok {
 		return nil, unknownType(typ)
 	}
-	return v.(*EntityType), nil
+	return v.(*typeRuntime), nil
 }
 
-// deliver hands a message to the loop, after taking a credit (see maxInflight).
-func (n *Node) deliver(ctx context.Context, spec *EntityType, id string, m *message) error {
+// deliver hands a message to the loop, after taking one of the type's credits (see
+// maxInflight).
+func (n *Node) deliver(ctx context.Context, t *typeRuntime, id string, m *message) error {
 	if id == "" {
 		return errors.New("entity id is empty")
 	}
-	if err := n.credits.acquire(ctx, n.done); err != nil {
-		return err
+	if err := t.credits.acquire(ctx, n.done); err != nil {
+		if errors.Is(err, ErrStopped) {
+			return err
+		}
+		return fmt.Errorf("send to %s %s: waited for room (%d messages of the type in flight here, the bound is min(buffer-size, %d)): %w",
+			t.spec.Name, id, t.credits.limit, maxInflight, err)
 	}
+	m.credits = t.credits
 	eid := shard.EntityID(id)
-	in := input{typ: spec.Name, env: region.Envelope{Shard: spec.Extractor.ShardID(eid), Entity: eid, Payload: m}}
+	in := input{typ: t.spec.Name, env: region.Envelope{Shard: t.spec.Extractor.ShardID(eid), Entity: eid, Payload: m}}
 	select {
 	case n.inbox <- in: // the common case, without a two-way select
 		return nil
@@ -409,7 +417,7 @@ func (n *Node) deliver(ctx context.Context, spec *EntityType, id string, m *mess
 	case n.inbox <- in:
 		return nil
 	case <-n.done:
-		n.credits.release()
+		m.credits.release()
 		return ErrStopped
 	}
 }
@@ -524,8 +532,9 @@ func (n *Node) loop() {
 func (n *Node) step(now time.Time, in input) {
 	if in.ctl == nil {
 		if err := n.eng.Deliver(now, in.typ, in.env); err != nil {
-			n.reject(in.typ, in.env.Payload.(*message), err)
-			n.credits.release()
+			m := in.env.Payload.(*message)
+			n.reject(in.typ, m, err)
+			m.credits.release()
 		}
 		return
 	}
@@ -561,8 +570,9 @@ func (n *Node) execute(now time.Time) {
 			n.applyEntityOp(now, op)
 		}
 		for _, r := range rd.Rejected {
-			n.reject(r.Type, r.Envelope.Payload.(*message), r.Err)
-			n.credits.release()
+			m := r.Envelope.Payload.(*message)
+			n.reject(r.Type, m, r.Err)
+			m.credits.release()
 		}
 		if len(rd.Members) > 0 || len(rd.Events) > 0 {
 			n.publishView()

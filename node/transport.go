@@ -60,16 +60,23 @@ func (n *Node) handleRegionFrame(_ peer.ID, frame []byte) error {
 		}
 		return nil
 	}
-	// A credit first: when this member is saturated, this stream's reader waits, and TCP slows
-	// the sender down.
-	if err := n.credits.acquire(n.ctx, n.done); err != nil {
-		return nil
-	}
 	typ := string(d.Type)
-	m := &message{encoded: append([]byte(nil), d.Payload...), askID: d.AskID}
+	m := &message{askID: d.AskID}
 	if d.AskID != 0 {
 		m.replyTo = membership.NodeID(d.ReplyTo)
 	}
+	t, err := n.sender(typ)
+	if err != nil {
+		n.reject(typ, m, err)
+		return nil
+	}
+	// A credit first: when this type is saturated here, this stream's reader waits, and TCP
+	// slows the sender down.
+	if err := t.credits.acquire(n.ctx, n.done); err != nil {
+		return nil
+	}
+	m.credits = t.credits
+	m.encoded = append([]byte(nil), d.Payload...)
 	env := region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops}
 	n.enqueue(input{typ: typ, env: env})
 	return nil
@@ -146,7 +153,7 @@ func (n *Node) forward(f engine.Forward) {
 		return wire.AppendDeliver(nil, &d), nil
 	}
 	n.out.send(f.To, RegionProtocol, nil, encode, func(err error) {
-		n.credits.release()
+		m.credits.release()
 		if err != nil {
 			n.reject(f.Type, m, err)
 		}

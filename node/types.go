@@ -82,6 +82,7 @@ type message struct {
 	askID   uint64            // an ask from another member
 	replyTo membership.NodeID // that member
 	stop    bool              // the stop signal (never routed, only in mailboxes)
+	credits *credits          // the type's credits, one held while the message is in flight
 }
 
 func (m *message) isAsk() bool { return m.ask != nil || m.askID != 0 }

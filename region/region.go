@@ -231,7 +231,8 @@ func (r *Region) emitRouted(d Routed) {
 
 // buffer keeps an envelope until its shard's home is known and usable, and asks for the home.
 func (r *Region) buffer(env Envelope, front bool) Routed {
-	if r.buffered >= r.cfg.BufferSize {
+	if r.buffered >= r.cfg.BufferSize && !front { // what comes back is kept whatever the bound
+
 		return Routed{Kind: Refused, Envelope: env, Err: ErrBufferFull}
 	}
 	b := r.buffers[env.Shard]

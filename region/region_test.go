@@ -88,6 +88,15 @@ func TestBufferFullRejects(t *testing.T) {
 	if d := r.Deliver(t0, env("1", "c")); d.Kind != Refused || !errors.Is(d.Err, ErrBufferFull) || d.Envelope.Entity != "c" {
 		t.Fatalf("third message: %+v", d)
 	}
+	// What a stopping shard hands back is already held: it is kept beyond the bound, in front.
+	r.Ready()
+	r.Bounce(t0, []Envelope{env("1", "x")})
+	if rd := r.Ready(); len(rd) != 0 {
+		t.Fatalf("a bounced message was not kept: %s", render(rd))
+	}
+	if r.buffered != 3 || r.buffers["1"].envs[0].Entity != "x" {
+		t.Fatalf("buffered %d, first %q", r.buffered, r.buffers["1"].envs[0].Entity)
+	}
 }
 
 func TestHandoffBuffersUntilTheNewHome(t *testing.T) {
