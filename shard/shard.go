@@ -13,6 +13,8 @@ type Config struct {
 	// stopped max(HandoffTimeout-5s, 1s) after a handoff began are stopped by force, as Akka
 	// does. Default 60 s.
 	HandoffTimeout time.Duration
+	// Remember turns on remembered entities (remember-entities): see Remember.
+	Remember Remember
 }
 
 // ForceStopAfter returns how long a handoff waits for entities to stop before forcing them.
@@ -32,10 +34,12 @@ const (
 	Running     EntityState = iota // handling messages
 	Passivating                    // asked to stop (passivation); new messages wait in the shard
 	Stopping                       // stopping for a handoff
+	Remembering                    // being stored as remembered; messages wait until it is
+	Restarting                     // remembered, stopped by itself; restarts after entity-restart-backoff
 )
 
 func (s EntityState) String() string {
-	return [...]string{"running", "passivating", "stopping"}[s]
+	return [...]string{"running", "passivating", "stopping", "remembering", "restarting"}[s]
 }
 
 // State is the state of the shard.
@@ -46,6 +50,7 @@ const (
 	StateActive   State = iota // delivering
 	StateDraining              // handing off: stopping every entity
 	StateStopped               // every entity stopped
+	StateLoading               // remembering entities: waiting for the stored set; messages wait
 )
 
 // Output is something the shard wants done. The set is sealed.
@@ -86,10 +91,12 @@ func (Bounce[M]) isOutput()          {}
 func (Stopped) isOutput()            {}
 
 type entity[M any] struct {
-	state    EntityState
-	waiting  []M   // messages that arrived while passivating: for the next incarnation
-	reported int64 // when the passivator last heard of a message for it (unix nanoseconds)
-	slot     Slot
+	state     EntityState
+	waiting   []M   // messages that arrived while passivating: for the next incarnation
+	reported  int64 // when the passivator last heard of a message for it (unix nanoseconds)
+	slot      Slot
+	retryAt   time.Time // Remembering after a failed write, Restarting: when to try again
+	requested bool      // Remembering: a write is out
 }
 
 // Slot holds the runtime's own data for one entity incarnation (its mailbox, say). The shard
@@ -131,6 +138,15 @@ type Shard[M any] struct {
 	resolution time.Duration // the passivator's Resolution
 	victims    []EntityID    // scratch for the passivator's answers
 	lastSweep  time.Time
+
+	// Remembered entities (see remember.go).
+	held          []heldMsg[M]      // messages that arrived while loading
+	loadAt        time.Time         // StateLoading: when to ask for the stored set (again)
+	loadOut       bool              // StateLoading: a load is out
+	recovering    []EntityID        // remembered entities still to start (constant-rate recovery)
+	recoveringSet map[EntityID]bool // the same, as a set
+	recoverAt     time.Time         // when the next batch starts
+	later         []EntityID        // entities with a retryAt to watch (failed writes, restarts)
 }
 
 // SetPassivator turns on automatic passivation with p (nil turns it off).
@@ -145,9 +161,17 @@ func (s *Shard[M]) SetPassivator(p Passivator) {
 // entities to stop leaves their stop messages there.
 func (s *Shard[M]) HasOutput() bool { return len(s.out) > 0 }
 
-// New returns an active shard.
+// New returns an active shard; one that remembers entities first asks for the stored set
+// (LoadEntities) and holds messages until Loaded.
 func New[M any](cfg Config, id ID) *Shard[M] {
-	return &Shard[M]{cfg: cfg, id: id, entities: map[EntityID]*entity[M]{}}
+	s := &Shard[M]{cfg: cfg, id: id, entities: map[EntityID]*entity[M]{}}
+	if cfg.Remember.Enabled {
+		s.cfg.Remember = cfg.Remember.withDefaults()
+		s.state = StateLoading
+		s.loadOut = true
+		s.emit(LoadEntities{})
+	}
+	return s
 }
 
 // ID returns the shard's id.
@@ -200,16 +224,33 @@ func (s *Shard[M]) Deliver(now time.Time, id EntityID, msg M) (Delivery, *Slot) 
 // receives it.
 func (s *Shard[M]) route(id EntityID, msg M) (Delivery, *entity[M]) {
 	if s.state != StateActive {
+		if s.state == StateLoading {
+			s.held = append(s.held, heldMsg[M]{id, msg})
+			return Waiting, nil
+		}
 		return Bounced, nil
 	}
 	e := s.entities[id]
 	switch {
+	case e == nil && s.cfg.Remember.Enabled:
+		if s.recoveringSet[id] { // remembered already, not yet restarted: start it now
+			delete(s.recoveringSet, id)
+			e = &entity[M]{state: Running}
+			s.entities[id] = e
+			return StartAndDeliver, e
+		}
+		s.remember(id, msg)
+		return Waiting, nil
 	case e == nil:
 		e = &entity[M]{state: Running}
 		s.entities[id] = e
 		return StartAndDeliver, e
 	case e.state == Running:
 		return Deliver, e
+	case e.state == Restarting:
+		// The next message restarts it at once (entity-restart-backoff: whichever first).
+		e.state, e.slot = Running, Slot{}
+		return StartAndDeliver, e
 	default:
 		e.waiting = append(e.waiting, msg)
 		return Waiting, nil
@@ -273,6 +314,9 @@ func (s *Shard[M]) EntityStopped(now time.Time, id EntityID, unhandled []M) {
 		}
 		return
 	}
+	if s.cfg.Remember.Enabled && s.state == StateActive && s.rememberedStop(now, id, e, unhandled) {
+		return
+	}
 	pending := slices.Concat(unhandled, e.waiting)
 	delete(s.entities, id)
 	if s.state != StateActive {
@@ -290,17 +334,23 @@ func (s *Shard[M]) EntityStopped(now time.Time, id EntityID, unhandled []M) {
 // Stop hands the shard off: every entity gets its stop message; ShardStopped follows when all
 // have stopped (or were forced to, after ForceStopAfter).
 func (s *Shard[M]) Stop(now time.Time) {
-	if s.state != StateActive {
+	if s.state != StateActive && s.state != StateLoading {
 		return
 	}
 	s.state, s.drainFrom = StateDraining, now
+	s.bounceHeld()
+	s.recovering, s.recoveringSet = nil, nil
 	for _, id := range slices.Sorted(maps.Keys(s.entities)) {
 		e := s.entities[id]
 		if len(e.waiting) > 0 {
 			s.emit(Bounce[M]{Msgs: e.waiting})
 			e.waiting = nil
 		}
-		if e.state == Running {
+		switch e.state {
+		case Remembering, Restarting:
+			delete(s.entities, id) // no incarnation runs: nothing to stop; the next home starts it
+			continue
+		case Running:
 			s.emit(StopEntity{Entity: id})
 		}
 		e.state = Stopping
@@ -311,6 +361,9 @@ func (s *Shard[M]) Stop(now time.Time) {
 // Tick passivates idle entities when due, and forces the stop of entities that ignored
 // their handoff stop message for too long.
 func (s *Shard[M]) Tick(now time.Time) {
+	if s.cfg.Remember.Enabled {
+		s.tickRemember(now)
+	}
 	if s.passivator != nil && s.state == StateActive {
 		if iv := s.passivator.Interval(); iv > 0 && now.Sub(s.lastSweep) >= iv {
 			s.lastSweep = now
@@ -328,10 +381,14 @@ func (s *Shard[M]) Tick(now time.Time) {
 	}
 }
 
-// Waiting returns the messages held for entities' next incarnations (those that arrived
-// while the entity was passivating), for accounting.
+// Waiting returns the messages the shard holds: for entities' next incarnations (those that
+// arrived while the entity was passivating or being remembered) and while it loads, for
+// accounting.
 func (s *Shard[M]) Waiting() []M {
 	var out []M
+	for _, h := range s.held {
+		out = append(out, h.msg)
+	}
 	for _, id := range slices.Sorted(maps.Keys(s.entities)) {
 		out = append(out, s.entities[id].waiting...)
 	}
@@ -357,5 +414,5 @@ func (s *Shard[M]) emit(o Output[M]) { s.out = append(s.out, o) }
 
 // String describes the shard for logs.
 func (s *Shard[M]) String() string {
-	return fmt.Sprintf("shard %s (%d entities, %s)", s.id, len(s.entities), [...]string{"active", "draining", "stopped"}[s.state])
+	return fmt.Sprintf("shard %s (%d entities, %s)", s.id, len(s.entities), [...]string{"active", "draining", "stopped", "loading"}[s.state])
 }
