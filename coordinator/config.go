@@ -32,6 +32,10 @@ type Config struct {
 	// Strategy allocates and rebalances shards. Default: allocation.NewLeastShard with its
 	// defaults.
 	Strategy allocation.Strategy
+	// RememberEntities (remember-entities = on): the shards that hold remembered entities are
+	// allocated without waiting for a message — those in the store when the coordinator
+	// starts (LoadShards), and those of a region that terminated.
+	RememberEntities bool
 }
 
 // DefaultConfig returns Akka's defaults for an entity type.

@@ -85,6 +85,11 @@ type Coordinator struct {
 	lastRebalance time.Time
 	now           time.Time
 	out           Ready
+
+	// Remembered shards (RememberEntities): loaded once per coordinator, after recovery.
+	shardsLoaded bool
+	loadOut      bool
+	loadAt       time.Time
 }
 
 // New returns the coordinator running on member self, whose up-number is term. cfg must
@@ -160,6 +165,7 @@ func (c *Coordinator) Tick(now time.Time) {
 			c.failHandoff(id, h)
 		}
 	}
+	c.loadShards()
 	if now.Sub(c.lastRebalance) >= c.cfg.RebalanceInterval {
 		c.lastRebalance = now
 		c.rebalance()
@@ -502,6 +508,11 @@ func (c *Coordinator) terminate(r *region) {
 	}
 	delete(c.regions, r.node)
 	c.emit(RegionTerminated{Region: r.node, Shards: shards})
+	if c.cfg.RememberEntities {
+		for _, s := range shards {
+			c.want(s) // its remembered entities start again elsewhere now
+		}
+	}
 	for _, s := range c.sortedHandoffs() {
 		c.advanceHandoff(s, c.handoffs[s])
 	}
@@ -523,6 +534,7 @@ func (c *Coordinator) progress() {
 				}
 			}
 		}
+		c.loadShards()
 	}
 	if !c.active() {
 		return
@@ -562,6 +574,45 @@ func (c *Coordinator) recoveryDone() bool {
 		}
 	}
 	return done
+}
+
+// loadShards asks for the remembered shards once the coordinator is active (again after a
+// failure, every RecoveryTimeout).
+func (c *Coordinator) loadShards() {
+	if !c.cfg.RememberEntities || c.shardsLoaded || c.loadOut || !c.active() || c.now.Before(c.loadAt) {
+		return
+	}
+	c.loadOut = true
+	c.out.LoadShards = true
+}
+
+// ShardsLoaded answers LoadShards: the shards that hold remembered entities, or the error
+// that kept them from being read (asked again after RecoveryTimeout). Those without a home
+// are allocated now.
+func (c *Coordinator) ShardsLoaded(now time.Time, ids []shard.ID, err error) {
+	c.now = now
+	if !c.loadOut {
+		return
+	}
+	c.loadOut = false
+	if err != nil {
+		c.loadAt = now.Add(c.cfg.RecoveryTimeout)
+		return
+	}
+	c.shardsLoaded = true
+	for _, s := range slices.Sorted(slices.Values(ids)) {
+		if c.shards[s] == nil {
+			c.want(s)
+		}
+	}
+	c.progress()
+}
+
+// want queues shard s for allocation on this coordinator's own behalf.
+func (c *Coordinator) want(s shard.ID) {
+	if !slices.Contains(c.waiting[s], c.self) {
+		c.waiting[s] = append(c.waiting[s], c.self)
+	}
 }
 
 // Allocation returns the home of a shard, for inspection.

@@ -237,3 +237,50 @@ func TestNothingIsAnsweredWhileNotServing(t *testing.T) {
 		t.Fatalf("the held request was not answered once serving: %s", out)
 	}
 }
+
+// TestRememberedShardsAreAllocatedWithoutMessages: with remember-entities, the coordinator
+// loads the stored shards once it has recovered and allocates those without a home; the
+// shards of a region that terminates are allocated again at once.
+func TestRememberedShardsAreAllocatedWithoutMessages(t *testing.T) {
+	c := newCoordinator(t, "a", "b")
+	c.cfg.RememberEntities = true
+	c.Ready()
+	c.Step(t0, "a", Register{Incarnation: 1})
+	c.Step(t0, "b", Register{Incarnation: 1, Hosted: []Hosted{{Shard: "1", Epoch: NewEpoch(1, 0)}}})
+	rd := c.Ready()
+	if !rd.LoadShards {
+		t.Fatal("no LoadShards after recovery")
+	}
+	c.ShardsLoaded(t0, nil, fmt.Errorf("no quorum"))
+	c.Tick(t0.Add(time.Second))
+	if c.Ready().LoadShards {
+		t.Fatal("asked again before waiting-for-state-timeout")
+	}
+	c.Tick(t0.Add(2 * time.Second))
+	if !c.Ready().LoadShards {
+		t.Fatal("not asked again after a failure")
+	}
+	c.ShardsLoaded(t0.Add(2*time.Second), []shard.ID{"1", "2", "3"}, nil)
+	for _, s := range []shard.ID{"1", "2", "3"} {
+		if _, _, ok := c.Allocation(s); !ok {
+			t.Errorf("remembered shard %s not allocated", s)
+		}
+	}
+	if r, _, _ := c.Allocation("1"); r != "b" {
+		t.Errorf("shard 1 moved from its home to %s", r)
+	}
+	c.Tick(t0.Add(time.Minute))
+	if c.Ready().LoadShards {
+		t.Fatal("loaded twice")
+	}
+	// b goes away: its shards are allocated again without waiting for a message.
+	c.Update(t0.Add(time.Minute), Members{Members: members("a"), Serving: true})
+	for s, r := range c.Allocations() {
+		if r != "a" {
+			t.Errorf("shard %s still on %s", s, r)
+		}
+	}
+	if len(c.Allocations()) != 3 {
+		t.Errorf("allocations after b left: %v", c.Allocations())
+	}
+}

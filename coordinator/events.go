@@ -94,4 +94,7 @@ func (RebalanceRound) isEvent()   {}
 type Ready struct {
 	Messages []Envelope
 	Events   []Event
+	// LoadShards asks for the shards that hold remembered entities (RememberEntities);
+	// answer with Coordinator.ShardsLoaded.
+	LoadShards bool
 }

@@ -24,6 +24,8 @@ type entityType struct {
 
 	pass    *passivation.Region[shard.EntityID] // nil: no automatic passivation
 	victims []passivation.Passivate[shard.EntityID]
+
+	gens map[shard.ID]uint64 // the generation of each local shard that remembers entities
 }
 
 // shard returns local shard id and records that it will be called, so drainType collects
@@ -59,6 +61,7 @@ type Engine struct {
 	queue []local
 	now   time.Time
 	out   Ready
+	gen   uint64 // the last shard generation issued (see StoreOp.Gen)
 }
 
 // New returns the engine of member self. cfg.Membership must have passed Validate; each
@@ -100,6 +103,10 @@ func (e *Engine) addType(tc TypeConfig) error {
 	if tc.Shard.HandoffTimeout == 0 {
 		tc.Shard.HandoffTimeout = tc.Coordinator.HandoffTimeout // one handoff-timeout for both
 	}
+	if tc.Shard.Remember.Enabled {
+		tc.Coordinator.RememberEntities = true
+		tc.Passivation = passivation.Settings{} // the seeds: always off for remembered entities
+	}
 	if err := tc.Coordinator.Validate(); err != nil {
 		return fmt.Errorf("entity type %q: %w", tc.Name, err)
 	}
@@ -107,6 +114,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 		cfg:    tc,
 		region: region.New(tc.Region, e.self.Node, e.self.Incarnation, e.now),
 		shards: map[shard.ID]*shard.Shard[region.Envelope]{},
+		gens:   map[shard.ID]uint64{},
 	}
 	if tc.Passivation.Enabled() {
 		pass, err := passivation.NewRegion(tc.Passivation, passivation.StringHash[shard.EntityID])
@@ -169,6 +177,7 @@ func (e *Engine) Drain(dst *Ready) {
 	dst.Rejected = append(dst.Rejected, e.out.Rejected...)
 	dst.Members = append(dst.Members, e.out.Members...)
 	dst.Events = append(dst.Events, e.out.Events...)
+	dst.Store = append(dst.Store, e.out.Store...)
 	clear(e.out.Forwards)
 	clear(e.out.Entities)
 	clear(e.out.Rejected)
@@ -180,6 +189,7 @@ func (e *Engine) Drain(dst *Ready) {
 		Rejected:     e.out.Rejected[:0],
 		Members:      e.out.Members[:0],
 		Events:       e.out.Events[:0],
+		Store:        e.out.Store[:0],
 	}
 }
 
@@ -198,6 +208,7 @@ func (r *Ready) Reset() {
 		Rejected:     r.Rejected[:0],
 		Members:      r.Members[:0],
 		Events:       r.Events[:0],
+		Store:        r.Store[:0],
 	}
 }
 
@@ -244,7 +255,7 @@ func (e *Engine) Tick(now time.Time) {
 		}
 		t.region.Tick(now)
 		for _, id := range t.order {
-			if sh := t.shards[id]; sh.State() == shard.StateDraining || t.pass != nil {
+			if sh := t.shards[id]; sh.State() == shard.StateDraining || t.pass != nil || sh.Remembers() {
 				if sh.Tick(now); sh.HasOutput() {
 					t.touched = append(t.touched, sh)
 				}
@@ -413,6 +424,10 @@ func (e *Engine) drainType(t *entityType) bool {
 			did = true
 			e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ev})
 		}
+		if rd.LoadShards {
+			did = true
+			e.out.Store = append(e.out.Store, StoreOp{Kind: StoreLoadShards, Type: t.cfg.Name})
+		}
 	}
 	for _, o := range t.region.Ready() {
 		did = true
@@ -484,6 +499,15 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 	case shard.Bounce[region.Envelope]:
 		t.region.Bounce(e.now, o.Msgs)
 		return
+	case shard.LoadEntities:
+		e.storeOp(t, StoreLoadEntities, sh.ID(), "")
+		return
+	case shard.RememberEntity:
+		e.storeOp(t, StoreRemember, sh.ID(), o.Entity)
+		return
+	case shard.ForgetEntity:
+		e.storeOp(t, StoreForget, sh.ID(), o.Entity)
+		return
 	case shard.Stopped:
 		e.forgetShard(t, sh.ID())
 		t.region.LocalShardStopped(e.now, sh.ID())
@@ -502,6 +526,11 @@ func (e *Engine) startShard(t *entityType, id shard.ID) {
 	t.shards[id] = sh
 	i, _ := slices.BinarySearch(t.order, id)
 	t.order = slices.Insert(t.order, i, id)
+	if sh.HasOutput() { // a shard that remembers entities asks for them first
+		e.gen++
+		t.gens[id] = e.gen
+		t.touched = append(t.touched, sh)
+	}
 	if t.pass == nil {
 		return
 	}
@@ -519,6 +548,7 @@ func (e *Engine) startShard(t *entityType, id shard.ID) {
 // others.
 func (e *Engine) forgetShard(t *entityType, id shard.ID) {
 	delete(t.shards, id)
+	delete(t.gens, id)
 	if i, ok := slices.BinarySearch(t.order, id); ok {
 		t.order = slices.Delete(t.order, i, i+1)
 	}

@@ -110,10 +110,11 @@ type Ready struct {
 	Rejected     []Rejected
 	Members      []membership.Event
 	Events       []TypedEvent
+	Store        []StoreOp
 }
 
 // Empty reports whether there is nothing to do.
 func (r *Ready) Empty() bool {
 	return len(r.Membership) == 0 && len(r.Coordination) == 0 && len(r.Forwards) == 0 && len(r.Entities) == 0 &&
-		len(r.Rejected) == 0 && len(r.Members) == 0 && len(r.Events) == 0
+		len(r.Rejected) == 0 && len(r.Members) == 0 && len(r.Events) == 0 && len(r.Store) == 0
 }

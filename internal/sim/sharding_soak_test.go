@@ -66,13 +66,25 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 	typ := testType("counter", 1)
 	typ.Coordinator.RebalanceInterval = 5 * time.Second
 	typ.Coordinator.HandoffTimeout = 10 * time.Second
-	switch r.IntN(3) { // automatic passivation: none, idle, or a small active-entity limit
+	// Automatic passivation (none, idle, or a small active-entity limit), or remembered
+	// entities with a store that fails now and then.
+	remember := false
+	switch r.IntN(4) {
 	case 1:
 		typ.Passivation = passivation.Disabled().WithIdleTimeout(time.Duration(1+r.IntN(3)) * time.Second)
 	case 2:
 		typ.Passivation = passivation.DefaultStrategy().WithActiveEntityLimit(20 + r.IntN(40))
+	case 3:
+		remember = true
+		typ.Shard.Remember = shard.Remember{Enabled: true, RestartBackoff: time.Second, FailureBackoff: time.Duration(1+r.IntN(2)) * time.Second}
+		if r.IntN(2) == 0 {
+			typ.Shard.Remember.RecoveryFrequency, typ.Shard.Remember.RecoveryBatch = 100*time.Millisecond, 1+r.IntN(10)
+		}
 	}
 	s := New(Options{Seed: seed, Membership: cfg, Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
+	if remember {
+		s.store.FailRate = []float64{0, 0.02, 0.1}[r.IntN(3)]
+	}
 	s.Net.Loss = []float64{0, 0, 0.01}[r.IntN(3)]
 	s.Net.MaxLatency = []time.Duration{2 * time.Millisecond, 20 * time.Millisecond}[r.IntN(2)]
 
@@ -172,6 +184,14 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 	live := running()
 	if len(live) == 0 {
 		return s, s.Err()
+	}
+	// Every remembered entity runs again, on exactly one member, without a message: after
+	// kills, handoffs and restarts.
+	if remember {
+		var err error
+		if !s.RunUntil(func() bool { err = s.checkRemembered("counter"); return err == nil }, 20*time.Second) {
+			return s, fmt.Errorf("remembered entities not all running 20 s after settling: %w", err)
+		}
 	}
 	// A final message to every entity: each is handled.
 	before := s.traffic.next

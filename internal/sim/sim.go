@@ -49,6 +49,7 @@ type Sim struct {
 
 	traffic   *traffic // entity messages and their fate
 	extractor *shard.HashCodeExtractor
+	store     *store // remembered entities, as the replicated store holds them
 }
 
 // Node is one simulated member process.
@@ -97,6 +98,7 @@ func New(opts Options) *Sim {
 		nodes:   []*Node{nil},
 		byID:    map[membership.NodeID]*Node{},
 		traffic: newTraffic(),
+		store:   newStore(),
 	}
 }
 
@@ -311,6 +313,9 @@ func (s *Sim) process(n *Node) {
 	}
 	for _, ev := range rd.Events {
 		s.observeSharding(n, ev)
+	}
+	for _, op := range rd.Store {
+		s.storeOp(n, op)
 	}
 	s.checkSafety(n)
 	s.checkShardHomes(n)
