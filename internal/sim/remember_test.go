@@ -31,7 +31,7 @@ func TestRememberedEntitiesSurviveAFullRestart(t *testing.T) {
 				s.Send(1+i%3, "counter", shard.EntityID(fmt.Sprintf("e%d", i)))
 			}
 			s.RunFor(6 * time.Second) // failed writes are retried after a second
-			if got := len(s.Remembered("counter")); got != 60 {
+			if got := len(s.remembered("counter")); got != 60 {
 				t.Fatalf("remembered %d of 60 entities", got)
 			}
 			for i := 1; i <= 3; i++ {

@@ -41,8 +41,8 @@ func (st *store) shard(typ string, s shard.ID) map[shard.EntityID]bool {
 	return set
 }
 
-// Remembered returns the remembered entities of type typ, sorted.
-func (s *Sim) Remembered(typ string) []entityKey {
+// remembered returns the remembered entities of type typ, sorted.
+func (s *Sim) remembered(typ string) []entityKey {
 	var out []entityKey
 	for _, set := range s.store.entities[typ] {
 		for id := range set {
@@ -116,7 +116,7 @@ func (s *Sim) answerStore(n *Node, inc uint64, op engine.StoreOp, err error) {
 // checkRemembered: every remembered entity runs on exactly one running member (checked once
 // the cluster has settled).
 func (s *Sim) checkRemembered(typ string) error {
-	for _, key := range s.Remembered(typ) {
+	for _, key := range s.remembered(typ) {
 		var on []string
 		for _, n := range s.nodes[1:] {
 			if n.Running() && n.entities != nil && n.entities.live[key] != nil {
