@@ -26,11 +26,12 @@ Example, with the daemon's built-in counter type (sharddaemon --entity-types cou
 			if err != nil {
 				return err
 			}
-			cl, ctx, done, err := dial(c)
+			s, err := connect(c)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer s.close()
+			cl, ctx := s.cl, s.ctx
 			if err := cl.Tell(ctx, typ, id, []byte(msg)); err != nil {
 				return callError(err)
 			}
@@ -58,11 +59,12 @@ Example, with the daemon's built-in counter type:
 			if err != nil {
 				return err
 			}
-			cl, ctx, done, err := dial(c)
+			s, err := connect(c)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer s.close()
+			cl, ctx := s.cl, s.ctx
 			reply, err := cl.Ask(ctx, typ, id, []byte(msg))
 			if err != nil {
 				return callError(err)
@@ -178,11 +180,12 @@ func typesCommand() *cli.Command {
 Example:
    shardctl types --data-dir /tmp/a`,
 		Action: func(c *cli.Context) error {
-			cl, ctx, done, err := dial(c)
+			s, err := connect(c)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer s.close()
+			cl, ctx := s.cl, s.ctx
 			names, err := cl.Types(ctx)
 			if err != nil {
 				return callError(err)
