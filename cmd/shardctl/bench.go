@@ -226,7 +226,7 @@ func (r *benchRun) result(typ, mode string, c *cli.Context, elapsed time.Duratio
 func printBench(w io.Writer, b benchJSON) {
 	us := func(v int64) string { return (time.Duration(v) * time.Microsecond).String() }
 	t := newTable(w)
-	t.row("ops", fmt.Sprintf("%d in %v (%d errors)", b.Ops, (time.Duration(b.DurationMs) * time.Millisecond).Round(time.Millisecond), b.Errors))
+	t.row("ops", fmt.Sprintf("%d in %v (%d errors)", b.Ops, (time.Duration(b.DurationMs)*time.Millisecond).Round(time.Millisecond), b.Errors))
 	t.row("throughput", fmt.Sprintf("%.0f %ss/s", b.Throughput, b.Mode))
 	t.row("latency", fmt.Sprintf("p50 %s  p90 %s  p99 %s  max %s  (min %s, mean %s)", us(b.LatencyUs.P50), us(b.LatencyUs.P90),
 		us(b.LatencyUs.P99), us(b.LatencyUs.Max), us(b.LatencyUs.Min), us(int64(b.LatencyUs.Mean))))
