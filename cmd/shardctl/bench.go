@@ -86,8 +86,8 @@ type benchRun struct {
 }
 
 func runBench(c *cli.Context) error {
-	if c.Args().Present() {
-		return usagef("unexpected argument %q (bench takes flags only)", c.Args().First())
+	if _, err := positional(c, "", 0); err != nil {
+		return err
 	}
 	typ := c.String("type")
 	switch {

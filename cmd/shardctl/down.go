@@ -37,15 +37,16 @@ Example:
 			&cli.BoolFlag{Name: "force", Usage: "down it even if it is reachable, or from a member outside the majority"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usagef("down needs NODE (got %d arguments; see 'shardctl down --help')", c.NArg())
+			args, err := positional(c, "NODE", 1)
+			if err != nil {
+				return err
 			}
 			s, err := connect(c)
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			m, err := s.member(c.Args().First())
+			m, err := s.member(args[0])
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -93,8 +94,11 @@ func entityArgs(c *cli.Context) (typ, id, msg string, err error) {
 	if len(args) < 3 {
 		return "", "", "", cli.Exit(fmt.Sprintf("%s needs TYPE ENTITY_ID MESSAGE... (got %d arguments; see 'shardctl %s --help')", c.Command.Name, len(args), c.Command.Name), exitUsage)
 	}
-	if args[1] == "" {
-		return "", "", "", cli.Exit("ENTITY_ID is empty", exitUsage)
+	if err := admin.CheckTypeName(args[0]); err != nil {
+		return "", "", "", usagef("TYPE: %v", err)
+	}
+	if err := admin.CheckEntityID(args[1]); err != nil {
+		return "", "", "", usagef("ENTITY_ID: %v", err)
 	}
 	words := args[2:]
 	if len(words) > 0 && words[0] == "--" {

@@ -50,8 +50,8 @@ Example:
 			&cli.BoolFlag{Name: "live", Usage: "check liveness only"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return usagef("unexpected argument %q (health takes flags only)", c.Args().First())
+			if _, err := positional(c, "", 0); err != nil {
+				return err
 			}
 			wait := c.Duration("wait")
 			if wait < 0 {

@@ -19,15 +19,16 @@ connects to NODE itself, at the addresses the cluster knows for it.
 Example:
    shardctl leave --data-dir /tmp/a --identity admin.key …Xy3kLm9q`,
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usagef("leave needs NODE (got %d arguments; see 'shardctl leave --help')", c.NArg())
+			args, err := positional(c, "NODE", 1)
+			if err != nil {
+				return err
 			}
 			s, err := connect(c)
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			m, err := s.member(c.Args().First())
+			m, err := s.member(args[0])
 			if err != nil {
 				return err
 			}

@@ -39,10 +39,11 @@ Example:
    shardctl locate --data-dir /tmp/a counter user-42
    shardctl locate --data-dir /tmp/a counter user-42 --json`,
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 2 {
-				return usagef("locate needs TYPE ENTITY_ID (got %d arguments; see 'shardctl locate --help')", c.NArg())
+			args, err := positional(c, "TYPE ENTITY_ID", 2)
+			if err != nil {
+				return err
 			}
-			typ, id := c.Args().Get(0), c.Args().Get(1)
+			typ, id := args[0], args[1]
 			if err := admin.CheckTypeName(typ); err != nil {
 				return usagef("TYPE: %v", err)
 			}

@@ -40,8 +40,8 @@ Example:
 			&cli.IntFlag{Name: "ids", Value: 5, Usage: "entity ids to show per shard in the table (`N`; --json lists all)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return usagef("unexpected argument %q (region-state takes flags only)", c.Args().First())
+			if _, err := positional(c, "", 0); err != nil {
+				return err
 			}
 			if t := c.String("type"); c.IsSet("type") {
 				if err := admin.CheckTypeName(t); err != nil {

@@ -48,8 +48,8 @@ Example:
    shardctl shutdown --data-dir /tmp/a --node …Xy3kLm9q --identity admin.key --json`,
 		Flags: []cli.Flag{timeoutFlag(shutdownTimeout, "fail (exit 1) if the member has not left within this long; the shutdown goes on")},
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return usagef("unexpected argument %q: shutdown shuts down the member named by --node (for another member: shardctl leave NODE)", c.Args().First())
+			if _, err := positional(c, "", 0); err != nil {
+				return err // shutdown shuts down the member named by --node; for another: leave NODE
 			}
 			s, err := connect(c)
 			if err != nil {

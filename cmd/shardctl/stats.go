@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,8 +75,8 @@ Example:
 			&cli.DurationFlag{Name: "query-timeout", Usage: "bound of each member's answer (default: the member's shard-region-query-timeout)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return usagef("unexpected argument %q (stats takes flags only)", c.Args().First())
+			if _, err := positional(c, "", 0); err != nil {
+				return err
 			}
 			for _, t := range c.StringSlice("type") {
 				if err := admin.CheckTypeName(t); err != nil {
@@ -133,6 +134,7 @@ func statsView(st *adminpb.StatsResponse) statsJSON {
 			}
 		}
 	}
+	slices.SortStableFunc(out.Regions, func(a, b statsRegionJSON) int { return strings.Compare(a.EntityType, b.EntityType) })
 	for _, f := range st.Failed {
 		fj := statsFailedJSON{Node: f.Node, Error: f.Error, Shards: []statsFailedShardsJSON{}}
 		for _, ts := range f.Shards {

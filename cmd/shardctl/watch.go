@@ -59,8 +59,8 @@ Example:
 			&cli.IntFlag{Name: "count", Usage: "stop after `N` events"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return usagef("unexpected argument %q (watch takes flags only)", c.Args().First())
+			if _, err := positional(c, "", 0); err != nil {
+				return err
 			}
 			for _, t := range c.StringSlice("type") {
 				if err := admin.CheckTypeName(t); err != nil {
