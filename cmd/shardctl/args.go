@@ -75,4 +75,3 @@ func commandFlag(c *cli.Context, name string) cli.Flag {
 	}
 	return nil
 }
-
