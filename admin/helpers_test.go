@@ -173,7 +173,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newTestServer(t testing.TB, b *fakeBackend, cfg ServerConfig) *testServer {
+func newTestServer(_ testing.TB, b *fakeBackend, cfg ServerConfig) *testServer {
 	logs := &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	return &testServer{Server: NewServer(b, cfg), backend: b, logs: logs}

@@ -125,7 +125,9 @@ func (s *Server) handle(st *p2p.Stream) {
 		if err != nil {
 			return err
 		}
-		st.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if err := st.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+			return err
+		}
 		return st.WriteFrame(out)
 	}
 	started := func() {
@@ -152,7 +154,7 @@ func (s *Server) serve(ctx context.Context, caller peer.ID, frame []byte, emit e
 	if refused := s.authorize(caller, req); refused != nil {
 		return emit(refused)
 	}
-	if name, acc := callInfo(req); acc == accessAdmin {
+	if name, acc := callInfo(req); acc == accessAdmin && !req.GetDown().GetCheck() {
 		s.log.Info("admin call", "call", name, "caller", caller.String())
 	}
 	switch call := req.Call.(type) {

@@ -135,7 +135,7 @@ func TestStatsNamesMembersThatDidNotAnswer(t *testing.T) {
 	b.stats.Regions[0].CoordinatorHere = true
 	b.stats.Regions[0].Allocations = []*adminpb.Allocation{{Shard: "1", Node: self.String()}, {Shard: "2", Node: fine.String()}, {Shard: "3", Node: stuck.String()}, {Shard: "4", Node: stuck.String()}}
 	s := newTestServer(t, b, ServerConfig{QueryTimeout: 50 * time.Millisecond, ReadOnlyOpen: true})
-	s.callPeer = func(ctx context.Context, to peer.ID, req *adminpb.Request) (*adminpb.Response, error) {
+	s.callPeer = func(ctx context.Context, to peer.ID, _ *adminpb.Request) (*adminpb.Response, error) {
 		if to == stuck {
 			<-ctx.Done()
 			return nil, ctx.Err()

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
 // downJSON is down --json.
@@ -100,10 +101,8 @@ func confirm(c *cli.Context, question string) (bool, error) {
 	if in == nil {
 		in = os.Stdin
 	}
-	if f, ok := in.(*os.File); ok {
-		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
-			return false, usagef("%s needs confirmation and stdin is not a terminal: pass --yes", c.Command.Name)
-		}
+	if f, ok := in.(*os.File); ok && !term.IsTerminal(int(f.Fd())) {
+		return false, usagef("%s needs confirmation and stdin is not a terminal: pass --yes", c.Command.Name)
 	}
 	fmt.Fprintf(c.App.ErrWriter, "%s [y/N] ", question)
 	line, err := bufio.NewReader(in).ReadString('\n')
