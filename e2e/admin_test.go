@@ -377,6 +377,7 @@ func inspect(t *testing.T, ds []*daemon, ctl func(*daemon, string, ...string) []
 		ctl(m4, "health", "--live"),
 		ctl(m1, "health", "--wait", "5s"),
 		ctl(m2, "locate", "--json", "counter", "never-asked"),
+		ctl(m1, "region-state", "--json", "--node", short(m4.peerID())), // a member by name, through m1
 	)
 	for _, r := range rs {
 		if r.code != 0 {
@@ -463,6 +464,11 @@ func inspect(t *testing.T, ds []*daemon, ctl func(*daemon, string, ...string) []
 	}
 	if !strings.Contains(rs[8].out, "live     yes") || !strings.Contains(rs[9].out, "ready    yes") {
 		t.Errorf("health:\n%v\n%v", rs[8], rs[9])
+	}
+	if byName := decode[[]struct {
+		Node string `json:"node"`
+	}](t, rs[11]); len(byName) != 2 || byName[0].Node != m4.peerID() {
+		t.Errorf("region-state --node NAME: %v", rs[11])
 	}
 	if ghost := decode[struct {
 		Alive bool `json:"alive"`

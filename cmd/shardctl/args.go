@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/shardmesh/shardmesh/admin"
 )
 
 // positional returns a command's positional arguments, which must number n (described by
@@ -72,6 +74,29 @@ func commandFlag(c *cli.Context, name string) cli.Flag {
 				return f
 			}
 		}
+	}
+	return nil
+}
+
+// typeFlags returns the entity types of --type (repeatable), checked, for a command that
+// takes flags only.
+func typeFlags(c *cli.Context) ([]string, error) {
+	if _, err := positional(c, "", 0); err != nil {
+		return nil, err
+	}
+	types := c.StringSlice("type")
+	for _, t := range types {
+		if err := admin.CheckTypeName(t); err != nil {
+			return nil, usagef("--type: %v", err)
+		}
+	}
+	return types, nil
+}
+
+// positiveFlag checks that duration flag name, when set, is positive.
+func positiveFlag(c *cli.Context, name string) error {
+	if c.IsSet(name) && c.Duration(name) <= 0 {
+		return usagef("--%s %v: must be positive", name, c.Duration(name))
 	}
 	return nil
 }

@@ -60,8 +60,8 @@ func connect(c *cli.Context) (*session, error) {
 
 // connectFor connects with a context bounded by timeout (0: none).
 func connectFor(c *cli.Context, timeout time.Duration) (*session, error) {
-	if c.IsSet("timeout") && c.Duration("timeout") <= 0 {
-		return nil, usagef("--timeout %v: must be positive", c.Duration("timeout"))
+	if err := positiveFlag(c, "timeout"); err != nil {
+		return nil, err
 	}
 	s := &session{}
 	if f := c.String("cluster-key"); f != "" {
@@ -175,6 +175,25 @@ func (s *session) dialMember(m *adminpb.MemberInfo) (*admin.Client, error) {
 		return nil, cli.Exit(fmt.Sprintf("member %s announced no address", m.Node), exitFailed)
 	}
 	return nil, last
+}
+
+// connectToMember connects for a command whose one argument is a member (NODE) and finds
+// that member.
+func connectToMember(c *cli.Context) (*session, *adminpb.MemberInfo, error) {
+	args, err := positional(c, "NODE", 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := connect(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := s.member(args[0])
+	if err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	return s, m, nil
 }
 
 // member finds a member of the cluster by name, as the connected member sees it.

@@ -38,19 +38,11 @@ Example:
 			&cli.BoolFlag{Name: "force", Usage: "down it even if it is reachable, or from a member outside the majority"},
 		},
 		Action: func(c *cli.Context) error {
-			args, err := positional(c, "NODE", 1)
-			if err != nil {
-				return err
-			}
-			s, err := connect(c)
+			s, m, err := connectToMember(c)
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			m, err := s.member(args[0])
-			if err != nil {
-				return err
-			}
 			// Ask first whether the member would do it (authorisation, safety), so nobody
 			// confirms what is then refused.
 			check, err := s.cl.Down(s.ctx, m.Node, c.Bool("force"), true)

@@ -69,6 +69,9 @@ Example:
 				time.Sleep(healthPoll)
 			}
 			if h == nil {
+				if wait > 0 {
+					return cli.Exit(fmt.Sprintf("not ready within --wait %v: %v", wait, lastErr), exitFailed)
+				}
 				return lastErr
 			}
 			if err := printHealth(c, h); err != nil {

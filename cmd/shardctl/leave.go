@@ -19,19 +19,11 @@ connects to NODE itself, at the addresses the cluster knows for it.
 Example:
    shardctl leave --data-dir /tmp/a --identity admin.key …Xy3kLm9q`,
 		Action: func(c *cli.Context) error {
-			args, err := positional(c, "NODE", 1)
-			if err != nil {
-				return err
-			}
-			s, err := connect(c)
+			s, m, err := connectToMember(c)
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			m, err := s.member(args[0])
-			if err != nil {
-				return err
-			}
 			target := s.cl
 			if m.Node != s.cl.Node().String() {
 				if target, err = s.dialMember(m); err != nil {

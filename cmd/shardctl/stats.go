@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 )
 
@@ -75,23 +74,19 @@ Example:
 			&cli.DurationFlag{Name: "query-timeout", Usage: "bound of each member's answer (default: the member's shard-region-query-timeout)"},
 		},
 		Action: func(c *cli.Context) error {
-			if _, err := positional(c, "", 0); err != nil {
+			types, err := typeFlags(c)
+			if err != nil {
 				return err
 			}
-			for _, t := range c.StringSlice("type") {
-				if err := admin.CheckTypeName(t); err != nil {
-					return usagef("--type: %v", err)
-				}
-			}
-			if c.IsSet("query-timeout") && c.Duration("query-timeout") <= 0 {
-				return usagef("--query-timeout %v: must be positive", c.Duration("query-timeout"))
+			if err := positiveFlag(c, "query-timeout"); err != nil {
+				return err
 			}
 			s, err := connect(c)
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			st, err := s.cl.Stats(s.ctx, c.StringSlice("type"), c.Duration("query-timeout"))
+			st, err := s.cl.Stats(s.ctx, types, c.Duration("query-timeout"))
 			if err != nil {
 				return callError(err)
 			}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 )
 
@@ -59,16 +58,12 @@ Example:
 			&cli.IntFlag{Name: "count", Usage: "stop after `N` events"},
 		},
 		Action: func(c *cli.Context) error {
-			if _, err := positional(c, "", 0); err != nil {
+			types, err := typeFlags(c)
+			if err != nil {
 				return err
 			}
-			for _, t := range c.StringSlice("type") {
-				if err := admin.CheckTypeName(t); err != nil {
-					return usagef("--type: %v", err)
-				}
-			}
-			if c.IsSet("for") && c.Duration("for") <= 0 {
-				return usagef("--for %v: must be positive", c.Duration("for"))
+			if err := positiveFlag(c, "for"); err != nil {
+				return err
 			}
 			if c.Int("count") < 0 {
 				return usagef("--count %d: must not be negative", c.Int("count"))
@@ -89,7 +84,7 @@ Example:
 			errEnough := errors.New("enough events")
 			enc := json.NewEncoder(c.App.Writer)
 			ready := func() { fmt.Fprintf(c.App.ErrWriter, "watching %s (Ctrl-C to stop)\n", shortID(s.cl.Node().String())) }
-			err = s.cl.Watch(ctx, c.StringSlice("type"), c.Bool("no-members"), ready, func(ev *adminpb.WatchEvent) error {
+			err = s.cl.Watch(ctx, types, c.Bool("no-members"), ready, func(ev *adminpb.WatchEvent) error {
 				if c.Bool("json") {
 					if err := enc.Encode(watchView(ev)); err != nil {
 						return err
