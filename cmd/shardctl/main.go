@@ -42,7 +42,10 @@ func newApp() *cli.App {
 		Usage: "operate a shardmesh cluster",
 		Description: `shardctl talks to one member of a cluster over the authenticated admin protocol.
 Name the member with --node MULTIADDR (or $SHARDMESH_NODE), or with --data-dir DIR of a
-daemon running on this machine (its DIR/addrs file).
+daemon running on this machine (its DIR/addrs file); --node PEER_ID names another member
+through that one. Calls that change the cluster (shutdown, leave, down) need an admin
+identity: --identity FILE, made by 'shardctl keygen admin' and listed in the daemons'
+--admin-allow. Every command has --help with an example; docs/cli.md has the rest.
 
 Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 		Flags:           globalFlags(),
