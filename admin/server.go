@@ -229,7 +229,7 @@ func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Resp
 
 // ask makes a call to member to: answered here when to is this member.
 func (s *Server) ask(ctx context.Context, to string, req *adminpb.Request) (*adminpb.Response, error) {
-	if to == string(s.self) || to == s.backend.Self() {
+	if to == s.backend.Self() {
 		resp := s.answer(ctx, req)
 		if resp.Code != adminpb.Code_OK && resp.Code != adminpb.Code_PARTIAL {
 			return resp, &CallError{Code: resp.Code, Message: resp.Error}

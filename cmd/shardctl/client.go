@@ -53,13 +53,9 @@ func (s *session) close() {
 	s.cancel()
 }
 
-// connect connects to the member the global flags name.
+// connect connects to the member the global flags name; the session's context is bounded
+// by --timeout.
 func connect(c *cli.Context) (*session, error) {
-	return connectFor(c, c.Duration("timeout"))
-}
-
-// connectFor connects with a context bounded by timeout (0: none).
-func connectFor(c *cli.Context, timeout time.Duration) (*session, error) {
 	if err := positiveFlag(c, "timeout"); err != nil {
 		return nil, err
 	}
@@ -76,10 +72,7 @@ func connectFor(c *cli.Context, timeout time.Duration) (*session, error) {
 			return nil, cli.Exit("--identity: "+err.Error(), exitUsage)
 		}
 	}
-	s.ctx, s.cancel = context.Background(), func() {}
-	if timeout > 0 {
-		s.ctx, s.cancel = context.WithTimeout(context.Background(), timeout)
-	}
+	s.ctx, s.cancel = context.WithTimeout(context.Background(), c.Duration("timeout"))
 	addr, name, err := entryPoint(c)
 	if err != nil {
 		s.cancel()
