@@ -3,27 +3,59 @@ package admin
 import (
 	"context"
 	"errors"
-	"time"
+	"sync"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/shard"
 )
 
-// Backend answers admin calls from a running member.
+// Backend answers admin calls from a running member. Its answers are in the protocol's
+// terms, so a test can stand in for a member.
 type Backend interface {
+	// Self is the member's node id.
+	Self() string
 	Members() *adminpb.MembersResponse
 	Types() []string
 	Tell(typ, entity string, payload []byte) error
 	Ask(ctx context.Context, typ, entity string, payload []byte) ([]byte, error)
+	// RegionState returns the shards of type typ here and their live entities (node.ErrUnknownType).
 	RegionState(ctx context.Context, typ string) (*adminpb.RegionStateResponse, error)
+	// LocalStats returns this member's status and its regions of types (all when empty;
+	// types not registered here are left out).
+	LocalStats(ctx context.Context, types []string, withAllocations bool) (*adminpb.LocalStatsResponse, error)
+	// ShardOf returns the shard of an entity by its type's extractor (node.ErrUnknownType).
+	ShardOf(typ, entity string) (string, error)
+	// ShardInfo returns what this member knows of one shard (and entity, when set).
+	ShardInfo(ctx context.Context, typ, shard, entity string) (*adminpb.ShardInfoResponse, error)
+	// Ping returns nil once the member's loop took a turn: liveness.
+	Ping(ctx context.Context) error
+	// Subscribe returns the member's events (membership.Event, wire.ShardingEvent, …) and
+	// a function to stop them.
+	Subscribe() (<-chan node.Event, func())
+	// Shutdown begins a graceful shutdown (hand off every shard, then leave); false when
+	// it had begun already.
+	Shutdown() bool
+	// Down marks a member Down.
+	Down(ctx context.Context, node string) error
+	// Done is closed when the member has stopped; StopReason then says why ("left",
+	// "downed", …; "" while it runs or when it was closed).
+	Done() <-chan struct{}
+	StopReason() string
 }
 
 // NodeBackend answers admin calls from a member's runtime.
-func NodeBackend(n *node.Node) Backend { return nodeBackend{n} }
+func NodeBackend(n *node.Node) Backend { return &nodeBackend{n: n} }
 
-type nodeBackend struct{ n *node.Node }
+type nodeBackend struct {
+	n        *node.Node
+	shutdown sync.Once
+}
 
-func (b nodeBackend) Members() *adminpb.MembersResponse {
+func (b *nodeBackend) Self() string { return string(b.n.ID()) }
+
+func (b *nodeBackend) Members() *adminpb.MembersResponse {
 	v := b.n.View()
 	resp := &adminpb.MembersResponse{Self: string(v.Self), Leader: string(v.Leader), Oldest: string(v.Oldest), Converged: v.Converged}
 	unreachable := map[string]bool{}
@@ -47,30 +79,107 @@ func (b nodeBackend) Members() *adminpb.MembersResponse {
 	return resp
 }
 
-func (b nodeBackend) Types() []string { return b.n.TypeNames() }
+func (b *nodeBackend) Types() []string { return b.n.TypeNames() }
 
-func (b nodeBackend) Tell(typ, entity string, payload []byte) error {
+func (b *nodeBackend) Tell(typ, entity string, payload []byte) error {
 	return b.n.TellEncoded(typ, entity, payload)
 }
 
-func (b nodeBackend) Ask(ctx context.Context, typ, entity string, payload []byte) ([]byte, error) {
+func (b *nodeBackend) Ask(ctx context.Context, typ, entity string, payload []byte) ([]byte, error) {
 	return b.n.AskEncoded(ctx, typ, entity, payload)
 }
 
-func (b nodeBackend) RegionState(ctx context.Context, typ string) (*adminpb.RegionStateResponse, error) {
+func (b *nodeBackend) RegionState(ctx context.Context, typ string) (*adminpb.RegionStateResponse, error) {
 	state, err := b.n.RegionState(ctx, typ)
 	if err != nil {
 		return nil, err
 	}
-	resp := &adminpb.RegionStateResponse{Node: string(b.n.ID())}
+	stats, err := b.n.LocalStats(ctx, []string{typ}, false)
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminpb.RegionStateResponse{Node: string(b.n.ID()), EntityType: typ}
+	for _, r := range stats.Regions {
+		resp.Proxy = r.Proxy
+	}
 	for _, s := range state {
-		ss := &adminpb.ShardState{Shard: string(s.Shard), Stopping: s.Stopping}
+		ss := &adminpb.ShardState{Shard: string(s.Shard), Stopping: s.Stopping, EntityCount: uint64(len(s.Entities))}
 		for _, e := range s.Entities {
 			ss.Entities = append(ss.Entities, string(e))
 		}
 		resp.Shards = append(resp.Shards, ss)
 	}
 	return resp, nil
+}
+
+func (b *nodeBackend) LocalStats(ctx context.Context, types []string, withAllocations bool) (*adminpb.LocalStatsResponse, error) {
+	st, err := b.n.LocalStats(ctx, types, withAllocations)
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminpb.LocalStatsResponse{Node: string(b.n.ID()), Status: st.Status.String(), Serving: st.Serving}
+	for _, r := range st.Regions {
+		rs := &adminpb.RegionStats{EntityType: r.Type, Proxy: r.Proxy, Registered: r.Registered, Coordinator: string(r.Coordinator),
+			CoordinatorHere: r.CoordinatorHere, Buffered: uint64(r.Buffered)}
+		for _, s := range r.Shards {
+			rs.Shards = append(rs.Shards, &adminpb.ShardStats{Shard: string(s.Shard), Entities: uint64(s.Entities), Stopping: s.Stopping})
+		}
+		for home, shards := range r.Allocations {
+			for _, s := range shards {
+				rs.Allocations = append(rs.Allocations, &adminpb.Allocation{Shard: string(s), Node: string(home)})
+			}
+		}
+		resp.Regions = append(resp.Regions, rs)
+	}
+	return resp, nil
+}
+
+func (b *nodeBackend) ShardOf(typ, entity string) (string, error) {
+	s, err := b.n.ShardOf(typ, shard.EntityID(entity))
+	return string(s), err
+}
+
+func (b *nodeBackend) ShardInfo(ctx context.Context, typ, s, entity string) (*adminpb.ShardInfoResponse, error) {
+	info, err := b.n.ShardInfo(ctx, typ, shard.ID(s), shard.EntityID(entity))
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminpb.ShardInfoResponse{
+		Node: string(b.n.ID()), Coordinator: string(info.Coordinator),
+		CoordinatorHere: info.CoordinatorHere, Allocated: info.Allocated, Home: string(info.Home), Epoch: uint64(info.Epoch),
+		Cached: info.Cached, CachedHome: string(info.CachedHome), CachedEpoch: uint64(info.CachedEpoch),
+		Hosted: info.Hosted, LocalEpoch: uint64(info.LocalEpoch), Stopping: info.Stopping, Alive: info.Alive,
+	}
+	if info.Alive {
+		resp.EntityState = info.EntityState.String()
+	}
+	return resp, nil
+}
+
+func (b *nodeBackend) Ping(ctx context.Context) error { return b.n.Ping(ctx) }
+
+func (b *nodeBackend) Subscribe() (<-chan node.Event, func()) { return b.n.Subscribe() }
+
+func (b *nodeBackend) Shutdown() bool {
+	started := false
+	b.shutdown.Do(func() {
+		started = true
+		go func() { _ = b.n.Leave(context.Background()) }() // returns once the member has left
+	})
+	return started
+}
+
+func (b *nodeBackend) Down(ctx context.Context, id string) error {
+	return b.n.Down(ctx, membership.NodeID(id))
+}
+
+func (b *nodeBackend) Done() <-chan struct{} { return b.n.Done() }
+
+func (b *nodeBackend) StopReason() string {
+	if r := b.n.StopReason(); r != nil {
+		return r.Reason.String()
+	}
+	return ""
 }
 
 // callError classifies an error of a backend call.
@@ -83,6 +192,3 @@ func callError(err error) *adminpb.Response {
 	}
 	return refuse(adminpb.Code_FAILED, "%v", err)
 }
-
-// askTimeout is the default bound of an admin ask.
-const askTimeout = 10 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -17,29 +18,98 @@ import (
 // Protocol is the admin protocol id.
 const Protocol = "/shardmesh/admin/1"
 
-// callTimeout bounds how long the server waits for a request and spends on an answer.
-const callTimeout = 30 * time.Second
+const (
+	// callTimeout bounds how long the server waits for a request and spends on an answer.
+	callTimeout = 30 * time.Second
+	// writeTimeout bounds each response of a streaming call: a caller that stops reading
+	// is cut off.
+	writeTimeout = 10 * time.Second
+	// askTimeout is the default bound of an admin ask and of local queries.
+	askTimeout = 10 * time.Second
+	// defaultQueryTimeout is shard-region-query-timeout's default.
+	defaultQueryTimeout = 3 * time.Second
+)
 
-// Server serves the admin protocol on a host.
-type Server struct {
-	backend Backend
-	admins  map[peer.ID]bool
-	log     *slog.Logger
+// ServerConfig configures the admin server of a member.
+type ServerConfig struct {
+	// Admins are the peer ids of admin identities: the only callers allowed to change the
+	// cluster (admin-allow).
+	Admins []peer.ID
+	// ReadOnlyOpen answers calls that only read, and messages to entities, to any peer that
+	// reaches the member (admin-read-only-open); off, only to admins and members.
+	ReadOnlyOpen bool
+	// QueryTimeout bounds each member's answer to stats and locate
+	// (shard-region-query-timeout). Default 3 s.
+	QueryTimeout time.Duration
+	// Logger receives refusals and admin operations; default slog.Default().
+	Logger *slog.Logger
 }
 
-// Serve starts answering admin calls on host. admins are the peer ids allowed to make calls
-// that change the cluster.
-func Serve(host *p2p.Host, backend Backend, admins []peer.ID, log *slog.Logger) *Server {
-	s := &Server{backend: backend, admins: map[peer.ID]bool{}, log: log}
-	for _, a := range admins {
+// Server serves the admin protocol of one member.
+type Server struct {
+	backend Backend
+	cfg     ServerConfig
+	self    peer.ID
+	admins  map[peer.ID]bool
+	log     *slog.Logger
+	// callPeer makes a call to another member's admin server.
+	callPeer func(ctx context.Context, to peer.ID, req *adminpb.Request) (*adminpb.Response, error)
+
+	ready readyRegions
+
+	quit     chan struct{}
+	quitOnce sync.Once
+	active   sync.WaitGroup
+}
+
+// NewServer returns a server answering from backend, without a host: Serve puts it on one.
+func NewServer(backend Backend, cfg ServerConfig) *Server {
+	if cfg.QueryTimeout <= 0 {
+		cfg.QueryTimeout = defaultQueryTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	self, _ := peer.Decode(backend.Self())
+	s := &Server{backend: backend, cfg: cfg, self: self, admins: map[peer.ID]bool{}, log: cfg.Logger, quit: make(chan struct{})}
+	for _, a := range cfg.Admins {
 		s.admins[a] = true
+	}
+	s.callPeer = func(context.Context, peer.ID, *adminpb.Request) (*adminpb.Response, error) {
+		return nil, fmt.Errorf("no host to reach other members")
+	}
+	return s
+}
+
+// Serve starts answering admin calls on host.
+func Serve(host *p2p.Host, backend Backend, cfg ServerConfig) *Server {
+	s := NewServer(backend, cfg)
+	s.callPeer = func(ctx context.Context, to peer.ID, req *adminpb.Request) (*adminpb.Response, error) {
+		return roundTrip(ctx, host, to, req)
 	}
 	host.HandleStream(Protocol, s.handle)
 	return s
 }
 
+// Close ends the streaming calls (watch, shutdown progress) with a last response and waits
+// for every call in progress to finish, or ctx. A daemon calls it after its member stopped
+// and before it closes the host, so a shutdown's caller hears that the member left.
+func (s *Server) Close(ctx context.Context) {
+	s.quitOnce.Do(func() { close(s.quit) })
+	done := make(chan struct{})
+	go func() { s.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// emitter sends one response of a call.
+type emitter func(*adminpb.Response) error
+
 func (s *Server) handle(st *p2p.Stream) {
-	defer st.Close()
+	s.active.Add(1)
+	defer s.active.Done()
 	st.SetDeadline(time.Now().Add(callTimeout))
 	caller := st.RemotePeer()
 	frame, err := st.ReadFrame()
@@ -47,26 +117,61 @@ func (s *Server) handle(st *p2p.Stream) {
 		s.log.Debug("admin call: no request", "caller", caller, "err", err)
 		return
 	}
-	var req adminpb.Request
-	resp := s.dispatch(caller, frame, &req)
-	resp.ProtocolVersion = wire.ProtocolVersion
-	out, err := proto.Marshal(resp)
-	if err != nil {
-		s.log.Error("admin call: cannot encode the answer", "err", err)
-		return
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	emit := func(resp *adminpb.Response) error {
+		resp.ProtocolVersion = wire.ProtocolVersion
+		out, err := proto.Marshal(resp)
+		if err != nil {
+			return err
+		}
+		if err := st.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+			return err
+		}
+		return st.WriteFrame(out)
 	}
-	if err := st.WriteFrame(out); err != nil {
+	started := func() {
+		// A streaming call: no read deadline any more, and the caller closing its end
+		// ends the call.
+		_ = st.SetReadDeadline(time.Time{})
+		go func() {
+			_, _ = st.ReadFrame()
+			cancel()
+		}()
+	}
+	if err := s.serve(ctx, caller, frame, emit, started); err != nil {
 		s.log.Debug("admin call: answer not delivered", "caller", caller, "err", err)
 	}
 }
 
-func (s *Server) dispatch(_ peer.ID, frame []byte, req *adminpb.Request) *adminpb.Response {
-	if err := proto.Unmarshal(frame, req); err != nil {
-		return refuse(adminpb.Code_BAD_REQUEST, "malformed admin request: %v", err)
+// serve answers one request frame from caller. streaming is called once a call turns out
+// to answer with a stream of responses.
+func (s *Server) serve(ctx context.Context, caller peer.ID, frame []byte, emit emitter, streaming func()) error {
+	req, bad := decodeRequest(frame)
+	if bad != nil {
+		return emit(bad)
 	}
-	if req.ProtocolVersion != wire.ProtocolVersion {
-		return refuse(adminpb.Code_BAD_REQUEST, "admin protocol version %d is not supported (this member speaks %d)", req.ProtocolVersion, wire.ProtocolVersion)
+	if refused := s.authorize(caller, req); refused != nil {
+		return emit(refused)
 	}
+	if name, acc := callInfo(req); acc == accessAdmin && !req.GetDown().GetCheck() {
+		s.log.Info("admin call", "call", name, "caller", caller.String())
+	}
+	switch call := req.Call.(type) {
+	case *adminpb.Request_Watch:
+		streaming()
+		return s.watch(ctx, call.Watch, emit)
+	case *adminpb.Request_Shutdown:
+		if call.Shutdown.Follow {
+			streaming()
+		}
+		return s.shutdown(ctx, call.Shutdown, emit)
+	}
+	return emit(s.answer(ctx, req))
+}
+
+// answer answers a call that has one response.
+func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Response {
 	switch call := req.Call.(type) {
 	case *adminpb.Request_Members:
 		return &adminpb.Response{Result: &adminpb.Response_Members{Members: s.backend.Members()}}
@@ -74,23 +179,17 @@ func (s *Server) dispatch(_ peer.ID, frame []byte, req *adminpb.Request) *adminp
 		return &adminpb.Response{Result: &adminpb.Response_Types{Types: &adminpb.TypesResponse{Names: s.backend.Types()}}}
 	case *adminpb.Request_Tell:
 		t := call.Tell
-		if t.EntityType == "" || t.Entity == "" {
-			return refuse(adminpb.Code_BAD_REQUEST, "tell needs an entity type and an entity id")
-		}
 		if err := s.backend.Tell(t.EntityType, t.Entity, t.Payload); err != nil {
 			return callError(err)
 		}
 		return &adminpb.Response{}
 	case *adminpb.Request_Ask:
 		a := call.Ask
-		if a.EntityType == "" || a.Entity == "" {
-			return refuse(adminpb.Code_BAD_REQUEST, "ask needs an entity type and an entity id")
-		}
 		timeout := askTimeout
 		if a.TimeoutMs > 0 {
-			timeout = min(time.Duration(a.TimeoutMs)*time.Millisecond, callTimeout)
+			timeout = time.Duration(min(a.TimeoutMs, uint64(callTimeout.Milliseconds()))) * time.Millisecond
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		reply, err := s.backend.Ask(ctx, a.EntityType, a.Entity, a.Payload)
 		if err != nil {
@@ -98,16 +197,75 @@ func (s *Server) dispatch(_ peer.ID, frame []byte, req *adminpb.Request) *adminp
 		}
 		return &adminpb.Response{Result: &adminpb.Response_Ask{Ask: &adminpb.AskResponse{Payload: reply}}}
 	case *adminpb.Request_RegionState:
-		ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+		return s.regionState(ctx, call.RegionState)
+	case *adminpb.Request_LocalStats:
+		ctx, cancel := context.WithTimeout(ctx, askTimeout)
 		defer cancel()
-		st, err := s.backend.RegionState(ctx, call.RegionState.GetEntityType())
+		st, err := s.backend.LocalStats(ctx, call.LocalStats.EntityTypes, call.LocalStats.WithAllocations)
 		if err != nil {
 			return callError(err)
 		}
-		return &adminpb.Response{Result: &adminpb.Response_RegionState{RegionState: st}}
-	default:
-		return refuse(adminpb.Code_BAD_REQUEST, "unknown admin call %T: is shardctl newer than this member?", req.Call)
+		return &adminpb.Response{Result: &adminpb.Response_LocalStats{LocalStats: st}}
+	case *adminpb.Request_Stats:
+		return s.stats(ctx, call.Stats)
+	case *adminpb.Request_ShardInfo:
+		ctx, cancel := context.WithTimeout(ctx, askTimeout)
+		defer cancel()
+		si := call.ShardInfo
+		info, err := s.backend.ShardInfo(ctx, si.EntityType, si.Shard, si.Entity)
+		if err != nil {
+			return callError(err)
+		}
+		return &adminpb.Response{Result: &adminpb.Response_ShardInfo{ShardInfo: info}}
+	case *adminpb.Request_Locate:
+		return s.locate(ctx, call.Locate)
+	case *adminpb.Request_Health:
+		return s.health(ctx)
+	case *adminpb.Request_Down:
+		return s.down(ctx, call.Down)
 	}
+	return refuse(adminpb.Code_BAD_REQUEST, "unknown admin call %T: is shardctl newer than this member?", req.Call)
+}
+
+// ask makes a call to member to: answered here when to is this member.
+func (s *Server) ask(ctx context.Context, to string, req *adminpb.Request) (*adminpb.Response, error) {
+	if to == s.backend.Self() {
+		resp := s.answer(ctx, req)
+		if resp.Code != adminpb.Code_OK && resp.Code != adminpb.Code_PARTIAL {
+			return resp, &CallError{Code: resp.Code, Message: resp.Error}
+		}
+		return resp, nil
+	}
+	id, err := peer.Decode(to)
+	if err != nil {
+		return nil, fmt.Errorf("member %q has no valid peer id", to)
+	}
+	return s.callPeer(ctx, id, req)
+}
+
+// regionStateBudget bounds the entity ids listed in one region-state answer, well below
+// the maximum frame size; entity counts stay exact beyond it.
+const regionStateBudget = 3 << 20
+
+func (s *Server) regionState(ctx context.Context, req *adminpb.RegionStateRequest) *adminpb.Response {
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	st, err := s.backend.RegionState(ctx, req.EntityType)
+	if err != nil {
+		return callError(err)
+	}
+	budget := regionStateBudget
+	for _, sh := range st.Shards {
+		for i, e := range sh.Entities {
+			budget -= len(e) + 4
+			if budget < 0 {
+				sh.Entities = sh.Entities[:i]
+				st.Truncated = true
+				break
+			}
+		}
+	}
+	return &adminpb.Response{Result: &adminpb.Response_RegionState{RegionState: st}}
 }
 
 func refuse(code adminpb.Code, format string, args ...any) *adminpb.Response {

@@ -45,6 +45,9 @@ type Node struct {
 	AllowPeers []string
 	// AdminAllow are peer ids of admin identities allowed to change the cluster.
 	AdminAllow []string
+	// AdminReadOnlyOpen answers admin calls that only read (and messages to entities) to
+	// any peer holding the cluster key; off, only to admins and members. Default on.
+	AdminReadOnlyOpen bool
 	// MDNS turns on discovery of members on the local network. Default off.
 	MDNS bool
 	// LogLevel is debug, info, warn or error. Default info.
@@ -103,6 +106,8 @@ func Default() Config {
 			AppVersion:  "0",
 			LogLevel:    "info",
 			LogFormat:   "text",
+
+			AdminReadOnlyOpen: true,
 		},
 		Membership: membership.DefaultConfig(),
 		Sharding: Sharding{

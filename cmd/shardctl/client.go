@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -16,58 +19,216 @@ import (
 	"github.com/shardmesh/shardmesh/p2p"
 )
 
+// defaultTimeout is --timeout's default for commands that make one call.
+const defaultTimeout = 10 * time.Second
+
 // globalFlags are the flags every command that talks to a member shares.
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "node", Usage: "`MULTIADDR` of the member to talk to, ending in /p2p/<peer id>", EnvVars: []string{"SHARDMESH_NODE"}},
+		&cli.StringFlag{Name: "node", Usage: "the member to talk to: its `MULTIADDR` (ending in /p2p/<peer id>), or its peer id (or the end of it, as tables show it) reached through $SHARDMESH_NODE or --data-dir", EnvVars: []string{"SHARDMESH_NODE"}},
 		&cli.StringFlag{Name: "data-dir", Usage: "data `DIR` of a member running on this machine (its addrs file names it)", EnvVars: []string{"SHARDMESH_DATA_DIR"}},
 		&cli.StringFlag{Name: "cluster-key", Usage: "the cluster's key `FILE`, if the cluster has one", EnvVars: []string{"SHARDMESH_CLUSTER_KEY"}},
 		&cli.StringFlag{Name: "identity", Usage: "admin identity key `FILE` (shardctl keygen admin); needed for calls that change the cluster", EnvVars: []string{"SHARDMESH_IDENTITY"}},
-		&cli.DurationFlag{Name: "timeout", Usage: "give up after this long", Value: 10 * time.Second, EnvVars: []string{"SHARDMESH_TIMEOUT"}},
+		timeoutFlag(defaultTimeout, "give up after this long"),
 		&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
 	}
 }
 
-// dial connects to the member named by the global flags. The context carries --timeout.
-func dial(c *cli.Context) (*admin.Client, context.Context, context.CancelFunc, error) {
-	addr := c.String("node")
-	if addr == "" && c.String("data-dir") != "" {
-		addrs, err := node.ReadAddrs(c.String("data-dir"))
-		if err != nil {
-			return nil, nil, nil, cli.Exit(err.Error(), exitUsage)
-		}
-		if len(addrs) == 0 {
-			return nil, nil, nil, cli.Exit("the addrs file in "+c.String("data-dir")+" is empty", exitFailed)
-		}
-		addr = addrs[0]
+func timeoutFlag(d time.Duration, usage string) cli.Flag {
+	return &cli.DurationFlag{Name: "timeout", Usage: usage, Value: d, EnvVars: []string{"SHARDMESH_TIMEOUT"}}
+}
+
+// session is a connection to the member named by the global flags. Its context carries
+// --timeout.
+type session struct {
+	cl     *admin.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	psk    pnet.PSK
+	key    crypto.PrivKey
+}
+
+func (s *session) close() {
+	s.cl.Close()
+	s.cancel()
+}
+
+// connect connects to the member the global flags name; the session's context is bounded
+// by --timeout.
+func connect(c *cli.Context) (*session, error) {
+	if err := positiveFlag(c, "timeout"); err != nil {
+		return nil, err
 	}
-	if addr == "" {
-		return nil, nil, nil, cli.Exit("which member? set --node MULTIADDR, $SHARDMESH_NODE or --data-dir DIR", exitUsage)
-	}
-	var psk pnet.PSK
+	s := &session{}
 	if f := c.String("cluster-key"); f != "" {
 		var err error
-		if psk, err = p2p.LoadClusterKey(f); err != nil {
-			return nil, nil, nil, cli.Exit(err.Error(), exitUsage)
+		if s.psk, err = p2p.LoadClusterKey(f); err != nil {
+			return nil, cli.Exit("--cluster-key: "+err.Error(), exitUsage)
 		}
 	}
-	var key crypto.PrivKey
 	if f := c.String("identity"); f != "" {
 		var err error
-		if key, err = p2p.LoadIdentity(f); err != nil {
-			return nil, nil, nil, cli.Exit(err.Error(), exitUsage)
+		if s.key, err = p2p.LoadIdentity(f); err != nil {
+			return nil, cli.Exit("--identity: "+err.Error(), exitUsage)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.Duration("timeout"))
-	cl, err := admin.Dial(ctx, admin.ClientConfig{Node: addr, Identity: key, ClusterKey: psk})
+	s.ctx, s.cancel = context.WithTimeout(context.Background(), c.Duration("timeout"))
+	addr, name, err := entryPoint(c)
 	if err != nil {
-		cancel()
-		if errors.Is(err, p2p.ErrHandshake) {
-			return nil, nil, nil, cli.Exit(fmt.Sprintf("%v\n(the member refused the connection: check --cluster-key)", err), exitFailed)
-		}
-		return nil, nil, nil, cli.Exit(err.Error(), exitFailed)
+		s.cancel()
+		return nil, err
 	}
-	return cl, ctx, func() { cl.Close(); cancel() }, nil
+	if s.cl, err = s.dial(addr); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	if name == "" {
+		return s, nil
+	}
+	// --node named a member by its id: find its address through the entry point.
+	m, err := s.member(name)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	if m.Node == s.cl.Node().String() {
+		return s, nil
+	}
+	target, err := s.dialMember(m)
+	s.cl.Close()
+	if err != nil {
+		s.cancel()
+		return nil, err
+	}
+	s.cl = target
+	return s, nil
+}
+
+// entryPoint returns the multiaddr to dial first and, when --node names a member by its
+// id instead of an address, that name.
+func entryPoint(c *cli.Context) (addr, name string, err error) {
+	nodeFlag := c.String("node")
+	if strings.HasPrefix(nodeFlag, "/") {
+		return nodeFlag, "", nil
+	}
+	if nodeFlag != "" {
+		name = nodeFlag
+		// The entry point: $SHARDMESH_NODE when --node came from the command line.
+		if env := os.Getenv("SHARDMESH_NODE"); strings.HasPrefix(env, "/") && c.IsSet("node") {
+			return env, name, nil
+		}
+	}
+	dir := c.String("data-dir")
+	if dir == "" {
+		if name != "" {
+			return "", "", usagef("--node %q is not a multiaddr; to name a member by its peer id, also give --data-dir DIR or $SHARDMESH_NODE of a member to ask", name)
+		}
+		return "", "", usagef("which member? set --node MULTIADDR, $SHARDMESH_NODE or --data-dir DIR")
+	}
+	addrs, err := node.ReadAddrs(dir)
+	if err != nil {
+		return "", "", cli.Exit("--data-dir: "+err.Error(), exitUsage)
+	}
+	if len(addrs) == 0 {
+		return "", "", cli.Exit("the addrs file in "+dir+" is empty", exitFailed)
+	}
+	return addrs[0], name, nil
+}
+
+// dial connects to the member at addr with the session's key and identity.
+func (s *session) dial(addr string) (*admin.Client, error) {
+	cl, err := admin.Dial(s.ctx, admin.ClientConfig{Node: addr, Identity: s.key, ClusterKey: s.psk})
+	if err != nil {
+		if errors.Is(err, p2p.ErrHandshake) {
+			return nil, cli.Exit(fmt.Sprintf("%v (the member refused the connection: check --cluster-key)", err), exitFailed)
+		}
+		if s.ctx.Err() != nil {
+			return nil, cli.Exit(fmt.Sprintf("cannot reach %s within --timeout", addr), exitFailed)
+		}
+		return nil, cli.Exit(err.Error(), exitFailed)
+	}
+	return cl, nil
+}
+
+// dialMember connects to another member by the addresses it announced.
+func (s *session) dialMember(m *adminpb.MemberInfo) (*admin.Client, error) {
+	var last error
+	for _, a := range m.Addrs {
+		addr := a
+		if !strings.Contains(addr, "/p2p/") {
+			addr += "/p2p/" + m.Node
+		}
+		cl, err := s.dial(addr)
+		if err == nil {
+			return cl, nil
+		}
+		last = err
+	}
+	if last == nil {
+		return nil, cli.Exit(fmt.Sprintf("member %s announced no address", m.Node), exitFailed)
+	}
+	return nil, last
+}
+
+// connectToMember connects for a command whose one argument is a member (NODE) and finds
+// that member.
+func connectToMember(c *cli.Context) (*session, *adminpb.MemberInfo, error) {
+	args, err := positional(c, "NODE", 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := connect(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := s.member(args[0])
+	if err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	return s, m, nil
+}
+
+// member finds a member of the cluster by name, as the connected member sees it.
+func (s *session) member(name string) (*adminpb.MemberInfo, error) {
+	view, err := s.cl.Members(s.ctx)
+	if err != nil {
+		return nil, callError(err)
+	}
+	return findMember(view, name)
+}
+
+// findMember resolves a member's name: its peer id, or the end of it as tables print it
+// ("…Xy3kLm9q" or "Xy3kLm9q", at least 4 characters). Members that are Removed are left
+// out. An unknown or ambiguous name is bad usage.
+func findMember(view *adminpb.MembersResponse, name string) (*adminpb.MemberInfo, error) {
+	suffix := strings.TrimPrefix(name, "…")
+	var found []*adminpb.MemberInfo
+	for _, m := range view.GetMembers() {
+		if m.Status == "Removed" {
+			continue
+		}
+		if m.Node == name {
+			return m, nil
+		}
+		if len(suffix) >= 4 && strings.HasSuffix(m.Node, suffix) {
+			found = append(found, m)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		var ids []string
+		for _, m := range view.GetMembers() {
+			if m.Status != "Removed" {
+				ids = append(ids, shortID(m.Node))
+			}
+		}
+		slices.Sort(ids)
+		return nil, usagef("unknown member %q: %s knows %s", truncate(name, 80), shortID(view.Self), strings.Join(ids, ", "))
+	}
+	return nil, usagef("member name %q is ambiguous: it ends %d members' ids; give more of it", name, len(found))
 }
 
 // callError turns a failed admin call into the documented exit code.
@@ -88,4 +249,11 @@ func callError(err error) error {
 		return cli.Exit("no answer within --timeout", exitFailed)
 	}
 	return cli.Exit(err.Error(), exitFailed)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -26,11 +27,12 @@ Example, with the daemon's built-in counter type (sharddaemon --entity-types cou
 			if err != nil {
 				return err
 			}
-			cl, ctx, done, err := dial(c)
+			s, err := connect(c)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer s.close()
+			cl, ctx := s.cl, s.ctx
 			if err := cl.Tell(ctx, typ, id, []byte(msg)); err != nil {
 				return callError(err)
 			}
@@ -58,11 +60,12 @@ Example, with the daemon's built-in counter type:
 			if err != nil {
 				return err
 			}
-			cl, ctx, done, err := dial(c)
+			s, err := connect(c)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer s.close()
+			cl, ctx := s.cl, s.ctx
 			reply, err := cl.Ask(ctx, typ, id, []byte(msg))
 			if err != nil {
 				return callError(err)
@@ -91,8 +94,11 @@ func entityArgs(c *cli.Context) (typ, id, msg string, err error) {
 	if len(args) < 3 {
 		return "", "", "", cli.Exit(fmt.Sprintf("%s needs TYPE ENTITY_ID MESSAGE... (got %d arguments; see 'shardctl %s --help')", c.Command.Name, len(args), c.Command.Name), exitUsage)
 	}
-	if args[1] == "" {
-		return "", "", "", cli.Exit("ENTITY_ID is empty", exitUsage)
+	if err := admin.CheckTypeName(args[0]); err != nil {
+		return "", "", "", usagef("TYPE: %v", err)
+	}
+	if err := admin.CheckEntityID(args[1]); err != nil {
+		return "", "", "", usagef("ENTITY_ID: %v", err)
 	}
 	words := args[2:]
 	if len(words) > 0 && words[0] == "--" {
@@ -178,11 +184,12 @@ func typesCommand() *cli.Command {
 Example:
    shardctl types --data-dir /tmp/a`,
 		Action: func(c *cli.Context) error {
-			cl, ctx, done, err := dial(c)
+			s, err := connect(c)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer s.close()
+			cl, ctx := s.cl, s.ctx
 			names, err := cl.Types(ctx)
 			if err != nil {
 				return callError(err)

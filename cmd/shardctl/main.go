@@ -42,7 +42,10 @@ func newApp() *cli.App {
 		Usage: "operate a shardmesh cluster",
 		Description: `shardctl talks to one member of a cluster over the authenticated admin protocol.
 Name the member with --node MULTIADDR (or $SHARDMESH_NODE), or with --data-dir DIR of a
-daemon running on this machine (its DIR/addrs file).
+daemon running on this machine (its DIR/addrs file); --node PEER_ID names another member
+through that one. Calls that change the cluster (shutdown, leave, down) need an admin
+identity: --identity FILE, made by 'shardctl keygen admin' and listed in the daemons'
+--admin-allow. Every command has --help with an example; docs/cli.md has the rest.
 
 Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 		Flags:           globalFlags(),
@@ -53,8 +56,17 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 		Commands: append(networked(
 			membersCommand(),
 			typesCommand(),
+			regionStateCommand(),
+			statsCommand(),
+			locateCommand(),
+			healthCommand(),
+			watchCommand(),
 			tellCommand(),
 			askCommand(),
+			benchCommand(),
+			shutdownCommand(),
+			leaveCommand(),
+			downCommand(),
 		), offline(
 			shardIDCommand(),
 			keygenCommand(),
@@ -68,7 +80,11 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 // command name, as operators type them) and one-line usage errors.
 func networked(cmds ...*cli.Command) []*cli.Command {
 	for _, c := range cmds {
-		c.Flags = append(c.Flags, globalFlags()...)
+		for _, f := range globalFlags() {
+			if !hasFlag(c, f.Names()[0]) { // a command may give a flag its own default (--timeout)
+				c.Flags = append(c.Flags, f)
+			}
+		}
 		c.OnUsageError = usageError
 		c.Subcommands = networked(c.Subcommands...)
 	}
@@ -78,13 +94,18 @@ func networked(cmds ...*cli.Command) []*cli.Command {
 // offline gives commands that need no member one-line usage errors (and --json).
 func offline(cmds ...*cli.Command) []*cli.Command {
 	for _, c := range cmds {
-		if !slices.ContainsFunc(c.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "json") }) && c.Action != nil {
+		if !hasFlag(c, "json") && c.Action != nil {
 			c.Flags = append(c.Flags, &cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"})
 		}
 		c.OnUsageError = usageError
 		c.Subcommands = offline(c.Subcommands...)
 	}
 	return cmds
+}
+
+// hasFlag reports whether command c defines flag name.
+func hasFlag(c *cli.Command, name string) bool {
+	return slices.ContainsFunc(c.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), name) })
 }
 
 // usagef is a one-line bad-usage error (exit code 2).

@@ -20,11 +20,12 @@ Example:
    shardctl members --data-dir /tmp/shardmesh/a
    shardctl members --node /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... --json`,
 		Action: func(c *cli.Context) error {
-			cl, ctx, done, err := dial(c)
+			s, err := connect(c)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer s.close()
+			cl, ctx := s.cl, s.ctx
 			resp, err := cl.Members(ctx)
 			if err != nil {
 				return callError(err)

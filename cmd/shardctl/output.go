@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/shardmesh/shardmesh/coordinator"
 )
 
 // printJSON writes v as indented JSON to w.
@@ -20,7 +22,9 @@ type table struct{ w *tabwriter.Writer }
 
 func newTable(out io.Writer, header ...string) *table {
 	t := &table{w: tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)}
-	t.row(header...)
+	if len(header) > 0 {
+		t.row(header...)
+	}
 	return t
 }
 
@@ -41,3 +45,28 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// listSome joins up to n items, noting how many more there are beyond them.
+func listSome(items []string, n int, total int) string {
+	if len(items) > n {
+		items = items[:n]
+	}
+	s := strings.Join(items, ", ")
+	if more := total - len(items); more > 0 {
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("… (+%d)", more)
+	}
+	return orDash(s)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// epoch formats an allocation epoch as term.sequence.
+func epoch(e uint64) string { return coordinator.Epoch(e).String() }

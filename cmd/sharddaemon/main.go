@@ -183,7 +183,15 @@ func serve(cfg config.Config) int {
 		sys.Close()
 		return exitFailed
 	}
-	admin.Serve(sys.Node().Host(), admin.NodeBackend(sys.Node()), admins, log.With("component", "admin"))
+	srv := admin.Serve(sys.Node().Host(), admin.NodeBackend(sys.Node()), admin.ServerConfig{
+		Admins:       admins,
+		ReadOnlyOpen: cfg.Node.AdminReadOnlyOpen,
+		QueryTimeout: cfg.Sharding.ShardRegionQueryTimeout,
+		Logger:       log.With("component", "admin"),
+	})
+	if len(admins) == 0 {
+		log.Info("no admin identity allowed: calls that change the cluster (shutdown, leave, down) are refused; allow one with --admin-allow PEER_ID (shardctl keygen admin)")
+	}
 
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
@@ -209,6 +217,11 @@ func serve(cfg config.Config) int {
 		}
 	}
 	reason := sys.Node().StopReason()
+	// Let admin calls in progress hear why the member stopped (a shutdown's caller waits
+	// for "left") before the host closes.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	srv.Close(ctx)
+	cancel()
 	sys.Close()
 	switch {
 	case reason == nil, reason.Reason == membership.StopLeft:

@@ -1,0 +1,117 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shardmesh/shardmesh/admin/adminpb"
+)
+
+// stats queries every member's regions at once (Akka's GetClusterShardingStats), each
+// within the query timeout, and lists the members that did not answer with the shards the
+// coordinators place on them: a smaller number is never passed off as the whole.
+func (s *Server) stats(ctx context.Context, req *adminpb.StatsRequest) *adminpb.Response {
+	types := req.EntityTypes
+	known := s.backend.Types()
+	for _, t := range types {
+		if !slices.Contains(known, t) {
+			return refuse(adminpb.Code_BAD_REQUEST, "unknown entity type %q (this member runs %s)", t, orNone(known))
+		}
+	}
+	if len(types) == 0 {
+		types = known
+	}
+	timeout := s.cfg.QueryTimeout
+	if req.TimeoutMs > 0 {
+		timeout = time.Duration(min(req.TimeoutMs, uint64(callTimeout.Milliseconds()))) * time.Millisecond
+	}
+	targets := liveMembers(s.backend.Members())
+	answers := make([]*adminpb.LocalStatsResponse, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, node := range targets {
+		wg.Go(func() {
+			qctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			resp, err := s.ask(qctx, node, &adminpb.Request{Call: &adminpb.Request_LocalStats{LocalStats: &adminpb.LocalStatsRequest{EntityTypes: types, WithAllocations: true}}})
+			switch {
+			case err != nil && qctx.Err() != nil:
+				errs[i] = fmt.Errorf("no answer within %v", timeout)
+			case err != nil:
+				errs[i] = err
+			case resp.GetLocalStats() == nil:
+				errs[i] = fmt.Errorf("answered without its regions")
+			default:
+				answers[i] = resp.GetLocalStats()
+			}
+		})
+	}
+	wg.Wait()
+
+	out := &adminpb.StatsResponse{Node: s.backend.Self(), EntityTypes: types, TimeoutMs: uint64(timeout.Milliseconds())}
+	// The allocations of every coordinator that answered: where the shards of the members
+	// that did not answer are.
+	homes := map[string]map[string][]string{} // type → node → shards
+	for _, a := range answers {
+		if a == nil {
+			continue
+		}
+		for _, r := range a.Regions {
+			if r.CoordinatorHere && homes[r.EntityType] == nil {
+				homes[r.EntityType] = map[string][]string{}
+				for _, al := range r.Allocations {
+					homes[r.EntityType][al.Node] = append(homes[r.EntityType][al.Node], al.Shard)
+				}
+			}
+			r.Allocations = nil
+		}
+		out.Members = append(out.Members, a)
+	}
+	var failed []string
+	for i, node := range targets {
+		if errs[i] == nil {
+			continue
+		}
+		fm := &adminpb.FailedMember{Node: node, Error: errs[i].Error()}
+		for _, t := range types {
+			ts := &adminpb.TypeShards{EntityType: t}
+			if h, ok := homes[t]; ok {
+				ts.Shards = h[node] // in shard order, as the coordinator lists them
+			} else {
+				ts.Unknown = true
+			}
+			fm.Shards = append(fm.Shards, ts)
+		}
+		out.Failed = append(out.Failed, fm)
+		failed = append(failed, node)
+	}
+	resp := &adminpb.Response{Result: &adminpb.Response_Stats{Stats: out}}
+	if len(failed) > 0 {
+		resp.Code = adminpb.Code_PARTIAL
+		resp.Error = fmt.Sprintf("%d of %d members did not answer within %v: %s", len(failed), len(targets), timeout, strings.Join(failed, ", "))
+	}
+	return resp
+}
+
+// liveMembers returns the members that take part in the cluster (not Down, not Removed).
+func liveMembers(m *adminpb.MembersResponse) []string {
+	var out []string
+	for _, mi := range m.GetMembers() {
+		if mi.Status != "Down" && mi.Status != "Removed" {
+			out = append(out, mi.Node)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func orNone(ss []string) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	return strings.Join(ss, ", ")
+}

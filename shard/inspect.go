@@ -1,0 +1,14 @@
+package shard
+
+// EntityCount returns how many entities live in the shard (running, passivating or
+// stopping), without copying them as Entities does.
+func (s *Shard[M]) EntityCount() int { return len(s.entities) }
+
+// EntityState returns the state of one live entity; false when it does not live here.
+func (s *Shard[M]) EntityState(id EntityID) (EntityState, bool) {
+	e, ok := s.entities[id]
+	if !ok {
+		return 0, false
+	}
+	return e.state, true
+}
