@@ -1,0 +1,153 @@
+package remember
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Local is a stopped member's store directory opened offline, for `shardctl data inspect`,
+// `remove-internal-data` and backups. It sees only this member's replica: nothing is read
+// from or written to other members.
+type Local struct {
+	dir string
+	db  *badger.DB
+}
+
+// OpenLocal opens the store directory dir of a stopped member. It refuses, with an error
+// wrapping ErrInUse that names dir, when a daemon (or a Store) holds it; and it does not
+// create a store where there is none.
+func OpenLocal(dir string) (*Local, error) {
+	if err := checkStoreDir(dir); err != nil {
+		return nil, err
+	}
+	db, err := openBadger(dir, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Local{dir: dir, db: db}, nil
+}
+
+// checkStoreDir checks that dir holds a Badger database (its MANIFEST).
+func checkStoreDir(dir string) error {
+	ok, err := fileExists(filepath.Join(dir, "MANIFEST"))
+	if err != nil {
+		return fmt.Errorf("remember: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("remember: %s holds no store (no Badger MANIFEST); is it <data-dir>/store of a member?", dir)
+	}
+	return nil
+}
+
+func fileExists(path string) (bool, error) {
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// Scan calls fn for every record whose key starts with prefix, in key order, tombstones
+// included (Deleted set); keys that only have a fence floor are skipped. An error from fn
+// stops the scan and is returned.
+func (l *Local) Scan(prefix string, fn func(Record) error) error {
+	return iterate(l.db, prefix, true, func(e *entry) error {
+		if e.rec.Version.IsZero() {
+			return nil
+		}
+		return fn(e.rec)
+	})
+}
+
+// deleteChunk is how many keys DeletePrefix deletes per commit (and per progress call).
+const deleteChunk = 10000
+
+// DeletePrefix removes every record (and fence floor) whose key starts with prefix from
+// this directory and returns how many it removed, calling progress with the running count
+// after each chunk. The removal is physical, not a tombstone: run it on every member's
+// directory, or anti-entropy brings the records back from a member that still has them.
+func (l *Local) DeletePrefix(prefix string, progress func(done int)) (int, error) {
+	done := 0
+	for {
+		var keys [][]byte
+		err := l.db.View(func(txn *badger.Txn) error {
+			p := storeKey(prefix)
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix, opts.PrefetchValues = p, false
+			it := txn.NewIterator(opts)
+			defer it.Close()
+			for it.Seek(p); it.ValidForPrefix(p) && len(keys) < deleteChunk; it.Next() {
+				keys = append(keys, it.Item().KeyCopy(nil))
+			}
+			return nil
+		})
+		if err != nil {
+			return done, fmt.Errorf("remember: read %s: %w", l.dir, err)
+		}
+		if len(keys) == 0 {
+			return done, nil
+		}
+		wb := l.db.NewWriteBatch()
+		for _, k := range keys {
+			if err := wb.Delete(k); err != nil {
+				wb.Cancel()
+				return done, fmt.Errorf("remember: delete in %s: %w", l.dir, err)
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			return done, fmt.Errorf("remember: delete in %s: %w", l.dir, err)
+		}
+		done += len(keys)
+		if progress != nil {
+			progress(done)
+		}
+	}
+}
+
+// Backup writes a full backup of the directory to w in Badger's backup format (restore it
+// with Restore into an empty directory) and returns the version it is consistent at.
+func (l *Local) Backup(w io.Writer) (uint64, error) {
+	v, err := l.db.Backup(w, 0)
+	if err != nil {
+		return 0, fmt.Errorf("remember: back up %s: %w", l.dir, err)
+	}
+	return v, nil
+}
+
+// Restore loads a backup written by Backup into dir, which must not hold a store yet.
+func Restore(dir string, r io.Reader) error {
+	if ok, _ := fileExists(filepath.Join(dir, "MANIFEST")); ok {
+		return fmt.Errorf("remember: restore into %s: it already holds a store; restore into an empty directory", dir)
+	}
+	db, err := openBadger(dir, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		return err
+	}
+	if err := db.Load(r, 256); err != nil {
+		_ = db.Close()
+		return fmt.Errorf("remember: restore into %s: %w", dir, err)
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("remember: restore into %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Close closes the directory.
+func (l *Local) Close() error {
+	if err := l.db.Close(); err != nil {
+		return fmt.Errorf("remember: close %s: %w", l.dir, err)
+	}
+	return nil
+}
