@@ -122,7 +122,7 @@ func (s *Store) syncWith(p peer.ID) (bool, error) {
 // pull reads keys from p and merges them here, waiting until they are on disk.
 func (s *Store) pull(ctx context.Context, p peer.ID, keys []string) error {
 	var got []entry
-	err := s.ask(ctx, p, &pb.ReplicaEnvelope{Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Keys: keys}}},
+	err := s.ask(ctx, p, &pb.ReplicaEnvelope{Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Keys: keyBytes(keys)}}},
 		func(env *pb.ReplicaEnvelope) (bool, error) {
 			m, ok := env.Msg.(*pb.ReplicaEnvelope_Records)
 			if !ok {

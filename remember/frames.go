@@ -18,7 +18,7 @@ func recordSize(e *entry) int { return len(e.rec.Key) + len(e.rec.Value) + recor
 // toPB converts e for a frame; summary leaves the value out and sends its hash instead.
 func toPB(e *entry, summary bool) *pb.ReplicaRecord {
 	r := &pb.ReplicaRecord{
-		Key:     e.rec.Key,
+		Key:     []byte(e.rec.Key),
 		Epoch:   e.rec.Version.Epoch,
 		Counter: e.rec.Version.Counter,
 		Writer:  e.rec.Version.Writer,
@@ -38,7 +38,7 @@ func toPB(e *entry, summary bool) *pb.ReplicaRecord {
 func fromPB(r *pb.ReplicaRecord, summary bool) entry {
 	e := entry{
 		rec: Record{
-			Key:     r.Key,
+			Key:     string(r.Key),
 			Version: Version{Epoch: r.Epoch, Counter: r.Counter, Writer: r.Writer},
 			Deleted: r.Deleted,
 		},
@@ -106,4 +106,12 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+func keyBytes(keys []string) [][]byte {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = []byte(k)
+	}
+	return out
 }

@@ -66,7 +66,7 @@ func (s *Store) Scan(ctx context.Context, prefix string) ([]Record, error) {
 	if r == nil {
 		return nil, fmt.Errorf("remember: scan of %q: %w", prefix, ErrClosed)
 	}
-	r.send(&pb.ReplicaRead{Scan: true, Prefix: prefix})
+	r.send(&pb.ReplicaRead{Scan: true, Prefix: []byte(prefix)})
 	s.scanLocal(prefix, r.localAnswer)
 	select {
 	case res := <-done:
@@ -134,7 +134,7 @@ func (s *Store) startRead(ops []*readOp, release func()) {
 		release()
 		return
 	}
-	r.send(&pb.ReplicaRead{Keys: keys, Fences: fences})
+	r.send(&pb.ReplicaRead{Keys: keyBytes(keys), Fences: fences})
 	s.readLocal(keys, fences, r.localAnswer)
 }
 
@@ -354,8 +354,12 @@ func (s *Store) repair(repairs map[peer.ID][]entry) {
 // serveReadRequest answers a peer's read or scan.
 func (s *Store) serveReadRequest(from peer.ID, id uint64, m *pb.ReplicaRead) {
 	emit := func(part []entry, last bool, err error) { s.out.send(from, recordsFrame(id, part, last, err)) }
+	keys := make([]string, len(m.Keys))
+	for i, k := range m.Keys {
+		keys[i] = string(k)
+	}
 	if len(m.Fences) > 0 {
-		s.readLocal(m.Keys, m.Fences, emit) // through the committer: does not block here
+		s.readLocal(keys, m.Fences, emit) // through the committer: does not block here
 		return
 	}
 	// A read of the disk may take a while (a large scan): off the stream's goroutine, a
@@ -368,9 +372,9 @@ func (s *Store) serveReadRequest(from peer.ID, id uint64, m *pb.ReplicaRead) {
 	ok := s.spawn(func() {
 		defer func() { <-s.serve }()
 		if m.Scan {
-			s.scanLocal(m.Prefix, emit)
+			s.scanLocal(string(m.Prefix), emit)
 		} else {
-			s.readLocal(m.Keys, nil, emit)
+			s.readLocal(keys, nil, emit)
 		}
 	})
 	if !ok {

@@ -42,15 +42,17 @@ const clockRestartGap = 1 << 24
 // of them, kept in sync by anti-entropy. Create it with Open; all methods are safe for
 // concurrent use.
 type Store struct {
-	cfg   Config
-	log   *slog.Logger
-	host  *p2p.Host
-	self  peer.ID
-	db    *badger.DB
-	com   *committer
-	clock clock
-	calls *calls
-	out   *outboxes
+	cfg  Config
+	log  *slog.Logger
+	host *p2p.Host
+	self peer.ID
+	// writer is self's text form: the Writer of this member's versions.
+	writer string
+	db     *badger.DB
+	com    *committer
+	clock  clock
+	calls  *calls
+	out    *outboxes
 
 	writes *batcher[*writeOp]
 	reads  *batcher[*readOp]
@@ -87,6 +89,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		log:    cfg.Logger.With("component", "store"),
 		host:   cfg.Host,
 		self:   cfg.Host.ID(),
+		writer: cfg.Host.ID().String(),
 		db:     db,
 		calls:  newCalls(),
 		serve:  make(chan struct{}, 8),
@@ -216,18 +219,20 @@ func (s *Store) members() []peer.ID {
 	return out
 }
 
-// handleFrame serves one replica frame from a peer. A frame that does not decode is logged
-// and counted, and its stream reset.
+// handleFrame serves one replica frame from a peer. A frame that does not decode is logged,
+// counted and dropped; the stream stays up, since it carries other requests and answers.
+// Once the store is closed, a frame resets its stream, so that the peer's next frame opens
+// a new one, which reaches a store opened on the same host since.
 func (s *Store) handleFrame(from peer.ID, frame []byte) error {
 	if !s.enter() {
-		return nil
+		return fmt.Errorf("replica frame from %s: %w", from, ErrClosed)
 	}
 	defer s.wg.Done()
 	env, err := wire.DecodeReplica(frame)
 	if err != nil {
 		s.stats.malformed.Add(1)
-		s.log.Warn("malformed replica frame", "peer", from, "bytes", len(frame), "err", err)
-		return err
+		s.log.Warn("dropped a malformed replica frame", "peer", from, "bytes", len(frame), "err", err)
+		return nil
 	}
 	switch m := env.Msg.(type) {
 	case *pb.ReplicaEnvelope_Write:

@@ -124,7 +124,7 @@ func (s *Store) startWrite(ops []*writeOp, release func()) {
 	for i, op := range ops {
 		op.first = len(r.recs)
 		for _, w := range op.writes {
-			e := entry{rec: Record{Key: w.Key, Deleted: w.Delete, Version: Version{Epoch: w.Epoch, Counter: s.clock.tick(), Writer: string(s.self)}}}
+			e := entry{rec: Record{Key: w.Key, Deleted: w.Delete, Version: Version{Epoch: w.Epoch, Counter: s.clock.tick(), Writer: s.writer}}}
 			if !w.Delete {
 				e.rec.Value = w.Value
 			}

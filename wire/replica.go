@@ -121,7 +121,7 @@ func checkRead(r *pb.ReplicaRead) error {
 	if len(r.Fences) != 0 && len(r.Fences) != len(r.Keys) {
 		return malformed("read names %d keys and %d fences", len(r.Keys), len(r.Fences))
 	}
-	if r.Prefix != "" {
+	if len(r.Prefix) > 0 {
 		return malformed("read names keys and a prefix")
 	}
 	for i, k := range r.Keys {
@@ -201,8 +201,8 @@ func checkRecord(r *pb.ReplicaRecord, versioned, summary bool) error {
 	return nil
 }
 
-func checkReplicaKey(field, k string) error {
-	if k == "" {
+func checkReplicaKey(field string, k []byte) error {
+	if len(k) == 0 {
 		return malformed("%s is empty", field)
 	}
 	if len(k) > MaxReplicaKeyLen {

@@ -219,13 +219,15 @@ func (*ReplicaEnvelope_Summaries) isReplicaEnvelope_Msg() {}
 // (all zero/empty for a key that only has a fence floor). In summaries value is left out and
 // value_hash stands for it.
 type ReplicaRecord struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Key     string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value   []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
-	Epoch   uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Counter uint64                 `protobuf:"varint,4,opt,name=counter,proto3" json:"counter,omitempty"`
-	Writer  string                 `protobuf:"bytes,5,opt,name=writer,proto3" json:"writer,omitempty"`
-	Deleted bool                   `protobuf:"varint,6,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Keys are bytes: any Go string, not only UTF-8.
+	Key     []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value   []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Epoch   uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Counter uint64 `protobuf:"varint,4,opt,name=counter,proto3" json:"counter,omitempty"`
+	// The writing member's peer id (its text form).
+	Writer  string `protobuf:"bytes,5,opt,name=writer,proto3" json:"writer,omitempty"`
+	Deleted bool   `protobuf:"varint,6,opt,name=deleted,proto3" json:"deleted,omitempty"`
 	// The key's fence floor: writes with a lower epoch are refused.
 	Floor uint64 `protobuf:"varint,7,opt,name=floor,proto3" json:"floor,omitempty"`
 	// xxhash64 of value, set in summaries only.
@@ -264,11 +266,11 @@ func (*ReplicaRecord) Descriptor() ([]byte, []int) {
 	return file_replica_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *ReplicaRecord) GetKey() string {
+func (x *ReplicaRecord) GetKey() []byte {
 	if x != nil {
 		return x.Key
 	}
-	return ""
+	return nil
 }
 
 func (x *ReplicaRecord) GetValue() []byte {
@@ -476,13 +478,13 @@ func (x *ReplicaRefusal) GetFloor() uint64 {
 type ReplicaRead struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The keys to read; empty for a scan.
-	Keys []string `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	Keys [][]byte `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
 	// Either empty or as long as keys: raise each key's fence floor to this epoch (0: not
 	// fenced) durably before answering.
 	Fences []uint64 `protobuf:"varint,2,rep,packed,name=fences,proto3" json:"fences,omitempty"`
 	// Scan every key starting with prefix (keys must be empty).
 	Scan          bool   `protobuf:"varint,3,opt,name=scan,proto3" json:"scan,omitempty"`
-	Prefix        string `protobuf:"bytes,4,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Prefix        []byte `protobuf:"bytes,4,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -517,7 +519,7 @@ func (*ReplicaRead) Descriptor() ([]byte, []int) {
 	return file_replica_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *ReplicaRead) GetKeys() []string {
+func (x *ReplicaRead) GetKeys() [][]byte {
 	if x != nil {
 		return x.Keys
 	}
@@ -538,11 +540,11 @@ func (x *ReplicaRead) GetScan() bool {
 	return false
 }
 
-func (x *ReplicaRead) GetPrefix() string {
+func (x *ReplicaRead) GetPrefix() []byte {
 	if x != nil {
 		return x.Prefix
 	}
-	return ""
+	return nil
 }
 
 type ReplicaRecords struct {
@@ -724,7 +726,7 @@ const file_replica_proto_rawDesc = "" +
 	"\tsummaries\x18\t \x01(\v2#.shardmesh.wire.v1.ReplicaSummariesH\x00R\tsummariesB\x05\n" +
 	"\x03msg\"\xce\x01\n" +
 	"\rReplicaRecord\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\acounter\x18\x04 \x01(\x04R\acounter\x12\x16\n" +
@@ -742,10 +744,10 @@ const file_replica_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x14\n" +
 	"\x05floor\x18\x02 \x01(\x04R\x05floor\"e\n" +
 	"\vReplicaRead\x12\x12\n" +
-	"\x04keys\x18\x01 \x03(\tR\x04keys\x12\x16\n" +
+	"\x04keys\x18\x01 \x03(\fR\x04keys\x12\x16\n" +
 	"\x06fences\x18\x02 \x03(\x04R\x06fences\x12\x12\n" +
 	"\x04scan\x18\x03 \x01(\bR\x04scan\x12\x16\n" +
-	"\x06prefix\x18\x04 \x01(\tR\x06prefix\"v\n" +
+	"\x06prefix\x18\x04 \x01(\fR\x06prefix\"v\n" +
 	"\x0eReplicaRecords\x12:\n" +
 	"\arecords\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x12\n" +
 	"\x04last\x18\x02 \x01(\bR\x04last\x12\x14\n" +

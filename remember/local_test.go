@@ -1,0 +1,119 @@
+package remember
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDirectoryInUse: a second Open or an OpenLocal of a directory a store holds is refused,
+// naming the directory; after Close it opens.
+func TestDirectoryInUse(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	cfg := c.config(0)
+	_, err := Open(testContext(t), cfg)
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), cfg.Dir) {
+		t.Fatalf("second Open: %v", err)
+	}
+	if _, err := OpenLocal(cfg.Dir); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), cfg.Dir) {
+		t.Fatalf("OpenLocal of a held directory: %v", err)
+	}
+	c.closeStore(0)
+	l, err := OpenLocal(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(testContext(t), cfg); !errors.Is(err, ErrInUse) {
+		t.Fatalf("Open while OpenLocal holds it: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenLocal(filepath.Join(t.TempDir(), "nothing")); err == nil || !strings.Contains(err.Error(), "holds no store") {
+		t.Errorf("OpenLocal of an empty directory: %v", err)
+	}
+}
+
+// TestLocal: offline scan, backup and restore, and prefix deletion with progress on a
+// stopped member's directory.
+func TestLocal(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	ctx := testContext(t)
+	var ws []Write
+	for i := range 25000 {
+		ws = append(ws, Write{Key: fmt.Sprintf("re/counter/%d/e%d", i%10, i), Value: []byte("1")})
+	}
+	ws = append(ws, Write{Key: "re/echo/1/x", Value: []byte("echo")}, Write{Key: "coord/counter", Value: []byte("c")})
+	if err := c.stores[0].Write(ctx, ws...); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.stores[0].Write(ctx, Write{Key: "re/counter/0/e0", Delete: true}); err != nil {
+		t.Fatal(err)
+	}
+	c.closeStore(0)
+
+	l, err := OpenLocal(c.dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	count := func(prefix string) (live, dead int) {
+		t.Helper()
+		err := l.Scan(prefix, func(r Record) error {
+			if r.Deleted {
+				dead++
+			} else {
+				live++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return live, dead
+	}
+	if live, dead := count("re/counter/"); live != 24999 || dead != 1 {
+		t.Fatalf("scan: %d live, %d tombstones", live, dead)
+	}
+	var backup bytes.Buffer
+	if _, err := l.Backup(&backup); err != nil {
+		t.Fatal(err)
+	}
+	var calls []int
+	n, err := l.DeletePrefix("re/counter/", func(done int) { calls = append(calls, done) })
+	if err != nil || n != 25000 {
+		t.Fatalf("DeletePrefix: %d, %v", n, err)
+	}
+	if len(calls) != 3 || calls[2] != 25000 {
+		t.Errorf("progress calls %v", calls)
+	}
+	if live, dead := count("re/"); live != 1 || dead != 0 {
+		t.Errorf("after deletion: %d live, %d tombstones under re/", live, dead)
+	}
+	if live, _ := count("coord/"); live != 1 {
+		t.Errorf("another type's data gone")
+	}
+
+	restored := filepath.Join(t.TempDir(), "restored")
+	if err := Restore(restored, &backup); err != nil {
+		t.Fatal(err)
+	}
+	if err := Restore(c.dirs[0], bytes.NewReader(nil)); err == nil {
+		t.Error("restore into a store's directory accepted")
+	}
+	r, err := OpenLocal(restored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got []string
+	if err := r.Scan("re/echo/", func(rec Record) error { got = append(got, rec.Key+"="+string(rec.Value)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "re/echo/1/x=echo" {
+		t.Errorf("restored: %v", got)
+	}
+}
