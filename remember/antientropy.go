@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -17,11 +18,16 @@ import (
 // hash per bucket of the key space) to a random other member. That member answers with the
 // summaries (key, version, tombstone, floor, value hash; no values) of its entries in the
 // buckets that differ, as many buckets as fit one frame. The initiator compares them with
-// its own entries of those buckets (reconcile), pushes what the peer lacks or holds older
-// (repair frames, merged there) and pulls what it lacks (a read of those keys, merged
-// here). Tombstones travel like records. A round that found differences is followed by
-// another at once (after catchUpDelay), so a member that was down catches up at the speed
-// of the network rather than a bucket set per interval.
+// its own entries of those buckets (reconcile); after settleDelay it reads the keys that
+// differed again from both sides, in full, pushes what the peer still lacks or holds older
+// (repair frames, merged there) and merges what it lacks itself. Tombstones travel like
+// records.
+//
+// A round that moved records is followed by another soon (after catchUpDelay, or twice the
+// round's duration if longer), so a member that was down catches up at the speed of the
+// network rather than a frame per interval; a round that found only writes in flight
+// waits the full interval. Listing a bucket is a prefix scan of the summary index (see
+// indexPrefix), so a round costs what differs, not the size of the store.
 //
 // Tombstones are never collected: dropping one safely needs every replica, including those
 // down now, to have it, or anti-entropy would bring the deleted record back. Offline
@@ -29,6 +35,10 @@ import (
 
 // catchUpDelay is the pause between anti-entropy rounds while they find differences.
 const catchUpDelay = 10 * time.Millisecond
+
+// settleDelay is how long a round lets writes in flight land before it compares the keys
+// whose summaries differed once more.
+const settleDelay = 100 * time.Millisecond
 
 // maxSummaries bounds the summaries of one answer (about a frame part's bytes).
 const maxSummaries = partBytes / recordOverhead
@@ -46,12 +56,15 @@ func (s *Store) runAntiEntropy() {
 		}
 		next := jitter()
 		if p := s.randomPeer(); p != "" {
+			start := time.Now()
 			differed, err := s.syncWith(p)
 			switch {
 			case err != nil && s.ctx.Err() == nil:
 				s.log.Debug("anti-entropy round failed", "peer", p, "err", err)
 			case differed:
-				next = min(next, catchUpDelay)
+				// Again soon, but busy at most a third of the time: under a steady load
+				// of writes digests always differ a little (writes in flight).
+				next = min(next, max(catchUpDelay, 2*time.Since(start)))
 			}
 		}
 		t.Reset(next)
@@ -86,42 +99,70 @@ func (s *Store) syncWith(p peer.ID) (bool, error) {
 		return false, err
 	}
 	s.stats.syncRounds.Add(1)
-	covered := make(map[int]bool, len(sum.Buckets))
-	for _, b := range sum.Buckets {
-		covered[int(b)] = true
-	}
 	remote := fromPBs(sum.Records, true)
 	s.observe(remote)
 	local := make(map[string]entry)
-	err = iterate(s.db, "", false, func(e *entry) error {
-		if covered[bucketOf(e.rec.Key)] {
+	for _, b := range sum.Buckets {
+		err := iterateBucket(s.db, int(b), func(e *entry) error {
 			local[e.rec.Key] = *e
-		}
-		return nil
-	})
-	if err != nil {
-		return true, fmt.Errorf("remember: read %s: %w", s.cfg.Dir, err)
-	}
-	push, pull := reconcile(local, remote)
-	if len(push) > 0 {
-		entries, err := readEntries(s.db, push)
+			return nil
+		})
 		if err != nil {
 			return true, fmt.Errorf("remember: read %s: %w", s.cfg.Dir, err)
 		}
-		s.repair(map[peer.ID][]entry{p: entries})
 	}
-	if len(pull) > 0 {
-		if err := s.pull(ctx, p, pull); err != nil {
+	push, pull := reconcile(local, remote)
+	keys := append(push, pull...)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	if len(keys) == 0 {
+		return false, nil
+	}
+	// Writes in flight differ between replicas for a moment; under load most differing
+	// buckets differ only by them. Let them land, then compare those keys again, records
+	// in full, and act on what still differs.
+	select {
+	case <-time.After(settleDelay):
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	theirs, err := s.fetch(ctx, p, keys)
+	if err != nil {
+		return false, err
+	}
+	ours, err := readEntries(s.db, keys)
+	if err != nil {
+		return false, fmt.Errorf("remember: read %s: %w", s.cfg.Dir, err)
+	}
+	var toPush, toMerge []entry
+	for i, key := range keys {
+		r, ok := theirs[key]
+		if !ok {
+			r = entry{rec: Record{Key: key}}
+		}
+		push, pull := compareStates(&ours[i], &r)
+		if push {
+			toPush = append(toPush, ours[i])
+		}
+		if pull {
+			toMerge = append(toMerge, r)
+		}
+	}
+	if len(toPush) > 0 {
+		s.repair(map[peer.ID][]entry{p: toPush})
+	}
+	if len(toMerge) > 0 {
+		if err := s.mergeLocal(ctx, toMerge); err != nil {
 			return true, err
 		}
 	}
-	s.log.Debug("anti-entropy round", "peer", p, "buckets", len(sum.Buckets), "pushed", len(push), "pulled", len(pull))
-	return true, nil
+	s.log.Debug("anti-entropy round", "peer", p, "buckets", len(sum.Buckets), "candidates", len(keys), "pushed", len(toPush), "pulled", len(toMerge))
+	return len(toPush)+len(toMerge) > 0, nil
 }
 
-// pull reads keys from p and merges them here, waiting until they are on disk.
-func (s *Store) pull(ctx context.Context, p peer.ID, keys []string) error {
-	var got []entry
+// fetch reads keys' entries from p (those it holds).
+func (s *Store) fetch(ctx context.Context, p peer.ID, keys []string) (map[string]entry, error) {
+	got := make(map[string]entry, len(keys))
 	err := s.ask(ctx, p, &pb.ReplicaEnvelope{Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Keys: keyBytes(keys)}}},
 		func(env *pb.ReplicaEnvelope) (bool, error) {
 			m, ok := env.Msg.(*pb.ReplicaEnvelope_Records)
@@ -131,15 +172,23 @@ func (s *Store) pull(ctx context.Context, p peer.ID, keys []string) error {
 			if m.Records.Error != "" {
 				return true, fmt.Errorf("replica %s: %s", p, m.Records.Error)
 			}
-			got = append(got, fromPBs(m.Records.Records, false)...)
+			for _, r := range m.Records.Records {
+				e := fromPB(r, false)
+				got[e.rec.Key] = e
+			}
 			return m.Records.Last, nil
 		})
-	if err != nil || len(got) == 0 {
-		return err
+	if err != nil {
+		return nil, err
 	}
-	s.observe(got)
+	return got, nil
+}
+
+// mergeLocal merges entries into this replica and waits until they are on disk.
+func (s *Store) mergeLocal(ctx context.Context, es []entry) error {
+	s.observe(es)
 	done := make(chan error, 1)
-	if !s.com.submit(&applyOp{kind: opMerge, recs: got, done: func(res applyResult) { done <- res.err }}) {
+	if !s.com.submit(&applyOp{kind: opMerge, recs: es, done: func(res applyResult) { done <- res.err }}) {
 		return ErrClosed
 	}
 	select {
@@ -167,35 +216,26 @@ func (s *Store) serveDigest(from peer.ID, id uint64, remote []uint64) {
 	}
 	picked := d.pickBuckets(differing, maxSummaries)
 	s.spawn(func() {
-		byBucket := make(map[int][]entry, len(picked))
-		for _, b := range picked {
-			byBucket[b] = nil
-		}
-		err := iterate(s.db, "", false, func(e *entry) error {
-			b := bucketOf(e.rec.Key)
-			if list, ok := byBucket[b]; ok {
-				byBucket[b] = append(list, *e)
-			}
-			return nil
-		})
-		if err != nil {
-			s.log.Error("anti-entropy: cannot read the store", "dir", s.cfg.Dir, "err", err)
-			return
-		}
 		// Whole buckets only, in order, as many as fit a frame part (at least one).
 		var buckets []uint32
 		var recs []entry
 		size := 0
 		for _, b := range picked {
-			n := 0
-			for i := range byBucket[b] {
-				n += recordSize(&byBucket[b][i])
+			n, first := 0, len(recs)
+			err := iterateBucket(s.db, b, func(e *entry) error {
+				recs = append(recs, *e)
+				n += recordSize(e)
+				return nil
+			})
+			if err != nil {
+				s.log.Error("anti-entropy: cannot read the store", "dir", s.cfg.Dir, "err", err)
+				return
 			}
 			if size+n > partBytes && len(buckets) > 0 {
+				recs = recs[:first]
 				break
 			}
 			buckets = append(buckets, uint32(b))
-			recs = append(recs, byBucket[b]...)
 			size += n
 		}
 		answer(buckets, recs)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -70,6 +71,7 @@ type committer struct {
 	dig digest
 
 	commits, refused, merged atomic.Uint64
+	busy                     atomic.Int64 // nanoseconds spent committing
 
 	// per commit, reused
 	before, after map[string]entry
@@ -130,6 +132,8 @@ func (c *committer) run() {
 
 // commit applies ops in one read transaction and one synchronous WriteBatch.
 func (c *committer) commit(ops []*applyOp) {
+	start := time.Now()
+	defer func() { c.busy.Add(int64(time.Since(start))) }()
 	clear(c.before)
 	clear(c.after)
 	results := make([]applyResult, len(ops))
@@ -222,25 +226,45 @@ func (c *committer) load(ops []*applyOp) error {
 	})
 }
 
-// store writes the entries that changed in one WriteBatch; after keeps only those.
+// store writes the entries that changed, each with its summary, and keeps only those in
+// after. A commit that fits one Badger transaction (the usual case) is one transaction; a
+// larger one goes through a WriteBatch, which splits it. Either way SyncWrites puts it on
+// disk before store returns.
 func (c *committer) store() error {
-	wb := c.db.NewWriteBatch()
-	defer wb.Cancel()
-	var buf []byte
+	var kvs [][2][]byte
 	for key, next := range c.after {
 		old := c.before[key]
 		if sameState(&old, &next) && bytes.Equal(old.rec.Value, next.rec.Value) {
 			delete(c.after, key)
 			continue
 		}
-		buf = encodeEntry(buf[:0], &next)
-		// The WriteBatch keeps the slices until it commits: give it its own copies.
-		if err := wb.Set(storeKey(key), bytes.Clone(buf)); err != nil {
+		kvs = append(kvs, [2][]byte{storeKey(key), encodeEntry(nil, &next)}, [2][]byte{indexKey(key), encodeSummary(nil, &next)})
+	}
+	if len(kvs) == 0 {
+		return nil
+	}
+	txn := c.db.NewTransaction(true)
+	defer txn.Discard()
+	for _, kv := range kvs {
+		err := txn.Set(kv[0], kv[1])
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			return c.storeBatch(kvs)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	if len(c.after) == 0 {
-		return nil
+	return txn.Commit()
+}
+
+// storeBatch writes kvs through a WriteBatch.
+func (c *committer) storeBatch(kvs [][2][]byte) error {
+	wb := c.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, kv := range kvs {
+		if err := wb.Set(kv[0], kv[1]); err != nil {
+			return err
+		}
 	}
 	return wb.Flush()
 }

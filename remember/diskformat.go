@@ -8,9 +8,14 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// Badger key space. Every record (and fence floor) of key k is stored under recordPrefix+k;
-// nothing else is stored yet, and other prefixes are free for later use.
-const recordPrefix = "r"
+// Badger key space. Every record (and fence floor) of key k is stored under recordPrefix+k,
+// and its summary (the entry without its value) under indexPrefix+bucket+k, bucket being
+// bucketOf(k) as two big-endian bytes: anti-entropy lists a bucket's summaries with one
+// prefix scan instead of a scan of the whole store. Other prefixes are free for later use.
+const (
+	recordPrefix = "r"
+	indexPrefix  = "b"
+)
 
 // entryFormat is the first byte of every stored entry; a different one is refused.
 const entryFormat = 1
@@ -22,6 +27,26 @@ const flagDeleted = 1
 func storeKey(key string) []byte {
 	b := make([]byte, 0, len(recordPrefix)+len(key))
 	return append(append(b, recordPrefix...), key...)
+}
+
+// indexKey returns the Badger key of key's summary.
+func indexKey(key string) []byte {
+	b := make([]byte, 0, len(indexPrefix)+2+len(key))
+	b = append(b, indexPrefix...)
+	b = binary.BigEndian.AppendUint16(b, uint16(bucketOf(key)))
+	return append(b, key...)
+}
+
+// bucketPrefix returns the Badger prefix of bucket b's summaries.
+func bucketPrefix(b int) []byte {
+	return binary.BigEndian.AppendUint16([]byte(indexPrefix), uint16(b))
+}
+
+// encodeSummary appends e's summary (its stored form without the value) to dst.
+func encodeSummary(dst []byte, e *entry) []byte {
+	s := *e
+	s.rec.Value = nil
+	return encodeEntry(dst, &s)
 }
 
 // encodeEntry appends e in the stored format to dst:
@@ -95,15 +120,25 @@ func readEntries(db *badger.DB, keys []string) ([]entry, error) {
 // one read transaction. Without withValue values are not copied out (e.rec.Value is nil).
 // The entry passed to fn may be kept.
 func iterate(db *badger.DB, prefix string, withValue bool, fn func(*entry) error) error {
+	return scanStored(db, storeKey(prefix), len(recordPrefix), withValue, fn)
+}
+
+// iterateBucket calls fn with the summary (no value) of every entry of bucket b.
+func iterateBucket(db *badger.DB, b int, fn func(*entry) error) error {
+	return scanStored(db, bucketPrefix(b), len(indexPrefix)+2, false, fn)
+}
+
+// scanStored decodes every stored entry under the Badger prefix p, whose keys are the
+// entry's key after skip bytes.
+func scanStored(db *badger.DB, p []byte, skip int, withValue bool, fn func(*entry) error) error {
 	return db.View(func(txn *badger.Txn) error {
-		p := storeKey(prefix)
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = p
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Seek(p); it.ValidForPrefix(p); it.Next() {
 			item := it.Item()
-			key := string(item.Key()[len(recordPrefix):])
+			key := string(item.Key()[skip:])
 			var e entry
 			err := item.Value(func(v []byte) error {
 				var derr error
@@ -119,4 +154,64 @@ func iterate(db *badger.DB, prefix string, withValue bool, fn func(*entry) error
 		}
 		return nil
 	})
+}
+
+// rebuildIndex rewrites every summary from the records.
+func rebuildIndex(db *badger.DB) error {
+	if err := deleteKeys(db, []byte(indexPrefix), nil); err != nil {
+		return err
+	}
+	wb := db.NewWriteBatch()
+	defer wb.Cancel()
+	err := iterate(db, "", false, func(e *entry) error {
+		return wb.Set(indexKey(e.rec.Key), encodeSummary(nil, e))
+	})
+	if err != nil {
+		return err
+	}
+	return wb.Flush()
+}
+
+// deleteChunk is how many Badger keys deleteKeys deletes per commit.
+const deleteChunk = 10000
+
+// deleteKeys deletes every Badger key under prefix p, with the summary of each record
+// deleted (when p is under recordPrefix), in commits of deleteChunk records; progress (if
+// set) gets the running count of keys under p deleted after each.
+func deleteKeys(db *badger.DB, p []byte, progress func(int)) error {
+	done := 0
+	for {
+		var keys [][]byte
+		err := db.View(func(txn *badger.Txn) error {
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix, opts.PrefetchValues = p, false
+			it := txn.NewIterator(opts)
+			defer it.Close()
+			for it.Seek(p); it.ValidForPrefix(p) && len(keys) < deleteChunk; it.Next() {
+				keys = append(keys, it.Item().KeyCopy(nil))
+			}
+			return nil
+		})
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		wb := db.NewWriteBatch()
+		for _, k := range keys {
+			err := wb.Delete(k)
+			if err == nil && string(k[:len(recordPrefix)]) == recordPrefix {
+				err = wb.Delete(indexKey(string(k[len(recordPrefix):])))
+			}
+			if err != nil {
+				wb.Cancel()
+				return err
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			return err
+		}
+		done += len(keys)
+		if progress != nil {
+			progress(done)
+		}
+	}
 }

@@ -70,49 +70,23 @@ func (l *Local) Scan(prefix string, fn func(Record) error) error {
 	})
 }
 
-// deleteChunk is how many keys DeletePrefix deletes per commit (and per progress call).
-const deleteChunk = 10000
-
 // DeletePrefix removes every record (and fence floor) whose key starts with prefix from
 // this directory and returns how many it removed, calling progress with the running count
-// after each chunk. The removal is physical, not a tombstone: run it on every member's
-// directory, or anti-entropy brings the records back from a member that still has them.
+// after each chunk of 10,000. The removal is physical, not a tombstone: run it on every
+// member's directory, or anti-entropy brings the records back from a member that still has
+// them.
 func (l *Local) DeletePrefix(prefix string, progress func(done int)) (int, error) {
-	done := 0
-	for {
-		var keys [][]byte
-		err := l.db.View(func(txn *badger.Txn) error {
-			p := storeKey(prefix)
-			opts := badger.DefaultIteratorOptions
-			opts.Prefix, opts.PrefetchValues = p, false
-			it := txn.NewIterator(opts)
-			defer it.Close()
-			for it.Seek(p); it.ValidForPrefix(p) && len(keys) < deleteChunk; it.Next() {
-				keys = append(keys, it.Item().KeyCopy(nil))
-			}
-			return nil
-		})
-		if err != nil {
-			return done, fmt.Errorf("remember: read %s: %w", l.dir, err)
-		}
-		if len(keys) == 0 {
-			return done, nil
-		}
-		wb := l.db.NewWriteBatch()
-		for _, k := range keys {
-			if err := wb.Delete(k); err != nil {
-				wb.Cancel()
-				return done, fmt.Errorf("remember: delete in %s: %w", l.dir, err)
-			}
-		}
-		if err := wb.Flush(); err != nil {
-			return done, fmt.Errorf("remember: delete in %s: %w", l.dir, err)
-		}
-		done += len(keys)
+	n := 0
+	err := deleteKeys(l.db, storeKey(prefix), func(done int) {
+		n = done
 		if progress != nil {
 			progress(done)
 		}
+	})
+	if err != nil {
+		return n, fmt.Errorf("remember: delete %q in %s: %w", prefix, l.dir, err)
 	}
+	return n, nil
 }
 
 // Backup writes a full backup of the directory to w in Badger's backup format (restore it

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -21,7 +22,7 @@ import (
 // busy at once (one round's commit overlaps the other's network wait) while letting
 // operations pile up into large batches under load.
 const (
-	writeWindow = 2
+	writeWindow = 8
 	readWindow  = 2
 )
 
@@ -153,10 +154,11 @@ func openBadger(dir string, log *slog.Logger, tune func(badger.Options) badger.O
 }
 
 // loadDigest computes the digest of everything stored and returns the highest counter and
-// the number of entries.
+// the number of entries. If the summary index does not match the records (a crash in the
+// middle of a commit that Badger split into several transactions), it rebuilds the index.
 func (s *Store) loadDigest() (maxCounter uint64, n int, err error) {
+	var none entry
 	err = iterate(s.db, "", false, func(e *entry) error {
-		var none entry
 		s.com.dig.update(e.rec.Key, &none, e)
 		maxCounter = max(maxCounter, e.rec.Version.Counter)
 		n++
@@ -164,6 +166,20 @@ func (s *Store) loadDigest() (maxCounter uint64, n int, err error) {
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("remember: read store in %s: %w", s.cfg.Dir, err)
+	}
+	var indexed digest
+	err = scanStored(s.db, []byte(indexPrefix), len(indexPrefix)+2, false, func(e *entry) error {
+		indexed.update(e.rec.Key, &none, e)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("remember: read store in %s: %w", s.cfg.Dir, err)
+	}
+	if indexed != s.com.dig {
+		s.log.Warn("the anti-entropy index does not match the records (a crash during a commit?); rebuilding it", "dir", s.cfg.Dir, "entries", n)
+		if err := rebuildIndex(s.db); err != nil {
+			return 0, 0, fmt.Errorf("remember: rebuild the index of %s: %w", s.cfg.Dir, err)
+		}
 	}
 	return maxCounter, n, nil
 }
@@ -276,19 +292,20 @@ func (s *Store) spawn(fn func()) bool {
 
 // Stats counts what a store did since it opened.
 type Stats struct {
-	Writes        uint64 // writes of Write calls
-	WriteRounds   uint64 // rounds (one frame per peer) they went out in
-	Reads         uint64 // keys of Get and GetFenced calls
-	ReadRounds    uint64 // rounds they went out in
-	Scans         uint64 // Scan calls
-	Commits       uint64 // local group commits (one Badger WriteBatch, one fsync each)
-	Refused       uint64 // writes this replica refused for fencing
-	Merged        uint64 // entries read repair and anti-entropy changed here
-	Repairs       uint64 // records sent to replicas that lagged (read repair, anti-entropy)
-	SyncRounds    uint64 // anti-entropy rounds that found differences
-	Malformed     uint64 // frames from peers that did not decode
-	FramesDropped uint64 // frames not sent (peer unreachable, queue full)
-	LateAnswers   uint64 // answers that came after their round ended
+	Writes        uint64        // writes of Write calls
+	WriteRounds   uint64        // rounds (one frame per peer) they went out in
+	Reads         uint64        // keys of Get and GetFenced calls
+	ReadRounds    uint64        // rounds they went out in
+	Scans         uint64        // Scan calls
+	Commits       uint64        // local group commits (one Badger WriteBatch, one fsync each)
+	CommitTime    time.Duration // time spent in them
+	Refused       uint64        // writes this replica refused for fencing
+	Merged        uint64        // entries read repair and anti-entropy changed here
+	Repairs       uint64        // records sent to replicas that lagged (read repair, anti-entropy)
+	SyncRounds    uint64        // anti-entropy rounds that found differences
+	Malformed     uint64        // frames from peers that did not decode
+	FramesDropped uint64        // frames not sent (peer unreachable, queue full)
+	LateAnswers   uint64        // answers that came after their round ended
 }
 
 type counters struct {
@@ -303,7 +320,7 @@ func (s *Store) Stats() Stats {
 	return Stats{
 		Writes: c.writes.Load(), WriteRounds: c.writeRounds.Load(),
 		Reads: c.reads.Load(), ReadRounds: c.readRounds.Load(), Scans: c.scans.Load(),
-		Commits: s.com.commits.Load(), Refused: s.com.refused.Load(), Merged: s.com.merged.Load(),
+		Commits: s.com.commits.Load(), CommitTime: time.Duration(s.com.busy.Load()), Refused: s.com.refused.Load(), Merged: s.com.merged.Load(),
 		Repairs: c.repairs.Load(), SyncRounds: c.syncRounds.Load(),
 		Malformed: c.malformed.Load(), FramesDropped: c.framesDropped.Load(), LateAnswers: c.lateAnswers.Load(),
 	}
