@@ -15,12 +15,15 @@ type batcher[T any] struct {
 	closed bool
 	wake   chan struct{} // buffered 1: queue became non-empty
 	slots  chan struct{} // a token per round in flight
-	fits   func(batch []T, next T) bool
+	weigh  func(T) (n, bytes int)
 	fail   func(T, error)
 }
 
-func newBatcher[T any](window int, fits func(batch []T, next T) bool, fail func(T, error)) *batcher[T] {
-	return &batcher[T]{wake: make(chan struct{}, 1), slots: make(chan struct{}, window), fits: fits, fail: fail}
+// newBatcher returns a batcher of window rounds in flight whose rounds hold at most
+// maxBatchWrites items and maxBatchBytes bytes as weigh counts them (and at least one
+// operation).
+func newBatcher[T any](window int, weigh func(T) (n, bytes int), fail func(T, error)) *batcher[T] {
+	return &batcher[T]{wake: make(chan struct{}, 1), slots: make(chan struct{}, window), weigh: weigh, fail: fail}
 }
 
 // add queues op; after close it fails op with ErrClosed instead.
@@ -63,9 +66,14 @@ func (b *batcher[T]) next(ctx context.Context) []T {
 	for {
 		b.mu.Lock()
 		if len(b.queue) > 0 {
+			items, bytes := b.weigh(b.queue[0])
 			n := 1
-			for n < len(b.queue) && b.fits(b.queue[:n], b.queue[n]) {
-				n++
+			for ; n < len(b.queue); n++ {
+				i, by := b.weigh(b.queue[n])
+				if items+i > maxBatchWrites || bytes+by > maxBatchBytes {
+					break
+				}
+				items, bytes = items+i, bytes+by
 			}
 			batch := append([]T(nil), b.queue[:n]...)
 			rest := copy(b.queue, b.queue[n:])

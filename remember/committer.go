@@ -97,6 +97,16 @@ func (c *committer) submit(op *applyOp) bool {
 	}
 }
 
+// trySubmit queues op if there is room, without waiting; it reports whether it did.
+func (c *committer) trySubmit(op *applyOp) bool {
+	select {
+	case c.ops <- op:
+		return true
+	default:
+		return false
+	}
+}
+
 // run commits until stop is closed, then fails what is still queued with ErrClosed.
 func (c *committer) run() {
 	var batch []*applyOp

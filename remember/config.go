@@ -116,13 +116,13 @@ type Config struct {
 func (c *Config) validate() error {
 	var errs []error
 	if c.Dir == "" {
-		errs = append(errs, errors.New("Dir: required"))
+		errs = append(errs, configError("Dir", "required"))
 	}
 	if c.Host == nil {
-		errs = append(errs, errors.New("Host: required"))
+		errs = append(errs, configError("Host", "required"))
 	}
 	if c.Members == nil {
-		errs = append(errs, errors.New("Members: required"))
+		errs = append(errs, configError("Members", "required"))
 	}
 	fill := func(name string, v *int, def int) {
 		switch {
@@ -131,7 +131,7 @@ func (c *Config) validate() error {
 		case *v == PlusNone:
 			*v = 0
 		case *v < 0:
-			errs = append(errs, fmt.Errorf("%s: %d, want >= 0, PlusNone or AllMembers", name, *v))
+			errs = append(errs, configError(name, "%d, want >= 0, PlusNone or AllMembers", *v))
 		}
 	}
 	fill("WriteMajorityPlus", &c.WriteMajorityPlus, DefaultWriteMajorityPlus)
@@ -139,7 +139,7 @@ func (c *Config) validate() error {
 	if c.MajorityMinCap == 0 {
 		c.MajorityMinCap = DefaultMajorityMinCap
 	} else if c.MajorityMinCap < 0 {
-		errs = append(errs, fmt.Errorf("MajorityMinCap: %d, want >= 1", c.MajorityMinCap))
+		errs = append(errs, configError("MajorityMinCap", "%d, want >= 1", c.MajorityMinCap))
 	}
 	if c.AntiEntropyInterval == 0 {
 		c.AntiEntropyInterval = DefaultAntiEntropyInterval
@@ -147,7 +147,7 @@ func (c *Config) validate() error {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	} else if c.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("Timeout: %v, want > 0", c.Timeout))
+		errs = append(errs, configError("Timeout", "%v, want > 0", c.Timeout))
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -156,6 +156,11 @@ func (c *Config) validate() error {
 		return fmt.Errorf("remember config: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// configError is an error about the Config field name.
+func configError(name, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...))
 }
 
 // badgerOptions returns the store's Badger options for dir.

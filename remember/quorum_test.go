@@ -1,6 +1,10 @@
 package remember
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 // TestRequired: the figures of Akka's ReplicatorSpec for calculateMajority.
 func TestRequired(t *testing.T) {
@@ -38,5 +42,28 @@ func TestTally(t *testing.T) {
 	tl.ok = 2
 	if v := tl.decide(2, 0); v != succeeded {
 		t.Errorf("2 ok of 2: %v", v)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	var c Config
+	err := c.validate()
+	for _, field := range []string{"Dir", "Host", "Members"} {
+		if err == nil || !strings.Contains(err.Error(), field+": required") {
+			t.Errorf("empty config: %v", err)
+		}
+	}
+	c = Config{WriteMajorityPlus: PlusNone, ReadMajorityPlus: AllMembers}
+	_ = c.validate()
+	if c.WriteMajorityPlus != 0 || c.ReadMajorityPlus != AllMembers || c.MajorityMinCap != DefaultMajorityMinCap ||
+		c.Timeout != DefaultTimeout || c.AntiEntropyInterval != DefaultAntiEntropyInterval || c.Logger == nil {
+		t.Errorf("filled: %+v", c)
+	}
+	c = Config{WriteMajorityPlus: -5, MajorityMinCap: -1, Timeout: -time.Second}
+	err = c.validate()
+	for _, field := range []string{"WriteMajorityPlus", "MajorityMinCap", "Timeout"} {
+		if err == nil || !strings.Contains(err.Error(), field+": ") {
+			t.Errorf("bad values: %v", err)
+		}
 	}
 }

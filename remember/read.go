@@ -340,7 +340,9 @@ func (s *Store) repair(repairs map[peer.ID][]entry) {
 	for p, es := range repairs {
 		s.stats.repairs.Add(uint64(len(es)))
 		if p == s.self {
-			s.com.submit(&applyOp{kind: opMerge, recs: es, done: func(applyResult) {}})
+			// Possibly on the committer's own goroutine (a fenced read answered there):
+			// never wait for room in its queue. A repair dropped here is anti-entropy's.
+			s.com.trySubmit(&applyOp{kind: opMerge, recs: es, done: func(applyResult) {}})
 			continue
 		}
 		parts(es, func(part []entry, _ bool) {

@@ -106,8 +106,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.clock.observe(maxCounter + clockRestartGap)
 	s.out = &outboxes{ctx: s.ctx, host: s.host, timeout: cfg.Timeout, dropped: func() { s.stats.framesDropped.Add(1) }, spawn: s.spawn, by: make(map[peer.ID]chan []byte)}
-	s.writes = newBatcher(writeWindow, fitsWriteBatch, func(op *writeOp, err error) { op.finish(err) })
-	s.reads = newBatcher(readWindow, func(b []*readOp, _ *readOp) bool { return len(b) < maxBatchWrites },
+	s.writes = newBatcher(writeWindow, (*writeOp).weight, func(op *writeOp, err error) { op.finish(err) })
+	s.reads = newBatcher(readWindow, func(op *readOp) (int, int) { return 1, len(op.key) },
 		func(op *readOp, err error) { op.done <- readResult{err: err} })
 
 	s.comWG.Add(1)

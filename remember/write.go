@@ -87,19 +87,12 @@ type writeOp struct {
 
 func (op *writeOp) finish(err error) { op.done <- err }
 
-// fitsWriteBatch reports whether next still fits a round holding batch.
-func fitsWriteBatch(batch []*writeOp, next *writeOp) bool {
-	n, size := len(next.writes), 0
-	for _, w := range next.writes {
-		size += len(w.Key) + len(w.Value)
+// weight is what op adds to a round: writes and bytes of keys and values.
+func (op *writeOp) weight() (n, bytes int) {
+	for _, w := range op.writes {
+		bytes += len(w.Key) + len(w.Value)
 	}
-	for _, op := range batch {
-		n += len(op.writes)
-		for _, w := range op.writes {
-			size += len(w.Key) + len(w.Value)
-		}
-	}
-	return n <= maxBatchWrites && size <= maxBatchBytes
+	return len(op.writes), bytes
 }
 
 // startWrite starts the round of a batch of Write calls: versions assigned, one frame to
