@@ -1,9 +1,13 @@
 package remember
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,4 +124,61 @@ func TestLocal(t *testing.T) {
 	if len(got) != 1 || got[0] != "re/echo/1/x=echo" {
 		t.Errorf("restored: %v", got)
 	}
+}
+
+// TestDirectoryHeldByAnotherProcess: a directory another process holds (this test binary
+// re-run as a helper) is refused with ErrInUse, and opens once that process is gone.
+func TestDirectoryHeldByAnotherProcess(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	dir := c.dirs[0]
+	c.closeStore(0)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldDirectory$")
+	cmd.Env = append(os.Environ(), "REMEMBER_HOLD_DIR="+dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "holding" {
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	_, err = OpenLocal(dir)
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "another process") {
+		t.Errorf("OpenLocal of a directory another process holds: %v", err)
+	}
+	if _, err := Open(testContext(t), c.config(0)); !errors.Is(err, ErrInUse) {
+		t.Errorf("Open of a directory another process holds: %v", err)
+	}
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+}
+
+// TestHelperHoldDirectory is TestDirectoryHeldByAnotherProcess's other process: it holds
+// $REMEMBER_HOLD_DIR until its stdin closes.
+func TestHelperHoldDirectory(t *testing.T) {
+	dir := os.Getenv("REMEMBER_HOLD_DIR")
+	if dir == "" {
+		t.Skip("a helper process for TestDirectoryHeldByAnotherProcess")
+	}
+	l, err := OpenLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	fmt.Println("holding")
+	_, _ = io.Copy(io.Discard, os.Stdin)
 }

@@ -1,6 +1,7 @@
 package remember
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -230,11 +231,16 @@ func (r *readRound) answer(from peer.ID, part []entry, last bool, err error) {
 	t := tally{ok: len(r.answered) - len(r.failed)}
 	switch t.decide(r.need, len(r.asked)-len(r.answered)) {
 	case succeeded:
+		for p := range r.got {
+			if !r.answered[p] {
+				delete(r.got, p) // part of an answer: merge complete ones only
+			}
+		}
 		merged, repairs := mergeAnswers(r.got)
 		r.finish()
 		r.mu.Unlock()
+		r.s.repair(repairs) // first: the caller owns the records once done returns them
 		r.done(merged, nil)
-		r.s.repair(repairs)
 	case failedNow:
 		qe := r.failure()
 		r.finish()
@@ -342,7 +348,13 @@ func (s *Store) repair(repairs map[peer.ID][]entry) {
 		if p == s.self {
 			// Possibly on the committer's own goroutine (a fenced read answered there):
 			// never wait for room in its queue. A repair dropped here is anti-entropy's.
-			s.com.trySubmit(&applyOp{kind: opMerge, recs: es, done: func(applyResult) {}})
+			// The committer encodes later: give it values the caller cannot change.
+			own := make([]entry, len(es))
+			for i, e := range es {
+				e.rec.Value = bytes.Clone(e.rec.Value)
+				own[i] = e
+			}
+			s.com.trySubmit(&applyOp{kind: opMerge, recs: own, done: func(applyResult) {}})
 			continue
 		}
 		parts(es, func(part []entry, _ bool) {

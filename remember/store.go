@@ -18,11 +18,12 @@ import (
 	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
-// Rounds in flight per store, for writes and for reads. Two keep the disk and the network
-// busy at once (one round's commit overlaps the other's network wait) while letting
-// operations pile up into large batches under load.
+// Rounds in flight per store, for writes and for reads: enough to keep the disk and the
+// network busy at once (one round's commit overlaps another's network wait) while letting
+// operations pile up into large batches under load. (On 2 cores, 2 to 16 write rounds
+// measured the same within noise.)
 const (
-	writeWindow = 8
+	writeWindow = 4
 	readWindow  = 2
 )
 
@@ -110,6 +111,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.reads = newBatcher(readWindow, func(op *readOp) (int, int) { return 1, len(op.key) },
 		func(op *readOp, err error) { op.done <- readResult{err: err} })
 
+	// Serve before anything is sent, so that the first answers reach this store.
+	s.host.Handle(Protocol, s.handleFrame)
 	s.comWG.Add(1)
 	go func() {
 		defer s.comWG.Done()
@@ -131,7 +134,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			s.runAntiEntropy()
 		}()
 	}
-	s.host.Handle(Protocol, s.handleFrame)
 	s.log.Info("store opened", "dir", cfg.Dir, "entries", n,
 		"write_majority_plus", cfg.WriteMajorityPlus, "read_majority_plus", cfg.ReadMajorityPlus, "majority_min_cap", cfg.MajorityMinCap)
 	return s, nil

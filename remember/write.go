@@ -31,7 +31,7 @@ func (s *Store) Write(ctx context.Context, ws ...Write) error {
 	if err := checkWrites(ws); err != nil {
 		return err
 	}
-	op := &writeOp{writes: ws, done: make(chan error, 1)}
+	op := &writeOp{writes: ownCopy(ws), done: make(chan error, 1)}
 	s.stats.writes.Add(uint64(len(ws)))
 	s.writes.add(op)
 	select {
@@ -40,6 +40,26 @@ func (s *Store) Write(ctx context.Context, ws ...Write) error {
 	case <-ctx.Done():
 		return fmt.Errorf("remember: write of %q: %w (it may still be stored)", ws[0].Key, ctx.Err())
 	}
+}
+
+// ownCopy copies ws and their values (into one buffer): the round may outlive a Write
+// call whose ctx ended, and the caller may then reuse its slices.
+func ownCopy(ws []Write) []Write {
+	n := 0
+	for _, w := range ws {
+		n += len(w.Value)
+	}
+	buf := make([]byte, 0, n)
+	out := make([]Write, len(ws))
+	for i, w := range ws {
+		out[i] = w
+		if w.Value != nil {
+			start := len(buf)
+			buf = append(buf, w.Value...)
+			out[i].Value = buf[start:len(buf):len(buf)]
+		}
+	}
+	return out
 }
 
 func checkWrites(ws []Write) error {
@@ -78,7 +98,6 @@ type writeOp struct {
 	done   chan error // buffered 1
 
 	// Owned by the round (under its mutex).
-	first   int // index of the op's first record in the round
 	t       tally
 	fenced  *FencedError
 	cause   error // a replica's error
@@ -115,7 +134,6 @@ func (s *Store) startWrite(ops []*writeOp, release func()) {
 	r.recs = make([]entry, 0, n)
 	r.owner = make([]int32, 0, n)
 	for i, op := range ops {
-		op.first = len(r.recs)
 		for _, w := range op.writes {
 			e := entry{rec: Record{Key: w.Key, Deleted: w.Delete, Version: Version{Epoch: w.Epoch, Counter: s.clock.tick(), Writer: s.writer}}}
 			if !w.Delete {
