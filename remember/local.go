@@ -72,7 +72,8 @@ func (l *Local) Scan(prefix string, fn func(Record) error) error {
 
 // DeletePrefix removes every record (and fence floor) whose key starts with prefix from
 // this directory and returns how many it removed, calling progress with the running count
-// after each chunk of 10,000. The removal is physical, not a tombstone: run it on every
+// after each chunk of 10,000. The prefix is compared byte by byte: end it with the key
+// separator ("re/counter/", not "re/counter", which also matches "re/counter2/…"). The removal is physical, not a tombstone: run it on every
 // member's directory, or anti-entropy brings the records back from a member that still has
 // them.
 func (l *Local) DeletePrefix(prefix string, progress func(done int)) (int, error) {

@@ -23,7 +23,8 @@ import (
 // a *FencedError (errors.Is ErrFenced) once the quorum can no longer be reached; too few
 // answers within Config.Timeout, with a *QuorumError (ErrNoQuorum). A failed call's writes
 // may still be stored on some replicas (and spread from there): retry with the same writes,
-// or overwrite. The writes of one call are not atomic across keys.
+// or overwrite. The writes of one call are not atomic across keys; writes of the same key
+// in one call are ordered as given (the last wins).
 func (s *Store) Write(ctx context.Context, ws ...Write) error {
 	if len(ws) == 0 {
 		return nil
