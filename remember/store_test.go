@@ -110,13 +110,13 @@ func TestCatchUpByAntiEntropy(t *testing.T) {
 	}
 }
 
-// TestConcurrentWritersConverge: members writing the same keys at once end with the same
-// record everywhere, the one with the highest version.
+// TestConcurrentWritersConverge: five members writing the same keys at once end with the
+// same record everywhere, the one with the highest version.
 func TestConcurrentWritersConverge(t *testing.T) {
-	c := newCluster(t, 3, nil)
+	c := newCluster(t, 5, nil)
 	ctx := testContext(t)
 	var wg sync.WaitGroup
-	for m := range 3 {
+	for m := range 5 {
 		for g := range 4 {
 			wg.Add(1)
 			go func() {
@@ -135,8 +135,8 @@ func TestConcurrentWritersConverge(t *testing.T) {
 	for k := range 3 {
 		key := fmt.Sprintf("hot/%d", k)
 		e0 := c.local(0, key)
-		for i := 1; i < 3; i++ {
-			// All writes were acknowledged by all three: no anti-entropy needed.
+		for i := 1; i < 5; i++ {
+			// All writes were acknowledged by all five: no anti-entropy needed.
 			if ei := c.local(i, key); !sameState(&e0, &ei) || string(ei.rec.Value) != string(e0.rec.Value) {
 				t.Errorf("%s: member 0 holds %s %q, member %d %s %q", key, e0.rec.Version, e0.rec.Value, i, ei.rec.Version, ei.rec.Value)
 			}

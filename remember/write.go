@@ -32,6 +32,9 @@ func (s *Store) Write(ctx context.Context, ws ...Write) error {
 	if err := checkWrites(ws); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("remember: write of %q: %w", ws[0].Key, err)
+	}
 	op := &writeOp{writes: ownCopy(ws), done: make(chan error, 1)}
 	s.stats.writes.Add(uint64(len(ws)))
 	s.writes.add(op)
