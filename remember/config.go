@@ -1,0 +1,201 @@
+package remember
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/shardmesh/shardmesh/p2p"
+	"github.com/shardmesh/shardmesh/wire"
+)
+
+// Protocol is the libp2p protocol of the replica protocol.
+const Protocol protocol.ID = "/shardmesh/replica/1"
+
+// Defaults of Config, as in Akka/Pekko's reference.conf where it has the setting.
+const (
+	// DefaultWriteMajorityPlus: coordinator-state.write-majority-plus.
+	DefaultWriteMajorityPlus = 3
+	// DefaultReadMajorityPlus: coordinator-state.read-majority-plus.
+	DefaultReadMajorityPlus = 5
+	// DefaultMajorityMinCap: distributed-data.majority-min-cap.
+	DefaultMajorityMinCap = 5
+	// DefaultAntiEntropyInterval: how often a replica compares digests with a random other.
+	DefaultAntiEntropyInterval = 5 * time.Second
+	// DefaultTimeout: how long a round (a batch of writes, a read, a scan) waits for its
+	// quorum.
+	DefaultTimeout = 3 * time.Second
+)
+
+// Special values of WriteMajorityPlus, ReadMajorityPlus and MajorityMinCap.
+const (
+	// PlusNone asks for a plain majority: reference.conf's 0 (a zero field means the
+	// default instead).
+	PlusNone = -1
+	// AllMembers asks for every replica: reference.conf's "all".
+	AllMembers = math.MaxInt
+)
+
+// Limits of what the store accepts.
+const (
+	// MaxKeySize is the longest key, in bytes.
+	MaxKeySize = wire.MaxReplicaKeyLen
+	// MaxValueSize is the largest value, in bytes.
+	MaxValueSize = 1 << 20
+	// MaxWriteBytes bounds one Write call: its keys and values together, in bytes.
+	MaxWriteBytes = 2 << 20
+	// MaxWrites bounds how many writes one Write call may carry.
+	MaxWrites = 65536
+)
+
+// Small Badger sizes for the store's directory (Badger's own defaults take ~300 MB of RSS
+// and a 2 GiB sparse value log per database). Values up to MaxValueSize stay in the LSM
+// tree; the value log holds nothing in practice.
+const (
+	// DefaultMemTableSize: 8 MiB per memtable, 2 memtables. Badger commits at most 15% of
+	// it (1.2 MiB) per transaction; the store's WriteBatch splits larger commits.
+	DefaultMemTableSize = 8 << 20
+	// DefaultValueLogFileSize: 16 MiB value log files (Badger: 1 GiB).
+	DefaultValueLogFileSize = 16 << 20
+	// DefaultBlockCacheSize: 8 MiB block cache (Badger: 256 MiB).
+	DefaultBlockCacheSize = 8 << 20
+)
+
+// Config configures a Store. Zero fields take the defaults above.
+type Config struct {
+	// Dir is the Badger directory (the daemon passes <data-dir>/store). Required; created
+	// if missing.
+	Dir string
+
+	// Host is the member's libp2p host: the store serves Protocol on it (replacing any
+	// other handler) and sends its frames through it. Required.
+	Host *p2p.Host
+
+	// Members returns the members that hold replicas now, this one included (Up, Leaving,
+	// …; not Removed or Down). It is called at the start of every round; this member is
+	// added if missing. Required.
+	Members func() []peer.ID
+
+	// WriteMajorityPlus: a write must be stored by a majority of Members plus this many,
+	// and at least MajorityMinCap (see Required). 0: DefaultWriteMajorityPlus (3);
+	// PlusNone: a plain majority; AllMembers: all.
+	WriteMajorityPlus int
+
+	// ReadMajorityPlus: a read is merged from a majority plus this many replicas (and at
+	// least MajorityMinCap). 0: DefaultReadMajorityPlus (5); PlusNone; AllMembers.
+	ReadMajorityPlus int
+
+	// MajorityMinCap: reads and writes need at least this many replicas (all of them in a
+	// smaller cluster). 0: DefaultMajorityMinCap (5); 1 turns the cap off.
+	MajorityMinCap int
+
+	// AntiEntropyInterval: how often the store compares digests with a random other member
+	// and exchanges what differs. 0: DefaultAntiEntropyInterval (5 s); negative: never.
+	AntiEntropyInterval time.Duration
+
+	// Timeout bounds each round: a batch of writes, a read, a scan. 0: DefaultTimeout (3 s).
+	Timeout time.Duration
+
+	// Logger receives the store's logs (and Badger's warnings and errors). Default: discard.
+	Logger *slog.Logger
+
+	// Badger, when set, adjusts the Badger options after the store's (small) defaults:
+	// DefaultMemTableSize, DefaultValueLogFileSize, DefaultBlockCacheSize, synchronous
+	// writes. Keep SyncWrites on: a write is acknowledged once it is on disk.
+	Badger func(badger.Options) badger.Options
+}
+
+// validate fills zero fields with their defaults and rejects what cannot work.
+func (c *Config) validate() error {
+	var errs []error
+	if c.Dir == "" {
+		errs = append(errs, configError("Dir", "required"))
+	}
+	if c.Host == nil {
+		errs = append(errs, configError("Host", "required"))
+	}
+	if c.Members == nil {
+		errs = append(errs, configError("Members", "required"))
+	}
+	fill := func(name string, v *int, def int) {
+		switch {
+		case *v == 0:
+			*v = def
+		case *v == PlusNone:
+			*v = 0
+		case *v < 0:
+			errs = append(errs, configError(name, "%d, want >= 0, PlusNone or AllMembers", *v))
+		}
+	}
+	fill("WriteMajorityPlus", &c.WriteMajorityPlus, DefaultWriteMajorityPlus)
+	fill("ReadMajorityPlus", &c.ReadMajorityPlus, DefaultReadMajorityPlus)
+	if c.MajorityMinCap == 0 {
+		c.MajorityMinCap = DefaultMajorityMinCap
+	} else if c.MajorityMinCap < 0 {
+		errs = append(errs, configError("MajorityMinCap", "%d, want >= 1", c.MajorityMinCap))
+	}
+	if c.AntiEntropyInterval == 0 {
+		c.AntiEntropyInterval = DefaultAntiEntropyInterval
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	} else if c.Timeout < 0 {
+		errs = append(errs, configError("Timeout", "%v, want > 0", c.Timeout))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("remember config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// configError is an error about the Config field name.
+func configError(name, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...))
+}
+
+// badgerOptions returns the store's Badger options for dir.
+func badgerOptions(dir string, log *slog.Logger, tune func(badger.Options) badger.Options) badger.Options {
+	opt := badger.DefaultOptions(dir).
+		WithSyncWrites(true).
+		WithMemTableSize(DefaultMemTableSize).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithValueLogFileSize(DefaultValueLogFileSize).
+		WithBlockCacheSize(DefaultBlockCacheSize).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithMetricsEnabled(false).
+		// The store's single committer serialises writes; Badger's conflict detection
+		// would only cost.
+		WithDetectConflicts(false).
+		WithLogger(badgerLogger{log.With("component", "badger")})
+	if tune != nil {
+		opt = tune(opt)
+	}
+	return opt
+}
+
+// badgerLogger passes Badger's warnings and errors to slog and drops its chatter.
+type badgerLogger struct{ log *slog.Logger }
+
+func (l badgerLogger) Errorf(f string, args ...any) {
+	l.log.Error(strings.TrimSpace(fmt.Sprintf(f, args...)))
+}
+
+func (l badgerLogger) Warningf(f string, args ...any) {
+	l.log.Warn(strings.TrimSpace(fmt.Sprintf(f, args...)))
+}
+
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}

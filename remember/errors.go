@@ -1,0 +1,90 @@
+package remember
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Sentinel errors; the errors returned wrap them with context. Test with errors.Is.
+var (
+	// ErrFenced: a write's epoch is below the key's fence floor or below the epoch of the
+	// record a replica holds: a newer owner of the key has fenced the writer off. The error
+	// is a *FencedError naming the key and the epochs.
+	ErrFenced = errors.New("write fenced off")
+
+	// ErrNoQuorum: too few replicas answered within Config.Timeout. The error is a
+	// *QuorumError naming how many answered, how many were needed and who did not answer.
+	ErrNoQuorum = errors.New("no quorum")
+
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("store closed")
+
+	// ErrInUse: the store's directory is held by another process (or another Store or
+	// Local in this one): Badger's directory lock.
+	ErrInUse = errors.New("store directory in use")
+
+	// ErrTooLarge: a key, value or Write call exceeds the limits (MaxKeySize,
+	// MaxValueSize, MaxWriteBytes, MaxWrites).
+	ErrTooLarge = errors.New("too large")
+)
+
+// FencedError is the ErrFenced of a write of Key with Epoch that a replica refused because
+// it only accepts epochs from Need on (the key's fence floor, or the epoch of its record).
+type FencedError struct {
+	Key   string
+	Epoch uint64
+	Need  uint64
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("remember: write of %q with epoch %d refused: a replica accepts only epoch %d or later (the key is fenced by a newer owner): %v",
+		e.Key, e.Epoch, e.Need, ErrFenced)
+}
+
+// Unwrap makes errors.Is(err, ErrFenced) hold.
+func (e *FencedError) Unwrap() error { return ErrFenced }
+
+// QuorumError is the ErrNoQuorum of an operation that Got answers of the Need it required
+// from the N replicas it asked. Missing are the replicas that did not answer; Failed those
+// that answered with an error, which Cause holds (the first one).
+type QuorumError struct {
+	Op      string // "write", "read", "scan", "fenced read"
+	Key     string // the (first) key, or the scanned prefix
+	Got     int
+	Need    int
+	N       int
+	Timeout time.Duration
+	Missing []peer.ID
+	Failed  []peer.ID
+	Cause   error
+}
+
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "remember: %s of %q: %d of %d replicas answered, %d needed: %v", e.Op, e.Key, e.Got, e.N, e.Need, ErrNoQuorum)
+	if len(e.Missing) > 0 {
+		fmt.Fprintf(&b, "; no answer within %v from %s", e.Timeout, peerList(e.Missing))
+	}
+	if len(e.Failed) > 0 {
+		fmt.Fprintf(&b, "; failed on %s", peerList(e.Failed))
+		if e.Cause != nil {
+			fmt.Fprintf(&b, " (%v)", e.Cause)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrNoQuorum) hold.
+func (e *QuorumError) Unwrap() error { return ErrNoQuorum }
+
+func peerList(ids []peer.ID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	return strings.Join(s, ", ")
+}

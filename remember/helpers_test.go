@@ -1,0 +1,182 @@
+package remember
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/shardmesh/shardmesh/p2p"
+)
+
+// testTimeout bounds every wait in a test.
+const testTimeout = 20 * time.Second
+
+// testLogLevel is the level of test logs; lower it to debug a test.
+var testLogLevel = slog.LevelWarn
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// testLogger logs to the test's output until the test ends.
+func testLogger(t testing.TB) *slog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(w.stop)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: testLogLevel}))
+}
+
+type testWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Logf("%s", p)
+	}
+	return len(p), nil
+}
+
+func (w *testWriter) stop() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+}
+
+// cluster is n members on loopback, each with a host and (when open) a store.
+type cluster struct {
+	t      testing.TB
+	log    *slog.Logger
+	hosts  []*p2p.Host
+	dirs   []string
+	stores []*Store
+	tune   func(*Config)
+
+	mu      sync.Mutex
+	members []peer.ID
+}
+
+// newCluster starts n connected hosts and opens a store on each; tune adjusts every
+// store's Config (the defaults here: fast anti-entropy, short timeouts).
+func newCluster(t testing.TB, n int, tune func(*Config)) *cluster {
+	t.Helper()
+	c := &cluster{t: t, log: testLogger(t), tune: tune, stores: make([]*Store, n)}
+	for i := range n {
+		key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := p2p.New(testContext(t), p2p.Config{Identity: key, Logger: c.log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.Close() })
+		c.hosts = append(c.hosts, h)
+		c.members = append(c.members, h.ID())
+		c.dirs = append(c.dirs, filepath.Join(t.TempDir(), fmt.Sprintf("store-%d", i)))
+	}
+	for i := range c.hosts {
+		for j := i + 1; j < n; j++ {
+			if _, err := c.hosts[i].Connect(testContext(t), c.hosts[j].Addrs()[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range n {
+		c.open(i)
+	}
+	return c
+}
+
+func (c *cluster) config(i int) Config {
+	cfg := Config{
+		Dir:                 c.dirs[i],
+		Host:                c.hosts[i],
+		Members:             c.memberList,
+		AntiEntropyInterval: 50 * time.Millisecond,
+		Timeout:             2 * time.Second,
+		Logger:              c.log.With("member", i),
+	}
+	if c.tune != nil {
+		c.tune(&cfg)
+	}
+	return cfg
+}
+
+// open opens member i's store (again).
+func (c *cluster) open(i int) *Store {
+	c.t.Helper()
+	s, err := Open(testContext(c.t), c.config(i))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.stores[i] = s
+	c.t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// closeStore closes member i's store (its host stays up: it answers nothing).
+func (c *cluster) closeStore(i int) {
+	c.t.Helper()
+	if err := c.stores[i].Close(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *cluster) memberList() []peer.ID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]peer.ID(nil), c.members...)
+}
+
+// setMembers sets the members every store sees, by index.
+func (c *cluster) setMembers(idx ...int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.members = c.members[:0]
+	for _, i := range idx {
+		c.members = append(c.members, c.hosts[i].ID())
+	}
+}
+
+// local returns member i's own entry of key, as stored on its disk.
+func (c *cluster) local(i int, key string) entry {
+	c.t.Helper()
+	es, err := readEntries(c.stores[i].db, []string{key})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return es[0]
+}
+
+// waitFor polls cond until it holds or the test times out.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// smallQuorums makes a majority enough (no plus, no min-cap), for tests that stop members.
+func smallQuorums(cfg *Config) {
+	cfg.WriteMajorityPlus, cfg.ReadMajorityPlus, cfg.MajorityMinCap = PlusNone, PlusNone, 1
+}
