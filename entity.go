@@ -57,6 +57,27 @@ func (c *Context) Passivate() { c.c.Passivate() }
 // Stop stops this incarnation after the current message (the answer to the stop message).
 func (c *Context) Stop() { c.c.Stop() }
 
+// LoadState reads the entity's durable state, replicated on a quorum of members; nil when
+// none is stored yet. It also fences the state with this incarnation's shard allocation: a
+// save from an incarnation of an earlier allocation (a member the shard has moved away
+// from) is refused from now on. Load once, on the incarnation's first message, and keep the
+// state in memory.
+func (c *Context) LoadState(ctx context.Context) ([]byte, error) {
+	b, err := c.c.LoadState(ctx)
+	if errors.Is(err, node.ErrNoState) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// SaveState stores the entity's durable state on a quorum of members before it returns, so
+// a change acknowledged after it survives handoffs, crashes and full-cluster restarts. It
+// fails (errors.Is remember.ErrFenced) when the entity's shard has moved since this
+// incarnation started.
+func (c *Context) SaveState(ctx context.Context, state []byte) error {
+	return c.c.SaveState(ctx, state)
+}
+
 // Entity describes an entity type.
 type Entity[M, R any] struct {
 	// Key names the type. Required.
@@ -82,6 +103,10 @@ type Entity[M, R any] struct {
 	// passivation.DefaultStrategy().WithActiveEntityLimit(10_000), or passivation.Disabled()
 	// to keep every entity until it stops itself.
 	Passivation *passivation.Settings
+	// RememberEntities restarts this type's entities after a rebalance, a crash or a
+	// full-cluster restart (as sharding.remember-entities does for every type). Automatic
+	// passivation is then off.
+	RememberEntities bool
 }
 
 // Region is a registered entity type on this member: the way to its entities.
@@ -107,7 +132,7 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 	if e.New == nil || e.MessageCodec == nil || e.ReplyCodec == nil {
 		return nil, fmt.Errorf("entity type %q: New, MessageCodec and ReplyCodec are required", e.Key.name)
 	}
-	settings, err := typeConfig(s.cfg, e.Key.name, e.Role, e.Strategy)
+	settings, err := typeConfig(s.cfg, e.Key.name, e.Role, e.Strategy, e.RememberEntities)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +182,7 @@ func (u untyped[M, R]) Receive(_ *node.EntityContext, msg any) (any, error) {
 }
 
 // typeConfig builds an entity type's settings from the configuration.
-func typeConfig(cfg config.Config, name, role string, strategy allocation.Strategy) (engine.TypeConfig, error) {
+func typeConfig(cfg config.Config, name, role string, strategy allocation.Strategy, remember bool) (engine.TypeConfig, error) {
 	sc := cfg.Sharding
 	if role == "" {
 		role = sc.Role
@@ -191,11 +216,18 @@ func typeConfig(cfg config.Config, name, role string, strategy allocation.Strate
 	rc.Role = role
 	rc.BufferSize = sc.BufferSize
 	rc.RetryInterval = sc.RetryInterval
-	return engine.TypeConfig{
+	tc := engine.TypeConfig{
 		Name: name, Coordinator: cc, Region: rc,
 		Shard:       shard.Config{HandoffTimeout: sc.HandoffTimeout},
 		Passivation: sc.Passivation,
-	}, nil
+	}
+	if rm := sc.Remember; rm.Enabled || remember {
+		tc.Shard.Remember = shard.Remember{Enabled: true, RestartBackoff: rm.EntityRestartBackoff, FailureBackoff: rm.ShardFailureBackoff}
+		if rm.RecoveryStrategy == "constant" {
+			tc.Shard.Remember.RecoveryFrequency, tc.Shard.Remember.RecoveryBatch = rm.RecoveryFrequency, rm.RecoveryNumberOfEntities
+		}
+	}
+	return tc, nil
 }
 
 // EntityRefFor returns a reference to entity id.

@@ -11,6 +11,7 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/p2p"
+	"github.com/shardmesh/shardmesh/remember"
 )
 
 // System is a running member: the handle to register entity types on and to send from.
@@ -62,6 +63,12 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 		MDNS:            cfg.Node.MDNS,
 		Membership:      cfg.Membership,
 		ShutdownTimeout: cfg.Sharding.HandoffTimeout,
+		Store: node.StoreConfig{
+			WriteMajorityPlus: plusOrNone(cfg.Sharding.Remember.WriteMajorityPlus),
+			ReadMajorityPlus:  plusOrNone(cfg.Sharding.Remember.ReadMajorityPlus),
+			MajorityMinCap:    cfg.Sharding.Remember.MajorityMinCap,
+			Timeout:           cfg.Sharding.Remember.UpdatingStateTimeout,
+		},
 	}
 	for _, o := range opts {
 		o(&nc)
@@ -90,3 +97,12 @@ func (s *System) Leave(ctx context.Context) error { return s.node.Leave(ctx) }
 
 // Close stops the member at once without leaving (the cluster will find it unreachable).
 func (s *System) Close() error { return s.node.Close() }
+
+// plusOrNone maps reference.conf's "majority plus 0" to the store's plain majority (its zero
+// value means the default).
+func plusOrNone(plus int) int {
+	if plus == 0 {
+		return remember.PlusNone
+	}
+	return plus
+}

@@ -95,6 +95,8 @@ type Sharding struct {
 	// Passivation is the automatic passivation of every type's entities (passivation).
 	// Default: default-idle-strategy, entities idle for 120 s stop.
 	Passivation passivation.Settings
+	// Remember is remembered entities and the replicated store (config/remember.go).
+	Remember Remember
 }
 
 // Default returns the defaults of every key.
@@ -123,6 +125,7 @@ func Default() Config {
 			LeastShard:              allocation.DefaultLeastShardConfig(),
 			ConsistentHashing:       allocation.DefaultConsistentHashingConfig(),
 			Passivation:             passivation.DefaultSettings(),
+			Remember:                DefaultRemember(),
 		},
 	}
 }

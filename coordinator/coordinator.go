@@ -86,6 +86,11 @@ type Coordinator struct {
 	now           time.Time
 	out           Ready
 
+	// minReached latches once min-nr-of-members regions registered (or the cluster already
+	// had shards when this coordinator recovered): as in Akka, the minimum defers the first
+	// allocations only, and a cluster that later shrinks below it keeps allocating.
+	minReached bool
+
 	// Remembered shards (RememberEntities): loaded once per coordinator, after recovery.
 	shardsLoaded bool
 	loadOut      bool
@@ -302,9 +307,10 @@ func (c *Coordinator) allocateWaiting(s shard.ID) {
 	}
 	if a == nil {
 		view := c.view()
-		if len(view.Regions) < c.cfg.MinMembers {
+		if !c.minReached && len(view.Regions) < c.cfg.MinMembers {
 			return // deferred until min-nr-of-members regions registered
 		}
+		c.minReached = true
 		target := c.cfg.Strategy.Allocate(requesters[0], s, view)
 		r := c.regions[target]
 		if r == nil || !c.candidate(r) {
@@ -525,6 +531,7 @@ func (c *Coordinator) terminate(r *region) {
 func (c *Coordinator) progress() {
 	if !c.recovered && c.recoveryDone() {
 		c.recovered = true
+		c.minReached = len(c.shards) > 0
 		c.lastRebalance = c.now
 		c.emit(Recovered{Term: c.term, Regions: len(c.regions), Shards: len(c.shards), Took: c.now.Sub(c.started)})
 		for _, r := range c.regions {

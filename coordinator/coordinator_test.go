@@ -284,3 +284,26 @@ func TestRememberedShardsAreAllocatedWithoutMessages(t *testing.T) {
 		t.Errorf("allocations after b left: %v", c.Allocations())
 	}
 }
+
+// TestMinMembersDefersOnlyTheFirstAllocations: min-nr-of-members holds allocation back until
+// that many regions registered; a cluster that later shrinks below it keeps allocating.
+func TestMinMembersDefersOnlyTheFirstAllocations(t *testing.T) {
+	c := newCoordinator(t, "a", "b")
+	c.cfg.MinMembers = 2
+	c.Step(t0, "a", Register{Incarnation: 1})
+	c.Update(t0, Members{Members: members("a", "b")[:1], Serving: true}) // b is not a member yet
+	c.Step(t0, "a", GetShardHome{Shard: "1"})
+	if _, _, ok := c.Allocation("1"); ok {
+		t.Fatal("allocated with one region of two")
+	}
+	c.Update(t0, Members{Members: members("a", "b"), Serving: true})
+	c.Step(t0, "b", Register{Incarnation: 1})
+	if _, _, ok := c.Allocation("1"); !ok {
+		t.Fatal("not allocated once two regions registered")
+	}
+	c.Update(t0, Members{Members: members("a"), Serving: true}) // b goes away
+	c.Step(t0, "a", GetShardHome{Shard: "2"})
+	if _, _, ok := c.Allocation("2"); !ok {
+		t.Fatal("a cluster that shrank below min-nr-of-members stopped allocating")
+	}
+}

@@ -69,6 +69,8 @@ type EntityOp struct {
 	// Slot is the runtime's own data for the incarnation (OpStart and OpDeliver): what it
 	// stores at OpStart comes back with every OpDeliver of the incarnation.
 	Slot *shard.Slot
+	// Epoch is the shard's allocation epoch (OpStart): the incarnation's fencing token.
+	Epoch coordinator.Epoch
 }
 
 // Rejected is a message the member could not keep; its sender should be told.

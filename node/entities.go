@@ -44,7 +44,11 @@ func (e *entity) Receive(m *message) {
 		return
 	}
 	e.current = m
-	if m.stop {
+	if m.start {
+		if e.behavior == nil {
+			e.behavior = e.t.spec.New(&e.ctx)
+		}
+	} else if m.stop {
 		if e.t.spec.StopMessage == nil {
 			e.stopAfterTurn = true
 		} else {
@@ -130,12 +134,18 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 	e := t.entities[op.Entity]
 	switch op.Kind {
 	case engine.OpStart:
-		e = &entity{n: n, t: t, ctx: EntityContext{Type: op.Type, Shard: op.Shard, Entity: op.Entity, Node: n.self.Node}}
+		e = &entity{n: n, t: t, ctx: EntityContext{Type: op.Type, Shard: op.Shard, Entity: op.Entity, Node: n.self.Node, Epoch: op.Epoch}}
 		e.ctx.e = e
 		e.mb.Init(t.group, e)
 		t.entities[op.Entity] = e
 		if op.Slot != nil {
 			op.Slot.Runtime = e
+		}
+		if n.eng.Remembers(op.Type) {
+			// A remembered entity runs even without a message: its behaviour starts now.
+			if err := e.mb.Enqueue(&message{start: true}); err != nil {
+				n.log.Debug("start signal not queued", "type", op.Type, "entity", op.Entity, "err", err)
+			}
 		}
 	case engine.OpDeliver:
 		m := op.Envelope.Payload.(*message)
@@ -166,7 +176,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 // had not handled comes back into the engine and takes credits again.
 func (n *Node) entityStopped(now time.Time, e *entity, remaining []*message) {
 	for _, m := range remaining {
-		if !m.stop {
+		if !m.signal() {
 			m.credits.readmit()
 		}
 	}
@@ -175,7 +185,7 @@ func (n *Node) entityStopped(now time.Time, e *entity, remaining []*message) {
 		// still had goes back to the region.
 		var unhandled []*message
 		for _, m := range remaining {
-			if !m.stop {
+			if !m.signal() {
 				unhandled = append(unhandled, m)
 			}
 		}
@@ -187,7 +197,7 @@ func (n *Node) entityStopped(now time.Time, e *entity, remaining []*message) {
 	delete(e.t.entities, e.ctx.Entity)
 	var unhandled []*message
 	for _, m := range remaining {
-		if !m.stop {
+		if !m.signal() {
 			unhandled = append(unhandled, m)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/region"
+	"github.com/shardmesh/shardmesh/remember"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -60,15 +62,18 @@ type Config struct {
 	TickInterval time.Duration
 	// Logger receives the member's logs; default slog.Default().
 	Logger *slog.Logger
+	// Store configures this member's replica of the replicated store.
+	Store StoreConfig
 }
 
 // Node is a running member.
 type Node struct {
-	cfg  Config
-	log  *slog.Logger
-	dir  *dataDir
-	host *p2p.Host
-	self membership.Member
+	cfg   Config
+	log   *slog.Logger
+	dir   *dataDir
+	host  *p2p.Host
+	store *remember.Store // remembered entities and durable entity state, replicated
+	self  membership.Member
 
 	gossip    *p2p.Topic
 	sub       *p2p.Subscription
@@ -248,8 +253,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	host.Handle(CoordProtocol, n.handleCoordFrame)
 	host.Handle(RegionProtocol, n.handleRegionFrame)
 	n.publishView()
+	if err := n.openStore(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
 	if err := dir.writeAddrs(addrs); err != nil {
 		cancel()
+		n.store.Close()
 		return nil, fmt.Errorf("write %s: %w", dir.file(addrsFile), err)
 	}
 	ok = true
@@ -283,6 +293,9 @@ func (n *Node) StopReason() *membership.Stopped { return n.stopped.Load() }
 // RegisterType starts hosting an entity type on this member (or proxying it, on a member
 // without the type's role).
 func (n *Node) RegisterType(spec EntityType) error {
+	if strings.Contains(spec.Name, sep) {
+		return fmt.Errorf("entity type %q: a name may not contain a 0 byte", spec.Name)
+	}
 	if spec.Name == "" || spec.New == nil || spec.Extractor == nil || spec.EncodeMessage == nil || spec.DecodeMessage == nil ||
 		spec.EncodeReply == nil || spec.DecodeReply == nil {
 		return fmt.Errorf("entity type %q: Name, New, Extractor and the codecs are required", spec.Name)
@@ -469,6 +482,9 @@ func (n *Node) Close() error {
 	if err := n.pool.Close(ctx); err != nil {
 		n.log.Warn("entities still running at close", "err", err)
 	}
+	if err := n.store.Close(); err != nil {
+		n.log.Warn("closing the store", "err", err)
+	}
 	err := n.host.Close()
 	n.dir.close()
 	return err
@@ -568,6 +584,9 @@ func (n *Node) execute(now time.Time) {
 		}
 		for _, op := range rd.Entities {
 			n.applyEntityOp(now, op)
+		}
+		if len(rd.Store) > 0 {
+			n.storeOps(rd.Store)
 		}
 		for _, r := range rd.Rejected {
 			m := r.Envelope.Payload.(*message)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/shard"
@@ -47,6 +48,9 @@ type EntityContext struct {
 	Entity shard.EntityID
 	// Node is the member the incarnation runs on.
 	Node membership.NodeID
+	// Epoch is the shard's allocation epoch when the incarnation started: the fencing token
+	// of its durable state (LoadState, SaveState).
+	Epoch coordinator.Epoch
 
 	e *entity
 }
@@ -82,9 +86,13 @@ type message struct {
 	askID   uint64            // an ask from another member
 	replyTo membership.NodeID // that member
 	stop    bool              // the stop signal (never routed, only in mailboxes)
+	start   bool              // creates the behaviour of a remembered entity started without a message
 	credits *credits          // the type's credits, one held while the message is in flight
 }
 
 func (m *message) isAsk() bool { return m.ask != nil || m.askID != 0 }
+
+// signal reports a mailbox-only message (stop, start), never routed and holding no credit.
+func (m *message) signal() bool { return m.stop || m.start }
 
 func unknownType(name string) error { return fmt.Errorf("%w %q", ErrUnknownType, name) }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shardmesh/shardmesh"
 )
@@ -11,10 +13,48 @@ import (
 // The built-in entity types, for demos, tests and benchmarks. Their messages are text, so
 // shardctl tell/ask can send them as typed.
 
-// counter keeps a number: "inc [n]", "dec [n]", "get"; every reply is the value after.
-type counter struct{ n int64 }
+// counter keeps a number: "inc [n]", "dec [n]", "get"; every reply is the value after. The
+// number is durable state: loaded on the incarnation's first message, saved on a quorum of
+// members before a change is answered, so an acknowledged inc survives handoffs, kill -9 and
+// full-cluster restarts.
+type counter struct {
+	n      int64
+	loaded bool
+}
 
-func (c *counter) Receive(_ *shardmesh.Context, msg string) (int64, error) {
+// stateTimeout bounds the counter's state loads and saves.
+const stateTimeout = 10 * time.Second
+
+func (c *counter) Receive(ctx *shardmesh.Context, msg string) (int64, error) {
+	sctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	if !c.loaded {
+		b, err := ctx.LoadState(sctx)
+		if err != nil {
+			return 0, err
+		}
+		c.n, c.loaded = 0, true
+		if b != nil {
+			if c.n, err = strconv.ParseInt(string(b), 10, 64); err != nil {
+				c.loaded = false
+				return 0, fmt.Errorf("counter %s: stored state %q is not a number", ctx.EntityID(), b)
+			}
+		}
+	}
+	next, err := c.apply(msg)
+	if err != nil || next == c.n {
+		return c.n, err
+	}
+	if err := ctx.SaveState(sctx, strconv.AppendInt(nil, next, 10)); err != nil {
+		c.loaded = false // the write may have landed on some members: read it again next time
+		return c.n, err
+	}
+	c.n = next
+	return c.n, nil
+}
+
+// apply returns the counter's value after msg.
+func (c *counter) apply(msg string) (int64, error) {
 	op, arg, _ := strings.Cut(strings.TrimSpace(msg), " ")
 	by := int64(1)
 	if arg != "" {
@@ -26,14 +66,13 @@ func (c *counter) Receive(_ *shardmesh.Context, msg string) (int64, error) {
 	}
 	switch op {
 	case "inc":
-		c.n += by
+		return c.n + by, nil
 	case "dec":
-		c.n -= by
+		return c.n - by, nil
 	case "get":
-	default:
-		return c.n, fmt.Errorf("counter: unknown command %q (inc [n], dec [n], get)", op)
+		return c.n, nil
 	}
-	return c.n, nil
+	return c.n, fmt.Errorf("counter: unknown command %q (inc [n], dec [n], get)", op)
 }
 
 // echo answers with what it got, and where it lives.

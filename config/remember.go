@@ -1,0 +1,63 @@
+package config
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Remember is remembered entities (remember-entities and the keys that tune it) and the
+// quorums of the replicated store that keeps them and the entities' durable state.
+type Remember struct {
+	// Enabled is remember-entities: every type remembers its entities (a type may override).
+	Enabled bool
+	// EntityRestartBackoff, ShardFailureBackoff: entity-restart-backoff, shard-failure-backoff.
+	EntityRestartBackoff, ShardFailureBackoff time.Duration
+	// RecoveryStrategy is entity-recovery-strategy: "all" or "constant", at
+	// RecoveryFrequency and RecoveryNumberOfEntities (entity-recovery-constant-rate-strategy).
+	RecoveryStrategy         string
+	RecoveryFrequency        time.Duration
+	RecoveryNumberOfEntities int
+	// UpdatingStateTimeout bounds one round of the store (updating-state-timeout).
+	UpdatingStateTimeout time.Duration
+	// WriteMajorityPlus, ReadMajorityPlus (coordinator-state) and MajorityMinCap
+	// (distributed-data) size the store's quorums.
+	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
+}
+
+// DefaultRemember returns reference.conf's defaults.
+func DefaultRemember() Remember {
+	return Remember{
+		EntityRestartBackoff: 10 * time.Second, ShardFailureBackoff: 10 * time.Second,
+		RecoveryStrategy: "all", RecoveryFrequency: 100 * time.Millisecond, RecoveryNumberOfEntities: 5,
+		UpdatingStateTimeout: 5 * time.Second,
+		WriteMajorityPlus:    3, ReadMajorityPlus: 5, MajorityMinCap: 5,
+	}
+}
+
+func init() {
+	at := slices.IndexFunc(Schema, func(k Key) bool { return k.Path == "sharding.handoff-timeout" }) + 1
+	r := func(c *Config) *Remember { return &c.Sharding.Remember }
+	Schema = slices.Insert(Schema, at,
+		flagged(boolKey("sharding.remember-entities", "restart every type's entities after a rebalance, a crash or a full-cluster restart; turns automatic passivation off (default off)",
+			func(c *Config) *bool { return &r(c).Enabled })),
+		durationKey("sharding.entity-restart-backoff", "a remembered entity that stopped without passivating restarts after this, or on its next message (default 10s)", time.Millisecond,
+			func(c *Config) *time.Duration { return &r(c).EntityRestartBackoff }),
+		durationKey("sharding.shard-failure-backoff", "a shard whose store read or write failed tries again after this; its messages wait (default 10s)", time.Millisecond,
+			func(c *Config) *time.Duration { return &r(c).ShardFailureBackoff }),
+		enumKey("sharding.entity-recovery-strategy", "how a shard restarts its remembered entities: all at once, or constant (default all)",
+			func(c *Config) *string { return &r(c).RecoveryStrategy }, "all", "constant"),
+		durationKey("sharding.entity-recovery-constant-rate-strategy.frequency", "constant recovery: a batch every (default 100ms)", time.Millisecond,
+			func(c *Config) *time.Duration { return &r(c).RecoveryFrequency }),
+		intKey("sharding.entity-recovery-constant-rate-strategy.number-of-entities", "constant recovery: entities per batch (default 5)", 1, math.MaxInt32,
+			func(c *Config) *int { return &r(c).RecoveryNumberOfEntities }),
+		durationKey("sharding.updating-state-timeout", "bound of one store round: a write or read of remembered entities or entity state (default 5s)", time.Millisecond,
+			func(c *Config) *time.Duration { return &r(c).UpdatingStateTimeout }),
+		intKey("sharding.coordinator-state.write-majority-plus", "a store write needs a majority of the members plus this many (default 3)", 0, math.MaxInt32,
+			func(c *Config) *int { return &r(c).WriteMajorityPlus }),
+		intKey("sharding.coordinator-state.read-majority-plus", "a store read merges a majority of the members plus this many (default 5)", 0, math.MaxInt32,
+			func(c *Config) *int { return &r(c).ReadMajorityPlus }),
+		intKey("sharding.distributed-data.majority-min-cap", "store writes and reads need at least this many members: all of a smaller cluster (default 5)", 1, math.MaxInt32,
+			func(c *Config) *int { return &r(c).MajorityMinCap }),
+	)
+}

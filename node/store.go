@@ -1,0 +1,207 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/remember"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// StoreConfig configures the member's replica of the replicated store (package remember):
+// remembered entities and durable entity state.
+type StoreConfig struct {
+	// WriteMajorityPlus, ReadMajorityPlus and MajorityMinCap size the quorums
+	// (coordinator-state.write-majority-plus, read-majority-plus,
+	// distributed-data.majority-min-cap); zero values take the defaults 3, 5 and 5.
+	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
+	// Timeout bounds one store round (updating-state-timeout); default 5 s.
+	Timeout time.Duration
+}
+
+// Keys of the store: parts joined with a 0 byte. Entity ids come last, so they may contain
+// anything; type names may not contain a 0 byte (RegisterType checks).
+const (
+	keyEntity = "re" // re␀type␀shard␀entity: a remembered entity
+	keyShard  = "rs" // rs␀type␀shard: a shard that has remembered entities
+	keyState  = "st" // st␀type␀entity: an entity's durable state
+	sep       = "\x00"
+)
+
+func storeKey(parts ...string) string { return strings.Join(parts, sep) }
+
+// openStore opens the member's replica in <data-dir>/store.
+func (n *Node) openStore(ctx context.Context) error {
+	timeout := n.cfg.Store.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	st, err := remember.Open(ctx, remember.Config{
+		Dir:               n.dir.file("store"),
+		Host:              n.host,
+		Members:           n.replicaMembers,
+		WriteMajorityPlus: n.cfg.Store.WriteMajorityPlus,
+		ReadMajorityPlus:  n.cfg.Store.ReadMajorityPlus,
+		MajorityMinCap:    n.cfg.Store.MajorityMinCap,
+		Timeout:           timeout,
+		Logger:            n.log.With("component", "store"),
+	})
+	if err != nil {
+		return fmt.Errorf("open the store in %s: %w", n.dir.file("store"), err)
+	}
+	n.store = st
+	return nil
+}
+
+// replicaMembers lists the members that hold replicas: every member not Down or Removed.
+func (n *Node) replicaMembers() []peer.ID {
+	v := n.View()
+	if v == nil {
+		return nil
+	}
+	out := make([]peer.ID, 0, len(v.Members))
+	for _, m := range v.Members {
+		if m.Status >= membership.Down {
+			continue
+		}
+		if id, err := peer.Decode(string(m.Node)); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// storeOps carries out what the engine asks of the store of remembered entities, off the
+// loop: the remembers of one iteration go out as one write, and every answer comes back to
+// the loop as a command.
+func (n *Node) storeOps(ops []engine.StoreOp) {
+	var remembers, forgets []engine.StoreOp
+	for _, op := range ops {
+		switch op.Kind {
+		case engine.StoreRemember:
+			remembers = append(remembers, op)
+		case engine.StoreForget:
+			forgets = append(forgets, op)
+		case engine.StoreLoadEntities:
+			go n.loadEntities(op)
+		case engine.StoreLoadShards:
+			go n.loadShards(op)
+		}
+	}
+	if len(remembers) > 0 {
+		go n.rememberEntities(remembers)
+	}
+	if len(forgets) > 0 {
+		go n.forgetEntities(forgets)
+	}
+}
+
+func (n *Node) rememberEntities(ops []engine.StoreOp) {
+	ws := make([]remember.Write, 0, len(ops)+1)
+	marked := map[[2]string]bool{}
+	for _, op := range ops {
+		ws = append(ws, remember.Write{Key: storeKey(keyEntity, op.Type, string(op.Shard), string(op.Entity))})
+		if k := [2]string{op.Type, string(op.Shard)}; !marked[k] {
+			marked[k] = true
+			ws = append(ws, remember.Write{Key: storeKey(keyShard, op.Type, string(op.Shard))})
+		}
+	}
+	err := n.store.Write(n.ctx, ws...)
+	if err != nil && n.ctx.Err() == nil {
+		n.log.Warn("remembering entities failed; retried after shard-failure-backoff", "entities", len(ops), "err", err)
+	}
+	n.command(func(now time.Time) {
+		type key struct {
+			typ   string
+			shard shard.ID
+			gen   uint64
+		}
+		groups := map[key][]shard.EntityID{}
+		var order []key
+		for _, op := range ops {
+			k := key{op.Type, op.Shard, op.Gen}
+			if groups[k] == nil {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], op.Entity)
+		}
+		for _, k := range order {
+			n.eng.EntitiesRemembered(now, k.typ, k.shard, k.gen, groups[k], err)
+		}
+	})
+}
+
+func (n *Node) forgetEntities(ops []engine.StoreOp) {
+	ws := make([]remember.Write, len(ops))
+	for i, op := range ops {
+		ws[i] = remember.Write{Key: storeKey(keyEntity, op.Type, string(op.Shard), string(op.Entity)), Delete: true}
+	}
+	if err := n.store.Write(n.ctx, ws...); err != nil && n.ctx.Err() == nil {
+		// Still remembered: the entity starts again with its shard, and passivates again.
+		n.log.Warn("forgetting passivated entities failed", "entities", len(ops), "err", err)
+	}
+}
+
+func (n *Node) loadEntities(op engine.StoreOp) {
+	prefix := storeKey(keyEntity, op.Type, string(op.Shard)) + sep
+	recs, err := n.store.Scan(n.ctx, prefix)
+	ids := make([]shard.EntityID, 0, len(recs))
+	for _, r := range recs {
+		ids = append(ids, shard.EntityID(strings.TrimPrefix(r.Key, prefix)))
+	}
+	if err != nil && n.ctx.Err() == nil {
+		n.log.Warn("loading remembered entities failed; retried after shard-failure-backoff", "type", op.Type, "shard", op.Shard, "err", err)
+	}
+	n.command(func(now time.Time) { n.eng.EntitiesLoaded(now, op.Type, op.Shard, op.Gen, ids, err) })
+}
+
+func (n *Node) loadShards(op engine.StoreOp) {
+	prefix := storeKey(keyShard, op.Type) + sep
+	recs, err := n.store.Scan(n.ctx, prefix)
+	ids := make([]shard.ID, 0, len(recs))
+	for _, r := range recs {
+		ids = append(ids, shard.ID(strings.TrimPrefix(r.Key, prefix)))
+	}
+	if err != nil && n.ctx.Err() == nil {
+		n.log.Warn("loading remembered shards failed; retried after waiting-for-state-timeout", "type", op.Type, "err", err)
+	}
+	n.command(func(now time.Time) { n.eng.ShardsLoaded(now, op.Type, ids, err) })
+}
+
+// ErrNoState: the entity has no durable state yet.
+var ErrNoState = errors.New("no state stored")
+
+// LoadState reads the entity's durable state from a quorum of replicas and fences it with
+// the epoch of the incarnation's shard allocation: from now on a write of the entity's state
+// from an incarnation of an earlier allocation is refused. Load once, when the incarnation
+// starts (its first message), and keep the state in memory.
+func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
+	n := c.e.n
+	rec, found, err := n.store.GetFenced(ctx, storeKey(keyState, c.Type, string(c.Entity)), uint64(c.Epoch))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("load the state of %s %s: %w", c.Type, c.Entity, err)
+	case !found || rec.Deleted:
+		return nil, ErrNoState
+	}
+	return rec.Value, nil
+}
+
+// SaveState stores the entity's durable state on a quorum of replicas before it returns:
+// acknowledge what changed only after it. A write from an incarnation whose shard has since
+// moved is refused (remember.ErrFenced).
+func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
+	n := c.e.n
+	err := n.store.Write(ctx, remember.Write{Key: storeKey(keyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
+	if err != nil {
+		return fmt.Errorf("save the state of %s %s: %w", c.Type, c.Entity, err)
+	}
+	return nil
+}
