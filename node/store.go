@@ -175,7 +175,7 @@ func (n *Node) loadShards(op engine.StoreOp) {
 	n.command(func(now time.Time) { n.eng.ShardsLoaded(now, op.Type, ids, err) })
 }
 
-// ErrNoState: the entity has no durable state yet.
+// ErrNoState is LoadState finding no durable state for the entity yet.
 var ErrNoState = errors.New("no state stored")
 
 // LoadState reads the entity's durable state from a quorum of replicas and fences it with
