@@ -60,7 +60,11 @@ func (n *Node) openStore(ctx context.Context) error {
 	return nil
 }
 
-// replicaMembers lists the members that hold replicas: every member not Down or Removed.
+// replicaMembers lists the members whose replicas count in quorums: every member but those
+// leaving, down or removed. A member that leaves gracefully stops counting as soon as it
+// starts to leave, so reads and writes do not wait for it while it goes (with the default
+// quorums, every member of a cluster of up to five must answer). An unreachable member
+// still counts until it is downed, as in Akka.
 func (n *Node) replicaMembers() []peer.ID {
 	v := n.View()
 	if v == nil {
@@ -68,7 +72,7 @@ func (n *Node) replicaMembers() []peer.ID {
 	}
 	out := make([]peer.ID, 0, len(v.Members))
 	for _, m := range v.Members {
-		if m.Status >= membership.Down {
+		if m.Status >= membership.Leaving {
 			continue
 		}
 		if id, err := peer.Decode(string(m.Node)); err == nil {
