@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardmesh/shardmesh"
 	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/internal/testlog"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/wire"
 	"github.com/shardmesh/shardmesh/wire/pb"
@@ -45,10 +46,6 @@ func counterType() shardmesh.Entity[string, int] {
 	}
 }
 
-type testLogWriter struct{ t testing.TB }
-
-func (w testLogWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
-
 // startCluster starts n members in-process on loopback and waits until all are Up.
 func startCluster(t *testing.T, n int, tweak func(*config.Config)) []*shardmesh.System {
 	t.Helper()
@@ -77,7 +74,7 @@ func startMembersWith(t testing.TB, n int, tweak func(*config.Config)) []*shardm
 		if err := cfg.Membership.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		logger := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		logger := testlog.New(t, slog.LevelWarn)
 		sys, err := shardmesh.Start(context.Background(), cfg, shardmesh.WithLogger(logger.With("member", i+1)))
 		if err != nil {
 			t.Fatal(err)

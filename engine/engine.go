@@ -327,7 +327,7 @@ func (e *Engine) deliverLocal(t *entityType, env region.Envelope) {
 	}
 	switch d {
 	case shard.StartAndDeliver:
-		_, epoch, _ := t.region.Home(env.Shard)
+		epoch, _, _ := t.region.LocalEpoch(env.Shard)
 		e.out.Entities = append(e.out.Entities,
 			EntityOp{Kind: OpStart, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity, Slot: slot, Epoch: epoch},
 			EntityOp{Kind: OpDeliver, Type: t.cfg.Name, Shard: env.Shard, Entity: env.Entity, Envelope: env, Slot: slot})
@@ -491,7 +491,7 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 	switch o := o.(type) {
 	case shard.StartEntity:
 		op.Kind, op.Entity, op.Slot = OpStart, o.Entity, o.Slot
-		_, op.Epoch, _ = t.region.Home(sh.ID())
+		op.Epoch, _, _ = t.region.LocalEpoch(sh.ID())
 	case shard.DeliverToEntity[region.Envelope]:
 		op.Kind, op.Entity, op.Envelope, op.Slot = OpDeliver, o.Entity, o.Msg, o.Slot
 	case shard.StopEntity:

@@ -18,13 +18,10 @@ type ShardState struct {
 // RegionState returns the shards of entity type typ hosted here and their live entities
 // (Akka's GetShardRegionState).
 func (n *Node) RegionState(ctx context.Context, typ string) ([]ShardState, error) {
-	res := make(chan []ShardState, 1)
-	errc := make(chan error, 1)
-	n.command(func(time.Time) {
+	return onLoop(ctx, n, func(time.Time) ([]ShardState, error) {
 		r := n.eng.Region(typ)
 		if r == nil {
-			errc <- unknownType(typ)
-			return
+			return nil, unknownType(typ)
 		}
 		var out []ShardState
 		for id, stopping := range r.LocalShards() {
@@ -38,18 +35,8 @@ func (n *Node) RegionState(ctx context.Context, typ string) ([]ShardState, error
 			out = append(out, st)
 		}
 		slices.SortFunc(out, func(a, b ShardState) int { return compareShardIDs(a.Shard, b.Shard) })
-		res <- out
+		return out, nil
 	})
-	select {
-	case r := <-res:
-		return r, nil
-	case err := <-errc:
-		return nil, err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-n.done:
-		return nil, ErrStopped
-	}
 }
 
 // TypeNames returns the entity types registered on this member, sorted.

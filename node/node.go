@@ -455,21 +455,11 @@ func (n *Node) Leave(ctx context.Context) error {
 
 // Down marks node Down, as an operator would.
 func (n *Node) Down(ctx context.Context, node membership.NodeID) error {
-	res := make(chan bool, 1)
-	select {
-	case n.inbox <- input{ctl: &control{kind: inCommand, command: func(now time.Time) { res <- n.eng.Down(now, node) }}}:
-	case <-ctx.Done():
-		return ctx.Err()
+	ok, err := onLoop(ctx, n, func(now time.Time) (bool, error) { return n.eng.Down(now, node), nil })
+	if err == nil && !ok {
+		err = fmt.Errorf("%s is not a current member", node)
 	}
-	select {
-	case ok := <-res:
-		if !ok {
-			return fmt.Errorf("%s is not a current member", node)
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return err
 }
 
 // Close stops the member at once, without leaving (as a crash would, but releasing the data

@@ -5,13 +5,14 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
+
+	"github.com/shardmesh/shardmesh/internal/testlog"
 )
 
 // testTimeout bounds every wait in a test; nothing should come close to it.
@@ -24,35 +25,8 @@ func testContext(t testing.TB) context.Context {
 	return ctx
 }
 
-// testLogger logs to the test's output, and stops when the test ends (libp2p goroutines
-// may log after Close).
-func testLogger(t testing.TB) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(w.stop) // registered first, so it runs after the hosts' Close
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: testLogLevel}))
-}
-
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Helper()
-		w.t.Logf("%s", p)
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
-}
+// testLogger logs to the test's output until the test ends.
+func testLogger(t testing.TB) *slog.Logger { return testlog.New(t, testLogLevel) }
 
 func newKey(t testing.TB) crypto.PrivKey {
 	t.Helper()

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/shardmesh/shardmesh/internal/testlog"
 	"github.com/shardmesh/shardmesh/p2p"
 )
 
@@ -29,32 +30,7 @@ func testContext(t testing.TB) context.Context {
 }
 
 // testLogger logs to the test's output until the test ends.
-func testLogger(t testing.TB) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(w.stop)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: testLogLevel}))
-}
-
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Logf("%s", p)
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
-}
+func testLogger(t testing.TB) *slog.Logger { return testlog.New(t, testLogLevel) }
 
 // cluster is n members on loopback, each with a host and (when open) a store.
 type cluster struct {
