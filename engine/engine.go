@@ -502,13 +502,13 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 		t.region.Bounce(e.now, o.Msgs)
 		return
 	case shard.LoadEntities:
-		e.storeOp(t, StoreLoadEntities, sh.ID(), "")
+		e.storeOp(t, StoreOp{Kind: StoreLoadEntities, Shard: sh.ID()})
 		return
 	case shard.RememberEntity:
-		e.storeOp(t, StoreRemember, sh.ID(), o.Entity)
+		e.storeOp(t, StoreOp{Kind: StoreRemember, Shard: sh.ID(), Entity: o.Entity, NewShard: o.NewShard})
 		return
 	case shard.ForgetEntity:
-		e.storeOp(t, StoreForget, sh.ID(), o.Entity)
+		e.storeOp(t, StoreOp{Kind: StoreForget, Shard: sh.ID(), Entity: o.Entity})
 		return
 	case shard.Stopped:
 		e.forgetShard(t, sh.ID())

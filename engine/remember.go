@@ -31,10 +31,14 @@ type StoreOp struct {
 	// Gen names the incarnation of the local shard that asked; answers carry it back, so an
 	// answer meant for an earlier incarnation of the shard on this member is ignored.
 	Gen uint64
+	// NewShard (StoreRemember): the shard has nothing stored yet; store it too, for
+	// StoreLoadShards.
+	NewShard bool
 }
 
-func (e *Engine) storeOp(t *entityType, kind StoreOpKind, s shard.ID, id shard.EntityID) {
-	e.out.Store = append(e.out.Store, StoreOp{Kind: kind, Type: t.cfg.Name, Shard: s, Entity: id, Gen: t.gens[s]})
+func (e *Engine) storeOp(t *entityType, op StoreOp) {
+	op.Type, op.Gen = t.cfg.Name, t.gens[op.Shard]
+	e.out.Store = append(e.out.Store, op)
 }
 
 // EntitiesLoaded answers StoreLoadEntities.
@@ -66,10 +70,4 @@ func (e *Engine) ShardsLoaded(now time.Time, typ string, ids []shard.ID, err err
 		t.coord.ShardsLoaded(now, ids, err)
 	}
 	e.settle()
-}
-
-// Remembers reports whether entity type typ remembers its entities.
-func (e *Engine) Remembers(typ string) bool {
-	t := e.types[typ]
-	return t != nil && t.cfg.Shard.Remember.Enabled
 }

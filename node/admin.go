@@ -129,7 +129,9 @@ func (n *Node) ShardInfo(ctx context.Context, typ string, s shard.ID, entity sha
 		info.CachedHome, info.CachedEpoch, info.Cached = r.Home(s)
 		info.LocalEpoch, info.Stopping, info.Hosted = r.LocalEpoch(s)
 		if sh := n.eng.Shards(typ)[s]; sh != nil && entity != "" {
-			info.EntityState, info.Alive = sh.EntityState(entity)
+			var known bool
+			info.EntityState, known = sh.EntityState(entity)
+			info.Alive = known && info.EntityState.Live()
 		}
 		return info, nil
 	})

@@ -141,7 +141,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		if op.Slot != nil {
 			op.Slot.Runtime = e
 		}
-		if n.eng.Remembers(op.Type) {
+		if t.spec.Settings.Shard.Remember.Enabled {
 			// A remembered entity runs even without a message: its behaviour starts now.
 			if err := e.mb.Enqueue(&message{start: true}); err != nil {
 				n.log.Debug("start signal not queued", "type", op.Type, "entity", op.Entity, "err", err)

@@ -27,8 +27,10 @@ func (n *Node) RegionState(ctx context.Context, typ string) ([]ShardState, error
 		for id, stopping := range r.LocalShards() {
 			st := ShardState{Shard: id, Stopping: stopping}
 			if sh := n.eng.Shards(typ)[id]; sh != nil {
-				for e := range sh.Entities() {
-					st.Entities = append(st.Entities, e)
+				for e, state := range sh.Entities() {
+					if state.Live() {
+						st.Entities = append(st.Entities, e)
+					}
 				}
 				slices.Sort(st.Entities)
 			}

@@ -108,12 +108,10 @@ func (n *Node) storeOps(ops []engine.StoreOp) {
 }
 
 func (n *Node) rememberEntities(ops []engine.StoreOp) {
-	ws := make([]remember.Write, 0, len(ops)+1)
-	marked := map[[2]string]bool{}
+	ws := make([]remember.Write, 0, len(ops))
 	for _, op := range ops {
 		ws = append(ws, remember.Write{Key: storeKey(keyEntity, op.Type, string(op.Shard), string(op.Entity))})
-		if k := [2]string{op.Type, string(op.Shard)}; !marked[k] {
-			marked[k] = true
+		if op.NewShard {
 			ws = append(ws, remember.Write{Key: storeKey(keyShard, op.Type, string(op.Shard))})
 		}
 	}

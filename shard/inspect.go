@@ -2,7 +2,18 @@ package shard
 
 // EntityCount returns how many entities live in the shard (running, passivating or
 // stopping), without copying them as Entities does.
-func (s *Shard[M]) EntityCount() int { return len(s.entities) }
+func (s *Shard[M]) EntityCount() int {
+	if !s.cfg.Remember.Enabled {
+		return len(s.entities) // every entity has an incarnation
+	}
+	n := 0
+	for _, e := range s.entities {
+		if e.state.Live() {
+			n++
+		}
+	}
+	return n
+}
 
 // EntityState returns the state of one live entity; false when it does not live here.
 func (s *Shard[M]) EntityState(id EntityID) (EntityState, bool) {

@@ -46,8 +46,13 @@ type (
 	// LoadEntities asks for the stored set of the shard's entities; answer with Loaded.
 	LoadEntities struct{}
 	// RememberEntity asks to store that the entity runs; answer with Remembered. The
-	// runtime batches these (one store write for many).
-	RememberEntity struct{ Entity EntityID }
+	// runtime batches these (one store write for many). NewShard: nothing of this shard is
+	// stored yet, so the shard itself must be stored too (for the coordinator to find it
+	// after a full-cluster restart).
+	RememberEntity struct {
+		Entity   EntityID
+		NewShard bool
+	}
 	// ForgetEntity asks to remove a passivated entity from the stored set (no answer).
 	ForgetEntity struct{ Entity EntityID }
 )
@@ -75,6 +80,7 @@ func (s *Shard[M]) Loaded(now time.Time, ids []EntityID, err error) {
 		return
 	}
 	s.state = StateActive
+	s.stored = len(ids) > 0
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	if s.cfg.Remember.RecoveryFrequency > 0 {
@@ -111,7 +117,7 @@ func (s *Shard[M]) Remembered(now time.Time, ids []EntityID, err error) {
 			s.later = append(s.later, id)
 			continue
 		}
-		e.state = Running
+		e.state, s.stored = Running, true
 		s.emit(StartEntity{Entity: id, Slot: &e.slot})
 		waiting := e.waiting
 		e.waiting = nil
@@ -124,7 +130,7 @@ func (s *Shard[M]) Remembered(now time.Time, ids []EntityID, err error) {
 // remember holds the first message of an entity until the entity is stored.
 func (s *Shard[M]) remember(id EntityID, msg M) {
 	s.entities[id] = &entity[M]{state: Remembering, waiting: []M{msg}, requested: true}
-	s.emit(RememberEntity{Entity: id})
+	s.emit(RememberEntity{Entity: id, NewShard: !s.stored})
 }
 
 // startRemembered starts a stored entity without a message.
@@ -184,7 +190,7 @@ func (s *Shard[M]) tickRemember(now time.Time) {
 			keep = append(keep, id)
 		case e.state == Remembering:
 			e.requested = true
-			s.emit(RememberEntity{Entity: id})
+			s.emit(RememberEntity{Entity: id, NewShard: !s.stored})
 		default:
 			e.state, e.slot = Running, Slot{}
 			s.emit(StartEntity{Entity: id, Slot: &e.slot})

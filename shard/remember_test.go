@@ -28,7 +28,7 @@ func TestRememberedShardLoadsThenStartsEverything(t *testing.T) {
 	}
 	s.Deliver(t0, "c", "m2")
 	s.Loaded(t0, []EntityID{"b", "a"}, nil)
-	expect(t, s, "start a\nstart b\ndeliver b m1\nshard.RememberEntity{Entity:c}")
+	expect(t, s, "start a\nstart b\ndeliver b m1\nshard.RememberEntity{Entity:c NewShard:false}")
 	s.Remembered(t0, []EntityID{"c"}, nil)
 	expect(t, s, "start c\ndeliver c m2")
 	if d, _ := s.Deliver(t0, "c", "m3"); d != Deliver {
@@ -48,13 +48,13 @@ func TestRememberStoreFailuresBackOff(t *testing.T) {
 	s.Tick(t0.Add(5 * time.Second))
 	expect(t, s, "shard.LoadEntities{}")
 	s.Loaded(t0.Add(5*time.Second), nil, nil)
-	expect(t, s, "shard.RememberEntity{Entity:a}")
+	expect(t, s, "shard.RememberEntity{Entity:a NewShard:true}")
 	s.Deliver(t0, "a", "m2")
 	s.Remembered(t0.Add(5*time.Second), []EntityID{"a"}, errors.New("no quorum"))
 	s.Tick(t0.Add(9 * time.Second))
 	expect(t, s, "")
 	s.Tick(t0.Add(10 * time.Second))
-	expect(t, s, "shard.RememberEntity{Entity:a}")
+	expect(t, s, "shard.RememberEntity{Entity:a NewShard:true}")
 	s.Remembered(t0.Add(10*time.Second), []EntityID{"a"}, nil)
 	expect(t, s, "start a\ndeliver a m1\ndeliver a m2")
 }

@@ -38,6 +38,10 @@ const (
 	Restarting                     // remembered, stopped by itself; restarts after entity-restart-backoff
 )
 
+// Live reports whether an incarnation of the entity exists (running, passivating or
+// stopping); a remembered entity being stored or waiting to restart has none.
+func (s EntityState) Live() bool { return s <= Stopping }
+
 func (s EntityState) String() string {
 	return [...]string{"running", "passivating", "stopping", "remembering", "restarting"}[s]
 }
@@ -141,6 +145,7 @@ type Shard[M any] struct {
 
 	// Remembered entities (see remember.go).
 	held          []heldMsg[M]      // messages that arrived while loading
+	stored        bool              // the store holds an entity of this shard (so the shard too)
 	loadAt        time.Time         // StateLoading: when to ask for the stored set (again)
 	loadOut       bool              // StateLoading: a load is out
 	recovering    []EntityID        // remembered entities still to start (constant-rate recovery)

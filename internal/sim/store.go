@@ -23,9 +23,12 @@ type store struct {
 	// FailRate is the probability that an operation reports a failure.
 	FailRate float64
 	entities map[string]map[shard.ID]map[shard.EntityID]bool // type → shard → remembered entities
+	shards   map[string]map[shard.ID]bool                    // type → shards stored (StoreOp.NewShard)
 }
 
-func newStore() *store { return &store{entities: map[string]map[shard.ID]map[shard.EntityID]bool{}} }
+func newStore() *store {
+	return &store{entities: map[string]map[shard.ID]map[shard.EntityID]bool{}, shards: map[string]map[shard.ID]bool{}}
+}
 
 func (st *store) shard(typ string, s shard.ID) map[shard.EntityID]bool {
 	byShard := st.entities[typ]
@@ -67,6 +70,12 @@ func (s *Sim) storeOp(n *Node, op engine.StoreOp) {
 		case engine.StoreRemember:
 			if stored {
 				s.store.shard(op.Type, op.Shard)[op.Entity] = true
+				if op.NewShard {
+					if s.store.shards[op.Type] == nil {
+						s.store.shards[op.Type] = map[shard.ID]bool{}
+					}
+					s.store.shards[op.Type][op.Shard] = true
+				}
 			}
 		case engine.StoreForget:
 			if stored {
@@ -99,12 +108,7 @@ func (s *Sim) answerStore(n *Node, inc uint64, op engine.StoreOp, err error) {
 	case engine.StoreLoadShards:
 		var ids []shard.ID
 		if err == nil {
-			for s, set := range s.store.entities[op.Type] {
-				if len(set) > 0 {
-					ids = append(ids, s)
-				}
-			}
-			slices.Sort(ids)
+			ids = slices.Sorted(maps.Keys(s.store.shards[op.Type]))
 		}
 		n.E.ShardsLoaded(s.now, op.Type, ids, err)
 	case engine.StoreForget:
