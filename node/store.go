@@ -152,12 +152,7 @@ func (n *Node) forgetEntities(ops []engine.StoreOp) {
 }
 
 func (n *Node) loadEntities(op engine.StoreOp) {
-	prefix := storeKey(keyEntity, op.Type, string(op.Shard)) + sep
-	recs, err := n.store.Scan(n.ctx, prefix)
-	ids := make([]shard.EntityID, 0, len(recs))
-	for _, r := range recs {
-		ids = append(ids, shard.EntityID(strings.TrimPrefix(r.Key, prefix)))
-	}
+	ids, err := scanIDs[shard.EntityID](n, storeKey(keyEntity, op.Type, string(op.Shard))+sep)
 	if err != nil && n.ctx.Err() == nil {
 		n.log.Warn("loading remembered entities failed; retried after shard-failure-backoff", "type", op.Type, "shard", op.Shard, "err", err)
 	}
@@ -165,16 +160,21 @@ func (n *Node) loadEntities(op engine.StoreOp) {
 }
 
 func (n *Node) loadShards(op engine.StoreOp) {
-	prefix := storeKey(keyShard, op.Type) + sep
-	recs, err := n.store.Scan(n.ctx, prefix)
-	ids := make([]shard.ID, 0, len(recs))
-	for _, r := range recs {
-		ids = append(ids, shard.ID(strings.TrimPrefix(r.Key, prefix)))
-	}
+	ids, err := scanIDs[shard.ID](n, storeKey(keyShard, op.Type)+sep)
 	if err != nil && n.ctx.Err() == nil {
 		n.log.Warn("loading remembered shards failed; retried after waiting-for-state-timeout", "type", op.Type, "err", err)
 	}
 	n.command(func(now time.Time) { n.eng.ShardsLoaded(now, op.Type, ids, err) })
+}
+
+// scanIDs reads the keys under prefix from a read quorum and returns what follows it.
+func scanIDs[ID ~string](n *Node, prefix string) ([]ID, error) {
+	recs, err := n.store.Scan(n.ctx, prefix)
+	ids := make([]ID, 0, len(recs))
+	for _, r := range recs {
+		ids = append(ids, ID(strings.TrimPrefix(r.Key, prefix)))
+	}
+	return ids, err
 }
 
 // ErrNoState is LoadState finding no durable state for the entity yet.
