@@ -36,6 +36,11 @@ type Config struct {
 	// allocated without waiting for a message — those in the store when the coordinator
 	// starts (LoadShards), and those of a region that terminated.
 	RememberEntities bool
+	// AwaitDirectives: serve nothing until SetDirectives is called once (a member whose
+	// operator directives live in the replicated store sets it, so that a new coordinator
+	// never acts against a pin or a stopped type it has not read yet). Without it the
+	// coordinator starts with no directives.
+	AwaitDirectives bool
 }
 
 // DefaultConfig returns Akka's defaults for an entity type.

@@ -95,6 +95,10 @@ type Coordinator struct {
 	shardsLoaded bool
 	loadOut      bool
 	loadAt       time.Time
+
+	// The operator's directives (see SetDirectives); nothing is served until they are known.
+	dir      Directives
+	dirKnown bool
 }
 
 // New returns the coordinator running on member self, whose up-number is term. cfg must
@@ -114,6 +118,7 @@ func New(cfg Config, self membership.NodeID, term uint64, now time.Time) *Coordi
 		handoffs:  map[shard.ID]*handoff{},
 		waiting:   map[shard.ID][]membership.NodeID{},
 		now:       now,
+		dirKnown:  !cfg.AwaitDirectives,
 	}
 }
 
@@ -171,9 +176,12 @@ func (c *Coordinator) Tick(now time.Time) {
 		}
 	}
 	c.loadShards()
+	c.enforce()
 	if now.Sub(c.lastRebalance) >= c.cfg.RebalanceInterval {
 		c.lastRebalance = now
-		c.rebalance()
+		if !c.dir.RebalancePaused {
+			c.rebalance()
+		}
 	}
 }
 
@@ -219,7 +227,7 @@ func (c *Coordinator) Step(now time.Time, from membership.NodeID, msg Message) {
 	c.progress()
 }
 
-func (c *Coordinator) active() bool { return c.recovered && c.serving }
+func (c *Coordinator) active() bool { return c.recovered && c.serving && c.dirKnown }
 
 // register records a region and adopts the shards it reports.
 func (c *Coordinator) register(from membership.NodeID, m Register) {
@@ -282,6 +290,9 @@ func (c *Coordinator) getShardHome(from membership.NodeID, s shard.ID) {
 		}
 		return // answered when the handoff completes
 	}
+	if c.dir.Stopped {
+		return // out of service: nothing is allocated, and senders fail fast
+	}
 	if a := c.shards[s]; a != nil && c.active() {
 		if a.epoch.Term() < c.term {
 			c.restamp(s, a)
@@ -298,7 +309,7 @@ func (c *Coordinator) getShardHome(from membership.NodeID, s shard.ID) {
 // allocateWaiting allocates shard s if regions wait for it and allocation is possible now.
 func (c *Coordinator) allocateWaiting(s shard.ID) {
 	requesters := c.waiting[s]
-	if len(requesters) == 0 || !c.active() || c.handoffs[s] != nil {
+	if len(requesters) == 0 || !c.active() || c.handoffs[s] != nil || c.dir.Stopped {
 		return
 	}
 	a := c.shards[s]
@@ -311,11 +322,14 @@ func (c *Coordinator) allocateWaiting(s shard.ID) {
 			return // deferred until min-nr-of-members regions registered
 		}
 		c.minReached = true
-		target := c.cfg.Strategy.Allocate(requesters[0], s, view)
-		r := c.regions[target]
+		r, ok := c.pinned(s)
+		if !ok {
+			r = c.regions[c.cfg.Strategy.Allocate(requesters[0], s, view)]
+		}
 		if r == nil || !c.candidate(r) {
 			return // the strategy named no usable region; try again on the next tick
 		}
+		target := r.node
 		a = &allocationState{region: target, epoch: c.nextEpoch(), hostSent: c.now}
 		c.shards[s] = a
 		r.shards[s] = true
@@ -351,8 +365,8 @@ func (c *Coordinator) restamp(s shard.ID, a *allocationState) {
 // proxy, not shutting down) of a reachable Up member with the role.
 func (c *Coordinator) candidate(r *region) bool {
 	mem, ok := c.members[r.node]
-	return ok && !r.proxy && !r.shuttingDown && mem.Status == membership.Up && mem.Incarnation == r.incarnation &&
-		mem.HasRole(c.cfg.Role) && c.reachable(r.node)
+	return ok && !r.proxy && !r.shuttingDown && !c.dir.Draining[r.node] && mem.Status == membership.Up &&
+		mem.Incarnation == r.incarnation && mem.HasRole(c.cfg.Role) && c.reachable(r.node)
 }
 
 // view is the strategy's input: the candidate regions and the shards in handoff.
@@ -403,7 +417,7 @@ func (c *Coordinator) inAllocationOrder(set map[shard.ID]bool) []shard.ID {
 // right (no member joining or unreachable, no mixed versions) is the strategy's call, as in
 // Akka; the view tells it.
 func (c *Coordinator) rebalance() {
-	moves := c.cfg.Strategy.Rebalance(c.view())
+	moves := c.unpinned(c.cfg.Strategy.Rebalance(c.view()))
 	var started []shard.ID
 	for _, s := range moves {
 		if a := c.shards[s]; a != nil && c.handoffs[s] == nil && a.started {
@@ -461,7 +475,7 @@ func (c *Coordinator) shardStopped(from membership.NodeID, m ShardStopped) {
 		// A shard moved by a rebalance or a shutdown is allocated again at once, as
 		// Shardcake assigns it, rather than on its next message as in Akka: the new member
 		// takes its share now, and `rebalance plan` predicts where shards end up.
-		if len(c.waiting[m.Shard]) == 0 {
+		if len(c.waiting[m.Shard]) == 0 && !c.dir.Stopped {
 			c.waiting[m.Shard] = []membership.NodeID{c.self}
 		}
 	}
@@ -586,7 +600,7 @@ func (c *Coordinator) recoveryDone() bool {
 // loadShards asks for the remembered shards once the coordinator is active (again after a
 // failure, every RecoveryTimeout).
 func (c *Coordinator) loadShards() {
-	if !c.cfg.RememberEntities || c.shardsLoaded || c.loadOut || !c.active() || c.now.Before(c.loadAt) {
+	if !c.cfg.RememberEntities || c.shardsLoaded || c.loadOut || !c.active() || c.dir.Stopped || c.now.Before(c.loadAt) {
 		return
 	}
 	c.loadOut = true

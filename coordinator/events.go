@@ -19,6 +19,9 @@ const (
 	CauseRebalance Cause = "rebalance"         // the strategy moved it
 	CauseShutdown  Cause = "graceful-shutdown" // its region is shutting down
 	CauseConflict  Cause = "conflict"          // two regions reported it; the older epoch is stopped
+	CauseDrain     Cause = "drain"             // an operator drains its member
+	CauseOperator  Cause = "operator-move"     // an operator pinned it to another member
+	CauseStopType  Cause = "type-stopped"      // an operator took its entity type out of service
 )
 
 // Events.
