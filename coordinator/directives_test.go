@@ -169,3 +169,58 @@ func TestStoppedTypeHandsOffEverythingAndAllocatesNothing(t *testing.T) {
 		t.Fatal("not allocated after the type started again")
 	}
 }
+
+// TestPlanPredictsTheRebalance: the dry run names exactly the moves the next round makes.
+func TestPlanPredictsTheRebalance(t *testing.T) {
+	c := recovered(t, "a")
+	allocate(t, c, "a", "1", "2", "3", "4", "5", "6")
+	c.Update(t0, Members{Members: members("a", "b"), Serving: true})
+	c.Step(t0, "b", Register{Incarnation: 1})
+	c.Ready()
+	plan, err := c.Plan(PlanChange{})
+	if err != nil || len(plan) == 0 {
+		t.Fatalf("plan: %v %v", plan, err)
+	}
+	c.Tick(t0.Add(time.Minute))
+	completeHandoffs(t, c, "a", "b")
+	for _, m := range plan {
+		if r, _, _ := c.Allocation(m.Shard); r != m.To {
+			t.Errorf("plan said %s → %s, it went to %s", m.Shard, m.To, r)
+		}
+	}
+	if n := count(c, "b"); n != len(plan) {
+		t.Errorf("plan moved %d shards, the round %d", len(plan), n)
+	}
+}
+
+func TestPlanIfLeaveAndIfJoin(t *testing.T) {
+	c := recovered(t, "a", "b", "c")
+	allocate(t, c, "a", "1", "2", "3", "4", "5", "6")
+	plan, err := c.Plan(PlanChange{Leave: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != count(c, "b") {
+		t.Fatalf("leave plan moves %d shards, b holds %d", len(plan), count(c, "b"))
+	}
+	for _, m := range plan {
+		if m.From != "b" || m.To == "b" || m.To == "" {
+			t.Errorf("leave move %+v", m)
+		}
+	}
+	if _, err := c.Plan(PlanChange{Leave: "zz"}); err == nil {
+		t.Error("a plan for a member without a region did not fail")
+	}
+	join, err := c.Plan(PlanChange{Join: 3})
+	if err != nil || len(join) == 0 {
+		t.Fatalf("join plan: %v %v", join, err)
+	}
+	for _, m := range join {
+		if len(m.To) < 10 || m.To[:10] != "new-member" {
+			t.Errorf("join move %+v does not go to a new member", m)
+		}
+	}
+	if len(c.Handoffs()) != 0 {
+		t.Error("a plan started handoffs")
+	}
+}
