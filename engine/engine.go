@@ -62,6 +62,9 @@ type Engine struct {
 	now   time.Time
 	out   Ready
 	gen   uint64 // the last shard generation issued (see StoreOp.Gen)
+
+	dir      Directives // the operator's directives (SetDirectives)
+	dirKnown bool
 }
 
 // New returns the engine of member self. cfg.Membership must have passed Validate; each
@@ -100,6 +103,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 		return fmt.Errorf("entity type %q is already registered", tc.Name)
 	}
 	tc.Region.TypeName, tc.Coordinator.TypeName = tc.Name, tc.Name
+	tc.Coordinator.AwaitDirectives = tc.Coordinator.AwaitDirectives || e.cfg.AwaitDirectives
 	if tc.Shard.HandoffTimeout == 0 {
 		tc.Shard.HandoffTimeout = tc.Coordinator.HandoffTimeout // one handoff-timeout for both
 	}
@@ -123,6 +127,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 		}
 		t.pass = pass
 	}
+	t.region.SetOutOfService(e.now, e.dir.Stopped[tc.Name])
 	e.types[tc.Name] = t
 	e.names = append(e.names, tc.Name)
 	slices.Sort(e.names)
@@ -599,6 +604,9 @@ func (e *Engine) syncMembership() {
 		switch {
 		case here && t.coord == nil:
 			t.coord = coordinator.New(t.cfg.Coordinator, e.self.Node, self.UpNumber, e.now)
+			if e.dirKnown {
+				t.coord.SetDirectives(e.now, e.dir.ForType(n))
+			}
 			e.out.Events = append(e.out.Events, TypedEvent{Type: n, Event: CoordinatorStarted{Term: self.UpNumber}})
 		case !here && t.coord != nil:
 			e.out.Events = append(e.out.Events, TypedEvent{Type: n, Event: CoordinatorStopped{Term: t.coord.Term()}})

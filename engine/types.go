@@ -27,6 +27,9 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful handoff before leaving; the member leaves anyway
 	// when it expires. Default 60 s.
 	ShutdownTimeout time.Duration
+	// AwaitDirectives: coordinators serve nothing until SetDirectives was called once (the
+	// operator's directives live in the replicated store; see coordinator.Config).
+	AwaitDirectives bool
 }
 
 // Coordination is a coordinator protocol message for the region or the coordinator of an

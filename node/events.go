@@ -143,6 +143,9 @@ func (n *Node) receiveEvents() {
 		}
 		se.Origin = membership.NodeID(m.From.String())
 		n.publish(se)
+		if se.Kind == pb.ShardingEvent_DIRECTIVE_CHANGED {
+			n.wantDirectives()
+		}
 		if se.Kind == pb.ShardingEvent_SHARD_ALLOCATED {
 			n.enqueue(input{typ: se.Type, ctl: &control{kind: inCoord, from: se.Origin, coord: coordinator.ShardHome{Shard: se.Shard, Region: se.To, Epoch: se.Epoch}}})
 		}

@@ -103,6 +103,9 @@ type Node struct {
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
 
+	directivesDue chan struct{}                   // asks refreshDirectivesLoop for a read now
+	stoppedTypes  atomic.Pointer[map[string]bool] // entity types out of service (senders fail fast)
+
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -226,27 +229,28 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		cfg:       cfg,
-		log:       cfg.Logger.With("node", self.Node.Short()),
-		dir:       dir,
-		host:      host,
-		self:      self,
-		gossip:    topic,
-		sub:       sub,
-		events:    events,
-		eventsSub: eventsSub,
-		eventsOut: make(chan []byte, 4096),
-		eng:       engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout}, self, time.Now()),
-		types:     map[string]*typeRuntime{},
-		pool:      pool,
-		asks:      newAsks(),
-		inbox:     make(chan input, 65536),
-		subs:      map[chan Event]struct{}{},
-		servingCh: make(chan struct{}),
-		clockBase: time.Now(),
-		ctx:       nctx,
-		cancel:    cancel,
-		done:      make(chan struct{}),
+		cfg:           cfg,
+		log:           cfg.Logger.With("node", self.Node.Short()),
+		dir:           dir,
+		host:          host,
+		self:          self,
+		gossip:        topic,
+		sub:           sub,
+		events:        events,
+		eventsSub:     eventsSub,
+		eventsOut:     make(chan []byte, 4096),
+		eng:           engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true}, self, time.Now()),
+		types:         map[string]*typeRuntime{},
+		pool:          pool,
+		asks:          newAsks(),
+		inbox:         make(chan input, 65536),
+		subs:          map[chan Event]struct{}{},
+		directivesDue: make(chan struct{}, 1),
+		servingCh:     make(chan struct{}),
+		clockBase:     time.Now(),
+		ctx:           nctx,
+		cancel:        cancel,
+		done:          make(chan struct{}),
 	}
 	n.out = newOutboxes(nctx, host, n.log)
 	host.Handle(MemberProtocol, n.handleMemberFrame)
@@ -264,8 +268,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ok = true
 	n.log.Info("member started", "peer", self.Node, "incarnation", incarnation, "addrs", addrs, "roles", cfg.Roles, "app_version", cfg.AppVersion)
-	n.wg.Add(5)
+	n.wg.Add(6)
 	go n.loop()
+	go n.refreshDirectivesLoop()
 	go n.receiveGossip()
 	go n.discover()
 	go n.publishEvents()
@@ -401,6 +406,9 @@ func (n *Node) sender(typ string) (*typeRuntime, error) {
 	v, ok := n.specs.Load(typ)
 	if !ok {
 		return nil, unknownType(typ)
+	}
+	if n.typeStopped(typ) {
+		return nil, fmt.Errorf("send to %s: %w", typ, ErrTypeStopped)
 	}
 	return v.(*typeRuntime), nil
 }
@@ -593,6 +601,9 @@ func (n *Node) execute(now time.Time) {
 			n.publish(ev)
 		}
 		for _, ev := range rd.Events {
+			if _, ok := ev.Event.(engine.CoordinatorStarted); ok {
+				n.wantDirectives() // a new coordinator reads them fresh from a majority
+			}
 			n.logTypedEvent(ev)
 			n.publish(ev)
 			n.gossipEvent(ev, now)

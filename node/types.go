@@ -7,6 +7,7 @@ import (
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -69,6 +70,8 @@ var (
 	ErrUnknownType = errors.New("unknown entity type")
 	// ErrStopped: the member has stopped.
 	ErrStopped = errors.New("member stopped")
+	// ErrTypeStopped: an operator took the entity type out of service (`shardctl types stop`).
+	ErrTypeStopped = region.ErrTypeStopped
 	// ErrEntityFailed: the entity panicked while handling the message.
 	ErrEntityFailed = errors.New("entity failed")
 )

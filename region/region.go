@@ -50,6 +50,7 @@ type Region struct {
 
 	shuttingDown    bool
 	shutdownDone    bool
+	outOfService    bool
 	lastShutdownReq time.Time
 
 	now time.Time
@@ -188,6 +189,9 @@ func (r *Region) route(env Envelope, front bool) Routed {
 	}
 	if r.shutdownDone {
 		return Routed{Kind: Refused, Envelope: env, Err: ErrShuttingDown}
+	}
+	if r.outOfService {
+		return Routed{Kind: Refused, Envelope: env, Err: ErrTypeStopped}
 	}
 	s := env.Shard
 	// (The length checks skip two lookups per message while nothing is handed off or buffered.)

@@ -29,6 +29,7 @@ var (
 	ErrBufferFull   = errors.New("region buffer full")
 	ErrTooManyHops  = errors.New("forwarded too many times: shard homes disagree")
 	ErrShuttingDown = errors.New("region shutting down")
+	ErrTypeStopped  = errors.New("entity type stopped by an operator (`shardctl types start TYPE` brings it back)")
 )
 
 // Config configures a region.

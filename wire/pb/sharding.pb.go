@@ -42,6 +42,7 @@ const (
 	ShardingEvent_HANDOFF_COMPLETED     ShardingEvent_Kind = 8
 	ShardingEvent_HANDOFF_FAILED        ShardingEvent_Kind = 9
 	ShardingEvent_REBALANCE_ROUND       ShardingEvent_Kind = 10
+	ShardingEvent_DIRECTIVE_CHANGED     ShardingEvent_Kind = 11 // an operator changed a directive (drain, pin, pause, stop); cause says which
 )
 
 // Enum value maps for ShardingEvent_Kind.
@@ -58,6 +59,7 @@ var (
 		8:  "HANDOFF_COMPLETED",
 		9:  "HANDOFF_FAILED",
 		10: "REBALANCE_ROUND",
+		11: "DIRECTIVE_CHANGED",
 	}
 	ShardingEvent_Kind_value = map[string]int32{
 		"UNKNOWN":               0,
@@ -71,6 +73,7 @@ var (
 		"HANDOFF_COMPLETED":     8,
 		"HANDOFF_FAILED":        9,
 		"REBALANCE_ROUND":       10,
+		"DIRECTIVE_CHANGED":     11,
 	}
 )
 
@@ -1237,7 +1240,7 @@ const file_sharding_proto_rawDesc = "" +
 	"\x06ask_id\x18\x01 \x01(\x04R\x05askId\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x04 \x01(\rR\x04code\"\xf2\x04\n" +
+	"\x04code\x18\x04 \x01(\rR\x04code\"\x89\x05\n" +
 	"\rShardingEvent\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\ventity_type\x18\x02 \x01(\tR\n" +
@@ -1255,7 +1258,7 @@ const file_sharding_proto_rawDesc = "" +
 	"\x06shards\x18\v \x03(\tR\x06shards\x12\x12\n" +
 	"\x04term\x18\f \x01(\x04R\x04term\x12\x1c\n" +
 	"\n" +
-	"at_unix_ms\x18\r \x01(\x03R\batUnixMs\"\xf2\x01\n" +
+	"at_unix_ms\x18\r \x01(\x03R\batUnixMs\"\x89\x02\n" +
 	"\x04Kind\x12\v\n" +
 	"\aUNKNOWN\x10\x00\x12\x17\n" +
 	"\x13COORDINATOR_STARTED\x10\x01\x12\x19\n" +
@@ -1268,7 +1271,8 @@ const file_sharding_proto_rawDesc = "" +
 	"\x11HANDOFF_COMPLETED\x10\b\x12\x12\n" +
 	"\x0eHANDOFF_FAILED\x10\t\x12\x13\n" +
 	"\x0fREBALANCE_ROUND\x10\n" +
-	"B(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
+	"\x12\x15\n" +
+	"\x11DIRECTIVE_CHANGED\x10\vB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
 
 var (
 	file_sharding_proto_rawDescOnce sync.Once

@@ -1,0 +1,219 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/remember"
+	"github.com/shardmesh/shardmesh/shard"
+	"github.com/shardmesh/shardmesh/wire"
+	"github.com/shardmesh/shardmesh/wire/pb"
+)
+
+// The operator's directives live in the replicated store under the "op" prefix, one key per
+// directive so that concurrent changes of different directives never overwrite each other:
+//
+//	op␀drain␀NODE          the member is drained
+//	op␀pause               automatic rebalancing is paused
+//	op␀pin␀TYPE␀SHARD      the shard is pinned to the member in the value
+//	op␀stop␀TYPE           the entity type is out of service
+//
+// Undoing a directive writes a tombstone. Every member reads them all (a majority read) when
+// it starts, when a coordinator starts here, when a member announces a change on the
+// sharding-events topic, and every directiveRefresh in case an announcement was lost.
+const (
+	keyDirective     = "op"
+	directiveDrain   = "drain"
+	directivePause   = "pause"
+	directivePin     = "pin"
+	directiveStop    = "stop"
+	directiveRefresh = 5 * time.Second
+)
+
+// DirectiveChange is one change of the operator's directives.
+type DirectiveChange struct {
+	// Kind is "drain", "pause", "pin" or "stop".
+	Kind string
+	// Node: the member drained (drain) or pinned to (pin).
+	Node membership.NodeID
+	// Type and Shard: the entity type (pin, stop) and shard (pin).
+	Type  string
+	Shard shard.ID
+	// Undo removes the directive (undrain, resume, unpin, start).
+	Undo bool
+}
+
+func (c DirectiveChange) key() (string, error) {
+	switch c.Kind {
+	case directiveDrain:
+		if c.Node == "" {
+			return "", errors.New("drain: no member named")
+		}
+		return storeKey(keyDirective, directiveDrain, string(c.Node)), nil
+	case directivePause:
+		return storeKey(keyDirective, directivePause), nil
+	case directivePin:
+		if c.Type == "" || c.Shard == "" || (!c.Undo && c.Node == "") {
+			return "", errors.New("pin: type, shard and member are required")
+		}
+		return storeKey(keyDirective, directivePin, c.Type, string(c.Shard)), nil
+	case directiveStop:
+		if c.Type == "" {
+			return "", errors.New("stop: no entity type named")
+		}
+		return storeKey(keyDirective, directiveStop, c.Type), nil
+	}
+	return "", fmt.Errorf("unknown directive %q", c.Kind)
+}
+
+// String describes the change for logs and the watch stream.
+func (c DirectiveChange) String() string {
+	switch c.Kind {
+	case directiveDrain:
+		return map[bool]string{false: "drain ", true: "undrain "}[c.Undo] + string(c.Node)
+	case directivePause:
+		return map[bool]string{false: "rebalance paused", true: "rebalance resumed"}[c.Undo]
+	case directivePin:
+		if c.Undo {
+			return fmt.Sprintf("unpin %s/%s", c.Type, c.Shard)
+		}
+		return fmt.Sprintf("pin %s/%s to %s", c.Type, c.Shard, c.Node)
+	case directiveStop:
+		return map[bool]string{false: "stop type ", true: "start type "}[c.Undo] + c.Type
+	}
+	return c.Kind
+}
+
+// ChangeDirective stores a change of the operator's directives (acknowledged by a write
+// quorum), applies it here at once and announces it to the other members.
+func (n *Node) ChangeDirective(ctx context.Context, c DirectiveChange) error {
+	key, err := c.key()
+	if err != nil {
+		return err
+	}
+	w := remember.Write{Key: key, Value: []byte{1}, Delete: c.Undo}
+	if c.Kind == directivePin && !c.Undo {
+		w.Value = []byte(c.Node)
+	}
+	if err := n.store.Write(ctx, w); err != nil {
+		return fmt.Errorf("%s: store the directive: %w", c, err)
+	}
+	n.log.Info("operator directive changed", "directive", c.String())
+	se := wire.ShardingEvent{Type: c.Type, Kind: pb.ShardingEvent_DIRECTIVE_CHANGED, Cause: c.String(), At: time.Now(), Origin: n.self.Node}
+	n.publish(se)
+	select {
+	case n.eventsOut <- wire.AppendEvent(nil, se):
+	default:
+	}
+	return n.refreshDirectives(ctx)
+}
+
+// Directives returns the directives in force on this member, as last read from the store;
+// ok is false before they were read once.
+func (n *Node) Directives(ctx context.Context) (d engine.Directives, ok bool, err error) {
+	_, err = onLoop(ctx, n, func(time.Time) (struct{}, error) {
+		d, ok = n.eng.Directives()
+		return struct{}{}, nil
+	})
+	return d, ok, err
+}
+
+// loadDirectives reads every directive from a read quorum of the store.
+func (n *Node) loadDirectives(ctx context.Context) (engine.Directives, error) {
+	recs, err := n.store.Scan(ctx, keyDirective+sep)
+	if err != nil {
+		return engine.Directives{}, err
+	}
+	d := engine.Directives{Draining: map[membership.NodeID]bool{}, Pins: map[string]map[shard.ID]membership.NodeID{}, Stopped: map[string]bool{}}
+	for _, r := range recs {
+		parts := strings.Split(strings.TrimPrefix(r.Key, keyDirective+sep), sep)
+		switch {
+		case parts[0] == directiveDrain && len(parts) == 2:
+			d.Draining[membership.NodeID(parts[1])] = true
+		case parts[0] == directivePause && len(parts) == 1:
+			d.RebalancePaused = true
+		case parts[0] == directivePin && len(parts) >= 3:
+			typ, s := parts[1], shard.ID(strings.Join(parts[2:], sep))
+			if d.Pins[typ] == nil {
+				d.Pins[typ] = map[shard.ID]membership.NodeID{}
+			}
+			d.Pins[typ][s] = membership.NodeID(r.Value)
+		case parts[0] == directiveStop && len(parts) == 2:
+			d.Stopped[parts[1]] = true
+		default:
+			n.log.Warn("ignored an unknown directive in the store", "key", r.Key)
+		}
+	}
+	return d, nil
+}
+
+// refreshDirectives reads the directives and gives them to the engine if they changed.
+func (n *Node) refreshDirectives(ctx context.Context) error {
+	d, err := n.loadDirectives(ctx)
+	if err != nil {
+		return fmt.Errorf("read the operator's directives: %w", err)
+	}
+	stopped := maps.Clone(d.Stopped)
+	n.stoppedTypes.Store(&stopped)
+	n.command(func(now time.Time) {
+		if old, known := n.eng.Directives(); !known || !reflect.DeepEqual(old, d) {
+			n.eng.SetDirectives(now, d)
+		}
+	})
+	return nil
+}
+
+// wantDirectives asks the refresher for a read now.
+func (n *Node) wantDirectives() {
+	select {
+	case n.directivesDue <- struct{}{}:
+	default:
+	}
+}
+
+// refreshDirectivesLoop keeps the engine's directives current: at start (retried until the
+// store answers: coordinators here serve nothing before), on request, and periodically.
+func (n *Node) refreshDirectivesLoop() {
+	defer n.wg.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-timer.C:
+		case <-n.directivesDue:
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+		err := n.refreshDirectives(ctx)
+		cancel()
+		next := directiveRefresh
+		if err != nil {
+			if n.ctx.Err() != nil {
+				return
+			}
+			n.log.Debug("directives not read; trying again", "err", err)
+			next = 500 * time.Millisecond
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// typeStopped reports whether an operator took entity type typ out of service.
+func (n *Node) typeStopped(typ string) bool {
+	m := n.stoppedTypes.Load()
+	return m != nil && (*m)[typ]
+}

@@ -1,0 +1,32 @@
+package region
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// SetOutOfService takes the entity type out of service (`shardctl types stop`) or back: while
+// out of service every message is refused with ErrTypeStopped, those buffered now included,
+// so that senders fail fast instead of waiting for a home that will not come. Local shards
+// keep running until the coordinator hands them off.
+func (r *Region) SetOutOfService(now time.Time, out bool) {
+	r.now = now
+	if r.outOfService == out {
+		return
+	}
+	r.outOfService = out
+	if !out {
+		return
+	}
+	for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
+		for _, env := range r.buffers[s].envs {
+			r.reject(env, ErrTypeStopped)
+		}
+		r.buffered -= len(r.buffers[s].envs)
+		delete(r.buffers, s)
+	}
+}
+
+// OutOfService reports whether the type is out of service.
+func (r *Region) OutOfService() bool { return r.outOfService }
