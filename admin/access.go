@@ -18,7 +18,8 @@ const (
 	// accessMessage calls send messages to entities (tell, ask, bench): the data plane,
 	// what the cluster's own application code does. Who may make them: as accessRead.
 	accessMessage
-	// accessAdmin calls change the cluster (shutdown, leave, down): admin identities only.
+	// accessAdmin calls change the cluster (shutdown, leave, down, drain, shard moves and pins,
+	// rebalance pause/resume, types stop/start, data remove): admin identities only.
 	accessAdmin
 )
 
@@ -54,6 +55,14 @@ func callInfo(req *adminpb.Request) (string, access) {
 		return "leave", accessAdmin
 	case *adminpb.Request_Down:
 		return "down", accessAdmin
+	case *adminpb.Request_Directives:
+		return "directives", accessRead
+	case *adminpb.Request_Plan:
+		return "rebalance-plan", accessRead
+	case *adminpb.Request_Directive:
+		return directiveCallName(c.Directive), accessAdmin
+	case *adminpb.Request_DataRemove:
+		return "data-remove", accessAdmin
 	}
 	return "unknown", accessAdmin
 }

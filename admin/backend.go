@@ -3,9 +3,12 @@ package admin
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
@@ -39,6 +42,17 @@ type Backend interface {
 	Shutdown() bool
 	// Down marks a member Down.
 	Down(ctx context.Context, node string) error
+	// ChangeDirective stores a change of the operator's directives cluster-wide.
+	ChangeDirective(ctx context.Context, req *adminpb.DirectiveRequest) error
+	// Directives returns the directives in force on this member.
+	Directives(ctx context.Context) (*adminpb.DirectivesResponse, error)
+	// Plan is the dry run of a rebalance of type typ by its coordinator, which must run
+	// here (else a *node.NotCoordinatorError); the moves come without entity counts.
+	Plan(ctx context.Context, typ string, join int, leave string) (*adminpb.PlanResponse, error)
+	// RememberedCounts counts the remembered entities of each shard of type typ.
+	RememberedCounts(ctx context.Context, typ string) (map[string]uint64, error)
+	// RemoveTypeData removes (or with dryRun counts) the stored data of a stopped type.
+	RemoveTypeData(ctx context.Context, typ string, dryRun bool, progress func(found, removed int)) (found, removed int, err error)
 	// Done is closed when the member has stopped; StopReason then says why ("left",
 	// "downed", …; "" while it runs or when it was closed).
 	Done() <-chan struct{}
@@ -180,6 +194,59 @@ func (b *nodeBackend) StopReason() string {
 		return r.Reason.String()
 	}
 	return ""
+}
+
+func (b *nodeBackend) ChangeDirective(ctx context.Context, req *adminpb.DirectiveRequest) error {
+	return b.n.ChangeDirective(ctx, node.DirectiveChange{Kind: req.Kind, Node: membership.NodeID(req.Node), Type: req.EntityType,
+		Shard: shard.ID(req.Shard), Undo: req.Undo})
+}
+
+func (b *nodeBackend) Directives(ctx context.Context) (*adminpb.DirectivesResponse, error) {
+	d, known, err := b.n.Directives(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminpb.DirectivesResponse{Node: b.Self(), Known: known, RebalancePaused: d.RebalancePaused}
+	for _, id := range slices.Sorted(maps.Keys(d.Draining)) {
+		resp.Draining = append(resp.Draining, string(id))
+	}
+	for _, typ := range slices.Sorted(maps.Keys(d.Pins)) {
+		for _, s := range slices.Sorted(maps.Keys(d.Pins[typ])) {
+			resp.Pins = append(resp.Pins, &adminpb.Pin{EntityType: typ, Shard: string(s), Node: string(d.Pins[typ][s])})
+		}
+	}
+	for _, typ := range slices.Sorted(maps.Keys(d.Stopped)) {
+		resp.StoppedTypes = append(resp.StoppedTypes, typ)
+	}
+	return resp, nil
+}
+
+func (b *nodeBackend) Plan(ctx context.Context, typ string, join int, leave string) (*adminpb.PlanResponse, error) {
+	moves, paused, err := b.n.Plan(ctx, typ, coordinator.PlanChange{Join: join, Leave: membership.NodeID(leave)})
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminpb.PlanResponse{EntityType: typ, Coordinator: b.Self(), RebalancePaused: paused}
+	for _, m := range moves {
+		resp.Moves = append(resp.Moves, &adminpb.PlanMove{Shard: string(m.Shard), From: string(m.From), To: string(m.To)})
+	}
+	return resp, nil
+}
+
+func (b *nodeBackend) RememberedCounts(ctx context.Context, typ string) (map[string]uint64, error) {
+	counts, err := b.n.RememberedCounts(ctx, typ)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]uint64, len(counts))
+	for s, n := range counts {
+		out[string(s)] = uint64(n)
+	}
+	return out, nil
+}
+
+func (b *nodeBackend) RemoveTypeData(ctx context.Context, typ string, dryRun bool, progress func(found, removed int)) (int, int, error) {
+	return b.n.RemoveTypeData(ctx, typ, dryRun, progress)
 }
 
 // callError classifies an error of a backend call.

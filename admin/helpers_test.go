@@ -46,6 +46,8 @@ type fakeBackend struct {
 	downed     []string
 	shutdowns  int
 	registered bool
+	directives int // ChangeDirective calls
+	removals   int // RemoveTypeData calls
 }
 
 func newFakeBackend(self string, others ...string) *fakeBackend {
@@ -148,6 +150,32 @@ func (b *fakeBackend) Down(_ context.Context, id string) error {
 
 func (b *fakeBackend) Done() <-chan struct{} { return b.done }
 func (b *fakeBackend) StopReason() string    { return b.reason }
+
+func (b *fakeBackend) ChangeDirective(context.Context, *adminpb.DirectiveRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.directives++
+	return nil
+}
+
+func (b *fakeBackend) Directives(context.Context) (*adminpb.DirectivesResponse, error) {
+	return &adminpb.DirectivesResponse{Node: b.self, Known: true}, nil
+}
+
+func (b *fakeBackend) Plan(context.Context, string, int, string) (*adminpb.PlanResponse, error) {
+	return &adminpb.PlanResponse{Coordinator: b.self}, nil
+}
+
+func (b *fakeBackend) RememberedCounts(context.Context, string) (map[string]uint64, error) {
+	return nil, nil
+}
+
+func (b *fakeBackend) RemoveTypeData(context.Context, string, bool, func(int, int)) (int, int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.removals++
+	return 0, 0, nil
+}
 
 // testServer is a server on a fake backend whose logs go to a buffer.
 type testServer struct {

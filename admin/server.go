@@ -166,6 +166,9 @@ func (s *Server) serve(ctx context.Context, caller peer.ID, frame []byte, emit e
 			streaming()
 		}
 		return s.shutdown(ctx, call.Shutdown, emit)
+	case *adminpb.Request_DataRemove:
+		streaming()
+		return s.dataRemove(ctx, call.DataRemove, emit)
 	}
 	return emit(s.answer(ctx, req))
 }
@@ -223,6 +226,12 @@ func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Resp
 		return s.health(ctx)
 	case *adminpb.Request_Down:
 		return s.down(ctx, call.Down)
+	case *adminpb.Request_Directive:
+		return s.directive(ctx, call.Directive)
+	case *adminpb.Request_Directives:
+		return s.directives(ctx)
+	case *adminpb.Request_Plan:
+		return s.plan(ctx, call.Plan)
 	}
 	return refuse(adminpb.Code_BAD_REQUEST, "unknown admin call %T: is shardctl newer than this member?", req.Call)
 }

@@ -67,6 +67,34 @@ func validate(req *adminpb.Request) error {
 		}
 	case *adminpb.Request_Down:
 		return checkNode(call.Down.Node)
+	case *adminpb.Request_Directive:
+		return checkDirective(call.Directive)
+	case *adminpb.Request_Plan:
+		if err := checkType(call.Plan.EntityType); err != nil {
+			return err
+		}
+		if call.Plan.IfLeave != "" {
+			return checkNode(call.Plan.IfLeave)
+		}
+	case *adminpb.Request_DataRemove:
+		return checkTypes(call.DataRemove.EntityTypes)
+	}
+	return nil
+}
+
+func checkDirective(d *adminpb.DirectiveRequest) error {
+	if d.EntityType != "" {
+		if err := checkType(d.EntityType); err != nil {
+			return err
+		}
+	}
+	if d.Shard != "" {
+		if err := checkID("shard id", d.Shard, maxShardLen); err != nil {
+			return err
+		}
+	}
+	if d.Node != "" {
+		return checkNode(d.Node)
 	}
 	return nil
 }

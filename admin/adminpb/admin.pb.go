@@ -99,6 +99,10 @@ type Request struct {
 	//	*Request_Watch
 	//	*Request_Shutdown
 	//	*Request_Down
+	//	*Request_Directive
+	//	*Request_Directives
+	//	*Request_Plan
+	//	*Request_DataRemove
 	Call          isRequest_Call `protobuf_oneof:"call"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -265,6 +269,42 @@ func (x *Request) GetDown() *DownRequest {
 	return nil
 }
 
+func (x *Request) GetDirective() *DirectiveRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Directive); ok {
+			return x.Directive
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetDirectives() *DirectivesRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Directives); ok {
+			return x.Directives
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetPlan() *PlanRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Plan); ok {
+			return x.Plan
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetDataRemove() *DataRemoveRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_DataRemove); ok {
+			return x.DataRemove
+		}
+	}
+	return nil
+}
+
 type isRequest_Call interface {
 	isRequest_Call()
 }
@@ -321,6 +361,22 @@ type Request_Down struct {
 	Down *DownRequest `protobuf:"bytes,14,opt,name=down,proto3,oneof"`
 }
 
+type Request_Directive struct {
+	Directive *DirectiveRequest `protobuf:"bytes,15,opt,name=directive,proto3,oneof"`
+}
+
+type Request_Directives struct {
+	Directives *DirectivesRequest `protobuf:"bytes,16,opt,name=directives,proto3,oneof"`
+}
+
+type Request_Plan struct {
+	Plan *PlanRequest `protobuf:"bytes,17,opt,name=plan,proto3,oneof"`
+}
+
+type Request_DataRemove struct {
+	DataRemove *DataRemoveRequest `protobuf:"bytes,18,opt,name=data_remove,json=dataRemove,proto3,oneof"`
+}
+
 func (*Request_Members) isRequest_Call() {}
 
 func (*Request_Types) isRequest_Call() {}
@@ -347,6 +403,14 @@ func (*Request_Shutdown) isRequest_Call() {}
 
 func (*Request_Down) isRequest_Call() {}
 
+func (*Request_Directive) isRequest_Call() {}
+
+func (*Request_Directives) isRequest_Call() {}
+
+func (*Request_Plan) isRequest_Call() {}
+
+func (*Request_DataRemove) isRequest_Call() {}
+
 type Response struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
@@ -366,6 +430,9 @@ type Response struct {
 	//	*Response_Event
 	//	*Response_Shutdown
 	//	*Response_Down
+	//	*Response_Directives
+	//	*Response_Plan
+	//	*Response_DataRemove
 	Result isResponse_Result `protobuf_oneof:"result"`
 	// more: another response follows on this stream (streaming calls). A streaming response
 	// without a result is a keepalive.
@@ -540,6 +607,33 @@ func (x *Response) GetDown() *DownResponse {
 	return nil
 }
 
+func (x *Response) GetDirectives() *DirectivesResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Directives); ok {
+			return x.Directives
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetPlan() *PlanResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Plan); ok {
+			return x.Plan
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetDataRemove() *DataRemoveProgress {
+	if x != nil {
+		if x, ok := x.Result.(*Response_DataRemove); ok {
+			return x.DataRemove
+		}
+	}
+	return nil
+}
+
 func (x *Response) GetMore() bool {
 	if x != nil {
 		return x.More
@@ -599,6 +693,18 @@ type Response_Down struct {
 	Down *DownResponse `protobuf:"bytes,16,opt,name=down,proto3,oneof"`
 }
 
+type Response_Directives struct {
+	Directives *DirectivesResponse `protobuf:"bytes,17,opt,name=directives,proto3,oneof"`
+}
+
+type Response_Plan struct {
+	Plan *PlanResponse `protobuf:"bytes,18,opt,name=plan,proto3,oneof"`
+}
+
+type Response_DataRemove struct {
+	DataRemove *DataRemoveProgress `protobuf:"bytes,19,opt,name=data_remove,json=dataRemove,proto3,oneof"`
+}
+
 func (*Response_Members) isResponse_Result() {}
 
 func (*Response_Types) isResponse_Result() {}
@@ -622,6 +728,12 @@ func (*Response_Event) isResponse_Result() {}
 func (*Response_Shutdown) isResponse_Result() {}
 
 func (*Response_Down) isResponse_Result() {}
+
+func (*Response_Directives) isResponse_Result() {}
+
+func (*Response_Plan) isResponse_Result() {}
+
+func (*Response_DataRemove) isResponse_Result() {}
 
 type TypesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2970,11 +3082,632 @@ func (x *MembersResponse) GetMembers() []*MemberInfo {
 	return nil
 }
 
+// DirectiveRequest changes one of the operator's standing orders, cluster-wide: stored in
+// the replicated store (so it survives a coordinator failover) and followed by every member.
+//
+//	kind "drain"  node: hand off every shard of that member and give it none (undo: undrain)
+//	kind "pause"  stop automatic rebalancing (undo: resume)
+//	kind "pin"    entity_type, shard, node: the shard lives on that member (a move is a pin;
+//	              undo: unpin, the strategy decides again)
+//	kind "stop"   entity_type: hand off and stop every shard of the type; messages to it fail
+//	              fast (undo: start)
+//
+// The answer is the directives in force afterwards.
+type DirectiveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	EntityType    string                 `protobuf:"bytes,3,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Shard         string                 `protobuf:"bytes,4,opt,name=shard,proto3" json:"shard,omitempty"`
+	Undo          bool                   `protobuf:"varint,5,opt,name=undo,proto3" json:"undo,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectiveRequest) Reset() {
+	*x = DirectiveRequest{}
+	mi := &file_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectiveRequest) ProtoMessage() {}
+
+func (x *DirectiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectiveRequest.ProtoReflect.Descriptor instead.
+func (*DirectiveRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *DirectiveRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *DirectiveRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *DirectiveRequest) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *DirectiveRequest) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *DirectiveRequest) GetUndo() bool {
+	if x != nil {
+		return x.Undo
+	}
+	return false
+}
+
+type DirectivesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectivesRequest) Reset() {
+	*x = DirectivesRequest{}
+	mi := &file_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectivesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectivesRequest) ProtoMessage() {}
+
+func (x *DirectivesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectivesRequest.ProtoReflect.Descriptor instead.
+func (*DirectivesRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{36}
+}
+
+type DirectivesResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Node            string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`    // the answering member
+	Known           bool                   `protobuf:"varint,2,opt,name=known,proto3" json:"known,omitempty"` // it has read them from the store
+	Draining        []string               `protobuf:"bytes,3,rep,name=draining,proto3" json:"draining,omitempty"`
+	RebalancePaused bool                   `protobuf:"varint,4,opt,name=rebalance_paused,json=rebalancePaused,proto3" json:"rebalance_paused,omitempty"`
+	Pins            []*Pin                 `protobuf:"bytes,5,rep,name=pins,proto3" json:"pins,omitempty"`
+	StoppedTypes    []string               `protobuf:"bytes,6,rep,name=stopped_types,json=stoppedTypes,proto3" json:"stopped_types,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DirectivesResponse) Reset() {
+	*x = DirectivesResponse{}
+	mi := &file_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectivesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectivesResponse) ProtoMessage() {}
+
+func (x *DirectivesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectivesResponse.ProtoReflect.Descriptor instead.
+func (*DirectivesResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *DirectivesResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *DirectivesResponse) GetKnown() bool {
+	if x != nil {
+		return x.Known
+	}
+	return false
+}
+
+func (x *DirectivesResponse) GetDraining() []string {
+	if x != nil {
+		return x.Draining
+	}
+	return nil
+}
+
+func (x *DirectivesResponse) GetRebalancePaused() bool {
+	if x != nil {
+		return x.RebalancePaused
+	}
+	return false
+}
+
+func (x *DirectivesResponse) GetPins() []*Pin {
+	if x != nil {
+		return x.Pins
+	}
+	return nil
+}
+
+func (x *DirectivesResponse) GetStoppedTypes() []string {
+	if x != nil {
+		return x.StoppedTypes
+	}
+	return nil
+}
+
+type Pin struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Shard         string                 `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Pin) Reset() {
+	*x = Pin{}
+	mi := &file_admin_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Pin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Pin) ProtoMessage() {}
+
+func (x *Pin) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Pin.ProtoReflect.Descriptor instead.
+func (*Pin) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *Pin) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *Pin) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *Pin) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+// PlanRequest is a dry run of rebalancing one entity type: the moves its coordinator would
+// make now, or right after if_join new members join or if_leave leaves. Nothing moves.
+type PlanRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	IfJoin        uint32                 `protobuf:"varint,2,opt,name=if_join,json=ifJoin,proto3" json:"if_join,omitempty"`
+	IfLeave       string                 `protobuf:"bytes,3,opt,name=if_leave,json=ifLeave,proto3" json:"if_leave,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanRequest) Reset() {
+	*x = PlanRequest{}
+	mi := &file_admin_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanRequest) ProtoMessage() {}
+
+func (x *PlanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
+func (*PlanRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *PlanRequest) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *PlanRequest) GetIfJoin() uint32 {
+	if x != nil {
+		return x.IfJoin
+	}
+	return 0
+}
+
+func (x *PlanRequest) GetIfLeave() string {
+	if x != nil {
+		return x.IfLeave
+	}
+	return ""
+}
+
+type PlanResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	EntityType      string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Coordinator     string                 `protobuf:"bytes,2,opt,name=coordinator,proto3" json:"coordinator,omitempty"`                                 // the member whose coordinator planned
+	RebalancePaused bool                   `protobuf:"varint,3,opt,name=rebalance_paused,json=rebalancePaused,proto3" json:"rebalance_paused,omitempty"` // no automatic round would run now
+	Moves           []*PlanMove            `protobuf:"bytes,4,rep,name=moves,proto3" json:"moves,omitempty"`
+	Problems        []string               `protobuf:"bytes,5,rep,name=problems,proto3" json:"problems,omitempty"` // members whose entity counts are missing; the code is PARTIAL
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PlanResponse) Reset() {
+	*x = PlanResponse{}
+	mi := &file_admin_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanResponse) ProtoMessage() {}
+
+func (x *PlanResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
+func (*PlanResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *PlanResponse) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *PlanResponse) GetCoordinator() string {
+	if x != nil {
+		return x.Coordinator
+	}
+	return ""
+}
+
+func (x *PlanResponse) GetRebalancePaused() bool {
+	if x != nil {
+		return x.RebalancePaused
+	}
+	return false
+}
+
+func (x *PlanResponse) GetMoves() []*PlanMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+func (x *PlanResponse) GetProblems() []string {
+	if x != nil {
+		return x.Problems
+	}
+	return nil
+}
+
+type PlanMove struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Shard              string                 `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	From               string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	To                 string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`                                                            // "" when no member could take it now
+	LiveEntities       uint64                 `protobuf:"varint,4,opt,name=live_entities,json=liveEntities,proto3" json:"live_entities,omitempty"`                   // entities running in the shard now (restarted by the move)
+	RememberedEntities uint64                 `protobuf:"varint,5,opt,name=remembered_entities,json=rememberedEntities,proto3" json:"remembered_entities,omitempty"` // remembered entities of the shard (restarted at the new home)
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *PlanMove) Reset() {
+	*x = PlanMove{}
+	mi := &file_admin_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanMove) ProtoMessage() {}
+
+func (x *PlanMove) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanMove.ProtoReflect.Descriptor instead.
+func (*PlanMove) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *PlanMove) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *PlanMove) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *PlanMove) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *PlanMove) GetLiveEntities() uint64 {
+	if x != nil {
+		return x.LiveEntities
+	}
+	return 0
+}
+
+func (x *PlanMove) GetRememberedEntities() uint64 {
+	if x != nil {
+		return x.RememberedEntities
+	}
+	return 0
+}
+
+// DataRemoveRequest removes the stored data (remembered shards and entities, durable entity
+// state) of stopped entity types, through the replicated store (tombstones, so a member
+// that is down now catches up when it returns). Refused unless every type is stopped
+// cluster-wide. Progress streams until done.
+type DataRemoveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityTypes   []string               `protobuf:"bytes,1,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
+	DryRun        bool                   `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataRemoveRequest) Reset() {
+	*x = DataRemoveRequest{}
+	mi := &file_admin_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataRemoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataRemoveRequest) ProtoMessage() {}
+
+func (x *DataRemoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataRemoveRequest.ProtoReflect.Descriptor instead.
+func (*DataRemoveRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *DataRemoveRequest) GetEntityTypes() []string {
+	if x != nil {
+		return x.EntityTypes
+	}
+	return nil
+}
+
+func (x *DataRemoveRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type DataRemoveProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Records       uint64                 `protobuf:"varint,2,opt,name=records,proto3" json:"records,omitempty"`        // records of the type found
+	Removed       uint64                 `protobuf:"varint,3,opt,name=removed,proto3" json:"removed,omitempty"`        // removed so far (0 on a dry run)
+	Done          bool                   `protobuf:"varint,4,opt,name=done,proto3" json:"done,omitempty"`              // this type is finished
+	Unreachable   []string               `protobuf:"bytes,5,rep,name=unreachable,proto3" json:"unreachable,omitempty"` // members that did not answer: they catch up by anti-entropy
+	Prefixes      []string               `protobuf:"bytes,6,rep,name=prefixes,proto3" json:"prefixes,omitempty"`       // what is removed, as store key prefixes (dry run)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataRemoveProgress) Reset() {
+	*x = DataRemoveProgress{}
+	mi := &file_admin_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataRemoveProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataRemoveProgress) ProtoMessage() {}
+
+func (x *DataRemoveProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataRemoveProgress.ProtoReflect.Descriptor instead.
+func (*DataRemoveProgress) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *DataRemoveProgress) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *DataRemoveProgress) GetRecords() uint64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *DataRemoveProgress) GetRemoved() uint64 {
+	if x != nil {
+		return x.Removed
+	}
+	return 0
+}
+
+func (x *DataRemoveProgress) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *DataRemoveProgress) GetUnreachable() []string {
+	if x != nil {
+		return x.Unreachable
+	}
+	return nil
+}
+
+func (x *DataRemoveProgress) GetPrefixes() []string {
+	if x != nil {
+		return x.Prefixes
+	}
+	return nil
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xe7\x06\n" +
+	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xf7\b\n" +
 	"\aRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12>\n" +
 	"\amembers\x18\x02 \x01(\v2\".shardmesh.admin.v1.MembersRequestH\x00R\amembers\x128\n" +
@@ -2992,8 +3725,15 @@ const file_admin_proto_rawDesc = "" +
 	"\x06health\x18\v \x01(\v2!.shardmesh.admin.v1.HealthRequestH\x00R\x06health\x128\n" +
 	"\x05watch\x18\f \x01(\v2 .shardmesh.admin.v1.WatchRequestH\x00R\x05watch\x12A\n" +
 	"\bshutdown\x18\r \x01(\v2#.shardmesh.admin.v1.ShutdownRequestH\x00R\bshutdown\x125\n" +
-	"\x04down\x18\x0e \x01(\v2\x1f.shardmesh.admin.v1.DownRequestH\x00R\x04downB\x06\n" +
-	"\x04call\"\x94\a\n" +
+	"\x04down\x18\x0e \x01(\v2\x1f.shardmesh.admin.v1.DownRequestH\x00R\x04down\x12D\n" +
+	"\tdirective\x18\x0f \x01(\v2$.shardmesh.admin.v1.DirectiveRequestH\x00R\tdirective\x12G\n" +
+	"\n" +
+	"directives\x18\x10 \x01(\v2%.shardmesh.admin.v1.DirectivesRequestH\x00R\n" +
+	"directives\x125\n" +
+	"\x04plan\x18\x11 \x01(\v2\x1f.shardmesh.admin.v1.PlanRequestH\x00R\x04plan\x12H\n" +
+	"\vdata_remove\x18\x12 \x01(\v2%.shardmesh.admin.v1.DataRemoveRequestH\x00R\n" +
+	"dataRemoveB\x06\n" +
+	"\x04call\"\xe1\b\n" +
 	"\bResponse\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12,\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x18.shardmesh.admin.v1.CodeR\x04code\x12\x14\n" +
@@ -3012,7 +3752,13 @@ const file_admin_proto_rawDesc = "" +
 	"\x06health\x18\r \x01(\v2\".shardmesh.admin.v1.HealthResponseH\x00R\x06health\x126\n" +
 	"\x05event\x18\x0e \x01(\v2\x1e.shardmesh.admin.v1.WatchEventH\x00R\x05event\x12B\n" +
 	"\bshutdown\x18\x0f \x01(\v2$.shardmesh.admin.v1.ShutdownProgressH\x00R\bshutdown\x126\n" +
-	"\x04down\x18\x10 \x01(\v2 .shardmesh.admin.v1.DownResponseH\x00R\x04down\x12\x12\n" +
+	"\x04down\x18\x10 \x01(\v2 .shardmesh.admin.v1.DownResponseH\x00R\x04down\x12H\n" +
+	"\n" +
+	"directives\x18\x11 \x01(\v2&.shardmesh.admin.v1.DirectivesResponseH\x00R\n" +
+	"directives\x126\n" +
+	"\x04plan\x18\x12 \x01(\v2 .shardmesh.admin.v1.PlanResponseH\x00R\x04plan\x12I\n" +
+	"\vdata_remove\x18\x13 \x01(\v2&.shardmesh.admin.v1.DataRemoveProgressH\x00R\n" +
+	"dataRemove\x12\x12\n" +
 	"\x04more\x18\b \x01(\bR\x04moreB\b\n" +
 	"\x06result\"\x0e\n" +
 	"\fTypesRequest\"%\n" +
@@ -3224,7 +3970,56 @@ const file_admin_proto_rawDesc = "" +
 	"\x06leader\x18\x02 \x01(\tR\x06leader\x12\x16\n" +
 	"\x06oldest\x18\x03 \x01(\tR\x06oldest\x12\x1c\n" +
 	"\tconverged\x18\x04 \x01(\bR\tconverged\x128\n" +
-	"\amembers\x18\x05 \x03(\v2\x1e.shardmesh.admin.v1.MemberInfoR\amembers*E\n" +
+	"\amembers\x18\x05 \x03(\v2\x1e.shardmesh.admin.v1.MemberInfoR\amembers\"\x85\x01\n" +
+	"\x10DirectiveRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1f\n" +
+	"\ventity_type\x18\x03 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05shard\x18\x04 \x01(\tR\x05shard\x12\x12\n" +
+	"\x04undo\x18\x05 \x01(\bR\x04undo\"\x13\n" +
+	"\x11DirectivesRequest\"\xd7\x01\n" +
+	"\x12DirectivesResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
+	"\x05known\x18\x02 \x01(\bR\x05known\x12\x1a\n" +
+	"\bdraining\x18\x03 \x03(\tR\bdraining\x12)\n" +
+	"\x10rebalance_paused\x18\x04 \x01(\bR\x0frebalancePaused\x12+\n" +
+	"\x04pins\x18\x05 \x03(\v2\x17.shardmesh.admin.v1.PinR\x04pins\x12#\n" +
+	"\rstopped_types\x18\x06 \x03(\tR\fstoppedTypes\"P\n" +
+	"\x03Pin\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\tR\x05shard\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\"b\n" +
+	"\vPlanRequest\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x17\n" +
+	"\aif_join\x18\x02 \x01(\rR\x06ifJoin\x12\x19\n" +
+	"\bif_leave\x18\x03 \x01(\tR\aifLeave\"\xcc\x01\n" +
+	"\fPlanResponse\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12 \n" +
+	"\vcoordinator\x18\x02 \x01(\tR\vcoordinator\x12)\n" +
+	"\x10rebalance_paused\x18\x03 \x01(\bR\x0frebalancePaused\x122\n" +
+	"\x05moves\x18\x04 \x03(\v2\x1c.shardmesh.admin.v1.PlanMoveR\x05moves\x12\x1a\n" +
+	"\bproblems\x18\x05 \x03(\tR\bproblems\"\x9a\x01\n" +
+	"\bPlanMove\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\x12#\n" +
+	"\rlive_entities\x18\x04 \x01(\x04R\fliveEntities\x12/\n" +
+	"\x13remembered_entities\x18\x05 \x01(\x04R\x12rememberedEntities\"O\n" +
+	"\x11DataRemoveRequest\x12!\n" +
+	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"\xbb\x01\n" +
+	"\x12DataRemoveProgress\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x18\n" +
+	"\arecords\x18\x02 \x01(\x04R\arecords\x12\x18\n" +
+	"\aremoved\x18\x03 \x01(\x04R\aremoved\x12\x12\n" +
+	"\x04done\x18\x04 \x01(\bR\x04done\x12 \n" +
+	"\vunreachable\x18\x05 \x03(\tR\vunreachable\x12\x1a\n" +
+	"\bprefixes\x18\x06 \x03(\tR\bprefixes*E\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\n" +
 	"\n" +
@@ -3246,7 +4041,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_admin_proto_goTypes = []any{
 	(Code)(0),                   // 0: shardmesh.admin.v1.Code
 	(*Request)(nil),             // 1: shardmesh.admin.v1.Request
@@ -3284,6 +4079,15 @@ var file_admin_proto_goTypes = []any{
 	(*MembersRequest)(nil),      // 33: shardmesh.admin.v1.MembersRequest
 	(*MemberInfo)(nil),          // 34: shardmesh.admin.v1.MemberInfo
 	(*MembersResponse)(nil),     // 35: shardmesh.admin.v1.MembersResponse
+	(*DirectiveRequest)(nil),    // 36: shardmesh.admin.v1.DirectiveRequest
+	(*DirectivesRequest)(nil),   // 37: shardmesh.admin.v1.DirectivesRequest
+	(*DirectivesResponse)(nil),  // 38: shardmesh.admin.v1.DirectivesResponse
+	(*Pin)(nil),                 // 39: shardmesh.admin.v1.Pin
+	(*PlanRequest)(nil),         // 40: shardmesh.admin.v1.PlanRequest
+	(*PlanResponse)(nil),        // 41: shardmesh.admin.v1.PlanResponse
+	(*PlanMove)(nil),            // 42: shardmesh.admin.v1.PlanMove
+	(*DataRemoveRequest)(nil),   // 43: shardmesh.admin.v1.DataRemoveRequest
+	(*DataRemoveProgress)(nil),  // 44: shardmesh.admin.v1.DataRemoveProgress
 }
 var file_admin_proto_depIdxs = []int32{
 	33, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
@@ -3299,33 +4103,42 @@ var file_admin_proto_depIdxs = []int32{
 	27, // 10: shardmesh.admin.v1.Request.watch:type_name -> shardmesh.admin.v1.WatchRequest
 	29, // 11: shardmesh.admin.v1.Request.shutdown:type_name -> shardmesh.admin.v1.ShutdownRequest
 	31, // 12: shardmesh.admin.v1.Request.down:type_name -> shardmesh.admin.v1.DownRequest
-	0,  // 13: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
-	35, // 14: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
-	4,  // 15: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
-	7,  // 16: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
-	10, // 17: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
-	12, // 18: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
-	16, // 19: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	21, // 20: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
-	23, // 21: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
-	25, // 22: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
-	28, // 23: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
-	30, // 24: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
-	32, // 25: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
-	9,  // 26: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
-	16, // 27: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	13, // 28: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	14, // 29: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
-	17, // 30: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
-	18, // 31: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
-	19, // 32: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
-	26, // 33: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
-	34, // 34: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	36, // 13: shardmesh.admin.v1.Request.directive:type_name -> shardmesh.admin.v1.DirectiveRequest
+	37, // 14: shardmesh.admin.v1.Request.directives:type_name -> shardmesh.admin.v1.DirectivesRequest
+	40, // 15: shardmesh.admin.v1.Request.plan:type_name -> shardmesh.admin.v1.PlanRequest
+	43, // 16: shardmesh.admin.v1.Request.data_remove:type_name -> shardmesh.admin.v1.DataRemoveRequest
+	0,  // 17: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
+	35, // 18: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
+	4,  // 19: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
+	7,  // 20: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
+	10, // 21: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
+	12, // 22: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
+	16, // 23: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	21, // 24: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
+	23, // 25: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
+	25, // 26: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
+	28, // 27: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
+	30, // 28: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
+	32, // 29: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
+	38, // 30: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
+	41, // 31: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
+	44, // 32: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
+	9,  // 33: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
+	16, // 34: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	13, // 35: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	14, // 36: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
+	17, // 37: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
+	18, // 38: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
+	19, // 39: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
+	26, // 40: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
+	34, // 41: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
+	39, // 42: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
+	42, // 43: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -3347,6 +4160,10 @@ func file_admin_proto_init() {
 		(*Request_Watch)(nil),
 		(*Request_Shutdown)(nil),
 		(*Request_Down)(nil),
+		(*Request_Directive)(nil),
+		(*Request_Directives)(nil),
+		(*Request_Plan)(nil),
+		(*Request_DataRemove)(nil),
 	}
 	file_admin_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Members)(nil),
@@ -3361,6 +4178,9 @@ func file_admin_proto_init() {
 		(*Response_Event)(nil),
 		(*Response_Shutdown)(nil),
 		(*Response_Down)(nil),
+		(*Response_Directives)(nil),
+		(*Response_Plan)(nil),
+		(*Response_DataRemove)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3368,7 +4188,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   35,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
