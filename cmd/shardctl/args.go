@@ -8,7 +8,8 @@ import (
 	"github.com/shardmesh/shardmesh/admin"
 )
 
-// positional returns a command's positional arguments, which must number n (described by
+// positional returns a command's positional arguments, which must number n, or at least -n
+// when n is negative (described by
 // usage, e.g. "TYPE ENTITY_ID"). Flags written after them, as operators do
 // ("shardctl locate counter user-1 --json"), are applied as if written before; after "--"
 // every argument is positional, even one that starts with a dash.
@@ -45,6 +46,9 @@ func positional(c *cli.Context, usage string, n int) ([]string, error) {
 		if err := c.Set(name, val); err != nil {
 			return nil, usagef("invalid value %q for flag -%s: %v", val, name, err)
 		}
+	}
+	if n < 0 && len(pos) >= -n { // n < 0: at least -n arguments
+		return pos, nil
 	}
 	if len(pos) != n {
 		if n == 0 {

@@ -177,8 +177,9 @@ Example:
 
 func typesCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "types",
-		Usage: "list the entity types a member runs",
+		Name:        "types",
+		Usage:       "list the entity types a member runs; stop or start one cluster-wide",
+		Subcommands: typesServiceCommands(),
 		Description: `Lists the entity type names registered on the member (Akka's shardTypeNames).
 
 Example:

@@ -1,0 +1,74 @@
+package admin
+
+import (
+	"context"
+	"errors"
+
+	"github.com/shardmesh/shardmesh/admin/adminpb"
+)
+
+// Directive changes one of the operator's directives cluster-wide (see DirectiveRequest)
+// and returns the directives in force afterwards.
+func (c *Client) Directive(ctx context.Context, d *adminpb.DirectiveRequest) (*adminpb.DirectivesResponse, error) {
+	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Directive{Directive: d}})
+	if err != nil {
+		return nil, err
+	}
+	if resp.GetDirectives() == nil {
+		return nil, errors.New("the member answered without the directives")
+	}
+	return resp.GetDirectives(), nil
+}
+
+// Drain drains member node (every shard moves away, none comes), or undrains it.
+func (c *Client) Drain(ctx context.Context, node string, drain bool) (*adminpb.DirectivesResponse, error) {
+	return c.Directive(ctx, &adminpb.DirectiveRequest{Kind: "drain", Node: node, Undo: !drain})
+}
+
+// RebalancePause pauses automatic rebalancing cluster-wide, or resumes it.
+func (c *Client) RebalancePause(ctx context.Context, paused bool) (*adminpb.DirectivesResponse, error) {
+	return c.Directive(ctx, &adminpb.DirectiveRequest{Kind: "pause", Undo: !paused})
+}
+
+// Directives returns the directives in force on the member (`rebalance status`).
+func (c *Client) Directives(ctx context.Context) (*adminpb.DirectivesResponse, error) {
+	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Directives{Directives: &adminpb.DirectivesRequest{}}})
+	if err != nil {
+		return nil, err
+	}
+	if resp.GetDirectives() == nil {
+		return nil, errors.New("the member answered without the directives")
+	}
+	return resp.GetDirectives(), nil
+}
+
+// RebalanceStatus is Directives: whether rebalancing is paused, and what else is ordered.
+func (c *Client) RebalanceStatus(ctx context.Context) (*adminpb.DirectivesResponse, error) {
+	return c.Directives(ctx)
+}
+
+// Plan is the dry run of rebalancing entity type typ now, or after join members join, or
+// after member leave leaves. A PARTIAL answer comes with a *CallError and the plan.
+func (c *Client) Plan(ctx context.Context, typ string, join int, leave string) (*adminpb.PlanResponse, error) {
+	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Plan{Plan: &adminpb.PlanRequest{EntityType: typ, IfJoin: uint32(join), IfLeave: leave}}})
+	if resp.GetPlan() != nil {
+		return resp.GetPlan(), err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, errors.New("the member answered without the plan")
+}
+
+// DataRemove removes the stored data of stopped entity types (dryRun: only counts), handing
+// progress every report.
+func (c *Client) DataRemove(ctx context.Context, types []string, dryRun bool, progress func(*adminpb.DataRemoveProgress)) error {
+	req := &adminpb.Request{Call: &adminpb.Request_DataRemove{DataRemove: &adminpb.DataRemoveRequest{EntityTypes: types, DryRun: dryRun}}}
+	_, err := c.stream(ctx, req, func(resp *adminpb.Response) error {
+		if p := resp.GetDataRemove(); p != nil {
+			progress(p)
+		}
+		return nil
+	})
+	return err
+}
