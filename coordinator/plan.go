@@ -19,8 +19,9 @@ type PlanChange struct {
 // Plan is the dry run of `shardctl rebalance plan`: the moves the coordinator would make now
 // or, with a change, right after it. For a leave, the member's shards are allocated one after
 // the other in allocation order, each to where the strategy puts it (as their handoffs
-// complete); otherwise it is the next rebalance round (allocation.Plan), none while
-// rebalancing is paused. Pinned shards are never moved by the strategy. Nothing changes.
+// complete); otherwise it is the next rebalance round (allocation.Plan) — while rebalancing
+// is paused, the round that would run once it is resumed. Pinned shards are never moved by
+// the strategy. Nothing changes.
 func (c *Coordinator) Plan(change PlanChange) ([]allocation.Move, error) {
 	if !c.active() {
 		return nil, fmt.Errorf("the coordinator of %s is not serving yet (recovering)", c.cfg.TypeName)
@@ -45,9 +46,6 @@ func (c *Coordinator) Plan(change PlanChange) ([]allocation.Move, error) {
 	}
 	if change.Leave != "" {
 		return c.planLeave(v, change.Leave)
-	}
-	if c.dir.RebalancePaused {
-		return nil, nil
 	}
 	moves := allocation.Plan(c.cfg.Strategy, v)
 	return slices.DeleteFunc(moves, func(m allocation.Move) bool {

@@ -513,7 +513,7 @@ func printPlans(w io.Writer, plans []planJSON) {
 		}
 		note := ""
 		if p.RebalancePaused {
-			note = " (rebalancing is paused: no automatic round would run)"
+			note = " once rebalancing is resumed (it is paused)"
 		}
 		fmt.Fprintf(w, "%s: %d shards would move, restarting %d live and %d remembered entities%s\n", p.Type, len(p.Moves), live, remembered, note)
 		if len(p.Moves) > 0 {
