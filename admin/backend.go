@@ -215,9 +215,7 @@ func (b *nodeBackend) Directives(ctx context.Context) (*adminpb.DirectivesRespon
 			resp.Pins = append(resp.Pins, &adminpb.Pin{EntityType: typ, Shard: string(s), Node: string(d.Pins[typ][s])})
 		}
 	}
-	for _, typ := range slices.Sorted(maps.Keys(d.Stopped)) {
-		resp.StoppedTypes = append(resp.StoppedTypes, typ)
-	}
+	resp.StoppedTypes = slices.Sorted(maps.Keys(d.Stopped))
 	return resp, nil
 }
 

@@ -66,7 +66,9 @@ func TestOperations(t *testing.T) {
 	if !waitFor(10*time.Second, func() bool { return allAgree(ds, 3) }) {
 		t.Fatal("cluster did not form")
 	}
-	ctl := func(d *daemon, cmd ...string) []string { return append(cmd, "--data-dir", d.dir, "--identity", adminKey) }
+	ctl := func(d *daemon, cmd ...string) []string {
+		return append(cmd, "--data-dir", d.dir, "--identity", adminKey)
+	}
 	cl := client(t, m1)
 	if _, errs := askAll(cl, ids(90), "inc"); len(errs) > 0 {
 		t.Fatalf("asks failed: %v", errs)

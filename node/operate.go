@@ -14,7 +14,7 @@ import (
 	"github.com/shardmesh/shardmesh/shard"
 )
 
-// NotCoordinatorError: the entity type's coordinator runs on another member.
+// NotCoordinatorError says that the entity type's coordinator runs on another member.
 type NotCoordinatorError struct {
 	Type        string
 	Coordinator membership.NodeID // "" when none is known
