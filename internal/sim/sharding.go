@@ -35,6 +35,7 @@ func (s *Sim) observeSharding(n *Node, ev engine.TypedEvent) {
 		s.logf("%s: %s shard %s allocated to %s (epoch %s)", n.ID, ev.Type, e.Shard, e.Region, e.Epoch)
 	case coordinator.HandoffStarted:
 		s.logf("%s: %s shard %s handoff from %s (%s, epoch %s)", n.ID, ev.Type, e.Shard, e.From, e.Cause, e.Epoch)
+		s.checkHandoffCause(n, ev.Type, e)
 	case coordinator.HandoffCompleted:
 		s.logf("%s: %s shard %s handed off from %s in %v", n.ID, ev.Type, e.Shard, e.From, e.Took)
 	case coordinator.HandoffFailed:

@@ -21,15 +21,16 @@ var (
 	shardingSeed = flag.Uint64("sharding.seed", 0, "run only this schedule seed (replay a failure)")
 )
 
-// TestShardingSoak runs random schedules of joins, graceful leaves, kill -9, pauses and
-// partitions while members send messages to 200 entities in 30 shards, with no automatic
+// TestShardingSoak runs random schedules of joins, graceful leaves, kill -9, pauses,
+// partitions and operator directives (drain, rebalance pause, pins, type stop) while members send messages to 200 entities in 30 shards, with no automatic
 // passivation, an idle timeout, or a small active-entity limit. After every delivered
 // message: at most one live instance of an entity handles messages, no shard runs on two
 // members, statuses only move forward, removed members do not run, no member runs more
 // entities than the active-entity limit. At the end, with
 // the network healed: every message was handled, rejected with an error, or lost with a
 // cause; a final message to every entity is handled; the shards are balanced; with an idle
-// timeout, every entity stops once messages stop.
+// timeout, every entity stops once messages stop; drained members hold no shard and pinned
+// shards run on their pins.
 func TestShardingSoak(t *testing.T) {
 	runs := *shardingRuns
 	if testing.Short() && runs > 30 {
@@ -158,11 +159,29 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 			s.logf("heal")
 			s.Net.Heal()
 		}
+		if r.IntN(3) == 0 {
+			operate(s, r, running())
+		}
 		load(time.Duration(2+r.IntN(10)) * time.Second)
 		if s.Err() != nil {
 			return s, s.Err()
 		}
 	}
+	// The type back in service and rebalancing on; drains only while an undrained member
+	// runs; pins stay.
+	d := s.Directives()
+	d.Stopped, d.RebalancePaused = nil, false
+	undrained := 0
+	for _, i := range running() {
+		if !d.Draining[s.Node(i).ID] {
+			undrained++
+		}
+	}
+	if undrained == 0 {
+		d.Draining = nil
+	}
+	s.SetDirectives(d)
+	operated := len(d.Draining) > 0 || len(d.Pins["counter"]) > 0
 
 	// Heal, resume, settle: the survivors converge and take every shard.
 	s.logf("heal, resume all, and settle")
@@ -214,9 +233,20 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 		}
 		return s, fmt.Errorf("the final message to every entity was not all handled within 20 s: %v", why)
 	}
+	// Drained members hold no shard; pinned shards run on their pins. Then, with the
+	// directives taken back, the shards spread out again.
+	rounds := time.Duration(2)
+	if operated {
+		var err error
+		if !s.RunUntil(func() bool { err = s.checkDirectives("counter"); return err == nil }, 30*time.Second) {
+			return s, fmt.Errorf("directives not followed 30 s after settling: %w\n%s", err, s.DescribeShards("counter"))
+		}
+		s.SetDirectives(engine.Directives{})
+		rounds = 10 // a drained member fills up again a few shards per round
+	}
 	// Within two rebalance rounds the shards are balanced.
-	if !s.RunUntil(func() bool { return s.Spread("counter") <= 1 }, 2*typ.Coordinator.RebalanceInterval+time.Second) {
-		return s, fmt.Errorf("shards not balanced within two rebalance rounds:\n%s", s.DescribeShards("counter"))
+	if !s.RunUntil(func() bool { return s.Spread("counter") <= 1 }, rounds*typ.Coordinator.RebalanceInterval+time.Second) {
+		return s, fmt.Errorf("shards not balanced within %d rebalance rounds:\n%s", rounds, s.DescribeShards("counter"))
 	}
 	if u := s.unaccounted(); len(u) > 0 {
 		return s, fmt.Errorf("%d messages neither handled, rejected nor lost with a cause (first: %d)", len(u), u[0])
@@ -229,4 +259,36 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 		}
 	}
 	return s, s.Err()
+}
+
+// operate changes one of the operator's directives at random: drain or undrain a member,
+// pause or resume rebalancing, pin or unpin a shard, stop or start the entity type.
+func operate(s *Sim, r *rand.Rand, running []int) {
+	d := s.Directives()
+	switch r.IntN(4) {
+	case 0:
+		if len(d.Draining) > 0 && r.IntN(2) == 0 {
+			d.Draining = nil
+		} else if len(running) > 1 {
+			d.Draining[s.Node(running[r.IntN(len(running))]).ID] = true
+		}
+	case 1:
+		d.RebalancePaused = !d.RebalancePaused
+	case 2:
+		if len(running) == 0 {
+			return
+		}
+		if d.Pins["counter"] == nil {
+			d.Pins["counter"] = map[shard.ID]membership.NodeID{}
+		}
+		sh := shard.ID(strconv.Itoa(r.IntN(30)))
+		if _, pinned := d.Pins["counter"][sh]; pinned {
+			delete(d.Pins["counter"], sh)
+		} else {
+			d.Pins["counter"][sh] = s.Node(running[r.IntN(len(running))]).ID
+		}
+	case 3:
+		d.Stopped["counter"] = !d.Stopped["counter"]
+	}
+	s.SetDirectives(d)
 }

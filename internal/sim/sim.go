@@ -50,6 +50,9 @@ type Sim struct {
 	traffic   *traffic // entity messages and their fate
 	extractor *shard.HashCodeExtractor
 	store     *store // remembered entities, as the replicated store holds them
+
+	directives engine.Directives // the operator's directives, as the store holds them
+	dirRng     *rand.Rand        // delays of directive reads (apart, so other draws stay as they were)
 }
 
 // Node is one simulated member process.
@@ -92,6 +95,7 @@ func New(opts Options) *Sim {
 	return &Sim{
 		opts:    opts,
 		rng:     rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5eed)),
+		dirRng:  rand.New(rand.NewPCG(opts.Seed, opts.Seed^0xd12ec7)),
 		start:   start,
 		now:     start,
 		Net:     newNetwork(),
@@ -145,7 +149,7 @@ func (s *Sim) Start(i int, seeds ...int) {
 		Roles:       n.Roles,
 		AppVersion:  n.Version,
 	}
-	n.E = engine.New(engine.Config{Membership: s.opts.Membership, Types: s.opts.Types}, self, s.now)
+	n.E = engine.New(engine.Config{Membership: s.opts.Membership, Types: s.opts.Types, AwaitDirectives: true}, self, s.now)
 	n.M = n.E.Membership()
 	n.entities = newEntityRuntime(s, n)
 	s.logf("start %s (incarnation %d)", n.ID, n.Incarnation)
@@ -156,6 +160,7 @@ func (s *Sim) Start(i int, seeds ...int) {
 		n.E.JoinVia(s.now, s.nodes[seed].ID)
 	}
 	s.process(n)
+	s.readDirectives(n)
 	offset := time.Duration(s.rng.Int64N(int64(s.opts.TickInterval)))
 	s.scheduleTick(n, n.Incarnation, offset)
 }
