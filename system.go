@@ -69,6 +69,7 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 			MajorityMinCap:    cfg.Sharding.Remember.MajorityMinCap,
 			Timeout:           cfg.Sharding.Remember.UpdatingStateTimeout,
 		},
+		History: node.HistoryConfig{MaxPerShard: cfg.Sharding.History.MaxPerShard, Retention: cfg.Sharding.History.Retention},
 	}
 	for _, o := range opts {
 		o(&nc)

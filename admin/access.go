@@ -59,6 +59,12 @@ func callInfo(req *adminpb.Request) (string, access) {
 		return "directives", accessRead
 	case *adminpb.Request_Plan:
 		return "rebalance-plan", accessRead
+	case *adminpb.Request_Handoffs:
+		return "handoffs", accessRead
+	case *adminpb.Request_LocalHandoffs:
+		return "local-handoffs", accessRead
+	case *adminpb.Request_History:
+		return "history", accessRead
 	case *adminpb.Request_Directive:
 		return directiveCallName(c.Directive), accessAdmin
 	case *adminpb.Request_DataRemove:

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/coordinator"
@@ -53,6 +54,10 @@ type Backend interface {
 	RememberedCounts(ctx context.Context, typ string) (map[string]uint64, error)
 	// RemoveTypeData removes (or with dryRun counts) the stored data of a stopped type.
 	RemoveTypeData(ctx context.Context, typ string, dryRun bool, progress func(found, removed int)) (found, removed int, err error)
+	// LocalHandoffs returns what this member knows of handoffs of types (all when empty).
+	LocalHandoffs(ctx context.Context, types []string) (*adminpb.LocalHandoffsResponse, error)
+	// History returns placement records, filtered as req says.
+	History(ctx context.Context, req *adminpb.HistoryRequest) (*adminpb.HistoryResponse, error)
 	// Done is closed when the member has stopped; StopReason then says why ("left",
 	// "downed", …; "" while it runs or when it was closed).
 	Done() <-chan struct{}
@@ -245,6 +250,52 @@ func (b *nodeBackend) RememberedCounts(ctx context.Context, typ string) (map[str
 
 func (b *nodeBackend) RemoveTypeData(ctx context.Context, typ string, dryRun bool, progress func(found, removed int)) (int, int, error) {
 	return b.n.RemoveTypeData(ctx, typ, dryRun, progress)
+}
+
+func (b *nodeBackend) LocalHandoffs(ctx context.Context, types []string) (*adminpb.LocalHandoffsResponse, error) {
+	views, err := b.n.Handoffs(ctx, types)
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminpb.LocalHandoffsResponse{Node: b.Self()}
+	for _, v := range views {
+		th := &adminpb.TypeHandoffs{EntityType: v.Type, CoordinatorHere: v.Coordinated != nil, ForceStopAfterMs: uint64(v.ForceStopAfter.Milliseconds())}
+		for _, h := range v.Coordinated {
+			ch := &adminpb.CoordinatorHandoff{Shard: string(h.Shard), From: string(h.From), Epoch: uint64(h.Epoch), Phase: h.Phase.String(),
+				Cause: string(h.Cause), ElapsedMs: uint64(h.Elapsed.Milliseconds()), PhaseElapsedMs: uint64(h.PhaseElapsed.Milliseconds())}
+			for _, w := range h.Waiting {
+				ch.Waiting = append(ch.Waiting, string(w))
+			}
+			th.Coordinated = append(th.Coordinated, ch)
+		}
+		for _, l := range v.Local {
+			lh := &adminpb.LocalHandoff{Shard: string(l.Shard), Buffered: uint64(l.Buffered), Hosted: l.Hosted, StoppingForMs: uint64(l.StoppingFor.Milliseconds())}
+			for _, e := range l.Stragglers {
+				lh.Stragglers = append(lh.Stragglers, string(e))
+			}
+			th.Local = append(th.Local, lh)
+		}
+		resp.Types = append(resp.Types, th)
+	}
+	return resp, nil
+}
+
+func (b *nodeBackend) History(ctx context.Context, req *adminpb.HistoryRequest) (*adminpb.HistoryResponse, error) {
+	q := node.HistoryQuery{Types: req.EntityTypes, Shard: shard.ID(req.Shard)}
+	if req.SinceUnixMs != 0 {
+		q.Since = time.UnixMilli(req.SinceUnixMs)
+	}
+	recs, err := b.n.History(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminpb.HistoryResponse{}
+	for _, r := range recs {
+		resp.Records = append(resp.Records, &adminpb.PlacementRecord{AtUnixMs: r.At.UnixMilli(), EntityType: r.Type, Shard: string(r.Shard),
+			From: string(r.From), To: string(r.To), Epoch: uint64(r.Epoch), Cause: string(r.Cause), HandoffMs: uint64(r.Handoff.Milliseconds()),
+			Entities: uint32(min(max(r.Entities, 0), 1<<31)), Coordinator: string(r.Coordinator)})
+	}
+	return resp, nil
 }
 
 // callError classifies an error of a backend call.

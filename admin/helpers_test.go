@@ -166,6 +166,14 @@ func (b *fakeBackend) Plan(context.Context, string, int, string) (*adminpb.PlanR
 	return &adminpb.PlanResponse{Coordinator: b.self}, nil
 }
 
+func (b *fakeBackend) LocalHandoffs(context.Context, []string) (*adminpb.LocalHandoffsResponse, error) {
+	return &adminpb.LocalHandoffsResponse{Node: b.self}, nil
+}
+
+func (b *fakeBackend) History(context.Context, *adminpb.HistoryRequest) (*adminpb.HistoryResponse, error) {
+	return &adminpb.HistoryResponse{}, nil
+}
+
 func (b *fakeBackend) RememberedCounts(context.Context, string) (map[string]uint64, error) {
 	return nil, nil
 }

@@ -232,6 +232,12 @@ func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Resp
 		return s.directives(ctx)
 	case *adminpb.Request_Plan:
 		return s.plan(ctx, call.Plan)
+	case *adminpb.Request_Handoffs:
+		return s.handoffs(ctx, call.Handoffs)
+	case *adminpb.Request_LocalHandoffs:
+		return s.localHandoffs(ctx, call.LocalHandoffs)
+	case *adminpb.Request_History:
+		return s.history(ctx, call.History)
 	}
 	return refuse(adminpb.Code_BAD_REQUEST, "unknown admin call %T: is shardctl newer than this member?", req.Call)
 }

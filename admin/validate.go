@@ -78,6 +78,17 @@ func validate(req *adminpb.Request) error {
 		}
 	case *adminpb.Request_DataRemove:
 		return checkTypes(call.DataRemove.EntityTypes)
+	case *adminpb.Request_Handoffs:
+		return checkTypes(call.Handoffs.EntityTypes)
+	case *adminpb.Request_LocalHandoffs:
+		return checkTypes(call.LocalHandoffs.EntityTypes)
+	case *adminpb.Request_History:
+		if call.History.Shard != "" {
+			if err := checkID("shard id", call.History.Shard, maxShardLen); err != nil {
+				return err
+			}
+		}
+		return checkTypes(call.History.EntityTypes)
 	}
 	return nil
 }

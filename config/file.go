@@ -54,7 +54,7 @@ type Node struct {
 	LogLevel string
 	// LogFormat is text or json. Default text.
 	LogFormat string
-	// EntityTypes are the daemon's built-in entity types to run (counter, echo).
+	// EntityTypes are the daemon's built-in entity types to run (counter, echo, stubborn).
 	EntityTypes []string
 }
 
@@ -97,6 +97,8 @@ type Sharding struct {
 	Passivation passivation.Settings
 	// Remember is remembered entities and the replicated store (config/remember.go).
 	Remember Remember
+	// History is the placement history (sharding.placement-history).
+	History PlacementHistory
 }
 
 // Default returns the defaults of every key.
@@ -126,6 +128,7 @@ func Default() Config {
 			ConsistentHashing:       allocation.DefaultConsistentHashingConfig(),
 			Passivation:             passivation.DefaultSettings(),
 			Remember:                DefaultRemember(),
+			History:                 DefaultPlacementHistory(),
 		},
 	}
 }

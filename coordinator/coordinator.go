@@ -39,6 +39,7 @@ func (p Phase) String() string {
 type region struct {
 	node         membership.NodeID
 	incarnation  uint64
+	lastStatus   membership.Status // its member's status when last seen (why it terminated)
 	proxy        bool
 	shuttingDown bool
 	shards       map[shard.ID]bool
@@ -49,6 +50,14 @@ type allocationState struct {
 	epoch    Epoch
 	started  bool
 	hostSent time.Time
+}
+
+// moved is why a shard without a home lost its last one, for the ShardAllocated that follows.
+type moved struct {
+	from     membership.NodeID
+	cause    Cause
+	took     time.Duration
+	entities int
 }
 
 type handoff struct {
@@ -81,6 +90,7 @@ type Coordinator struct {
 	shards   map[shard.ID]*allocationState
 	handoffs map[shard.ID]*handoff
 	waiting  map[shard.ID][]membership.NodeID // requests held until recovery or enough members
+	moved    map[shard.ID]moved               // why shards without a home lost it
 
 	lastRebalance time.Time
 	now           time.Time
@@ -117,6 +127,7 @@ func New(cfg Config, self membership.NodeID, term uint64, now time.Time) *Coordi
 		shards:    map[shard.ID]*allocationState{},
 		handoffs:  map[shard.ID]*handoff{},
 		waiting:   map[shard.ID][]membership.NodeID{},
+		moved:     map[shard.ID]moved{},
 		now:       now,
 		dirKnown:  !cfg.AwaitDirectives,
 	}
@@ -149,8 +160,10 @@ func (c *Coordinator) Update(now time.Time, m Members) {
 		r := c.regions[id]
 		mem, ok := c.members[id]
 		if !ok || mem.Incarnation != r.incarnation || mem.Status == membership.Removed {
-			c.terminate(r)
+			c.terminate(r, terminateCause(r, mem, ok))
+			continue
 		}
+		r.lastStatus = mem.Status
 	}
 	c.progress()
 }
@@ -237,7 +250,7 @@ func (c *Coordinator) register(from membership.NodeID, m Register) {
 	}
 	r := c.regions[from]
 	if r != nil && r.incarnation != m.Incarnation {
-		c.terminate(r)
+		c.terminate(r, CauseRestarted)
 		r = nil
 	}
 	if r == nil {
@@ -334,7 +347,12 @@ func (c *Coordinator) allocateWaiting(s shard.ID) {
 		c.shards[s] = a
 		r.shards[s] = true
 		c.send(target, HostShard{Shard: s, Epoch: a.epoch})
-		c.emit(ShardAllocated{Shard: s, Region: target, Epoch: a.epoch})
+		mv, ok := c.moved[s]
+		if !ok {
+			mv.cause = CauseNew
+		}
+		delete(c.moved, s)
+		c.emit(ShardAllocated{Shard: s, Region: target, Epoch: a.epoch, From: mv.from, Cause: mv.cause, Took: mv.took, Entities: mv.entities})
 	}
 	delete(c.waiting, s)
 	for _, req := range requesters {
@@ -466,7 +484,9 @@ func (c *Coordinator) shardStopped(from membership.NodeID, m ShardStopped) {
 	h := c.handoffs[m.Shard]
 	c.deallocate(m.Shard)
 	if h != nil {
-		c.emit(HandoffCompleted{Shard: m.Shard, From: from, Epoch: m.Epoch, Took: c.now.Sub(h.began)})
+		took := c.now.Sub(h.began)
+		c.emit(HandoffCompleted{Shard: m.Shard, From: from, Epoch: m.Epoch, Took: took, Entities: m.Entities})
+		c.moved[m.Shard] = moved{from: from, cause: h.cause, took: took, entities: m.Entities}
 		for _, req := range h.requesters {
 			if !slices.Contains(c.waiting[m.Shard], req) {
 				c.waiting[m.Shard] = append(c.waiting[m.Shard], req)
@@ -506,13 +526,28 @@ func (c *Coordinator) failHandoff(s shard.ID, h *handoff) {
 	}
 }
 
-// terminate forgets a region whose member is gone: its shards are deallocated (its lease
-// ran out before it was removed, so nothing runs there any more).
-func (c *Coordinator) terminate(r *region) {
+// terminateCause says why a region's member is gone: mem is its record now (ok false when
+// there is none).
+func terminateCause(r *region, mem membership.Member, ok bool) Cause {
+	switch {
+	case ok && mem.Incarnation != r.incarnation:
+		return CauseRestarted
+	case r.lastStatus == membership.Down:
+		return CauseMemberDowned
+	case r.lastStatus == membership.Leaving || r.lastStatus == membership.Exiting:
+		return CauseMemberLeft
+	}
+	return CauseMemberRemoved
+}
+
+// terminate forgets a region whose member is gone (for cause): its shards are deallocated
+// (its lease ran out before it was removed, so nothing runs there any more).
+func (c *Coordinator) terminate(r *region, cause Cause) {
 	shards := slices.Sorted(maps.Keys(r.shards))
 	for _, s := range shards {
 		if a := c.shards[s]; a != nil && a.region == r.node {
 			delete(c.shards, s)
+			c.moved[s] = moved{from: r.node, cause: cause}
 			if h := c.handoffs[s]; h != nil {
 				delete(c.handoffs, s)
 				for _, req := range h.requesters {
@@ -661,7 +696,10 @@ type Handoff struct {
 	Epoch   Epoch
 	Phase   Phase
 	Cause   Cause
-	Elapsed time.Duration
+	Elapsed time.Duration // since the handoff began
+	// PhaseElapsed is the time in the current phase.
+	PhaseElapsed time.Duration
+	// Waiting are the regions whose BeginHandOffAck is outstanding (PhaseBegun).
 	Waiting []membership.NodeID
 }
 
@@ -670,7 +708,8 @@ func (c *Coordinator) Handoffs() []Handoff {
 	out := make([]Handoff, 0, len(c.handoffs))
 	for _, s := range c.sortedHandoffs() {
 		h := c.handoffs[s]
-		out = append(out, Handoff{Shard: s, From: h.from, Epoch: h.epoch, Phase: h.phase, Cause: h.cause, Elapsed: c.now.Sub(h.began), Waiting: slices.Sorted(maps.Keys(h.waiting))})
+		out = append(out, Handoff{Shard: s, From: h.from, Epoch: h.epoch, Phase: h.phase, Cause: h.cause, Elapsed: c.now.Sub(h.began),
+			PhaseElapsed: c.now.Sub(h.phaseStart), Waiting: slices.Sorted(maps.Keys(h.waiting))})
 	}
 	return out
 }

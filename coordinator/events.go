@@ -24,6 +24,15 @@ const (
 	CauseStopType  Cause = "type-stopped"      // an operator took its entity type out of service
 )
 
+// Causes of an allocation that follows no handoff (ShardAllocated.Cause).
+const (
+	CauseNew           Cause = "new"              // the shard had no home: first message, or remembered entities
+	CauseMemberDowned  Cause = "member-downed"    // its member was downed (crashed, cut off)
+	CauseMemberLeft    Cause = "member-left"      // its member left without handing it off in time
+	CauseMemberRemoved Cause = "member-removed"   // its member was removed
+	CauseRestarted     Cause = "member-restarted" // its member came back as a new incarnation
+)
+
 // Events.
 type (
 	// Recovered reports that the coordinator has heard from every region and starts answering.
@@ -43,11 +52,17 @@ type (
 		Region membership.NodeID
 		Shards []shard.ID
 	}
-	// ShardAllocated reports that a shard got a home.
+	// ShardAllocated reports that a shard got a home, and why: CauseNew, a handoff's cause
+	// (From is the region it left, Took the handoff, Entities the incarnations it stopped), or
+	// the loss of its region (From).
 	ShardAllocated struct {
-		Shard  shard.ID
-		Region membership.NodeID
-		Epoch  Epoch
+		Shard    shard.ID
+		Region   membership.NodeID
+		Epoch    Epoch
+		From     membership.NodeID
+		Cause    Cause
+		Took     time.Duration
+		Entities int
 	}
 	// HandoffStarted reports that a shard's handoff began.
 	HandoffStarted struct {
@@ -64,10 +79,11 @@ type (
 	}
 	// HandoffCompleted reports that the shard stopped at its old home and is free to move.
 	HandoffCompleted struct {
-		Shard shard.ID
-		From  membership.NodeID
-		Epoch Epoch
-		Took  time.Duration
+		Shard    shard.ID
+		From     membership.NodeID
+		Epoch    Epoch
+		Took     time.Duration
+		Entities int // incarnations the handoff stopped
 	}
 	// HandoffFailed reports that the handoff did not finish within handoff-timeout; the shard stays where it
 	// was, under a new epoch.

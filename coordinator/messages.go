@@ -63,10 +63,12 @@ type (
 		Shard shard.ID
 		Epoch Epoch
 	}
-	// ShardStopped reports that the owner stopped every entity of the shard after HandOff.
+	// ShardStopped reports that the owner stopped every entity of the shard after HandOff;
+	// Entities is how many incarnations that stopped (for the placement history).
 	ShardStopped struct {
-		Shard shard.ID
-		Epoch Epoch
+		Shard    shard.ID
+		Epoch    Epoch
+		Entities int
 	}
 	// GracefulShutdownReq asks the coordinator to hand off every shard of the region.
 	GracefulShutdownReq struct{}

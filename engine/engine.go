@@ -161,6 +161,14 @@ func (e *Engine) Shards(typ string) map[shard.ID]*shard.Shard[region.Envelope] {
 	return nil
 }
 
+// ShardConfig returns the shard configuration of entity type typ (zero if unknown).
+func (e *Engine) ShardConfig(typ string) shard.Config {
+	if t := e.types[typ]; t != nil {
+		return t.cfg.Shard
+	}
+	return shard.Config{}
+}
+
 // Types returns the configured entity type names, sorted.
 func (e *Engine) Types() []string { return e.names }
 
@@ -478,7 +486,7 @@ func (e *Engine) regionOutput(t *entityType, o region.Output) {
 		if sh := t.shard(o.Shard); sh != nil {
 			sh.Stop(e.now)
 		} else {
-			t.region.LocalShardStopped(e.now, o.Shard)
+			t.region.LocalShardStopped(e.now, o.Shard, 0)
 		}
 	case region.Rejected:
 		e.out.Rejected = append(e.out.Rejected, Rejected{Type: t.cfg.Name, Envelope: o.Envelope, Err: o.Err})
@@ -503,6 +511,7 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 		op.Kind, op.Entity = OpStop, o.Entity
 	case shard.ForceStop:
 		op.Kind, op.Entity = OpForceStop, o.Entity
+		e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: EntityForceStopped{Shard: sh.ID(), Entity: o.Entity}})
 	case shard.Bounce[region.Envelope]:
 		t.region.Bounce(e.now, o.Msgs)
 		return
@@ -517,7 +526,7 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 		return
 	case shard.Stopped:
 		e.forgetShard(t, sh.ID())
-		t.region.LocalShardStopped(e.now, sh.ID())
+		t.region.LocalShardStopped(e.now, sh.ID(), o.Entities)
 		e.out.Events = append(e.out.Events, TypedEvent{Type: t.cfg.Name, Event: ShardHandedOff{Shard: sh.ID()}})
 		return
 	default:

@@ -104,6 +104,12 @@ type (
 	CoordinatorStopped struct{ Term uint64 }
 	// ShutdownComplete reports that graceful shutdown handed off every shard of the type.
 	ShutdownComplete struct{}
+	// EntityForceStopped reports that a handoff stopped an entity by force: it had not
+	// stopped on its stop message within the handoff timeout.
+	EntityForceStopped struct {
+		Shard  shard.ID
+		Entity shard.EntityID
+	}
 )
 
 // Ready is what the engine wants done since the last call to Ready.

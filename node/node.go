@@ -64,6 +64,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Store configures this member's replica of the replicated store.
 	Store StoreConfig
+	// History bounds the placement history; the zero value turns it off.
+	History HistoryConfig
 }
 
 // Node is a running member.
@@ -102,6 +104,9 @@ type Node struct {
 
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
+
+	history        chan PlacementRecord // placement records for writeHistory
+	historyDropped atomic.Uint64
 
 	directivesDue chan struct{}                   // asks refreshDirectivesLoop for a read now
 	stoppedTypes  atomic.Pointer[map[string]bool] // entity types out of service (senders fail fast)
@@ -246,6 +251,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		inbox:         make(chan input, 65536),
 		subs:          map[chan Event]struct{}{},
 		directivesDue: make(chan struct{}, 1),
+		history:       make(chan PlacementRecord, historyQueue),
 		servingCh:     make(chan struct{}),
 		clockBase:     time.Now(),
 		ctx:           nctx,
@@ -268,8 +274,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ok = true
 	n.log.Info("member started", "peer", self.Node, "incarnation", incarnation, "addrs", addrs, "roles", cfg.Roles, "app_version", cfg.AppVersion)
-	n.wg.Add(6)
+	n.wg.Add(7)
 	go n.loop()
+	go n.writeHistory()
 	go n.refreshDirectivesLoop()
 	go n.receiveGossip()
 	go n.discover()
@@ -601,8 +608,11 @@ func (n *Node) execute(now time.Time) {
 			n.publish(ev)
 		}
 		for _, ev := range rd.Events {
-			if _, ok := ev.Event.(engine.CoordinatorStarted); ok {
+			switch e := ev.Event.(type) {
+			case engine.CoordinatorStarted:
 				n.wantDirectives() // a new coordinator reads them fresh from a majority
+			case coordinator.ShardAllocated:
+				n.recordPlacement(ev.Type, e, now)
 			}
 			n.logTypedEvent(ev)
 			n.publish(ev)

@@ -14,3 +14,21 @@ func (r *Region) LocalEpoch(s shard.ID) (epoch coordinator.Epoch, stopping, ok b
 	}
 	return l.epoch, l.stopping, true
 }
+
+// BufferedFor returns how many messages for shard s wait here for its home.
+func (r *Region) BufferedFor(s shard.ID) int {
+	if b := r.buffers[s]; b != nil {
+		return len(b.envs)
+	}
+	return 0
+}
+
+// HandingOff returns the shards whose handoff this region acknowledged and buffers for (a
+// copy).
+func (r *Region) HandingOff() map[shard.ID]bool {
+	out := make(map[shard.ID]bool, len(r.handingOff))
+	for s := range r.handingOff {
+		out[s] = true
+	}
+	return out
+}

@@ -348,7 +348,7 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 		l := r.local[m.Shard]
 		switch {
 		case l == nil || l.epoch > m.Epoch:
-			r.send(from, coordinator.ShardStopped(m)) // nothing of that epoch (or an older one) here
+			r.send(from, coordinator.ShardStopped{Shard: m.Shard, Epoch: m.Epoch}) // nothing of that epoch (or an older one) here
 		case !l.stopping:
 			// A newer epoch than the local one is this same allocation re-stamped by the
 			// coordinator (the HostShard that told so may still be on its way): stop it.
@@ -386,8 +386,9 @@ func (r *Region) shardHome(s shard.ID, node membership.NodeID, epoch coordinator
 	r.flush(s)
 }
 
-// LocalShardStopped reports that a local shard stopped all its entities (after StopShard).
-func (r *Region) LocalShardStopped(now time.Time, s shard.ID) {
+// LocalShardStopped reports that a local shard stopped all its entities (after StopShard):
+// entities incarnations were stopped.
+func (r *Region) LocalShardStopped(now time.Time, s shard.ID, entities int) {
 	r.now = now
 	l := r.local[s]
 	if l == nil {
@@ -397,7 +398,7 @@ func (r *Region) LocalShardStopped(now time.Time, s shard.ID) {
 	if h, ok := r.homes[s]; ok && h.node == r.self {
 		delete(r.homes, s)
 	}
-	r.toCoordinator(coordinator.ShardStopped{Shard: s, Epoch: l.epoch})
+	r.toCoordinator(coordinator.ShardStopped{Shard: s, Epoch: l.epoch, Entities: entities})
 	if b := r.buffers[s]; b != nil {
 		b.requested = time.Time{}
 		r.requestHome(s, b)

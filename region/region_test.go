@@ -132,15 +132,15 @@ func TestHandOffOfARestampedEpochStopsTheShard(t *testing.T) {
 	if got := render(r.Ready()); got != "region.StopShard{Shard:4 Epoch:0.6}" {
 		t.Fatalf("got:\n%s", got)
 	}
-	r.LocalShardStopped(t0, "4")
-	if got := render(r.Ready()); got != "to a coordinator.ShardStopped{Shard:4 Epoch:0.6}" {
+	r.LocalShardStopped(t0, "4", 0)
+	if got := render(r.Ready()); got != "to a coordinator.ShardStopped{Shard:4 Epoch:0.6 Entities:0}" {
 		t.Fatalf("got:\n%s", got)
 	}
 	// A HandOff for an older epoch than the local one is stale: answered, nothing stopped.
 	r.Step(t0, "a", coordinator.HostShard{Shard: "5", Epoch: 9})
 	r.Ready()
 	r.Step(t0, "a", coordinator.HandOff{Shard: "5", Epoch: 8})
-	if got := render(r.Ready()); got != "to a coordinator.ShardStopped{Shard:5 Epoch:0.8}" {
+	if got := render(r.Ready()); got != "to a coordinator.ShardStopped{Shard:5 Epoch:0.8 Entities:0}" {
 		t.Fatalf("got:\n%s", got)
 	}
 	if stopping := r.LocalShards()["5"]; stopping {
@@ -186,7 +186,7 @@ func TestGracefulShutdownCompletesWhenEverythingIsHandedOff(t *testing.T) {
 	r.Step(t0, "a", coordinator.BeginHandOff{Shard: "2", Epoch: 7})
 	r.Step(t0, "a", coordinator.HandOff{Shard: "2", Epoch: 7})
 	r.Ready()
-	r.LocalShardStopped(t0, "2")
+	r.LocalShardStopped(t0, "2", 0)
 	if got := render(r.Ready()); !strings.HasSuffix(got, "region.ShutdownComplete{}") {
 		t.Fatalf("got:\n%s", got)
 	}

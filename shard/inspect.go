@@ -1,5 +1,7 @@
 package shard
 
+import "time"
+
 // EntityCount returns how many entities live in the shard (running, passivating or
 // stopping), without copying them as Entities does.
 func (s *Shard[M]) EntityCount() int {
@@ -22,4 +24,13 @@ func (s *Shard[M]) EntityState(id EntityID) (EntityState, bool) {
 		return 0, false
 	}
 	return e.state, true
+}
+
+// DrainingSince returns when the handoff began stopping the shard's entities (zero unless
+// StateDraining).
+func (s *Shard[M]) DrainingSince() time.Time {
+	if s.state != StateDraining {
+		return time.Time{}
+	}
+	return s.drainFrom
 }

@@ -119,7 +119,7 @@ func TestRememberedShardHandsOff(t *testing.T) {
 	s.Ready()
 	s.Deliver(t0, "a", "m1")
 	s.Stop(t0)
-	expect(t, s, "bounce [m1]\nshard.Stopped{}")
+	expect(t, s, "bounce [m1]\nshard.Stopped{Entities:0}")
 
 	s = rememberShard(Remember{})
 	s.Ready()
@@ -128,7 +128,7 @@ func TestRememberedShardHandsOff(t *testing.T) {
 	s.EntityStopped(t0, "a", nil) // a stopped by itself: waits for its backoff
 	s.Ready()
 	s.Stop(t0)
-	expect(t, s, "bounce [m2]\nshard.Stopped{}")
+	expect(t, s, "bounce [m2]\nshard.Stopped{Entities:0}")
 	s.Remembered(t0, []EntityID{"b"}, nil) // late: ignored
 	expect(t, s, "")
 }

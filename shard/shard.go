@@ -83,8 +83,9 @@ type (
 	// Bounce returns messages the shard cannot deliver because it is handing off; the
 	// region routes them to the shard's next home.
 	Bounce[M any] struct{ Msgs []M }
-	// Stopped reports that every entity stopped after Stop.
-	Stopped struct{}
+	// Stopped reports that every entity stopped after Stop; Entities is how many incarnations
+	// the handoff stopped.
+	Stopped struct{ Entities int }
 )
 
 func (StartEntity) isOutput()        {}
@@ -136,6 +137,7 @@ type Shard[M any] struct {
 	entities  map[EntityID]*entity[M]
 	drainFrom time.Time
 	forced    bool
+	drained   int // incarnations the handoff stops
 	out       []Output[M]
 
 	passivator Passivator
@@ -359,6 +361,7 @@ func (s *Shard[M]) Stop(now time.Time) {
 			s.emit(StopEntity{Entity: id})
 		}
 		e.state = Stopping
+		s.drained++
 	}
 	s.checkStopped()
 }
@@ -411,7 +414,7 @@ func (s *Shard[M]) Stragglers() []EntityID {
 func (s *Shard[M]) checkStopped() {
 	if s.state == StateDraining && len(s.entities) == 0 {
 		s.state = StateStopped
-		s.emit(Stopped{})
+		s.emit(Stopped{Entities: s.drained})
 	}
 }
 

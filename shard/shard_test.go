@@ -84,7 +84,7 @@ func TestHandoffStopsEntitiesAndBouncesWhatWaits(t *testing.T) {
 		t.Fatalf("got:\n%s", got)
 	}
 	s.EntityStopped(t0, "b", []string{"queued"})
-	if got := render(s.Ready()); got != "bounce [queued]\nshard.Stopped{}" {
+	if got := render(s.Ready()); got != "bounce [queued]\nshard.Stopped{Entities:2}" {
 		t.Fatalf("got:\n%s", got)
 	}
 }

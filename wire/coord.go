@@ -31,7 +31,9 @@ func AppendCoord(dst []byte, typ string, msg coordinator.Message) []byte {
 	case coordinator.BeginHandOffAck:
 		env.Msg = &pb.CoordEnvelope_BeginHandOffAck{BeginHandOffAck: se(m.Shard, m.Epoch)}
 	case coordinator.ShardStopped:
-		env.Msg = &pb.CoordEnvelope_ShardStopped{ShardStopped: se(m.Shard, m.Epoch)}
+		stopped := se(m.Shard, m.Epoch)
+		stopped.Entities = uint32(min(max(m.Entities, 0), 1<<31))
+		env.Msg = &pb.CoordEnvelope_ShardStopped{ShardStopped: stopped}
 	case coordinator.GracefulShutdownReq:
 		env.Msg = &pb.CoordEnvelope_GracefulShutdownReq{GracefulShutdownReq: &pb.Empty{}}
 	case coordinator.NoRegion:
@@ -128,7 +130,7 @@ func DecodeCoord(frame []byte) (typ string, msg coordinator.Message, err error) 
 		if err != nil {
 			return "", nil, err
 		}
-		msg = coordinator.ShardStopped{Shard: s, Epoch: e}
+		msg = coordinator.ShardStopped{Shard: s, Epoch: e, Entities: int(m.ShardStopped.GetEntities())}
 	case *pb.CoordEnvelope_GracefulShutdownReq:
 		msg = coordinator.GracefulShutdownReq{}
 	case *pb.CoordEnvelope_NoRegion:

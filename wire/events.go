@@ -27,6 +27,8 @@ type ShardingEvent struct {
 	Shards   []shard.ID
 	Term     uint64
 	At       time.Time
+	Entity   shard.EntityID // ENTITY_FORCE_STOPPED
+	Entities int            // incarnations a handoff stopped
 	// Origin is the member that published it (set by the receiver from the gossip origin).
 	Origin membership.NodeID
 }
@@ -46,12 +48,16 @@ func EventFrom(ev engine.TypedEvent, at time.Time) (ShardingEvent, bool) {
 		out.Kind, out.To, out.Shards = pb.ShardingEvent_REGION_TERMINATED, e.Region, e.Shards
 	case coordinator.ShardAllocated:
 		out.Kind, out.Shard, out.To, out.Epoch = pb.ShardingEvent_SHARD_ALLOCATED, e.Shard, e.Region, e.Epoch
+		out.From, out.Cause, out.Took, out.Entities = e.From, string(e.Cause), e.Took, e.Entities
 	case coordinator.HandoffStarted:
 		out.Kind, out.Shard, out.From, out.Epoch, out.Cause = pb.ShardingEvent_HANDOFF_STARTED, e.Shard, e.From, e.Epoch, string(e.Cause)
 	case coordinator.HandoffPhase:
 		out.Kind, out.Shard, out.Epoch, out.Phase = pb.ShardingEvent_HANDOFF_PHASE, e.Shard, e.Epoch, e.Phase.String()
 	case coordinator.HandoffCompleted:
 		out.Kind, out.Shard, out.From, out.Epoch, out.Took = pb.ShardingEvent_HANDOFF_COMPLETED, e.Shard, e.From, e.Epoch, e.Took
+		out.Entities = e.Entities
+	case engine.EntityForceStopped:
+		out.Kind, out.Shard, out.Entity = pb.ShardingEvent_ENTITY_FORCE_STOPPED, e.Shard, e.Entity
 	case coordinator.HandoffFailed:
 		out.Kind, out.Shard, out.Epoch, out.Phase = pb.ShardingEvent_HANDOFF_FAILED, e.Shard, e.Epoch, e.Phase.String()
 	case coordinator.RebalanceRound:
@@ -66,7 +72,8 @@ func EventFrom(ev engine.TypedEvent, at time.Time) (ShardingEvent, bool) {
 func AppendEvent(dst []byte, e ShardingEvent) []byte {
 	m := &pb.ShardingEvent{ProtocolVersion: ProtocolVersion, EntityType: e.Type, Kind: e.Kind, Shard: string(e.Shard),
 		From: string(e.From), To: string(e.To), Epoch: uint64(e.Epoch), DurationMs: uint64(e.Took.Milliseconds()),
-		Cause: e.Cause, Phase: e.Phase, Term: e.Term, AtUnixMs: e.At.UnixMilli()}
+		Cause: e.Cause, Phase: e.Phase, Term: e.Term, AtUnixMs: e.At.UnixMilli(), Entity: string(e.Entity),
+		Entities: uint32(min(max(e.Entities, 0), 1<<31))}
 	for _, s := range e.Shards {
 		m.Shards = append(m.Shards, string(s))
 	}
@@ -86,8 +93,13 @@ func DecodeEvent(frame []byte) (ShardingEvent, error) {
 	if err := checkVersion("sharding events", m.ProtocolVersion); err != nil {
 		return ShardingEvent{}, err
 	}
-	if err := checkID("entity_type", m.EntityType); err != nil {
-		return ShardingEvent{}, err
+	if m.Kind != pb.ShardingEvent_DIRECTIVE_CHANGED || m.EntityType != "" { // directives may be cluster-wide
+		if err := checkID("entity_type", m.EntityType); err != nil {
+			return ShardingEvent{}, err
+		}
+	}
+	if len(m.Entity) > maxIDLen || len(m.Cause) > maxStringLen || len(m.Phase) > maxStringLen {
+		return ShardingEvent{}, malformed("sharding event: entity, cause or phase too long")
 	}
 	if _, ok := pb.ShardingEvent_Kind_name[int32(m.Kind)]; !ok || m.Kind == pb.ShardingEvent_UNKNOWN {
 		return ShardingEvent{}, malformed("sharding event kind %d", m.Kind)
@@ -97,7 +109,7 @@ func DecodeEvent(frame []byte) (ShardingEvent, error) {
 	}
 	e := ShardingEvent{Type: m.EntityType, Kind: m.Kind, Shard: shard.ID(m.Shard), From: membership.NodeID(m.From), To: membership.NodeID(m.To),
 		Epoch: coordinator.Epoch(m.Epoch), Took: time.Duration(m.DurationMs) * time.Millisecond, Cause: m.Cause, Phase: m.Phase,
-		Term: m.Term, At: time.UnixMilli(m.AtUnixMs)}
+		Term: m.Term, At: time.UnixMilli(m.AtUnixMs), Entity: shard.EntityID(m.Entity), Entities: int(m.Entities)}
 	for _, s := range m.Shards {
 		e.Shards = append(e.Shards, shard.ID(s))
 	}

@@ -103,6 +103,9 @@ type Request struct {
 	//	*Request_Directives
 	//	*Request_Plan
 	//	*Request_DataRemove
+	//	*Request_Handoffs
+	//	*Request_LocalHandoffs
+	//	*Request_History
 	Call          isRequest_Call `protobuf_oneof:"call"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -305,6 +308,33 @@ func (x *Request) GetDataRemove() *DataRemoveRequest {
 	return nil
 }
 
+func (x *Request) GetHandoffs() *HandoffsRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Handoffs); ok {
+			return x.Handoffs
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetLocalHandoffs() *LocalHandoffsRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_LocalHandoffs); ok {
+			return x.LocalHandoffs
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetHistory() *HistoryRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_History); ok {
+			return x.History
+		}
+	}
+	return nil
+}
+
 type isRequest_Call interface {
 	isRequest_Call()
 }
@@ -377,6 +407,18 @@ type Request_DataRemove struct {
 	DataRemove *DataRemoveRequest `protobuf:"bytes,18,opt,name=data_remove,json=dataRemove,proto3,oneof"`
 }
 
+type Request_Handoffs struct {
+	Handoffs *HandoffsRequest `protobuf:"bytes,19,opt,name=handoffs,proto3,oneof"`
+}
+
+type Request_LocalHandoffs struct {
+	LocalHandoffs *LocalHandoffsRequest `protobuf:"bytes,20,opt,name=local_handoffs,json=localHandoffs,proto3,oneof"`
+}
+
+type Request_History struct {
+	History *HistoryRequest `protobuf:"bytes,21,opt,name=history,proto3,oneof"`
+}
+
 func (*Request_Members) isRequest_Call() {}
 
 func (*Request_Types) isRequest_Call() {}
@@ -411,6 +453,12 @@ func (*Request_Plan) isRequest_Call() {}
 
 func (*Request_DataRemove) isRequest_Call() {}
 
+func (*Request_Handoffs) isRequest_Call() {}
+
+func (*Request_LocalHandoffs) isRequest_Call() {}
+
+func (*Request_History) isRequest_Call() {}
+
 type Response struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
@@ -433,6 +481,9 @@ type Response struct {
 	//	*Response_Directives
 	//	*Response_Plan
 	//	*Response_DataRemove
+	//	*Response_Handoffs
+	//	*Response_LocalHandoffs
+	//	*Response_History
 	Result isResponse_Result `protobuf_oneof:"result"`
 	// more: another response follows on this stream (streaming calls). A streaming response
 	// without a result is a keepalive.
@@ -634,6 +685,33 @@ func (x *Response) GetDataRemove() *DataRemoveProgress {
 	return nil
 }
 
+func (x *Response) GetHandoffs() *HandoffsResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Handoffs); ok {
+			return x.Handoffs
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetLocalHandoffs() *LocalHandoffsResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_LocalHandoffs); ok {
+			return x.LocalHandoffs
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetHistory() *HistoryResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_History); ok {
+			return x.History
+		}
+	}
+	return nil
+}
+
 func (x *Response) GetMore() bool {
 	if x != nil {
 		return x.More
@@ -705,6 +783,18 @@ type Response_DataRemove struct {
 	DataRemove *DataRemoveProgress `protobuf:"bytes,19,opt,name=data_remove,json=dataRemove,proto3,oneof"`
 }
 
+type Response_Handoffs struct {
+	Handoffs *HandoffsResponse `protobuf:"bytes,20,opt,name=handoffs,proto3,oneof"`
+}
+
+type Response_LocalHandoffs struct {
+	LocalHandoffs *LocalHandoffsResponse `protobuf:"bytes,21,opt,name=local_handoffs,json=localHandoffs,proto3,oneof"`
+}
+
+type Response_History struct {
+	History *HistoryResponse `protobuf:"bytes,22,opt,name=history,proto3,oneof"`
+}
+
 func (*Response_Members) isResponse_Result() {}
 
 func (*Response_Types) isResponse_Result() {}
@@ -734,6 +824,12 @@ func (*Response_Directives) isResponse_Result() {}
 func (*Response_Plan) isResponse_Result() {}
 
 func (*Response_DataRemove) isResponse_Result() {}
+
+func (*Response_Handoffs) isResponse_Result() {}
+
+func (*Response_LocalHandoffs) isResponse_Result() {}
+
+func (*Response_History) isResponse_Result() {}
 
 type TypesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2433,6 +2529,8 @@ type WatchEvent struct {
 	Status        string                 `protobuf:"bytes,15,opt,name=status,proto3" json:"status,omitempty"`
 	Previous      string                 `protobuf:"bytes,16,opt,name=previous,proto3" json:"previous,omitempty"`
 	Detail        string                 `protobuf:"bytes,17,opt,name=detail,proto3" json:"detail,omitempty"`
+	Entity        string                 `protobuf:"bytes,18,opt,name=entity,proto3" json:"entity,omitempty"`      // entity-force-stopped
+	Entities      uint32                 `protobuf:"varint,19,opt,name=entities,proto3" json:"entities,omitempty"` // incarnations a handoff stopped
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2584,6 +2682,20 @@ func (x *WatchEvent) GetDetail() string {
 		return x.Detail
 	}
 	return ""
+}
+
+func (x *WatchEvent) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *WatchEvent) GetEntities() uint32 {
+	if x != nil {
+		return x.Entities
+	}
+	return 0
 }
 
 // ShutdownRequest asks the answering member to shut down gracefully: hand off every shard,
@@ -3703,11 +3815,857 @@ func (x *DataRemoveProgress) GetPrefixes() []string {
 	return nil
 }
 
+// HandoffsRequest asks the answering member for every handoff in progress (of entity_types,
+// all when empty): from the coordinators, with what every member buffers for each shard and
+// the entities still stopping at its old home. Members that do not answer within
+// timeout_ms (0: shard-region-query-timeout) are listed, and the code is PARTIAL.
+type HandoffsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityTypes   []string               `protobuf:"bytes,1,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
+	TimeoutMs     uint64                 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffsRequest) Reset() {
+	*x = HandoffsRequest{}
+	mi := &file_admin_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffsRequest) ProtoMessage() {}
+
+func (x *HandoffsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffsRequest.ProtoReflect.Descriptor instead.
+func (*HandoffsRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *HandoffsRequest) GetEntityTypes() []string {
+	if x != nil {
+		return x.EntityTypes
+	}
+	return nil
+}
+
+func (x *HandoffsRequest) GetTimeoutMs() uint64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type HandoffsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Handoffs      []*HandoffInfo         `protobuf:"bytes,2,rep,name=handoffs,proto3" json:"handoffs,omitempty"`
+	Failed        []*FailedMember        `protobuf:"bytes,3,rep,name=failed,proto3" json:"failed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffsResponse) Reset() {
+	*x = HandoffsResponse{}
+	mi := &file_admin_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffsResponse) ProtoMessage() {}
+
+func (x *HandoffsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffsResponse.ProtoReflect.Descriptor instead.
+func (*HandoffsResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *HandoffsResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *HandoffsResponse) GetHandoffs() []*HandoffInfo {
+	if x != nil {
+		return x.Handoffs
+	}
+	return nil
+}
+
+func (x *HandoffsResponse) GetFailed() []*FailedMember {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
+type HandoffInfo struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	EntityType     string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Shard          string                 `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	From           string                 `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"` // the region it leaves
+	Epoch          uint64                 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Phase          string                 `protobuf:"bytes,5,opt,name=phase,proto3" json:"phase,omitempty"` // begun (regions acknowledging), stopping-entities, stopped
+	Cause          string                 `protobuf:"bytes,6,opt,name=cause,proto3" json:"cause,omitempty"` // rebalance, graceful-shutdown, drain, operator-move, type-stopped, conflict
+	ElapsedMs      uint64                 `protobuf:"varint,7,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
+	PhaseElapsedMs uint64                 `protobuf:"varint,8,opt,name=phase_elapsed_ms,json=phaseElapsedMs,proto3" json:"phase_elapsed_ms,omitempty"`
+	WaitingRegions []string               `protobuf:"bytes,9,rep,name=waiting_regions,json=waitingRegions,proto3" json:"waiting_regions,omitempty"`    // phase begun: regions that have not started buffering
+	Buffered       uint64                 `protobuf:"varint,10,opt,name=buffered,proto3" json:"buffered,omitempty"`                                    // messages buffered for it on every member that answered
+	Stragglers     []string               `protobuf:"bytes,11,rep,name=stragglers,proto3" json:"stragglers,omitempty"`                                 // entities that have not stopped (stopping-entities)
+	ForceStopInMs  int64                  `protobuf:"varint,12,opt,name=force_stop_in_ms,json=forceStopInMs,proto3" json:"force_stop_in_ms,omitempty"` // until the stragglers are stopped by force (negative: overdue)
+	Coordinator    string                 `protobuf:"bytes,13,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *HandoffInfo) Reset() {
+	*x = HandoffInfo{}
+	mi := &file_admin_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffInfo) ProtoMessage() {}
+
+func (x *HandoffInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffInfo.ProtoReflect.Descriptor instead.
+func (*HandoffInfo) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *HandoffInfo) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *HandoffInfo) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *HandoffInfo) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *HandoffInfo) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *HandoffInfo) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *HandoffInfo) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *HandoffInfo) GetElapsedMs() uint64 {
+	if x != nil {
+		return x.ElapsedMs
+	}
+	return 0
+}
+
+func (x *HandoffInfo) GetPhaseElapsedMs() uint64 {
+	if x != nil {
+		return x.PhaseElapsedMs
+	}
+	return 0
+}
+
+func (x *HandoffInfo) GetWaitingRegions() []string {
+	if x != nil {
+		return x.WaitingRegions
+	}
+	return nil
+}
+
+func (x *HandoffInfo) GetBuffered() uint64 {
+	if x != nil {
+		return x.Buffered
+	}
+	return 0
+}
+
+func (x *HandoffInfo) GetStragglers() []string {
+	if x != nil {
+		return x.Stragglers
+	}
+	return nil
+}
+
+func (x *HandoffInfo) GetForceStopInMs() int64 {
+	if x != nil {
+		return x.ForceStopInMs
+	}
+	return 0
+}
+
+func (x *HandoffInfo) GetCoordinator() string {
+	if x != nil {
+		return x.Coordinator
+	}
+	return ""
+}
+
+// LocalHandoffsRequest asks one member what it knows of handoffs: its coordinators' and its
+// own part (buffers, entities stopping).
+type LocalHandoffsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityTypes   []string               `protobuf:"bytes,1,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalHandoffsRequest) Reset() {
+	*x = LocalHandoffsRequest{}
+	mi := &file_admin_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalHandoffsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalHandoffsRequest) ProtoMessage() {}
+
+func (x *LocalHandoffsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalHandoffsRequest.ProtoReflect.Descriptor instead.
+func (*LocalHandoffsRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *LocalHandoffsRequest) GetEntityTypes() []string {
+	if x != nil {
+		return x.EntityTypes
+	}
+	return nil
+}
+
+type LocalHandoffsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Types         []*TypeHandoffs        `protobuf:"bytes,2,rep,name=types,proto3" json:"types,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalHandoffsResponse) Reset() {
+	*x = LocalHandoffsResponse{}
+	mi := &file_admin_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalHandoffsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalHandoffsResponse) ProtoMessage() {}
+
+func (x *LocalHandoffsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalHandoffsResponse.ProtoReflect.Descriptor instead.
+func (*LocalHandoffsResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *LocalHandoffsResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *LocalHandoffsResponse) GetTypes() []*TypeHandoffs {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+type TypeHandoffs struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	EntityType       string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	CoordinatorHere  bool                   `protobuf:"varint,2,opt,name=coordinator_here,json=coordinatorHere,proto3" json:"coordinator_here,omitempty"`
+	Coordinated      []*CoordinatorHandoff  `protobuf:"bytes,3,rep,name=coordinated,proto3" json:"coordinated,omitempty"`
+	Local            []*LocalHandoff        `protobuf:"bytes,4,rep,name=local,proto3" json:"local,omitempty"`
+	ForceStopAfterMs uint64                 `protobuf:"varint,5,opt,name=force_stop_after_ms,json=forceStopAfterMs,proto3" json:"force_stop_after_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *TypeHandoffs) Reset() {
+	*x = TypeHandoffs{}
+	mi := &file_admin_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypeHandoffs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypeHandoffs) ProtoMessage() {}
+
+func (x *TypeHandoffs) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypeHandoffs.ProtoReflect.Descriptor instead.
+func (*TypeHandoffs) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *TypeHandoffs) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *TypeHandoffs) GetCoordinatorHere() bool {
+	if x != nil {
+		return x.CoordinatorHere
+	}
+	return false
+}
+
+func (x *TypeHandoffs) GetCoordinated() []*CoordinatorHandoff {
+	if x != nil {
+		return x.Coordinated
+	}
+	return nil
+}
+
+func (x *TypeHandoffs) GetLocal() []*LocalHandoff {
+	if x != nil {
+		return x.Local
+	}
+	return nil
+}
+
+func (x *TypeHandoffs) GetForceStopAfterMs() uint64 {
+	if x != nil {
+		return x.ForceStopAfterMs
+	}
+	return 0
+}
+
+type CoordinatorHandoff struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Shard          string                 `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	From           string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	Epoch          uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Phase          string                 `protobuf:"bytes,4,opt,name=phase,proto3" json:"phase,omitempty"`
+	Cause          string                 `protobuf:"bytes,5,opt,name=cause,proto3" json:"cause,omitempty"`
+	ElapsedMs      uint64                 `protobuf:"varint,6,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
+	PhaseElapsedMs uint64                 `protobuf:"varint,7,opt,name=phase_elapsed_ms,json=phaseElapsedMs,proto3" json:"phase_elapsed_ms,omitempty"`
+	Waiting        []string               `protobuf:"bytes,8,rep,name=waiting,proto3" json:"waiting,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CoordinatorHandoff) Reset() {
+	*x = CoordinatorHandoff{}
+	mi := &file_admin_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoordinatorHandoff) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoordinatorHandoff) ProtoMessage() {}
+
+func (x *CoordinatorHandoff) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoordinatorHandoff.ProtoReflect.Descriptor instead.
+func (*CoordinatorHandoff) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *CoordinatorHandoff) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *CoordinatorHandoff) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *CoordinatorHandoff) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CoordinatorHandoff) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *CoordinatorHandoff) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *CoordinatorHandoff) GetElapsedMs() uint64 {
+	if x != nil {
+		return x.ElapsedMs
+	}
+	return 0
+}
+
+func (x *CoordinatorHandoff) GetPhaseElapsedMs() uint64 {
+	if x != nil {
+		return x.PhaseElapsedMs
+	}
+	return 0
+}
+
+func (x *CoordinatorHandoff) GetWaiting() []string {
+	if x != nil {
+		return x.Waiting
+	}
+	return nil
+}
+
+type LocalHandoff struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         string                 `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Buffered      uint64                 `protobuf:"varint,2,opt,name=buffered,proto3" json:"buffered,omitempty"`
+	Hosted        bool                   `protobuf:"varint,3,opt,name=hosted,proto3" json:"hosted,omitempty"`
+	Stragglers    []string               `protobuf:"bytes,4,rep,name=stragglers,proto3" json:"stragglers,omitempty"`
+	StoppingForMs uint64                 `protobuf:"varint,5,opt,name=stopping_for_ms,json=stoppingForMs,proto3" json:"stopping_for_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalHandoff) Reset() {
+	*x = LocalHandoff{}
+	mi := &file_admin_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalHandoff) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalHandoff) ProtoMessage() {}
+
+func (x *LocalHandoff) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalHandoff.ProtoReflect.Descriptor instead.
+func (*LocalHandoff) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *LocalHandoff) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *LocalHandoff) GetBuffered() uint64 {
+	if x != nil {
+		return x.Buffered
+	}
+	return 0
+}
+
+func (x *LocalHandoff) GetHosted() bool {
+	if x != nil {
+		return x.Hosted
+	}
+	return false
+}
+
+func (x *LocalHandoff) GetStragglers() []string {
+	if x != nil {
+		return x.Stragglers
+	}
+	return nil
+}
+
+func (x *LocalHandoff) GetStoppingForMs() uint64 {
+	if x != nil {
+		return x.StoppingForMs
+	}
+	return 0
+}
+
+// HistoryRequest reads the placement history: every allocation change, recorded durably in
+// the replicated store by the coordinators. Filters: entity_types (all when empty), shard,
+// since_unix_ms; limit caps the records returned (newest kept; 0: 1000).
+type HistoryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityTypes   []string               `protobuf:"bytes,1,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
+	Shard         string                 `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	SinceUnixMs   int64                  `protobuf:"varint,3,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
+	Limit         uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryRequest) Reset() {
+	*x = HistoryRequest{}
+	mi := &file_admin_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryRequest) ProtoMessage() {}
+
+func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
+func (*HistoryRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *HistoryRequest) GetEntityTypes() []string {
+	if x != nil {
+		return x.EntityTypes
+	}
+	return nil
+}
+
+func (x *HistoryRequest) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *HistoryRequest) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
+func (x *HistoryRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type HistoryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*PlacementRecord     `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`      // oldest first
+	Truncated     bool                   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"` // more matched than limit
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryResponse) Reset() {
+	*x = HistoryResponse{}
+	mi := &file_admin_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryResponse) ProtoMessage() {}
+
+func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
+func (*HistoryResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *HistoryResponse) GetRecords() []*PlacementRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *HistoryResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+type PlacementRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AtUnixMs      int64                  `protobuf:"varint,1,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	EntityType    string                 `protobuf:"bytes,2,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Shard         string                 `protobuf:"bytes,3,opt,name=shard,proto3" json:"shard,omitempty"`
+	From          string                 `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"` // "" for a new shard
+	To            string                 `protobuf:"bytes,5,opt,name=to,proto3" json:"to,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Cause         string                 `protobuf:"bytes,7,opt,name=cause,proto3" json:"cause,omitempty"`                           // new, rebalance, graceful-shutdown, drain, operator-move, type-stopped, member-downed, member-left, member-removed, member-restarted, conflict
+	HandoffMs     uint64                 `protobuf:"varint,8,opt,name=handoff_ms,json=handoffMs,proto3" json:"handoff_ms,omitempty"` // the handoff's duration, when one preceded
+	Entities      uint32                 `protobuf:"varint,9,opt,name=entities,proto3" json:"entities,omitempty"`                    // incarnations the handoff stopped (restarted at the new home when remembered, else on their next message)
+	Coordinator   string                 `protobuf:"bytes,10,opt,name=coordinator,proto3" json:"coordinator,omitempty"`              // the member whose coordinator allocated
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlacementRecord) Reset() {
+	*x = PlacementRecord{}
+	mi := &file_admin_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlacementRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlacementRecord) ProtoMessage() {}
+
+func (x *PlacementRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlacementRecord.ProtoReflect.Descriptor instead.
+func (*PlacementRecord) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *PlacementRecord) GetAtUnixMs() int64 {
+	if x != nil {
+		return x.AtUnixMs
+	}
+	return 0
+}
+
+func (x *PlacementRecord) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *PlacementRecord) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *PlacementRecord) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *PlacementRecord) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *PlacementRecord) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *PlacementRecord) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *PlacementRecord) GetHandoffMs() uint64 {
+	if x != nil {
+		return x.HandoffMs
+	}
+	return 0
+}
+
+func (x *PlacementRecord) GetEntities() uint32 {
+	if x != nil {
+		return x.Entities
+	}
+	return 0
+}
+
+func (x *PlacementRecord) GetCoordinator() string {
+	if x != nil {
+		return x.Coordinator
+	}
+	return ""
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xf7\b\n" +
+	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xcd\n" +
+	"\n" +
 	"\aRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12>\n" +
 	"\amembers\x18\x02 \x01(\v2\".shardmesh.admin.v1.MembersRequestH\x00R\amembers\x128\n" +
@@ -3732,8 +4690,12 @@ const file_admin_proto_rawDesc = "" +
 	"directives\x125\n" +
 	"\x04plan\x18\x11 \x01(\v2\x1f.shardmesh.admin.v1.PlanRequestH\x00R\x04plan\x12H\n" +
 	"\vdata_remove\x18\x12 \x01(\v2%.shardmesh.admin.v1.DataRemoveRequestH\x00R\n" +
-	"dataRemoveB\x06\n" +
-	"\x04call\"\xe1\b\n" +
+	"dataRemove\x12A\n" +
+	"\bhandoffs\x18\x13 \x01(\v2#.shardmesh.admin.v1.HandoffsRequestH\x00R\bhandoffs\x12Q\n" +
+	"\x0elocal_handoffs\x18\x14 \x01(\v2(.shardmesh.admin.v1.LocalHandoffsRequestH\x00R\rlocalHandoffs\x12>\n" +
+	"\ahistory\x18\x15 \x01(\v2\".shardmesh.admin.v1.HistoryRequestH\x00R\ahistoryB\x06\n" +
+	"\x04call\"\xba\n" +
+	"\n" +
 	"\bResponse\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12,\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x18.shardmesh.admin.v1.CodeR\x04code\x12\x14\n" +
@@ -3758,7 +4720,10 @@ const file_admin_proto_rawDesc = "" +
 	"directives\x126\n" +
 	"\x04plan\x18\x12 \x01(\v2 .shardmesh.admin.v1.PlanResponseH\x00R\x04plan\x12I\n" +
 	"\vdata_remove\x18\x13 \x01(\v2&.shardmesh.admin.v1.DataRemoveProgressH\x00R\n" +
-	"dataRemove\x12\x12\n" +
+	"dataRemove\x12B\n" +
+	"\bhandoffs\x18\x14 \x01(\v2$.shardmesh.admin.v1.HandoffsResponseH\x00R\bhandoffs\x12R\n" +
+	"\x0elocal_handoffs\x18\x15 \x01(\v2).shardmesh.admin.v1.LocalHandoffsResponseH\x00R\rlocalHandoffs\x12?\n" +
+	"\ahistory\x18\x16 \x01(\v2#.shardmesh.admin.v1.HistoryResponseH\x00R\ahistory\x12\x12\n" +
 	"\x04more\x18\b \x01(\bR\x04moreB\b\n" +
 	"\x06result\"\x0e\n" +
 	"\fTypesRequest\"%\n" +
@@ -3907,7 +4872,7 @@ const file_admin_proto_rawDesc = "" +
 	"\fWatchRequest\x12!\n" +
 	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x1d\n" +
 	"\n" +
-	"no_members\x18\x02 \x01(\bR\tnoMembers\"\x9c\x03\n" +
+	"no_members\x18\x02 \x01(\bR\tnoMembers\"\xd0\x03\n" +
 	"\n" +
 	"WatchEvent\x12\x1c\n" +
 	"\n" +
@@ -3929,7 +4894,9 @@ const file_admin_proto_rawDesc = "" +
 	"\x06member\x18\x0e \x01(\tR\x06member\x12\x16\n" +
 	"\x06status\x18\x0f \x01(\tR\x06status\x12\x1a\n" +
 	"\bprevious\x18\x10 \x01(\tR\bprevious\x12\x16\n" +
-	"\x06detail\x18\x11 \x01(\tR\x06detail\")\n" +
+	"\x06detail\x18\x11 \x01(\tR\x06detail\x12\x16\n" +
+	"\x06entity\x18\x12 \x01(\tR\x06entity\x12\x1a\n" +
+	"\bentities\x18\x13 \x01(\rR\bentities\")\n" +
 	"\x0fShutdownRequest\x12\x16\n" +
 	"\x06follow\x18\x01 \x01(\bR\x06follow\"\xc1\x01\n" +
 	"\x10ShutdownProgress\x12\x12\n" +
@@ -4019,7 +4986,87 @@ const file_admin_proto_rawDesc = "" +
 	"\aremoved\x18\x03 \x01(\x04R\aremoved\x12\x12\n" +
 	"\x04done\x18\x04 \x01(\bR\x04done\x12 \n" +
 	"\vunreachable\x18\x05 \x03(\tR\vunreachable\x12\x1a\n" +
-	"\bprefixes\x18\x06 \x03(\tR\bprefixes*E\n" +
+	"\bprefixes\x18\x06 \x03(\tR\bprefixes\"S\n" +
+	"\x0fHandoffsRequest\x12!\n" +
+	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x04R\ttimeoutMs\"\x9d\x01\n" +
+	"\x10HandoffsResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12;\n" +
+	"\bhandoffs\x18\x02 \x03(\v2\x1f.shardmesh.admin.v1.HandoffInfoR\bhandoffs\x128\n" +
+	"\x06failed\x18\x03 \x03(\v2 .shardmesh.admin.v1.FailedMemberR\x06failed\"\x93\x03\n" +
+	"\vHandoffInfo\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\tR\x05shard\x12\x12\n" +
+	"\x04from\x18\x03 \x01(\tR\x04from\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05phase\x18\x05 \x01(\tR\x05phase\x12\x14\n" +
+	"\x05cause\x18\x06 \x01(\tR\x05cause\x12\x1d\n" +
+	"\n" +
+	"elapsed_ms\x18\a \x01(\x04R\telapsedMs\x12(\n" +
+	"\x10phase_elapsed_ms\x18\b \x01(\x04R\x0ephaseElapsedMs\x12'\n" +
+	"\x0fwaiting_regions\x18\t \x03(\tR\x0ewaitingRegions\x12\x1a\n" +
+	"\bbuffered\x18\n" +
+	" \x01(\x04R\bbuffered\x12\x1e\n" +
+	"\n" +
+	"stragglers\x18\v \x03(\tR\n" +
+	"stragglers\x12'\n" +
+	"\x10force_stop_in_ms\x18\f \x01(\x03R\rforceStopInMs\x12 \n" +
+	"\vcoordinator\x18\r \x01(\tR\vcoordinator\"9\n" +
+	"\x14LocalHandoffsRequest\x12!\n" +
+	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\"c\n" +
+	"\x15LocalHandoffsResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x126\n" +
+	"\x05types\x18\x02 \x03(\v2 .shardmesh.admin.v1.TypeHandoffsR\x05types\"\x8b\x02\n" +
+	"\fTypeHandoffs\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12)\n" +
+	"\x10coordinator_here\x18\x02 \x01(\bR\x0fcoordinatorHere\x12H\n" +
+	"\vcoordinated\x18\x03 \x03(\v2&.shardmesh.admin.v1.CoordinatorHandoffR\vcoordinated\x126\n" +
+	"\x05local\x18\x04 \x03(\v2 .shardmesh.admin.v1.LocalHandoffR\x05local\x12-\n" +
+	"\x13force_stop_after_ms\x18\x05 \x01(\x04R\x10forceStopAfterMs\"\xe3\x01\n" +
+	"\x12CoordinatorHandoff\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05phase\x18\x04 \x01(\tR\x05phase\x12\x14\n" +
+	"\x05cause\x18\x05 \x01(\tR\x05cause\x12\x1d\n" +
+	"\n" +
+	"elapsed_ms\x18\x06 \x01(\x04R\telapsedMs\x12(\n" +
+	"\x10phase_elapsed_ms\x18\a \x01(\x04R\x0ephaseElapsedMs\x12\x18\n" +
+	"\awaiting\x18\b \x03(\tR\awaiting\"\xa0\x01\n" +
+	"\fLocalHandoff\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x1a\n" +
+	"\bbuffered\x18\x02 \x01(\x04R\bbuffered\x12\x16\n" +
+	"\x06hosted\x18\x03 \x01(\bR\x06hosted\x12\x1e\n" +
+	"\n" +
+	"stragglers\x18\x04 \x03(\tR\n" +
+	"stragglers\x12&\n" +
+	"\x0fstopping_for_ms\x18\x05 \x01(\x04R\rstoppingForMs\"\x83\x01\n" +
+	"\x0eHistoryRequest\x12!\n" +
+	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\tR\x05shard\x12\"\n" +
+	"\rsince_unix_ms\x18\x03 \x01(\x03R\vsinceUnixMs\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\"n\n" +
+	"\x0fHistoryResponse\x12=\n" +
+	"\arecords\x18\x01 \x03(\v2#.shardmesh.admin.v1.PlacementRecordR\arecords\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\x93\x02\n" +
+	"\x0fPlacementRecord\x12\x1c\n" +
+	"\n" +
+	"at_unix_ms\x18\x01 \x01(\x03R\batUnixMs\x12\x1f\n" +
+	"\ventity_type\x18\x02 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05shard\x18\x03 \x01(\tR\x05shard\x12\x12\n" +
+	"\x04from\x18\x04 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x05 \x01(\tR\x02to\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05cause\x18\a \x01(\tR\x05cause\x12\x1d\n" +
+	"\n" +
+	"handoff_ms\x18\b \x01(\x04R\thandoffMs\x12\x1a\n" +
+	"\bentities\x18\t \x01(\rR\bentities\x12 \n" +
+	"\vcoordinator\x18\n" +
+	" \x01(\tR\vcoordinator*E\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\n" +
 	"\n" +
@@ -4041,53 +5088,64 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_admin_proto_goTypes = []any{
-	(Code)(0),                   // 0: shardmesh.admin.v1.Code
-	(*Request)(nil),             // 1: shardmesh.admin.v1.Request
-	(*Response)(nil),            // 2: shardmesh.admin.v1.Response
-	(*TypesRequest)(nil),        // 3: shardmesh.admin.v1.TypesRequest
-	(*TypesResponse)(nil),       // 4: shardmesh.admin.v1.TypesResponse
-	(*TellRequest)(nil),         // 5: shardmesh.admin.v1.TellRequest
-	(*AskRequest)(nil),          // 6: shardmesh.admin.v1.AskRequest
-	(*AskResponse)(nil),         // 7: shardmesh.admin.v1.AskResponse
-	(*RegionStateRequest)(nil),  // 8: shardmesh.admin.v1.RegionStateRequest
-	(*ShardState)(nil),          // 9: shardmesh.admin.v1.ShardState
-	(*RegionStateResponse)(nil), // 10: shardmesh.admin.v1.RegionStateResponse
-	(*StatsRequest)(nil),        // 11: shardmesh.admin.v1.StatsRequest
-	(*StatsResponse)(nil),       // 12: shardmesh.admin.v1.StatsResponse
-	(*FailedMember)(nil),        // 13: shardmesh.admin.v1.FailedMember
-	(*TypeShards)(nil),          // 14: shardmesh.admin.v1.TypeShards
-	(*LocalStatsRequest)(nil),   // 15: shardmesh.admin.v1.LocalStatsRequest
-	(*LocalStatsResponse)(nil),  // 16: shardmesh.admin.v1.LocalStatsResponse
-	(*RegionStats)(nil),         // 17: shardmesh.admin.v1.RegionStats
-	(*ShardStats)(nil),          // 18: shardmesh.admin.v1.ShardStats
-	(*Allocation)(nil),          // 19: shardmesh.admin.v1.Allocation
-	(*LocateRequest)(nil),       // 20: shardmesh.admin.v1.LocateRequest
-	(*LocateResponse)(nil),      // 21: shardmesh.admin.v1.LocateResponse
-	(*ShardInfoRequest)(nil),    // 22: shardmesh.admin.v1.ShardInfoRequest
-	(*ShardInfoResponse)(nil),   // 23: shardmesh.admin.v1.ShardInfoResponse
-	(*HealthRequest)(nil),       // 24: shardmesh.admin.v1.HealthRequest
-	(*HealthResponse)(nil),      // 25: shardmesh.admin.v1.HealthResponse
-	(*RegionHealth)(nil),        // 26: shardmesh.admin.v1.RegionHealth
-	(*WatchRequest)(nil),        // 27: shardmesh.admin.v1.WatchRequest
-	(*WatchEvent)(nil),          // 28: shardmesh.admin.v1.WatchEvent
-	(*ShutdownRequest)(nil),     // 29: shardmesh.admin.v1.ShutdownRequest
-	(*ShutdownProgress)(nil),    // 30: shardmesh.admin.v1.ShutdownProgress
-	(*DownRequest)(nil),         // 31: shardmesh.admin.v1.DownRequest
-	(*DownResponse)(nil),        // 32: shardmesh.admin.v1.DownResponse
-	(*MembersRequest)(nil),      // 33: shardmesh.admin.v1.MembersRequest
-	(*MemberInfo)(nil),          // 34: shardmesh.admin.v1.MemberInfo
-	(*MembersResponse)(nil),     // 35: shardmesh.admin.v1.MembersResponse
-	(*DirectiveRequest)(nil),    // 36: shardmesh.admin.v1.DirectiveRequest
-	(*DirectivesRequest)(nil),   // 37: shardmesh.admin.v1.DirectivesRequest
-	(*DirectivesResponse)(nil),  // 38: shardmesh.admin.v1.DirectivesResponse
-	(*Pin)(nil),                 // 39: shardmesh.admin.v1.Pin
-	(*PlanRequest)(nil),         // 40: shardmesh.admin.v1.PlanRequest
-	(*PlanResponse)(nil),        // 41: shardmesh.admin.v1.PlanResponse
-	(*PlanMove)(nil),            // 42: shardmesh.admin.v1.PlanMove
-	(*DataRemoveRequest)(nil),   // 43: shardmesh.admin.v1.DataRemoveRequest
-	(*DataRemoveProgress)(nil),  // 44: shardmesh.admin.v1.DataRemoveProgress
+	(Code)(0),                     // 0: shardmesh.admin.v1.Code
+	(*Request)(nil),               // 1: shardmesh.admin.v1.Request
+	(*Response)(nil),              // 2: shardmesh.admin.v1.Response
+	(*TypesRequest)(nil),          // 3: shardmesh.admin.v1.TypesRequest
+	(*TypesResponse)(nil),         // 4: shardmesh.admin.v1.TypesResponse
+	(*TellRequest)(nil),           // 5: shardmesh.admin.v1.TellRequest
+	(*AskRequest)(nil),            // 6: shardmesh.admin.v1.AskRequest
+	(*AskResponse)(nil),           // 7: shardmesh.admin.v1.AskResponse
+	(*RegionStateRequest)(nil),    // 8: shardmesh.admin.v1.RegionStateRequest
+	(*ShardState)(nil),            // 9: shardmesh.admin.v1.ShardState
+	(*RegionStateResponse)(nil),   // 10: shardmesh.admin.v1.RegionStateResponse
+	(*StatsRequest)(nil),          // 11: shardmesh.admin.v1.StatsRequest
+	(*StatsResponse)(nil),         // 12: shardmesh.admin.v1.StatsResponse
+	(*FailedMember)(nil),          // 13: shardmesh.admin.v1.FailedMember
+	(*TypeShards)(nil),            // 14: shardmesh.admin.v1.TypeShards
+	(*LocalStatsRequest)(nil),     // 15: shardmesh.admin.v1.LocalStatsRequest
+	(*LocalStatsResponse)(nil),    // 16: shardmesh.admin.v1.LocalStatsResponse
+	(*RegionStats)(nil),           // 17: shardmesh.admin.v1.RegionStats
+	(*ShardStats)(nil),            // 18: shardmesh.admin.v1.ShardStats
+	(*Allocation)(nil),            // 19: shardmesh.admin.v1.Allocation
+	(*LocateRequest)(nil),         // 20: shardmesh.admin.v1.LocateRequest
+	(*LocateResponse)(nil),        // 21: shardmesh.admin.v1.LocateResponse
+	(*ShardInfoRequest)(nil),      // 22: shardmesh.admin.v1.ShardInfoRequest
+	(*ShardInfoResponse)(nil),     // 23: shardmesh.admin.v1.ShardInfoResponse
+	(*HealthRequest)(nil),         // 24: shardmesh.admin.v1.HealthRequest
+	(*HealthResponse)(nil),        // 25: shardmesh.admin.v1.HealthResponse
+	(*RegionHealth)(nil),          // 26: shardmesh.admin.v1.RegionHealth
+	(*WatchRequest)(nil),          // 27: shardmesh.admin.v1.WatchRequest
+	(*WatchEvent)(nil),            // 28: shardmesh.admin.v1.WatchEvent
+	(*ShutdownRequest)(nil),       // 29: shardmesh.admin.v1.ShutdownRequest
+	(*ShutdownProgress)(nil),      // 30: shardmesh.admin.v1.ShutdownProgress
+	(*DownRequest)(nil),           // 31: shardmesh.admin.v1.DownRequest
+	(*DownResponse)(nil),          // 32: shardmesh.admin.v1.DownResponse
+	(*MembersRequest)(nil),        // 33: shardmesh.admin.v1.MembersRequest
+	(*MemberInfo)(nil),            // 34: shardmesh.admin.v1.MemberInfo
+	(*MembersResponse)(nil),       // 35: shardmesh.admin.v1.MembersResponse
+	(*DirectiveRequest)(nil),      // 36: shardmesh.admin.v1.DirectiveRequest
+	(*DirectivesRequest)(nil),     // 37: shardmesh.admin.v1.DirectivesRequest
+	(*DirectivesResponse)(nil),    // 38: shardmesh.admin.v1.DirectivesResponse
+	(*Pin)(nil),                   // 39: shardmesh.admin.v1.Pin
+	(*PlanRequest)(nil),           // 40: shardmesh.admin.v1.PlanRequest
+	(*PlanResponse)(nil),          // 41: shardmesh.admin.v1.PlanResponse
+	(*PlanMove)(nil),              // 42: shardmesh.admin.v1.PlanMove
+	(*DataRemoveRequest)(nil),     // 43: shardmesh.admin.v1.DataRemoveRequest
+	(*DataRemoveProgress)(nil),    // 44: shardmesh.admin.v1.DataRemoveProgress
+	(*HandoffsRequest)(nil),       // 45: shardmesh.admin.v1.HandoffsRequest
+	(*HandoffsResponse)(nil),      // 46: shardmesh.admin.v1.HandoffsResponse
+	(*HandoffInfo)(nil),           // 47: shardmesh.admin.v1.HandoffInfo
+	(*LocalHandoffsRequest)(nil),  // 48: shardmesh.admin.v1.LocalHandoffsRequest
+	(*LocalHandoffsResponse)(nil), // 49: shardmesh.admin.v1.LocalHandoffsResponse
+	(*TypeHandoffs)(nil),          // 50: shardmesh.admin.v1.TypeHandoffs
+	(*CoordinatorHandoff)(nil),    // 51: shardmesh.admin.v1.CoordinatorHandoff
+	(*LocalHandoff)(nil),          // 52: shardmesh.admin.v1.LocalHandoff
+	(*HistoryRequest)(nil),        // 53: shardmesh.admin.v1.HistoryRequest
+	(*HistoryResponse)(nil),       // 54: shardmesh.admin.v1.HistoryResponse
+	(*PlacementRecord)(nil),       // 55: shardmesh.admin.v1.PlacementRecord
 }
 var file_admin_proto_depIdxs = []int32{
 	33, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
@@ -4107,38 +5165,50 @@ var file_admin_proto_depIdxs = []int32{
 	37, // 14: shardmesh.admin.v1.Request.directives:type_name -> shardmesh.admin.v1.DirectivesRequest
 	40, // 15: shardmesh.admin.v1.Request.plan:type_name -> shardmesh.admin.v1.PlanRequest
 	43, // 16: shardmesh.admin.v1.Request.data_remove:type_name -> shardmesh.admin.v1.DataRemoveRequest
-	0,  // 17: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
-	35, // 18: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
-	4,  // 19: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
-	7,  // 20: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
-	10, // 21: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
-	12, // 22: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
-	16, // 23: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	21, // 24: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
-	23, // 25: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
-	25, // 26: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
-	28, // 27: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
-	30, // 28: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
-	32, // 29: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
-	38, // 30: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
-	41, // 31: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
-	44, // 32: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
-	9,  // 33: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
-	16, // 34: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	13, // 35: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	14, // 36: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
-	17, // 37: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
-	18, // 38: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
-	19, // 39: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
-	26, // 40: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
-	34, // 41: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
-	39, // 42: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
-	42, // 43: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	45, // 17: shardmesh.admin.v1.Request.handoffs:type_name -> shardmesh.admin.v1.HandoffsRequest
+	48, // 18: shardmesh.admin.v1.Request.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsRequest
+	53, // 19: shardmesh.admin.v1.Request.history:type_name -> shardmesh.admin.v1.HistoryRequest
+	0,  // 20: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
+	35, // 21: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
+	4,  // 22: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
+	7,  // 23: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
+	10, // 24: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
+	12, // 25: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
+	16, // 26: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	21, // 27: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
+	23, // 28: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
+	25, // 29: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
+	28, // 30: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
+	30, // 31: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
+	32, // 32: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
+	38, // 33: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
+	41, // 34: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
+	44, // 35: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
+	46, // 36: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
+	49, // 37: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
+	54, // 38: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
+	9,  // 39: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
+	16, // 40: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	13, // 41: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	14, // 42: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
+	17, // 43: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
+	18, // 44: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
+	19, // 45: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
+	26, // 46: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
+	34, // 47: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
+	39, // 48: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
+	42, // 49: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
+	47, // 50: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
+	13, // 51: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	50, // 52: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
+	51, // 53: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
+	52, // 54: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
+	55, // 55: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
+	56, // [56:56] is the sub-list for method output_type
+	56, // [56:56] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -4164,6 +5234,9 @@ func file_admin_proto_init() {
 		(*Request_Directives)(nil),
 		(*Request_Plan)(nil),
 		(*Request_DataRemove)(nil),
+		(*Request_Handoffs)(nil),
+		(*Request_LocalHandoffs)(nil),
+		(*Request_History)(nil),
 	}
 	file_admin_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Members)(nil),
@@ -4181,6 +5254,9 @@ func file_admin_proto_init() {
 		(*Response_Directives)(nil),
 		(*Response_Plan)(nil),
 		(*Response_DataRemove)(nil),
+		(*Response_Handoffs)(nil),
+		(*Response_LocalHandoffs)(nil),
+		(*Response_History)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4188,7 +5264,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   44,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -36,6 +36,8 @@ type watchEventJSON struct {
 	Status     string   `json:"status,omitempty"`
 	Previous   string   `json:"previous,omitempty"`
 	Detail     string   `json:"detail,omitempty"`
+	Entity     string   `json:"entity,omitempty"`
+	Entities   uint32   `json:"entities,omitempty"`
 }
 
 func watchCommand() *cli.Command {
@@ -109,7 +111,7 @@ func watchView(ev *adminpb.WatchEvent) watchEventJSON {
 	out := watchEventJSON{At: time.UnixMilli(ev.AtUnixMs).UTC().Format("2006-01-02T15:04:05.000Z07:00"), Kind: ev.Kind,
 		EntityType: ev.EntityType, Shard: ev.Shard, From: ev.From, To: ev.To, TookMs: ev.TookMs, Cause: ev.Cause,
 		Phase: ev.Phase, Shards: ev.Shards, Term: ev.Term, Origin: ev.Origin, Member: ev.Member, Status: ev.Status,
-		Previous: ev.Previous, Detail: ev.Detail}
+		Previous: ev.Previous, Detail: ev.Detail, Entity: ev.Entity, Entities: ev.Entities}
 	if ev.Epoch != 0 {
 		out.Epoch = epoch(ev.Epoch)
 	}
@@ -136,6 +138,10 @@ func watchLine(ev *adminpb.WatchEvent) string {
 	}
 	add("cause", ev.Cause)
 	add("phase", ev.Phase)
+	add("entity", ev.Entity)
+	if ev.Entities != 0 {
+		add("entities", strconv.FormatUint(uint64(ev.Entities), 10))
+	}
 	if len(ev.Shards) > 0 {
 		add("shards", strconv.Itoa(len(ev.Shards))+":"+strings.ReplaceAll(listSome(ev.Shards, 8, len(ev.Shards)), " ", ""))
 	}

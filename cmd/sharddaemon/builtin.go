@@ -82,6 +82,23 @@ func (echo) Receive(ctx *shardmesh.Context, msg string) (string, error) {
 	return fmt.Sprintf("%s (entity %s, shard %s)", msg, ctx.EntityID(), ctx.ShardID()), nil
 }
 
+// stubborn ignores its stop message ("stop"): a handoff of its shard waits for it until
+// the handoff timeout stops it by force — to see what `shardctl handoffs` shows then. It
+// answers anything else with "pong".
+type stubborn struct{}
+
+func (stubborn) Receive(_ *shardmesh.Context, msg string) (string, error) {
+	if msg == stubbornStop {
+		return "", nil // ignored: it does not stop
+	}
+	return "pong", nil
+}
+
+const stubbornStop = "stop"
+
+// builtinNames are the built-in entity types.
+var builtinNames = []string{"counter", "echo", "stubborn"}
+
 // builtinTypes registers the named built-in entity types.
 func builtinTypes(sys *shardmesh.System, names []string) error {
 	for _, name := range names {
@@ -101,8 +118,17 @@ func builtinTypes(sys *shardmesh.System, names []string) error {
 				MessageCodec: shardmesh.StringCodec{},
 				ReplyCodec:   shardmesh.StringCodec{},
 			})
+		case "stubborn":
+			stop := stubbornStop
+			_, err = shardmesh.Init(sys, shardmesh.Entity[string, string]{
+				Key:          shardmesh.NewEntityTypeKey[string, string]("stubborn"),
+				New:          func(*shardmesh.Context) shardmesh.Behavior[string, string] { return stubborn{} },
+				MessageCodec: shardmesh.StringCodec{},
+				ReplyCodec:   shardmesh.StringCodec{},
+				StopMessage:  &stop,
+			})
 		default:
-			return fmt.Errorf("entity-types: unknown built-in type %q (counter, echo)", name)
+			return fmt.Errorf("entity-types: unknown built-in type %q (%s)", name, strings.Join(builtinNames, ", "))
 		}
 		if err != nil {
 			return fmt.Errorf("entity type %s: %w", name, err)

@@ -43,6 +43,7 @@ const (
 	ShardingEvent_HANDOFF_FAILED        ShardingEvent_Kind = 9
 	ShardingEvent_REBALANCE_ROUND       ShardingEvent_Kind = 10
 	ShardingEvent_DIRECTIVE_CHANGED     ShardingEvent_Kind = 11 // an operator changed a directive (drain, pin, pause, stop); cause says which
+	ShardingEvent_ENTITY_FORCE_STOPPED  ShardingEvent_Kind = 12 // a handoff stopped entity by force at handoff-timeout
 )
 
 // Enum value maps for ShardingEvent_Kind.
@@ -60,6 +61,7 @@ var (
 		9:  "HANDOFF_FAILED",
 		10: "REBALANCE_ROUND",
 		11: "DIRECTIVE_CHANGED",
+		12: "ENTITY_FORCE_STOPPED",
 	}
 	ShardingEvent_Kind_value = map[string]int32{
 		"UNKNOWN":               0,
@@ -74,6 +76,7 @@ var (
 		"HANDOFF_FAILED":        9,
 		"REBALANCE_ROUND":       10,
 		"DIRECTIVE_CHANGED":     11,
+		"ENTITY_FORCE_STOPPED":  12,
 	}
 )
 
@@ -582,6 +585,7 @@ type ShardEpoch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Shard         string                 `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
 	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Entities      uint32                 `protobuf:"varint,3,opt,name=entities,proto3" json:"entities,omitempty"` // ShardStopped: incarnations the handoff stopped
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -626,6 +630,13 @@ func (x *ShardEpoch) GetShard() string {
 func (x *ShardEpoch) GetEpoch() uint64 {
 	if x != nil {
 		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ShardEpoch) GetEntities() uint32 {
+	if x != nil {
+		return x.Entities
 	}
 	return 0
 }
@@ -1049,6 +1060,8 @@ type ShardingEvent struct {
 	Shards          []string               `protobuf:"bytes,11,rep,name=shards,proto3" json:"shards,omitempty"`
 	Term            uint64                 `protobuf:"varint,12,opt,name=term,proto3" json:"term,omitempty"`
 	AtUnixMs        int64                  `protobuf:"varint,13,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"` // when, by the publishing member's clock
+	Entity          string                 `protobuf:"bytes,14,opt,name=entity,proto3" json:"entity,omitempty"`                        // ENTITY_FORCE_STOPPED
+	Entities        uint32                 `protobuf:"varint,15,opt,name=entities,proto3" json:"entities,omitempty"`                   // HANDOFF_COMPLETED, SHARD_ALLOCATED: incarnations the handoff stopped
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1174,6 +1187,20 @@ func (x *ShardingEvent) GetAtUnixMs() int64 {
 	return 0
 }
 
+func (x *ShardingEvent) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *ShardingEvent) GetEntities() uint32 {
+	if x != nil {
+		return x.Entities
+	}
+	return 0
+}
+
 var File_sharding_proto protoreflect.FileDescriptor
 
 const file_sharding_proto_rawDesc = "" +
@@ -1209,11 +1236,12 @@ const file_sharding_proto_rawDesc = "" +
 	"\x05proxy\x18\x02 \x01(\bR\x05proxy\x121\n" +
 	"\x06hosted\x18\x03 \x03(\v2\x19.shardmesh.wire.v1.HostedR\x06hosted\"$\n" +
 	"\fGetShardHome\x12\x14\n" +
-	"\x05shard\x18\x01 \x01(\tR\x05shard\"8\n" +
+	"\x05shard\x18\x01 \x01(\tR\x05shard\"T\n" +
 	"\n" +
 	"ShardEpoch\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\",\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
+	"\bentities\x18\x03 \x01(\rR\bentities\",\n" +
 	"\bNoRegion\x12 \n" +
 	"\vincarnation\x18\x01 \x01(\x04R\vincarnation\"!\n" +
 	"\vRegisterAck\x12\x12\n" +
@@ -1240,7 +1268,7 @@ const file_sharding_proto_rawDesc = "" +
 	"\x06ask_id\x18\x01 \x01(\x04R\x05askId\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x04 \x01(\rR\x04code\"\x89\x05\n" +
+	"\x04code\x18\x04 \x01(\rR\x04code\"\xd7\x05\n" +
 	"\rShardingEvent\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\ventity_type\x18\x02 \x01(\tR\n" +
@@ -1258,7 +1286,9 @@ const file_sharding_proto_rawDesc = "" +
 	"\x06shards\x18\v \x03(\tR\x06shards\x12\x12\n" +
 	"\x04term\x18\f \x01(\x04R\x04term\x12\x1c\n" +
 	"\n" +
-	"at_unix_ms\x18\r \x01(\x03R\batUnixMs\"\x89\x02\n" +
+	"at_unix_ms\x18\r \x01(\x03R\batUnixMs\x12\x16\n" +
+	"\x06entity\x18\x0e \x01(\tR\x06entity\x12\x1a\n" +
+	"\bentities\x18\x0f \x01(\rR\bentities\"\xa3\x02\n" +
 	"\x04Kind\x12\v\n" +
 	"\aUNKNOWN\x10\x00\x12\x17\n" +
 	"\x13COORDINATOR_STARTED\x10\x01\x12\x19\n" +
@@ -1272,7 +1302,8 @@ const file_sharding_proto_rawDesc = "" +
 	"\x0eHANDOFF_FAILED\x10\t\x12\x13\n" +
 	"\x0fREBALANCE_ROUND\x10\n" +
 	"\x12\x15\n" +
-	"\x11DIRECTIVE_CHANGED\x10\vB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
+	"\x11DIRECTIVE_CHANGED\x10\v\x12\x18\n" +
+	"\x14ENTITY_FORCE_STOPPED\x10\fB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
 
 var (
 	file_sharding_proto_rawDescOnce sync.Once
