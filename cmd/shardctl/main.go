@@ -71,6 +71,8 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 			shardIDCommand(),
 			keygenCommand(),
 			simCommand(),
+			dataCommand(),
+			removeInternalDataCommand(),
 		)...),
 		OnUsageError: usageError,
 	}
