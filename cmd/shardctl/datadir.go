@@ -140,13 +140,13 @@ func closeAll(ds []*stoppedDir) {
 }
 
 // dataDirs returns the --data-dir flags of a data command, checked: at least one, none
-// named twice (the second open would find the first holding it).
-func dataDirs(c *cli.Context, max int) ([]string, error) {
+// named twice (the second open would find the first holding it); most > 0 caps how many.
+func dataDirs(c *cli.Context, most int) ([]string, error) {
 	dirs := c.StringSlice("data-dir")
 	if len(dirs) == 0 {
 		return nil, usagef("%s needs --data-dir DIR (a stopped member's data directory)", c.Command.FullName())
 	}
-	if max > 0 && len(dirs) > max {
+	if most > 0 && len(dirs) > most {
 		return nil, usagef("%s takes one --data-dir (got %d)", c.Command.FullName(), len(dirs))
 	}
 	seen := map[string]string{}

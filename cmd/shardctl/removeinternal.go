@@ -80,7 +80,6 @@ type dirRemoval struct {
 	Items       []removalItem `json:"items"`
 	Backup      string        `json:"backup,omitempty"`
 	BackupBytes int64         `json:"backup_bytes,omitempty"`
-	writers     map[string]int
 }
 
 // removalReport is remove-internal-data --json.

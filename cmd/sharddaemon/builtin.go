@@ -75,12 +75,48 @@ func (c *counter) apply(msg string) (int64, error) {
 	return c.n, fmt.Errorf("counter: unknown command %q (inc [n], dec [n], get)", op)
 }
 
+// register holds a text value: "set V" stores V (the rest of the line), "get" answers it
+// ("" until set); every reply is the value after. Durable like counter: a second durable
+// type for tests of per-type data (remove-internal-data).
+type register struct {
+	v      string
+	loaded bool
+}
+
+func (r *register) Receive(ctx *shardmesh.Context, msg string) (string, error) {
+	sctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	if !r.loaded {
+		b, err := ctx.LoadState(sctx)
+		if err != nil {
+			return "", err
+		}
+		r.v, r.loaded = string(b), true
+	}
+	op, arg, _ := strings.Cut(strings.TrimSpace(msg), " ")
+	switch op {
+	case "get":
+		return r.v, nil
+	case "set":
+		if err := ctx.SaveState(sctx, []byte(arg)); err != nil {
+			r.loaded = false
+			return r.v, err
+		}
+		r.v = arg
+		return r.v, nil
+	}
+	return r.v, fmt.Errorf("register: unknown command %q (set V, get)", op)
+}
+
 // echo answers with what it got, and where it lives.
 type echo struct{}
 
 func (echo) Receive(ctx *shardmesh.Context, msg string) (string, error) {
 	return fmt.Sprintf("%s (entity %s, shard %s)", msg, ctx.EntityID(), ctx.ShardID()), nil
 }
+
+// builtinNames are the built-in entity types.
+var builtinNames = []string{"counter", "echo", "register"}
 
 // builtinTypes registers the named built-in entity types.
 func builtinTypes(sys *shardmesh.System, names []string) error {
@@ -94,6 +130,13 @@ func builtinTypes(sys *shardmesh.System, names []string) error {
 				MessageCodec: shardmesh.StringCodec{},
 				ReplyCodec:   shardmesh.JSONCodec[int64]{},
 			})
+		case "register":
+			_, err = shardmesh.Init(sys, shardmesh.Entity[string, string]{
+				Key:          shardmesh.NewEntityTypeKey[string, string]("register"),
+				New:          func(*shardmesh.Context) shardmesh.Behavior[string, string] { return &register{} },
+				MessageCodec: shardmesh.StringCodec{},
+				ReplyCodec:   shardmesh.StringCodec{},
+			})
 		case "echo":
 			_, err = shardmesh.Init(sys, shardmesh.Entity[string, string]{
 				Key:          shardmesh.NewEntityTypeKey[string, string]("echo"),
@@ -102,7 +145,7 @@ func builtinTypes(sys *shardmesh.System, names []string) error {
 				ReplyCodec:   shardmesh.StringCodec{},
 			})
 		default:
-			return fmt.Errorf("entity-types: unknown built-in type %q (counter, echo)", name)
+			return fmt.Errorf("entity-types: unknown built-in type %q (%s)", name, strings.Join(builtinNames, ", "))
 		}
 		if err != nil {
 			return fmt.Errorf("entity type %s: %w", name, err)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -160,8 +161,8 @@ func newLogger(cfg config.Node) *slog.Logger {
 func serve(cfg config.Config) int {
 	log := newLogger(cfg.Node)
 	for _, name := range cfg.Node.EntityTypes {
-		if name != "counter" && name != "echo" {
-			log.Error("entity-types: unknown built-in type (counter, echo)", "type", name)
+		if !slices.Contains(builtinNames, name) {
+			log.Error("entity-types: unknown built-in type ("+strings.Join(builtinNames, ", ")+")", "type", name)
 			return exitUsage
 		}
 	}
