@@ -143,6 +143,15 @@ func TestRemoveInternalData(t *testing.T) {
 	if code != 4 || !strings.Contains(errOut, "held by a running sharddaemon (pid ") || out != "" {
 		t.Fatalf("remove on running daemons: exit %d, stdout %q, stderr %q; want exit 4, refused", code, out, errOut)
 	}
+	for _, args := range [][]string{
+		{"data", "inspect", "--data-dir", m1.dir},
+		{"data", "backup", "--data-dir", m2.dir, "--out", filepath.Join(t.TempDir(), "b")},
+		{"data", "restore", "--data-dir", m2.dir, "--in", os.Args[0], "--replace"},
+	} {
+		if out, errOut, code := shardctl(args...); code != 4 || !strings.Contains(errOut, "held by a running sharddaemon") || out != "" {
+			t.Errorf("%v on a running daemon: exit %d, stdout %q, stderr %q; want exit 4", args, code, out, errOut)
+		}
+	}
 	if got := ask(t, cl, "counter", "c3", "get"); got != "4" {
 		t.Fatalf("c3 = %s after a refused removal, want 4", got)
 	}

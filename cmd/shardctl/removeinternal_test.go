@@ -411,3 +411,31 @@ func TestBackupRestore(t *testing.T) {
 		t.Errorf("the replaced store is not at %q: %v", res.Replaced, err)
 	}
 }
+
+// TestOtherWritersWarning: data written by a member whose directory is not named is a
+// warning (anti-entropy would bring it back from there).
+func TestOtherWritersWarning(t *testing.T) {
+	dir := typesData(t)
+	writer, err := p2p.LoadIdentity(filepath.Join(dir, "identity.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPrivateKey(writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The directory now belongs to another member than the one that wrote its data.
+	if err := os.Remove(filepath.Join(dir, "identity.key")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p2p.CreateIdentity(filepath.Join(dir, "identity.key")); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runShardctl(t, "remove-internal-data", "--data-dir", dir, "--dry-run", "counter")
+	if code != exitOK || !strings.Contains(errOut, "not named here wrote some of this data: "+id.String()+" (7 keys)") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, _ := runShardctl(t, "remove-internal-data", "--data-dir", dir, "--dry-run", "--include-state", "counter"); !strings.Contains(errOut, id.String()+" (12 keys)") { // the fence-only key has no writer
+		t.Errorf("with state: stderr %q", errOut)
+	}
+}
