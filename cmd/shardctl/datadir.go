@@ -56,6 +56,10 @@ func openStopped(dir string, needStore bool) (*stoppedDir, error) {
 		d.addrs = addrs
 	}
 	if _, err := os.Stat(filepath.Join(storeDir(dir), "MANIFEST")); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err == nil {
+			d.close()
+			return nil, usagef("--data-dir %s is a store itself: name the member's data directory, %s", dir, filepath.Dir(filepath.Clean(dir)))
+		}
 		if needStore {
 			d.close()
 			return nil, cli.Exit(fmt.Sprintf("%s holds no store (no store/MANIFEST): is it a member's --data-dir?", dir), exitFailed)

@@ -227,6 +227,13 @@ func TestDryRunIsTheRunsRemovalSet(t *testing.T) {
 			t.Errorf("the backup holds %d keys, the store held %d", len(got), len(before))
 		}
 	}
+	// Flags after the types apply; the store directory itself is not a data directory.
+	if out, errOut, code := runShardctl(t, "remove-internal-data", "count", "--data-dir", dir, "--dry-run"); code != exitOK || !strings.Contains(out, "total: would remove 0 keys") {
+		t.Errorf("flags after TYPE: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := runShardctl(t, "data", "inspect", "--data-dir", storeDir(dir)); code != exitUsage || !strings.Contains(errOut, "is a store itself") {
+		t.Errorf("inspect of the store directory: exit %d %s", code, errOut)
+	}
 	// Everything of count is gone; counter and count-x keep all of theirs.
 	out, _, code := runShardctl(t, "data", "inspect", "--data-dir", dir, "--json")
 	var inv struct {
