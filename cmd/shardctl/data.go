@@ -18,7 +18,20 @@ func dataCommand() *cli.Command {
 		Usage: "inspect, back up and restore stopped members' data directories",
 		Description: `Offline tools for the store (remembered shards and entities, durable entity state) in
 a stopped member's data directory. They refuse (exit code 4) a directory a running
-sharddaemon holds. To remove a type's internal data, see 'shardctl remove-internal-data'.`,
+sharddaemon holds. To remove a type's internal data, see 'shardctl remove-internal-data'.
+Example:
+   shardctl data inspect --data-dir /tmp/a
+   shardctl data backup --data-dir /tmp/a --out a.backup
+   shardctl data restore --data-dir /tmp/a --in a.backup --replace`,
+		Flags:           []cli.Flag{&cli.BoolFlag{Name: "json", Hidden: true}}, // the subcommands have it
+		HideHelpCommand: true,
+		// Without a known subcommand: help, or one line naming the unknown one (exit 2).
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() == 0 {
+				return cli.ShowSubcommandHelp(c)
+			}
+			return usagef("unknown command 'data %s' (inspect, backup, restore; see 'shardctl data --help')", truncate(c.Args().First(), 80))
+		},
 		Subcommands: []*cli.Command{
 			dataInspectCommand(),
 			dataBackupCommand(),
