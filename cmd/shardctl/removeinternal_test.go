@@ -65,7 +65,7 @@ func testDataDir(t *testing.T, writes [][]remember.Write, fenced []string) strin
 	if err := os.WriteFile(filepath.Join(dir, "LOCK"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	h, err := p2p.New(ctx, p2p.Config{Identity: key})
 	if err != nil {
