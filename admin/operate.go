@@ -200,10 +200,10 @@ func (s *Server) dataRemove(ctx context.Context, req *adminpb.DataRemoveRequest,
 			last = time.Now()
 			return emit(&adminpb.Response{More: true, Result: &adminpb.Response_DataRemove{DataRemove: &adminpb.DataRemoveProgress{
 				EntityType: typ, Records: uint64(found), Removed: uint64(removed), Done: done, Unreachable: unreachable,
-				Prefixes: prefixes(typ)}}})
+				Prefixes: prefixes(typ, req.IncludeState)}}})
 		}
 		var emitErr error
-		found, removed, err := s.backend.RemoveTypeData(ctx, typ, req.DryRun, func(found, removed int) {
+		found, removed, err := s.backend.RemoveTypeData(ctx, typ, req.IncludeState, req.DryRun, func(found, removed int) {
 			if emitErr == nil {
 				emitErr = report(found, removed, false)
 			}
@@ -221,8 +221,8 @@ func (s *Server) dataRemove(ctx context.Context, req *adminpb.DataRemoveRequest,
 	return emit(&adminpb.Response{})
 }
 
-func prefixes(typ string) []string {
-	ps := node.TypeDataPrefixes(typ)
+func prefixes(typ string, state bool) []string {
+	ps := node.TypeDataPrefixes(typ, state)
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = fmt.Sprintf("%q", p)

@@ -60,10 +60,10 @@ func (c *Client) Plan(ctx context.Context, typ string, join int, leave string) (
 	return nil, errors.New("the member answered without the plan")
 }
 
-// DataRemove removes the stored data of stopped entity types (dryRun: only counts), handing
-// progress every report.
-func (c *Client) DataRemove(ctx context.Context, types []string, dryRun bool, progress func(*adminpb.DataRemoveProgress)) error {
-	req := &adminpb.Request{Call: &adminpb.Request_DataRemove{DataRemove: &adminpb.DataRemoveRequest{EntityTypes: types, DryRun: dryRun}}}
+// DataRemove removes the stored internal data of stopped entity types, with state their
+// entities' durable state too (dryRun: only counts), handing progress every report.
+func (c *Client) DataRemove(ctx context.Context, types []string, state, dryRun bool, progress func(*adminpb.DataRemoveProgress)) error {
+	req := &adminpb.Request{Call: &adminpb.Request_DataRemove{DataRemove: &adminpb.DataRemoveRequest{EntityTypes: types, DryRun: dryRun, IncludeState: state}}}
 	_, err := c.stream(ctx, req, func(resp *adminpb.Response) error {
 		if p := resp.GetDataRemove(); p != nil {
 			progress(p)

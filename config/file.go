@@ -54,7 +54,7 @@ type Node struct {
 	LogLevel string
 	// LogFormat is text or json. Default text.
 	LogFormat string
-	// EntityTypes are the daemon's built-in entity types to run (counter, echo, stubborn).
+	// EntityTypes are the daemon's built-in entity types to run (counter, echo, register, stubborn).
 	EntityTypes []string
 }
 

@@ -259,7 +259,7 @@ func TestOperations(t *testing.T) {
 		if _, err := cl2.Ask(t.Context(), "echo", "e1", []byte("hi")); err != nil {
 			t.Fatalf("another type stopped with it: %v", err)
 		}
-		dry := ctlAll(ctl(m2, "data", "remove", "--dry-run", "--json", "counter"))[0]
+		dry := ctlAll(ctl(m2, "data", "remove", "--dry-run", "--include-state", "--json", "counter"))[0]
 		var plan []struct {
 			Records uint64 `json:"records"`
 			Removed uint64 `json:"removed"`
@@ -267,7 +267,7 @@ func TestOperations(t *testing.T) {
 		if dry.code != 0 || json.Unmarshal([]byte(dry.out), &plan) != nil || len(plan) != 1 || plan[0].Records < 90 || plan[0].Removed != 0 {
 			t.Fatalf("dry run:\n%v", dry)
 		}
-		rm := ctlAll(ctl(m3, "data", "remove", "--yes", "counter"))[0]
+		rm := ctlAll(ctl(m3, "data", "remove", "--yes", "--include-state", "counter"))[0]
 		if rm.code != 0 || !strings.Contains(rm.out, "removed") {
 			t.Fatalf("data remove:\n%v", rm)
 		}

@@ -69,26 +69,32 @@ func (n *Node) RememberedCounts(ctx context.Context, typ string) (map[shard.ID]i
 	return out, nil
 }
 
-// TypeDataPrefixes are the store key prefixes of an entity type's data: its remembered
-// entities, its remembered shards and its entities' durable state.
-func TypeDataPrefixes(typ string) []string {
-	return []string{storeKey(keyEntity, typ, ""), storeKey(keyShard, typ, ""), storeKey(keyState, typ, "")}
+// TypeDataPrefixes are the store key prefixes of an entity type's internal data — its
+// remembered entities and shards and its placement history — and with state, of its
+// entities' durable state (application data).
+func TypeDataPrefixes(typ string, state bool) []string {
+	out := []string{storeKey(keyEntity, typ, ""), storeKey(keyShard, typ, ""), storeKey(keyHistory, typ, "")}
+	if state {
+		out = append(out, storeKey(keyState, typ, ""))
+	}
+	return out
 }
 
 // removeBatch is how many tombstones one store write carries.
 const removeBatch = 4096
 
-// RemoveTypeData removes the stored data of entity type typ (TypeDataPrefixes) through the
+// RemoveTypeData removes the stored data of entity type typ (TypeDataPrefixes, with state
+// if asked) through the
 // replicated store: every record gets a tombstone, acknowledged by a write quorum, so a
 // member that is down now drops the data when it catches up. It refuses unless the type is
 // out of service here (`shardctl types stop`; the caller checks the other members). With
 // dryRun it only counts. progress is called after each batch.
-func (n *Node) RemoveTypeData(ctx context.Context, typ string, dryRun bool, progress func(found, removed int)) (found, removed int, err error) {
+func (n *Node) RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error) {
 	if !n.typeStopped(typ) {
 		return 0, 0, fmt.Errorf("entity type %s is in service: stop it first (shardctl types stop %s)", typ, typ)
 	}
 	var recs []remember.Record
-	for _, prefix := range TypeDataPrefixes(typ) {
+	for _, prefix := range TypeDataPrefixes(typ, state) {
 		rs, err := n.store.Scan(ctx, prefix)
 		if err != nil {
 			return 0, 0, fmt.Errorf("read the data of %s: %w", typ, err)

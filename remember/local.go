@@ -70,6 +70,49 @@ func (l *Local) Scan(prefix string, fn func(Record) error) error {
 	})
 }
 
+// Entry is one key of a stopped member's directory as Entries lists it: its record (a zero
+// Version when the key holds only a fence floor; Value left out), its fence floor, and the
+// bytes stored for it.
+type Entry struct {
+	Record
+	// Floor is the key's fence floor (0: none).
+	Floor uint64
+	// Bytes is what the key takes in the store before Badger's compression: the stored
+	// record's key and value plus its summary in the anti-entropy index.
+	Bytes int64
+}
+
+// Entries calls fn for every key whose key starts with prefix, in key order: exactly the
+// keys DeletePrefix(prefix) removes, tombstones and keys that only have a fence floor
+// included. Values are not read. An error from fn stops the walk and is returned.
+func (l *Local) Entries(prefix string, fn func(Entry) error) error {
+	p := storeKey(prefix)
+	return l.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix, opts.PrefetchValues = p, false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(p); it.ValidForPrefix(p); it.Next() {
+			item := it.Item()
+			key := string(item.Key()[len(recordPrefix):])
+			var e entry
+			err := item.Value(func(v []byte) error {
+				var derr error
+				e, derr = decodeEntry(key, v, false)
+				return derr
+			})
+			if err != nil {
+				return fmt.Errorf("remember: %s: %w", l.dir, err)
+			}
+			summary := int64(len(indexKey(key)) + len(encodeSummary(nil, &e)))
+			if err := fn(Entry{Record: e.rec, Floor: e.floor, Bytes: int64(len(item.Key())) + int64(item.ValueSize()) + summary}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // DeletePrefix removes every record (and fence floor) whose key starts with prefix from
 // this directory and returns how many it removed, calling progress with the running count
 // after each chunk of 10,000. The prefix is compared byte by byte: end it with the key

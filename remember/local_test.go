@@ -182,3 +182,67 @@ func TestHelperHoldDirectory(t *testing.T) {
 	fmt.Println("holding")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
+
+// TestLocalEntries: Entries lists exactly what DeletePrefix removes (tombstones and keys
+// that only hold a fence floor included, which Scan leaves out), with sizes, and nothing of
+// a key that only shares a longer prefix.
+func TestLocalEntries(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	ctx := testContext(t)
+	if err := c.stores[0].Write(ctx,
+		Write{Key: "st\x00count\x00a", Value: []byte("1")},
+		Write{Key: "st\x00count\x00b", Value: []byte("22")},
+		Write{Key: "st\x00counter\x00a", Value: []byte("333")},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.stores[0].Write(ctx, Write{Key: "st\x00count\x00b", Delete: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := c.stores[0].GetFenced(ctx, "st\x00count\x00fenced", 7); err != nil || found {
+		t.Fatalf("GetFenced: %v, %v", found, err)
+	}
+	c.closeStore(0)
+
+	l, err := OpenLocal(c.dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var keys []string
+	var floors, dead int
+	err = l.Entries("st\x00count\x00", func(e Entry) error {
+		keys = append(keys, e.Key)
+		if e.Version.IsZero() && e.Floor == 7 {
+			floors++
+		}
+		if e.Deleted {
+			dead++
+		}
+		if e.Bytes <= int64(2*len(e.Key)) || e.Value != nil {
+			t.Errorf("entry %q: %d bytes, value %q", e.Key, e.Bytes, e.Value)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 3 || floors != 1 || dead != 1 {
+		t.Fatalf("entries %q: %d floor-only, %d tombstones", keys, floors, dead)
+	}
+	scanned := 0
+	if err := l.Scan("st\x00count\x00", func(Record) error { scanned++; return nil }); err != nil || scanned != 2 {
+		t.Errorf("scan saw %d records (%v), want 2: the floor-only key is left out", scanned, err)
+	}
+	n, err := l.DeletePrefix("st\x00count\x00", nil)
+	if err != nil || n != len(keys) {
+		t.Errorf("DeletePrefix removed %d (%v), Entries listed %d", n, err, len(keys))
+	}
+	var left []string
+	if err := l.Entries("st\x00", func(e Entry) error { left = append(left, e.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0] != "st\x00counter\x00a" {
+		t.Errorf("left after removing count: %q", left)
+	}
+}

@@ -3675,14 +3675,16 @@ func (x *PlanMove) GetRememberedEntities() uint64 {
 	return 0
 }
 
-// DataRemoveRequest removes the stored data (remembered shards and entities, durable entity
-// state) of stopped entity types, through the replicated store (tombstones, so a member
+// DataRemoveRequest removes the stored internal data (remembered shards and entities,
+// placement history; with include_state, the entities' durable state too) of stopped entity
+// types, through the replicated store (tombstones, so a member
 // that is down now catches up when it returns). Refused unless every type is stopped
 // cluster-wide. Progress streams until done.
 type DataRemoveRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	EntityTypes   []string               `protobuf:"bytes,1,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
 	DryRun        bool                   `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	IncludeState  bool                   `protobuf:"varint,3,opt,name=include_state,json=includeState,proto3" json:"include_state,omitempty"` // also the entities' durable state (application data)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3727,6 +3729,13 @@ func (x *DataRemoveRequest) GetEntityTypes() []string {
 func (x *DataRemoveRequest) GetDryRun() bool {
 	if x != nil {
 		return x.DryRun
+	}
+	return false
+}
+
+func (x *DataRemoveRequest) GetIncludeState() bool {
+	if x != nil {
+		return x.IncludeState
 	}
 	return false
 }
@@ -4975,10 +4984,11 @@ const file_admin_proto_rawDesc = "" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x03 \x01(\tR\x02to\x12#\n" +
 	"\rlive_entities\x18\x04 \x01(\x04R\fliveEntities\x12/\n" +
-	"\x13remembered_entities\x18\x05 \x01(\x04R\x12rememberedEntities\"O\n" +
+	"\x13remembered_entities\x18\x05 \x01(\x04R\x12rememberedEntities\"t\n" +
 	"\x11DataRemoveRequest\x12!\n" +
 	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x17\n" +
-	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"\xbb\x01\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x12#\n" +
+	"\rinclude_state\x18\x03 \x01(\bR\fincludeState\"\xbb\x01\n" +
 	"\x12DataRemoveProgress\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x18\n" +

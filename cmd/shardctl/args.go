@@ -9,11 +9,29 @@ import (
 )
 
 // positional returns a command's positional arguments, which must number n, or at least -n
-// when n is negative (described by
-// usage, e.g. "TYPE ENTITY_ID"). Flags written after them, as operators do
+// when n is negative (described by usage, e.g. "TYPE ENTITY_ID"). Flags written after them, as operators do
 // ("shardctl locate counter user-1 --json"), are applied as if written before; after "--"
 // every argument is positional, even one that starts with a dash.
 func positional(c *cli.Context, usage string, n int) ([]string, error) {
+	pos, err := positionalArgs(c)
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 && len(pos) >= -n { // n < 0: at least -n arguments
+		return pos, nil
+	}
+	if len(pos) != n {
+		if n == 0 {
+			return nil, usagef("unexpected argument %q (%s takes flags only)", pos[0], c.Command.Name)
+		}
+		return nil, usagef("%s needs %s (got %d arguments; see 'shardctl %s --help')", c.Command.Name, usage, len(pos), c.Command.Name)
+	}
+	return pos, nil
+}
+
+// positionalArgs returns a command's positional arguments, however many, applying the
+// flags written among them as positional does.
+func positionalArgs(c *cli.Context) ([]string, error) {
 	args := c.Args().Slice()
 	var pos []string
 	for i := 0; i < len(args); i++ {
@@ -46,15 +64,6 @@ func positional(c *cli.Context, usage string, n int) ([]string, error) {
 		if err := c.Set(name, val); err != nil {
 			return nil, usagef("invalid value %q for flag -%s: %v", val, name, err)
 		}
-	}
-	if n < 0 && len(pos) >= -n { // n < 0: at least -n arguments
-		return pos, nil
-	}
-	if len(pos) != n {
-		if n == 0 {
-			return nil, usagef("unexpected argument %q (%s takes flags only)", pos[0], c.Command.Name)
-		}
-		return nil, usagef("%s needs %s (got %d arguments; see 'shardctl %s --help')", c.Command.Name, usage, len(pos), c.Command.Name)
 	}
 	return pos, nil
 }

@@ -73,11 +73,12 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 			undrainCommand(),
 			shardCommand(),
 			rebalanceCommand(),
-			&cli.Command{Name: "data", Usage: "the cluster's stored data (remove)", Subcommands: []*cli.Command{dataRemoveCommand()}},
 		), offline(
 			shardIDCommand(),
 			keygenCommand(),
 			simCommand(),
+			dataCommand(networked(dataRemoveCommand())...),
+			removeInternalDataCommand(),
 		)...),
 		OnUsageError: usageError,
 	}

@@ -602,7 +602,8 @@ func dataRemoveCommand() *cli.Command {
 		Usage:     "remove the stored data of stopped entity types, cluster-wide (admin)",
 		ArgsUsage: "TYPE...",
 		Description: `Removes what the cluster stores for each TYPE — its remembered shards and entities and its
-entities' durable state — through the replicated store: every record gets a tombstone that a
+placement history, and with --include-state its entities' durable state (application data,
+as remove-internal-data) — through the replicated store: every record gets a tombstone that a
 majority acknowledges, so a member that is down now drops the data when it catches up (no
 offline step is needed for it). Allowed only while every TYPE is stopped cluster-wide
 ('shardctl types stop TYPE'): refused with exit code 4 otherwise, naming the members where
@@ -613,6 +614,7 @@ Example:
    shardctl data remove --data-dir /tmp/a --identity admin.key --yes counter`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "only say what would be removed"},
+			&cli.BoolFlag{Name: "include-state", Usage: "also remove the entities' durable state (application data: counters' values)"},
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
 			timeoutFlag(10*time.Minute, "give up (exit 1) after this long"),
 		},
@@ -630,7 +632,7 @@ Example:
 			if !dry && !c.Bool("yes") {
 				// A dry run first: authorisation and the stopped check, and what would go.
 				var lines []string
-				err := s.cl.DataRemove(s.ctx, types, true, func(p *adminpb.DataRemoveProgress) {
+				err := s.cl.DataRemove(s.ctx, types, c.Bool("include-state"), true, func(p *adminpb.DataRemoveProgress) {
 					if p.Done {
 						lines = append(lines, fmt.Sprintf("%s: %d records", p.EntityType, p.Records))
 					}
@@ -648,7 +650,7 @@ Example:
 			}
 			out := progressOut(c)
 			var results []dataRemoveJSON
-			err = s.cl.DataRemove(s.ctx, types, dry, func(p *adminpb.DataRemoveProgress) {
+			err = s.cl.DataRemove(s.ctx, types, c.Bool("include-state"), dry, func(p *adminpb.DataRemoveProgress) {
 				if !p.Done {
 					fmt.Fprintf(out, "%s: %d of %d records removed\n", p.EntityType, p.Removed, p.Records)
 					return

@@ -75,6 +75,39 @@ func (c *counter) apply(msg string) (int64, error) {
 	return c.n, fmt.Errorf("counter: unknown command %q (inc [n], dec [n], get)", op)
 }
 
+// register holds a text value: "set V" stores V (the rest of the line), "get" answers it
+// ("" until set); every reply is the value after. Durable like counter: a second durable
+// type for tests of per-type data (remove-internal-data).
+type register struct {
+	v      string
+	loaded bool
+}
+
+func (r *register) Receive(ctx *shardmesh.Context, msg string) (string, error) {
+	sctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	if !r.loaded {
+		b, err := ctx.LoadState(sctx)
+		if err != nil {
+			return "", err
+		}
+		r.v, r.loaded = string(b), true
+	}
+	op, arg, _ := strings.Cut(strings.TrimSpace(msg), " ")
+	switch op {
+	case "get":
+		return r.v, nil
+	case "set":
+		if err := ctx.SaveState(sctx, []byte(arg)); err != nil {
+			r.loaded = false
+			return r.v, err
+		}
+		r.v = arg
+		return r.v, nil
+	}
+	return r.v, fmt.Errorf("register: unknown command %q (set V, get)", op)
+}
+
 // echo answers with what it got, and where it lives.
 type echo struct{}
 
@@ -97,7 +130,7 @@ func (stubborn) Receive(_ *shardmesh.Context, msg string) (string, error) {
 const stubbornStop = "stop"
 
 // builtinNames are the built-in entity types.
-var builtinNames = []string{"counter", "echo", "stubborn"}
+var builtinNames = []string{"counter", "echo", "register", "stubborn"}
 
 // builtinTypes registers the named built-in entity types.
 func builtinTypes(sys *shardmesh.System, names []string) error {
@@ -110,6 +143,13 @@ func builtinTypes(sys *shardmesh.System, names []string) error {
 				New:          func(*shardmesh.Context) shardmesh.Behavior[string, int64] { return &counter{} },
 				MessageCodec: shardmesh.StringCodec{},
 				ReplyCodec:   shardmesh.JSONCodec[int64]{},
+			})
+		case "register":
+			_, err = shardmesh.Init(sys, shardmesh.Entity[string, string]{
+				Key:          shardmesh.NewEntityTypeKey[string, string]("register"),
+				New:          func(*shardmesh.Context) shardmesh.Behavior[string, string] { return &register{} },
+				MessageCodec: shardmesh.StringCodec{},
+				ReplyCodec:   shardmesh.StringCodec{},
 			})
 		case "echo":
 			_, err = shardmesh.Init(sys, shardmesh.Entity[string, string]{
