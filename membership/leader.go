@@ -4,28 +4,35 @@ import "slices"
 
 // computeLeader returns the first member in node id order that is reachable and Up or
 // Leaving; while no member is Up yet, the first reachable Joining member (so the first member
-// of a new cluster can move itself Up).
+// of a new cluster can move itself Up); and when only Exiting members are left, the first of
+// them (so the last member of a cluster that leaves can remove itself).
 func (n *Node) computeLeader() NodeID {
-	var leader, joining NodeID
+	var leader, joining, exiting NodeID
+	first := func(cur *NodeID, id NodeID) {
+		if *cur == "" || id < *cur {
+			*cur = id
+		}
+	}
 	for id, m := range n.v.members {
 		if n.unreachable[id] {
 			continue
 		}
 		switch m.Status {
 		case Up, Leaving:
-			if leader == "" || id < leader {
-				leader = id
-			}
+			first(&leader, id)
 		case Joining:
-			if joining == "" || id < joining {
-				joining = id
-			}
+			first(&joining, id)
+		case Exiting:
+			first(&exiting, id)
 		}
 	}
-	if leader == "" {
+	switch {
+	case leader != "":
+		return leader
+	case joining != "":
 		return joining
 	}
-	return leader
+	return exiting
 }
 
 // convergence reports whether every reachable member that is not Down has reported this
