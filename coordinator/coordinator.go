@@ -165,6 +165,9 @@ func (c *Coordinator) Update(now time.Time, m Members) {
 		}
 		r.lastStatus = mem.Status
 	}
+	for _, s := range c.sortedHandoffs() {
+		c.advanceHandoff(s, c.handoffs[s]) // a region waited for may be Down now
+	}
 	c.progress()
 }
 
@@ -464,9 +467,19 @@ func (c *Coordinator) startHandoff(s shard.ID, cause Cause) {
 	c.advanceHandoff(s, h)
 }
 
-// advanceHandoff sends HandOff once every region acknowledged BeginHandOff.
+// advanceHandoff sends HandOff once every region acknowledged BeginHandOff. Regions of
+// members that are Down are not waited for: they are on their way out, serve nothing once
+// their lease ran out, and would otherwise hold every handoff until their removal.
 func (c *Coordinator) advanceHandoff(s shard.ID, h *handoff) {
-	if h.phase != PhaseBegun || len(h.waiting) > 0 {
+	if h.phase != PhaseBegun {
+		return
+	}
+	for id := range h.waiting {
+		if m, ok := c.members[id]; !ok || m.Status >= membership.Down {
+			delete(h.waiting, id)
+		}
+	}
+	if len(h.waiting) > 0 {
 		return
 	}
 	h.phase, h.phaseStart = PhaseStopping, c.now
