@@ -67,6 +67,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 			shutdownCommand(),
 			leaveCommand(),
 			downCommand(),
+			dashboardCommand(),
 		), offline(
 			shardIDCommand(),
 			keygenCommand(),
