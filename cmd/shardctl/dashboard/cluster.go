@@ -159,7 +159,7 @@ func (m Model) clusterView(height int) []string {
 	wide := m.width >= 110
 	header := fmt.Sprintf("  %-10s %-8s %-5s %-11s %-8s %-7s %6s %8s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "SHARDS", "ENTITIES", "MARKS")
 	if wide {
-		header = fmt.Sprintf("  %-10s %-8s %-5s %-20s %-10s %-9s %4s %6s %8s %8s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "UP#", "SHARDS", "ENTITIES", "BUFFERED", "MARKS")
+		header = fmt.Sprintf("  %-10s %-8s %-5s %-12s %-8s %-9s %4s %6s %8s %8s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "UP#", "SHARDS", "ENTITIES", "BUFFERED", "MARKS")
 	}
 	lines = append(lines, st.header.Render(header))
 	if len(c.members) == 0 {
@@ -182,7 +182,7 @@ func (m Model) clusterView(height int) []string {
 		if ok && ms.answered {
 			shards, entities, bufd = fmt.Sprint(ms.shards), fmt.Sprint(ms.entities), fmt.Sprint(ms.buffered)
 			for _, t := range ms.coordinators {
-				marks = append(marks, "coord:"+t)
+				marks = append(marks, "coord("+t+")")
 			}
 		}
 		if ok && !ms.answered {
@@ -195,7 +195,7 @@ func (m Model) clusterView(height int) []string {
 		roles := strings.Join(mem.Roles, ",")
 		var row string
 		if wide {
-			row = fmt.Sprintf("%-10s %-8s %-5s %-20s %-10s %-9s %4d %6s %8s %8s  %s", shortID(mem.Node), mem.Status, reach, clip(orDash(roles), 20), clip(orDash(mem.AppVersion), 10), age, mem.UpNumber, shards, entities, bufd, strings.Join(marks, " "))
+			row = fmt.Sprintf("%-10s %-8s %-5s %-12s %-8s %-9s %4d %6s %8s %8s  %s", shortID(mem.Node), mem.Status, reach, clip(orDash(roles), 12), clip(orDash(mem.AppVersion), 8), age, mem.UpNumber, shards, entities, bufd, strings.Join(marks, " "))
 		} else {
 			row = fmt.Sprintf("%-10s %-8s %-5s %-11s %-8s %-7s %6s %8s  %s", shortID(mem.Node), mem.Status, reach, clip(orDash(roles), 11), clip(orDash(mem.AppVersion), 8), age, shards, entities, strings.Join(marks, " "))
 		}

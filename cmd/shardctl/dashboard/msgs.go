@@ -24,7 +24,7 @@ type (
 	// a late one for an older try is dropped).
 	retryConnectMsg struct{ attempt int }
 	// tickMsg: time to refresh.
-	tickMsg struct{ at time.Time }
+	tickMsg    struct{ at time.Time }
 	membersMsg struct {
 		resp *adminpb.MembersResponse
 		err  error

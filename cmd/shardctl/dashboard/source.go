@@ -72,4 +72,6 @@ func (a Action) String() string {
 var actions = []Action{ActionShutdown, ActionDrain, ActionUndrain, ActionPause, ActionResume}
 
 // perMember reports whether a acts on the selected member.
-func (a Action) perMember() bool { return a == ActionShutdown || a == ActionDrain || a == ActionUndrain }
+func (a Action) perMember() bool {
+	return a == ActionShutdown || a == ActionDrain || a == ActionUndrain
+}
