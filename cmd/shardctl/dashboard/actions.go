@@ -17,7 +17,7 @@ func (m Model) disabled(a Action) string {
 		return err.Error()
 	}
 	if m.admin.known && !m.admin.admin {
-		return "this identity is not an admin: " + m.admin.reason
+		return "this identity is not an admin (see above)"
 	}
 	if a.perMember() && m.cluster.selectedMember() == nil {
 		return "no member selected"
@@ -101,7 +101,7 @@ func (m Model) actionDone(msg actionDoneMsg) (tea.Model, tea.Cmd) {
 
 // actionsView renders the Actions view: the selected member and every action, enabled or
 // disabled with the reason.
-func (m Model) actionsView(height int) []string {
+func (m Model) actionsView() []string {
 	st := m.styles
 	who := "unknown yet (" + m.admin.reason + ")"
 	switch {
@@ -112,7 +112,10 @@ func (m Model) actionsView(height int) []string {
 	}
 	lines := []string{"identity: " + who}
 	if m.admin.known && !m.admin.admin {
-		lines = append(lines, "  "+m.admin.reason)
+		lines = append(lines, "  the member refused this identity's admin check (down --check, which changes nothing):")
+		for _, l := range wrap(m.admin.reason, max(m.width-4, 20)) {
+			lines = append(lines, "    "+l)
+		}
 	}
 	lines = append(lines, "", st.header.Render("members (↑/↓ to select)"))
 	for _, mem := range m.cluster.members {

@@ -113,7 +113,7 @@ func (s *AdminSource) CheckAdmin(ctx context.Context) error {
 	return err
 }
 
-// Supported: graceful shutdown works with every daemon; drain and rebalance pause need
+// Supported says graceful shutdown works with every daemon; drain and rebalance pause need
 // admin calls this shardctl does not have yet.
 func (s *AdminSource) Supported(a Action) error {
 	if a == ActionShutdown {

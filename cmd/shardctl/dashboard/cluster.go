@@ -157,9 +157,9 @@ func (m Model) clusterView(height int) []string {
 		fmt.Sprintf("events %s/s  handoffs in flight %d  messages buffered %d", fmtRate(m.rate.perSecond(m.now)), len(m.handoffs.inflight), buffered),
 		"")
 	wide := m.width >= 110
-	header := fmt.Sprintf("  %-10s %-8s %-5s %-11s %-8s %-7s %6s %8s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "SHARDS", "ENTITIES", "MARKS")
+	header := fmt.Sprintf("  %-10s %-8s %-5s %-9s %-7s %-7s %6s %7s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "SHARDS", "ENTITY", "MARKS")
 	if wide {
-		header = fmt.Sprintf("  %-10s %-8s %-5s %-12s %-8s %-9s %4s %6s %8s %8s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "UP#", "SHARDS", "ENTITIES", "BUFFERED", "MARKS")
+		header = fmt.Sprintf("  %-10s %-8s %-5s %-10s %-7s %-8s %4s %6s %8s %5s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "UP#", "SHARDS", "ENTITIES", "BUF", "MARKS")
 	}
 	lines = append(lines, st.header.Render(header))
 	if len(c.members) == 0 {
@@ -172,32 +172,17 @@ func (m Model) clusterView(height int) []string {
 			reach = "NO"
 		}
 		shards, entities, bufd := "-", "-", "-"
-		var marks []string
-		if mem.Oldest {
-			marks = append(marks, "oldest")
-		}
-		if mem.Leader {
-			marks = append(marks, "leader")
-		}
 		if ok && ms.answered {
 			shards, entities, bufd = fmt.Sprint(ms.shards), fmt.Sprint(ms.entities), fmt.Sprint(ms.buffered)
-			for _, t := range ms.coordinators {
-				marks = append(marks, "coord("+t+")")
-			}
 		}
-		if ok && !ms.answered {
-			marks = append(marks, "STALE: no answer to stats")
-		}
-		if mem.Node == c.resp.GetSelf() {
-			marks = append(marks, "(entry)")
-		}
+		marks := memberMarks(mem, ms, ok, mem.Node == c.resp.GetSelf(), wide)
 		age := m.age(mem.Node)
 		roles := strings.Join(mem.Roles, ",")
 		var row string
 		if wide {
-			row = fmt.Sprintf("%-10s %-8s %-5s %-12s %-8s %-9s %4d %6s %8s %8s  %s", shortID(mem.Node), mem.Status, reach, clip(orDash(roles), 12), clip(orDash(mem.AppVersion), 8), age, mem.UpNumber, shards, entities, bufd, strings.Join(marks, " "))
+			row = fmt.Sprintf("%s %-8s %-5s %-10s %-7s %s %4d %6s %8s %5s  %s", pad(shortID(mem.Node), 10), mem.Status, reach, clip(orDash(roles), 10), clip(orDash(mem.AppVersion), 7), pad(age, 8), mem.UpNumber, shards, entities, bufd, marks)
 		} else {
-			row = fmt.Sprintf("%-10s %-8s %-5s %-11s %-8s %-7s %6s %8s  %s", shortID(mem.Node), mem.Status, reach, clip(orDash(roles), 11), clip(orDash(mem.AppVersion), 8), age, shards, entities, strings.Join(marks, " "))
+			row = fmt.Sprintf("%s %-8s %-5s %-9s %-7s %s %6s %7s  %s", pad(shortID(mem.Node), 10), mem.Status, reach, clip(orDash(roles), 9), clip(orDash(mem.AppVersion), 7), pad(age, 7), shards, entities, marks)
 		}
 		lines = append(lines, m.rowLine(mem.Node == c.selected, row, !mem.Reachable || (ok && !ms.answered)))
 	}
@@ -213,7 +198,12 @@ func (m Model) clusterView(height int) []string {
 			lines = append(lines, st.warn.Render(p))
 		}
 	}
-	lines = append(lines, "", st.dim.Render("age: since this dashboard first saw the member (≥ when it was there at start)"))
+	if wide {
+		lines = append(lines, "", st.dim.Render("age: since this dashboard first saw the member (≥: it was there at start) · coord:T runs T's coordinator"))
+	} else {
+		lines = append(lines, "", st.dim.Render("marks: O oldest · L leader · C runs a coordinator · E entry · ! STALE"),
+			st.dim.Render("age: since this dashboard first saw it (≥: it was there at start)"))
+	}
 	return lines[:min(len(lines), height)]
 }
 
@@ -239,4 +229,40 @@ func (m Model) rowLine(selected bool, row string, bad bool) string {
 		return "  " + m.styles.bad.Render(row)
 	}
 	return "  " + row
+}
+
+// memberMarks are a member's marks: oldest, leader, the coordinators it runs, the entry
+// member, stale when it did not answer stats. Narrow: one letter each.
+func memberMarks(mem *adminpb.MemberInfo, ms memberStats, inStats, entry, wide bool) string {
+	var marks []string
+	add := func(long, short string) {
+		if wide {
+			marks = append(marks, long)
+		} else {
+			marks = append(marks, short)
+		}
+	}
+	if mem.Oldest {
+		add("oldest", "O")
+	}
+	if mem.Leader {
+		add("leader", "L")
+	}
+	if inStats && ms.answered {
+		for i, t := range ms.coordinators {
+			if wide || i == 0 {
+				add("coord:"+t, "C")
+			}
+		}
+	}
+	if entry {
+		add("entry", "E")
+	}
+	if inStats && !ms.answered {
+		add("STALE: no answer to stats", "!STALE")
+	}
+	if wide {
+		return strings.Join(marks, " ")
+	}
+	return strings.Join(marks, "")
 }

@@ -138,7 +138,7 @@ func (m Model) watchCmd(gen int) tea.Cmd {
 					sub.dropped.Add(1)
 				}
 			})
-			if sub.err == nil && parent.Err() == nil {
+			if sub.err == nil && ctx.Err() == nil {
 				sub.err = errors.New("the member ended the event stream")
 			}
 			close(sub.ch)

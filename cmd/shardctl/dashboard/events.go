@@ -205,7 +205,7 @@ func eventLine(ev *adminpb.WatchEvent, loc *time.Location) string {
 	var b strings.Builder
 	b.WriteString(time.UnixMilli(ev.AtUnixMs).In(loc).Format("15:04:05.000"))
 	b.WriteByte(' ')
-	b.WriteString(fmt.Sprintf("%-18s", ev.Kind))
+	fmt.Fprintf(&b, "%-18s", ev.Kind)
 	add := func(k, v string) {
 		if v != "" {
 			b.WriteString(" ")

@@ -75,3 +75,11 @@ func fit(lines []string, width, height int) string {
 	}
 	return b.String()
 }
+
+// pad pads s with spaces to n cells (fmt's %-Ns counts bytes, and ids start with "…").
+func pad(s string, n int) string {
+	if w := ansi.StringWidth(s); w < n {
+		return s + strings.Repeat(" ", n-w)
+	}
+	return s
+}

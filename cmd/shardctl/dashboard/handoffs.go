@@ -175,7 +175,7 @@ func (m Model) handoffsView(height int) []string {
 			lines = append(lines, st.dim.Render(fmt.Sprintf("  … %d more", len(inflight)-i)))
 			break
 		}
-		row := fmt.Sprintf("  %-16s %-10s %-9s %-30s %s", clip(h.key.typ+"/"+h.key.shard, 16), shortID(h.from), fmtDuration(m.now.Sub(h.began)), phaseName(h.phase), h.cause)
+		row := fmt.Sprintf("  %s %s %-9s %-30s %s", pad(clip(h.key.typ+"/"+h.key.shard, 16), 16), pad(shortID(h.from), 10), fmtDuration(m.now.Sub(h.began)), phaseName(h.phase), h.cause)
 		if m.now.Sub(h.began) > 10*time.Second {
 			row = st.warn.Render(row) // a straggler
 		}
@@ -199,7 +199,7 @@ func (m Model) handoffsView(height int) []string {
 		if d.failed {
 			to = "FAILED(" + d.phase + ")"
 		}
-		row := fmt.Sprintf("  %-16s %-10s %-10s %-8s %-8s %s", clip(d.key.typ+"/"+d.key.shard, 16), shortID(orDash(d.from)), to, fmtDuration(d.stoppedIn), fmtDuration(d.total), d.cause)
+		row := fmt.Sprintf("  %s %s %s %-8s %-8s %s", pad(clip(d.key.typ+"/"+d.key.shard, 16), 16), pad(shortID(orDash(d.from)), 10), pad(to, 10), fmtDuration(d.stoppedIn), fmtDuration(d.total), d.cause)
 		if d.failed {
 			row = st.bad.Render(row)
 		}

@@ -443,11 +443,10 @@ func (m Model) shardsKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 }
 
 func (m Model) quit() (tea.Model, tea.Cmd) {
-	var cmds []tea.Cmd
 	if m.sub != nil {
-		cmds = append(cmds, cancelCmd(m.sub))
+		return m, tea.Batch(cancelCmd(m.sub), tea.Quit)
 	}
-	return m, tea.Sequence(tea.Batch(cmds...), tea.Quit)
+	return m, tea.Quit
 }
 
 func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }

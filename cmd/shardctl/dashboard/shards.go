@@ -18,7 +18,6 @@ type shardsState struct {
 	types   []typeShards
 	rows    []regionRow // every selectable region row, in screen order
 	cursor  int
-	offset  int
 	at      time.Time
 	err     error // the last stats failed: what is shown is stale
 	errAt   time.Time
@@ -209,7 +208,7 @@ func (m Model) shardsView(height int) []string {
 				mark = "C"
 			}
 			bar := st.bar.Render(strings.Repeat("█", n)) + st.barEmpty.Render(strings.Repeat("·", barWidth-n))
-			label := fmt.Sprintf("%-10s%s ", shortID(r.node), mark)
+			label := pad(shortID(r.node), 10) + mark + " "
 			nums := fmt.Sprintf(" %5d sh %7d ent", r.shards, r.entities)
 			sel := row == s.cursor
 			if sel {
@@ -234,7 +233,7 @@ func (m Model) shardsView(height int) []string {
 			if unknown {
 				what = "its shards unknown (no coordinator answered)"
 			}
-			lines = append(lines, st.bad.Render(fmt.Sprintf("  %-10s  no answer: %s; %s", shortID(f.Node), clip(f.Error, 40), what)))
+			lines = append(lines, st.bad.Render(fmt.Sprintf("  %s  no answer: %s; %s", pad(shortID(f.Node), 10), clip(f.Error, 40), what)))
 		}
 	}
 	lines = append(lines, "", st.dim.Render("C: the type's coordinator runs there · enter: the region's shards and entities"))
@@ -280,7 +279,7 @@ func (m Model) drillView(height int) []string {
 		if sh.Stopping {
 			state = " stopping"
 		}
-		lines = append(lines, fmt.Sprintf("  %-12s %8d  %s%s", clip(sh.Shard, 12), sh.EntityCount, orDash(ids), state))
+		lines = append(lines, fmt.Sprintf("  %s %8d  %s%s", pad(clip(sh.Shard, 12), 12), sh.EntityCount, orDash(ids), state))
 	}
 	if len(shards) == 0 {
 		lines = append(lines, st.dim.Render("  no shards here"))

@@ -27,7 +27,7 @@ func (m Model) View() string {
 	case viewEvents:
 		body = m.eventsView(bodyHeight)
 	case viewActions:
-		body = m.actionsView(bodyHeight)
+		body = m.actionsView()
 	}
 	lines := make([]string, 0, m.height)
 	lines = append(lines, m.titleLine(), m.tabsLine())
@@ -90,7 +90,7 @@ func (m Model) statusLine() string {
 func (m Model) helpLines() []string {
 	k := m.keys
 	m.help.Width = m.width
-	views := []key.Binding{k.Next, k.Quit, k.Help}
+	views := []key.Binding{k.Quit, k.Next, k.Help}
 	var local []key.Binding
 	switch m.view {
 	case viewCluster, viewActions:
@@ -115,7 +115,7 @@ func (m Model) helpLines() []string {
 		})
 		return strings.Split(all, "\n")
 	}
-	return []string{m.help.ShortHelpView(append(local, views...))}
+	return []string{m.help.ShortHelpView(append(views, local...))}
 }
 
 // unreachableView is the whole screen while the entry member cannot be reached: what was
@@ -136,7 +136,7 @@ func (m Model) unreachableView() string {
 			"tried:  "+m.cfg.Target,
 			"error:  "+m.connErr.Error(),
 			"",
-			fmt.Sprintf("Trying again in %s (try %d).", fmtDuration(retryDelay(m.attempt)), m.attempt+1),
+			fmt.Sprintf("Trying again in %s (try %d).", fmtDuration(retryDelay(m.attempt)), m.attempt+2),
 			"",
 			"Check that the member runs and that --node / --data-dir and --cluster-key are right.",
 		)
