@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -425,5 +426,45 @@ func TestNoColorRendersNoEscapes(t *testing.T) {
 		if v := m.View(); strings.Contains(v, "\x1b") {
 			t.Errorf("view %s has escape sequences with the ASCII profile: %q", k, v)
 		}
+	}
+}
+
+// brokenWatch is a fake whose event stream breaks once, then works.
+type brokenWatch struct {
+	*fakeSource
+	mu    sync.Mutex
+	calls int
+}
+
+func (b *brokenWatch) Watch(ctx context.Context, fn func(*adminpb.WatchEvent)) error {
+	b.mu.Lock()
+	b.calls++
+	first := b.calls == 1
+	b.mu.Unlock()
+	if first {
+		return errors.New("the member stopped (left): watch through another member")
+	}
+	return b.fakeSource.Watch(ctx, fn)
+}
+
+func TestBrokenEventStreamIsResubscribed(t *testing.T) {
+	f := &brokenWatch{fakeSource: newFake()}
+	m := newModel(t, testConfig(func(context.Context) (Source, error) { return f, nil }))
+	m = update(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	m = settle(t, m, m.Init())
+	m = drainEvents(t, m)
+	waitFor(t, func() bool { m = drainEvents(t, m); return m.watchErr != nil })
+	if v := m.View(); !strings.Contains(v, "events: the member stopped (left)") {
+		t.Fatalf("a broken stream is not shown:\n%s", v)
+	}
+	gen := m.watchGen
+	m = update(t, m, watchRetryMsg{gen: gen - 1}) // a late retry of an older stream
+	if m.watchGen != gen {
+		t.Fatal("a stale retry subscribed again")
+	}
+	m = update(t, m, watchRetryMsg{gen: gen})
+	waitFor(t, func() bool { m = drainEvents(t, m); return m.events.total >= uint64(len(f.events)) })
+	if m.watchErr != nil || strings.Contains(m.View(), "events: the member stopped") {
+		t.Errorf("still marked broken after resubscribing:\n%s", m.View())
 	}
 }
