@@ -3,6 +3,7 @@ package dashboard
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -95,7 +96,7 @@ func (m Model) actionDone(msg actionDoneMsg) (tea.Model, tea.Cmd) {
 	default:
 		m.setStatus(fmt.Sprintf("%s%s: done", msg.action, target), false)
 	}
-	m.inflight = 0
+	m.membersAsked, m.statsAsked = time.Time{}, time.Time{}
 	return m, m.refresh()
 }
 
@@ -112,8 +113,8 @@ func (m Model) actionsView() []string {
 	}
 	lines := []string{"identity: " + who}
 	if m.admin.known && !m.admin.admin {
-		lines = append(lines, "  the member refused this identity's admin check (down --check, which changes nothing):")
-		for _, l := range wrap(m.admin.reason, max(m.width-4, 20)) {
+		lines = append(lines, "  refused by the member's admin check (down --check: changes nothing):")
+		for _, l := range wrap(m.admin.reason, max(m.width-8, 20)) {
 			lines = append(lines, "    "+l)
 		}
 	}

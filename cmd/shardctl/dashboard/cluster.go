@@ -153,7 +153,7 @@ func (m Model) clusterView(height int) []string {
 		conv = st.warn.Render("not converged")
 	}
 	lines = append(lines,
-		fmt.Sprintf("%d members  leader %s  oldest %s  %s", len(c.members), leader, oldest, conv),
+		fmt.Sprintf("%s  leader %s  oldest %s  %s", plural(len(c.members), "member"), leader, oldest, conv),
 		fmt.Sprintf("events %s/s  handoffs in flight %d  messages buffered %d", fmtRate(m.rate.perSecond(m.now)), len(m.handoffs.inflight), buffered),
 		"")
 	wide := m.width >= 110

@@ -76,6 +76,14 @@ func fit(lines []string, width, height int) string {
 	return b.String()
 }
 
+// plural is "1 member", "3 members".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
 // pad pads s with spaces to n cells (fmt's %-Ns counts bytes, and ids start with "…").
 func pad(s string, n int) string {
 	if w := ansi.StringWidth(s); w < n {

@@ -112,6 +112,9 @@ func (t *handoffTracker) recent() []doneHandoff {
 	return out
 }
 
+// forgetInflight drops the handoffs in flight (after a gap in the event stream).
+func (t *handoffTracker) forgetInflight() { clear(t.inflight) }
+
 func (t *handoffTracker) evictOldest() {
 	var oldest *handoff
 	for _, h := range t.inflight {

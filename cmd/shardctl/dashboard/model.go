@@ -114,15 +114,16 @@ type Model struct {
 	view          view
 	fullHelp      bool
 
-	conn        connState
-	connErr     error
-	connAt      time.Time
-	attempt     int
-	src         Source
-	now         time.Time
-	started     time.Time
-	inflight    int // refresh calls not answered yet
-	lastRefresh time.Time
+	conn    connState
+	connErr error
+	connAt  time.Time
+	attempt int
+	src     Source
+	now     time.Time
+	started time.Time
+	// Refresh calls not answered yet, and when they were asked: a slow stats (a member
+	// that does not answer holds it for the query timeout) does not hold back members.
+	membersAsked, statsAsked time.Time
 
 	cluster  clusterState
 	shards   shardsState
@@ -206,13 +207,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(m.refresh(), m.tickCmd())
 	case membersMsg:
 		m.now = later(m.now, msg.at)
-		m.inflight = max(m.inflight-1, 0)
+		m.membersAsked = time.Time{}
 		m.cluster.applyMembers(msg.resp, msg.err, msg.at)
 		m.shards.members = m.cluster.members
 		return m, nil
 	case statsMsg:
 		m.now = later(m.now, msg.at)
-		m.inflight = max(m.inflight-1, 0)
+		m.statsAsked = time.Time{}
 		if msg.err == nil {
 			m.shards.applyStats(msg.resp, msg.at)
 			m.cluster.applyStats(msg.resp, msg.at)
@@ -228,6 +229,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, cancelCmd(msg.sub)
 		}
 		m.sub = msg.sub
+		if m.watchErr != nil {
+			// Events were missed while the stream was down: the handoffs in flight may
+			// have ended unseen.
+			m.watchErr = nil
+			m.handoffs.forgetInflight()
+		}
 		return m, m.waitEventsCmd(msg.sub)
 	case eventsMsg:
 		if msg.sub != m.sub {
@@ -280,14 +287,18 @@ func (m Model) connected(msg connectedMsg) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(m.refresh(), m.watchCmd(m.watchGen), m.adminCmd(), m.rebalanceCmd(), m.tickCmd())
 }
 
-// refresh asks for members and stats again (and the open region), unless the last ask is
-// still unanswered.
+// refresh asks for members and stats again (and the open region), each unless its last
+// ask is still unanswered (and not older than the call timeout).
 func (m *Model) refresh() tea.Cmd {
-	if m.inflight > 0 && m.now.Sub(m.lastRefresh) < m.cfg.CallTimeout {
-		return nil
+	var cmds []tea.Cmd
+	if m.membersAsked.IsZero() || m.now.Sub(m.membersAsked) >= m.cfg.CallTimeout {
+		m.membersAsked = m.now
+		cmds = append(cmds, m.membersCmd())
 	}
-	m.inflight, m.lastRefresh = 2, m.now
-	cmds := []tea.Cmd{m.membersCmd(), m.statsCmd()}
+	if m.statsAsked.IsZero() || m.now.Sub(m.statsAsked) >= m.cfg.CallTimeout {
+		m.statsAsked = m.now
+		cmds = append(cmds, m.statsCmd())
+	}
 	if d := m.shards.drill; d != nil {
 		if mem := m.cluster.member(d.node); mem != nil {
 			cmds = append(cmds, m.regionCmd(mem, d.typ))
@@ -358,7 +369,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			return m, m.connectCmd(m.attempt)
 		}
 		if m.conn == connUp {
-			m.inflight = 0
+			m.membersAsked, m.statsAsked = time.Time{}, time.Time{}
 			return m, tea.Batch(m.refresh(), m.adminCmd(), m.rebalanceCmd())
 		}
 		return m, nil

@@ -171,7 +171,7 @@ func TestUnreachableMemberShowsRetryScreen(t *testing.T) {
 	m = settle(t, m, m.Init()) // the retry tick does not fire within the test
 	v := m.View()
 	checkFrame(t, v, 80, 24)
-	for _, want := range []string{"Cannot reach the member.", "connection refused", "Trying again in 1s (try 2)", "r refresh", "q quit"} {
+	for _, want := range []string{"Cannot reach the member.", "connection refused", "Trying again in 1s (try 2)", "r retry now", "q quit"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("retry screen lacks %q:\n%s", want, v)
 		}

@@ -78,6 +78,8 @@ func (m Model) statusLine() string {
 		return st.prompt.Render(m.confirm.question())
 	case m.events.editing && m.view == viewEvents:
 		return st.prompt.Render("filter text: " + m.events.text + "▏ (enter to keep, esc to stop typing)")
+	case m.status == "" && m.cluster.err != nil:
+		return st.bad.Render("member list: " + m.cluster.err.Error())
 	case m.status == "":
 		return ""
 	case m.statusBad:
@@ -148,7 +150,7 @@ func (m Model) unreachableView() string {
 	for len(wrapped) < m.height-1 {
 		wrapped = append(wrapped, "")
 	}
-	wrapped = append(wrapped[:m.height-1], m.help.ShortHelpView([]key.Binding{m.keys.Refresh, m.keys.Quit}))
+	wrapped = append(wrapped[:m.height-1], m.help.ShortHelpView([]key.Binding{key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "retry now")), m.keys.Quit}))
 	return fit(wrapped, m.width, m.height)
 }
 
