@@ -147,8 +147,13 @@ func (m Model) watchCmd(gen int) tea.Cmd {
 	}
 }
 
-// waitEventsCmd waits for the next events of sub and returns them with whatever else is
-// already waiting (up to maxBatch). Update re-arms it after each batch.
+// batchWindow is how long a batch of events gathers after its first event: a busy stream
+// costs at most 1/batchWindow Updates and Views a second, whatever its rate, and an event
+// shows at most this much later.
+const batchWindow = time.Second / 30
+
+// waitEventsCmd waits for the next event of sub and returns it with those that follow
+// within batchWindow (up to maxBatch). Update re-arms it after each batch.
 func (m Model) waitEventsCmd(sub *subscription) tea.Cmd {
 	now := m.cfg.Now
 	return func() tea.Msg {
@@ -157,6 +162,8 @@ func (m Model) waitEventsCmd(sub *subscription) tea.Cmd {
 			return watchEndedMsg{sub: sub, err: sub.err, at: now()}
 		}
 		batch := []*adminpb.WatchEvent{ev}
+		window := time.NewTimer(batchWindow)
+		defer window.Stop()
 		for len(batch) < maxBatch {
 			select {
 			case ev, ok := <-sub.ch:
@@ -164,10 +171,9 @@ func (m Model) waitEventsCmd(sub *subscription) tea.Cmd {
 					return eventsMsg{sub: sub, events: batch, dropped: sub.dropped.Load(), at: now()}
 				}
 				batch = append(batch, ev)
-				continue
-			default:
+			case <-window.C:
+				return eventsMsg{sub: sub, events: batch, dropped: sub.dropped.Load(), at: now()}
 			}
-			break
 		}
 		return eventsMsg{sub: sub, events: batch, dropped: sub.dropped.Load(), at: now()}
 	}

@@ -468,3 +468,22 @@ func TestBrokenEventStreamIsResubscribed(t *testing.T) {
 		t.Errorf("still marked broken after resubscribing:\n%s", m.View())
 	}
 }
+
+func TestHandoffsInFlightAreBounded(t *testing.T) {
+	h := newHandoffTracker(10)
+	for i := range maxInflight + 5000 {
+		h.apply(&adminpb.WatchEvent{AtUnixMs: int64(i), Kind: "handoff-started", EntityType: "counter", Shard: fmt.Sprint(i)})
+	}
+	if len(h.inflight) != maxInflight {
+		t.Fatalf("%d handoffs in flight, want the bound %d", len(h.inflight), maxInflight)
+	}
+	if h.inflight[handoffKey{"counter", "0"}] != nil || h.inflight[handoffKey{"counter", fmt.Sprint(maxInflight + 4999)}] == nil {
+		t.Error("the oldest should go first")
+	}
+	for i := range 50 {
+		h.apply(&adminpb.WatchEvent{AtUnixMs: int64(i), Kind: "handoff-failed", EntityType: "counter", Shard: fmt.Sprint(maxInflight + i)})
+	}
+	if r := h.recent(); len(r) != 10 || r[0].key.shard != fmt.Sprint(maxInflight+49) {
+		t.Errorf("finished list: %d, newest %+v", len(r), r[0])
+	}
+}
