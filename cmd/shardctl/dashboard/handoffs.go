@@ -25,6 +25,13 @@ type handoff struct {
 	epoch     uint64
 	began     time.Time
 	stoppedIn time.Duration // handoff-completed's took: stopped at the old home
+	seq       uint64        // the order handoffs began in, for evicting the oldest
+}
+
+// started is an entry of the order handoffs began in.
+type started struct {
+	key handoffKey
+	seq uint64
 }
 
 // doneHandoff is a handoff that finished: re-allocated, or failed.
@@ -42,6 +49,8 @@ type doneHandoff struct {
 // entities, stopped, re-allocated; or failed. It keeps the last n finished.
 type handoffTracker struct {
 	inflight                  map[handoffKey]*handoff
+	order                     []started // handoffs in the order they began; ended ones are skipped
+	seq                       uint64
 	done                      []doneHandoff // ring of the last cap(done)
 	next                      int
 	started, finished, failed uint64
@@ -63,7 +72,12 @@ func (t *handoffTracker) apply(ev *adminpb.WatchEvent) {
 			t.evictOldest()
 		}
 		t.started++
-		t.inflight[k] = &handoff{key: k, from: ev.From, cause: ev.Cause, phase: "begun", epoch: ev.Epoch, began: at}
+		t.seq++
+		t.inflight[k] = &handoff{key: k, from: ev.From, cause: ev.Cause, phase: "begun", epoch: ev.Epoch, began: at, seq: t.seq}
+		t.order = append(t.order, started{k, t.seq})
+		if len(t.order) > 2*maxInflight {
+			t.compact()
+		}
 	case "handoff-phase":
 		if h := t.inflight[k]; h != nil {
 			h.phase = ev.Phase
@@ -113,18 +127,32 @@ func (t *handoffTracker) recent() []doneHandoff {
 }
 
 // forgetInflight drops the handoffs in flight (after a gap in the event stream).
-func (t *handoffTracker) forgetInflight() { clear(t.inflight) }
+func (t *handoffTracker) forgetInflight() {
+	clear(t.inflight)
+	t.order = t.order[:0]
+}
 
+// evictOldest drops the handoff in flight that began first.
 func (t *handoffTracker) evictOldest() {
-	var oldest *handoff
-	for _, h := range t.inflight {
-		if oldest == nil || h.began.Before(oldest.began) {
-			oldest = h
+	for len(t.order) > 0 {
+		s := t.order[0]
+		t.order = t.order[1:]
+		if h := t.inflight[s.key]; h != nil && h.seq == s.seq {
+			delete(t.inflight, s.key)
+			return
 		}
 	}
-	if oldest != nil {
-		delete(t.inflight, oldest.key)
+}
+
+// compact drops the ended handoffs from order.
+func (t *handoffTracker) compact() {
+	kept := make([]started, 0, len(t.inflight))
+	for _, s := range t.order {
+		if h := t.inflight[s.key]; h != nil && h.seq == s.seq {
+			kept = append(kept, s)
+		}
 	}
+	t.order = kept
 }
 
 // phaseName says what a handoff phase means.
