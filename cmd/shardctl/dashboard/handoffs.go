@@ -13,6 +13,10 @@ import (
 // handoffs must not grow the dashboard without end.
 const maxInflight = 10000
 
+// stragglerAfter is how long a handoff runs before the Handoffs view marks it: the default
+// handoff-timeout is a minute, and a healthy handoff takes milliseconds.
+const stragglerAfter = 10 * time.Second
+
 // handoffKey names a shard of a type.
 type handoffKey struct{ typ, shard string }
 
@@ -207,8 +211,8 @@ func (m Model) handoffsView(height int) []string {
 			break
 		}
 		row := fmt.Sprintf("  %s %s %-9s %-30s %s", pad(clip(h.key.typ+"/"+h.key.shard, 16), 16), pad(shortID(h.from), 10), fmtDuration(m.now.Sub(h.began)), phaseName(h.phase), h.cause)
-		if m.now.Sub(h.began) > 10*time.Second {
-			row = st.warn.Render(row) // a straggler
+		if m.now.Sub(h.began) > stragglerAfter {
+			row = st.warn.Render(row + "  STRAGGLER")
 		}
 		lines = append(lines, row)
 	}

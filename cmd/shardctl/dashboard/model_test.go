@@ -487,3 +487,15 @@ func TestHandoffsInFlightAreBounded(t *testing.T) {
 		t.Errorf("finished list: %d, newest %+v", len(r), r[0])
 	}
 }
+
+func TestSlowHandoffIsMarkedStraggler(t *testing.T) {
+	m := connected(t, newFake(), 120, 40)
+	m = press(t, m, "3")
+	if strings.Contains(m.View(), "STRAGGLER") {
+		t.Fatalf("a 5 s handoff marked:\n%s", m.View())
+	}
+	m = update(t, m, tickMsg{at: t0.Add(6 * time.Second)})
+	if v := m.View(); !strings.Contains(v, "counter/7        …CCCC3333  10s") || !strings.Contains(v, "STRAGGLER") {
+		t.Errorf("a 10.9 s handoff not marked:\n%s", v)
+	}
+}
