@@ -73,6 +73,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 			undrainCommand(),
 			shardCommand(),
 			rebalanceCommand(),
+			dashboardCommand(),
 		), offline(
 			shardIDCommand(),
 			keygenCommand(),

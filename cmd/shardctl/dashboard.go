@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/cmd/shardctl/dashboard"
+	"github.com/shardmesh/shardmesh/p2p"
+)
+
+func dashboardCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "dashboard",
+		Usage: "a live terminal dashboard of the cluster: members, shards, handoffs, events, actions",
+		Description: `Opens a full-screen dashboard of the cluster as the member named by --node (or --data-dir)
+sees it, refreshed every --refresh and followed live through the watch stream. Views, by
+key: 1 Cluster (members, reachability, roles, age; stale marks when a member does not
+answer), 2 Shards (shards per region as bars, per type; enter opens a region's shards and
+entities), 3 Handoffs (in flight with phase and elapsed time, the last finished with
+durations), 4 Events (the watch stream; t/n// filter by type, member, text), 5 Actions
+(graceful shutdown of the selected member, with confirmation; an admin identity is
+needed, --identity FILE). q or ctrl+c quits. --timeout bounds each call. NO_COLOR turns
+colour off. When the member cannot be reached, the dashboard says so and tries again.
+Example:
+   shardctl dashboard --data-dir /tmp/a --identity admin.key
+   NO_COLOR=1 shardctl dashboard --node /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...`,
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "refresh", Usage: "ask for members and stats every `DURATION`", Value: 2 * time.Second},
+		},
+		Action: func(c *cli.Context) error {
+			if _, err := positional(c, "", 0); err != nil {
+				return err
+			}
+			if err := positiveFlag(c, "refresh"); err != nil {
+				return err
+			}
+			if err := positiveFlag(c, "timeout"); err != nil {
+				return err
+			}
+			if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
+				return usagef("the dashboard needs a terminal; for scripts use members, stats and watch --json")
+			}
+			s := &session{}
+			var err error
+			if f := c.String("cluster-key"); f != "" {
+				if s.psk, err = p2p.LoadClusterKey(f); err != nil {
+					return cli.Exit("--cluster-key: "+err.Error(), exitUsage)
+				}
+			}
+			if f := c.String("identity"); f != "" {
+				if s.key, err = p2p.LoadIdentity(f); err != nil {
+					return cli.Exit("--identity: "+err.Error(), exitUsage)
+				}
+			} else if s.key, _, err = crypto.GenerateEd25519Key(nil); err != nil {
+				return err
+			}
+			addr, name, err := entryPoint(c)
+			if err != nil {
+				return err
+			}
+			target := addr
+			if name != "" {
+				target = name + " (through " + addr + ")"
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+			defer stop()
+			cfg := dashboard.Config{
+				Target:      target,
+				Refresh:     c.Duration("refresh"),
+				CallTimeout: c.Duration("timeout"),
+				Connect: func(ctx context.Context) (dashboard.Source, error) {
+					return dashboardSource(ctx, *s, addr, name)
+				},
+			}
+			return dashboard.Run(ctx, cfg, os.Stdin, os.Stdout)
+		},
+	}
+}
+
+// dashboardSource connects to the entry member (the one --node names) with the session's
+// identity and cluster key.
+func dashboardSource(ctx context.Context, s session, addr, name string) (dashboard.Source, error) {
+	s.ctx = ctx
+	cl, err := s.dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	if name != "" {
+		s.cl = cl
+		m, err := s.member(name)
+		if err != nil {
+			cl.Close()
+			return nil, err
+		}
+		if m.Node != cl.Node().String() {
+			target, err := s.dialMember(m)
+			cl.Close()
+			if err != nil {
+				return nil, err
+			}
+			cl = target
+		}
+	}
+	src, err := dashboard.NewAdminSource(cl, admin.ClientConfig{Identity: s.key, ClusterKey: s.psk})
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return src, nil
+}
