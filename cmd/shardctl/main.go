@@ -95,9 +95,40 @@ func networked(cmds ...*cli.Command) []*cli.Command {
 			}
 		}
 		c.OnUsageError = usageError
+		if before := c.Before; before != nil {
+			c.Before = func(ctx *cli.Context) error {
+				if err := inheritGlobalFlags(ctx); err != nil {
+					return err
+				}
+				return before(ctx)
+			}
+		} else {
+			c.Before = inheritGlobalFlags
+		}
 		c.Subcommands = networked(c.Subcommands...)
 	}
 	return cmds
+}
+
+// inheritGlobalFlags gives a command the global flags written before it ("shardctl
+// --data-dir /tmp/a stats"): each command defines them too, so that they also work after
+// its name, and urfave/cli would otherwise read the command's own, unset, copy.
+func inheritGlobalFlags(c *cli.Context) error {
+	for _, f := range globalFlags() {
+		name := f.Names()[0]
+		if c.IsSet(name) {
+			continue
+		}
+		for _, p := range c.Lineage()[1:] {
+			if p.IsSet(name) {
+				if err := c.Set(name, fmt.Sprint(p.Value(name))); err != nil {
+					return usagef("invalid value for --%s: %v", name, err)
+				}
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // offline gives commands that need no member one-line usage errors (and --json).

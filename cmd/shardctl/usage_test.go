@@ -88,3 +88,15 @@ func TestWatchLine(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobalFlagsBeforeTheCommand: flags written before the command name count as well as
+// after it.
+func TestGlobalFlagsBeforeTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--data-dir", dir, "health"}, {"health", "--data-dir", dir}, {"--data-dir", dir, "shard", "unpin", "counter", "1"}} {
+		_, errOut, code := runShardctl(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, "no addrs in "+dir) {
+			t.Errorf("%v: exit %d, %q: the --data-dir was not used", args, code, errOut)
+		}
+	}
+}
