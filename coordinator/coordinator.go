@@ -182,7 +182,7 @@ func (c *Coordinator) Tick(now time.Time) {
 		a := c.shards[id]
 		if !a.started && now.Sub(a.hostSent) >= c.cfg.ShardStartTimeout {
 			a.hostSent = now
-			c.send(a.region, HostShard{Shard: id, Epoch: a.epoch})
+			c.send(a.region, HostShard{Shard: id, Epoch: a.epoch, Incarnation: c.incarnationOf(a.region)})
 		}
 	}
 	for _, id := range c.sortedHandoffs() {
@@ -349,7 +349,7 @@ func (c *Coordinator) allocateWaiting(s shard.ID) {
 		a = &allocationState{region: target, epoch: c.nextEpoch(), hostSent: c.now}
 		c.shards[s] = a
 		r.shards[s] = true
-		c.send(target, HostShard{Shard: s, Epoch: a.epoch})
+		c.send(target, HostShard{Shard: s, Epoch: a.epoch, Incarnation: r.incarnation})
 		mv, ok := c.moved[s]
 		if !ok {
 			mv.cause = CauseNew
@@ -379,7 +379,7 @@ func (c *Coordinator) nextEpoch() Epoch {
 // be served under its old epoch.
 func (c *Coordinator) restamp(s shard.ID, a *allocationState) {
 	a.epoch, a.started, a.hostSent = c.nextEpoch(), false, c.now
-	c.send(a.region, HostShard{Shard: s, Epoch: a.epoch})
+	c.send(a.region, HostShard{Shard: s, Epoch: a.epoch, Incarnation: c.incarnationOf(a.region)})
 }
 
 // candidate reports whether region r may receive new shards: a registered region (not a
@@ -725,6 +725,14 @@ func (c *Coordinator) Handoffs() []Handoff {
 			PhaseElapsed: c.now.Sub(h.phaseStart), Waiting: slices.Sorted(maps.Keys(h.waiting))})
 	}
 	return out
+}
+
+// incarnationOf returns the incarnation of the region on member id (0 if none registered).
+func (c *Coordinator) incarnationOf(id membership.NodeID) uint64 {
+	if r := c.regions[id]; r != nil {
+		return r.incarnation
+	}
+	return 0
 }
 
 func (c *Coordinator) send(to membership.NodeID, msg Message) {

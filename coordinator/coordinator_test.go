@@ -112,7 +112,7 @@ func TestAllocationAnswersEveryRequester(t *testing.T) {
 	if !ok {
 		t.Fatal("not allocated")
 	}
-	want := fmt.Sprintf("%s coordinator.HostShard{Shard:1 Epoch:%v}\nb coordinator.ShardHome{Shard:1 Region:%s Epoch:%v}", home, epoch, home, epoch)
+	want := fmt.Sprintf("%s coordinator.HostShard{Shard:1 Epoch:%v Incarnation:1}\nb coordinator.ShardHome{Shard:1 Region:%s Epoch:%v}", home, epoch, home, epoch)
 	if got := sent(rd); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
@@ -177,7 +177,7 @@ func TestFailedHandoffRestamps(t *testing.T) {
 	if same != owner || newEpoch <= epoch {
 		t.Fatalf("after the timeout: %s %s (was %s %s)", same, newEpoch, owner, epoch)
 	}
-	if !strings.Contains(sent(rd), fmt.Sprintf("%s coordinator.HostShard{Shard:1 Epoch:%v}", owner, newEpoch)) {
+	if !strings.Contains(sent(rd), fmt.Sprintf("%s coordinator.HostShard{Shard:1 Epoch:%v Incarnation:1}", owner, newEpoch)) {
 		t.Fatalf("the owner was not told the new epoch:\n%s", sent(rd))
 	}
 	if !slices.ContainsFunc(rd.Events, func(e Event) bool { _, ok := e.(HandoffFailed); return ok }) {
@@ -202,7 +202,7 @@ func TestAdoptedAllocationIsRestampedBeforeItIsServed(t *testing.T) {
 	c.Step(t0, "b", GetShardHome{Shard: "4"})
 	out := sent(c.Ready())
 	_, e, _ := c.Allocation("4")
-	if e.Term() != 2 || !strings.Contains(out, fmt.Sprintf("b coordinator.HostShard{Shard:4 Epoch:%v}", e)) ||
+	if e.Term() != 2 || !strings.Contains(out, fmt.Sprintf("b coordinator.HostShard{Shard:4 Epoch:%v Incarnation:1}", e)) ||
 		!strings.Contains(out, fmt.Sprintf("b coordinator.ShardHome{Shard:4 Region:b Epoch:%v}", e)) {
 		t.Fatalf("epoch %s served as:\n%s", e, out)
 	}

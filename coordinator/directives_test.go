@@ -34,7 +34,7 @@ func completeHandoffs(t *testing.T, c *Coordinator, regions ...membership.NodeID
 func startAll(c *Coordinator) {
 	for _, env := range c.Ready().Messages {
 		if h, ok := env.Msg.(HostShard); ok {
-			c.Step(t0, env.To, ShardStarted(h))
+			c.Step(t0, env.To, ShardStarted{Shard: h.Shard, Epoch: h.Epoch})
 		}
 	}
 }

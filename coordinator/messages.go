@@ -86,10 +86,13 @@ type (
 		Region membership.NodeID
 		Epoch  Epoch
 	}
-	// HostShard asks the region to start a shard; it answers ShardStarted.
+	// HostShard asks the region of member incarnation Incarnation to start a shard; it
+	// answers ShardStarted. Another incarnation of the member (a restarted process that got
+	// a message meant for the one before) ignores it; 0 names none.
 	HostShard struct {
-		Shard shard.ID
-		Epoch Epoch
+		Shard       shard.ID
+		Epoch       Epoch
+		Incarnation uint64
 	}
 	// BeginHandOff tells every region that the shard's allocation Epoch is being handed
 	// off: forget its home and buffer its messages.

@@ -329,12 +329,12 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 	case coordinator.ShardHome:
 		r.shardHome(m.Shard, m.Region, m.Epoch)
 	case coordinator.HostShard:
-		if r.proxy {
-			return
+		if r.proxy || (m.Incarnation != 0 && m.Incarnation != r.incarnation) {
+			return // for another process of this member: a restarted one must not obey it
 		}
-		r.shardHome(m.Shard, r.self, m.Epoch)
+		r.host(m.Shard, m.Epoch)
 		if l := r.local[m.Shard]; l != nil && l.epoch == m.Epoch {
-			r.send(from, coordinator.ShardStarted(m))
+			r.send(from, coordinator.ShardStarted{Shard: m.Shard, Epoch: m.Epoch})
 		}
 	case coordinator.BeginHandOff:
 		if h, ok := r.homes[m.Shard]; !ok || h.epoch <= m.Epoch {
@@ -364,26 +364,47 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 }
 
 // shardHome records a home the coordinator gave, unless a handoff or a newer home makes it
-// stale, starts the shard if the home is here, and flushes its buffer.
+// stale, and flushes the shard's buffer. Only HostShard starts a shard here: a ShardHome
+// naming this member that finds the shard not hosted here (one meant for a previous process
+// of this member, or a gossip hint that overtook its HostShard) is not a home until
+// HostShard comes.
 func (r *Region) shardHome(s shard.ID, node membership.NodeID, epoch coordinator.Epoch) {
-	if e, handing := r.handingOff[s]; handing && epoch <= e {
+	if node == r.self {
+		if l := r.local[s]; l == nil || l.epoch < epoch {
+			return
+		}
+	}
+	if r.setHome(s, node, epoch) {
+		r.flush(s)
+	}
+}
+
+// host starts shard s here under epoch (HostShard), unless it is stale.
+func (r *Region) host(s shard.ID, epoch coordinator.Epoch) {
+	if !r.setHome(s, r.self, epoch) {
 		return
+	}
+	if l := r.local[s]; l == nil || (l.epoch < epoch && !l.stopping) {
+		r.local[s] = &local{epoch: epoch}
+		r.emit(StartShard{Shard: s, Epoch: epoch})
+	}
+	r.flush(s)
+}
+
+// setHome records a home unless a handoff or a newer home makes it stale; false if stale.
+func (r *Region) setHome(s shard.ID, node membership.NodeID, epoch coordinator.Epoch) bool {
+	if e, handing := r.handingOff[s]; handing && epoch <= e {
+		return false
 	}
 	if h, ok := r.homes[s]; ok && h.epoch > epoch {
-		return
+		return false
 	}
 	if node != r.self && !r.live(node) {
-		return // a home on a member that is gone: ask again later
+		return false // a home on a member that is gone: ask again later
 	}
 	delete(r.handingOff, s)
 	r.homes[s] = home{node: node, epoch: epoch}
-	if node == r.self {
-		if l := r.local[s]; l == nil || (l.epoch < epoch && !l.stopping) {
-			r.local[s] = &local{epoch: epoch}
-			r.emit(StartShard{Shard: s, Epoch: epoch})
-		}
-	}
-	r.flush(s)
+	return true
 }
 
 // LocalShardStopped reports that a local shard stopped all its entities (after StopShard):

@@ -191,3 +191,22 @@ func TestGracefulShutdownCompletesWhenEverythingIsHandedOff(t *testing.T) {
 		t.Fatalf("got:\n%s", got)
 	}
 }
+
+// TestOnlyHostShardForThisIncarnationStartsAShard: a ShardHome naming this member (a stale
+// answer, a gossip hint) does not start the shard, nor does a HostShard meant for a previous
+// process of this member; the HostShard for this incarnation does.
+func TestOnlyHostShardForThisIncarnationStartsAShard(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "7", Region: "b", Epoch: coordinator.NewEpoch(1, 3)})
+	r.Step(t0, "a", coordinator.HostShard{Shard: "7", Epoch: coordinator.NewEpoch(1, 4), Incarnation: 9})
+	if out := render(r.Ready()); out != "" {
+		t.Fatalf("started without a HostShard for this incarnation:\n%s", out)
+	}
+	if _, _, ok := r.Home("7"); ok {
+		t.Fatal("a stale home naming this member was recorded")
+	}
+	r.Step(t0, "a", coordinator.HostShard{Shard: "7", Epoch: coordinator.NewEpoch(1, 5), Incarnation: 1})
+	if out := render(r.Ready()); !strings.Contains(out, "StartShard{Shard:7 Epoch:1.5}") {
+		t.Fatalf("the HostShard for this incarnation did not start the shard:\n%s", out)
+	}
+}

@@ -43,7 +43,9 @@ func AppendCoord(dst []byte, typ string, msg coordinator.Message) []byte {
 	case coordinator.ShardHome:
 		env.Msg = &pb.CoordEnvelope_Home{Home: &pb.ShardHome{Shard: string(m.Shard), Region: string(m.Region), Epoch: uint64(m.Epoch)}}
 	case coordinator.HostShard:
-		env.Msg = &pb.CoordEnvelope_HostShard{HostShard: se(m.Shard, m.Epoch)}
+		host := se(m.Shard, m.Epoch)
+		host.Incarnation = m.Incarnation
+		env.Msg = &pb.CoordEnvelope_HostShard{HostShard: host}
 	case coordinator.BeginHandOff:
 		env.Msg = &pb.CoordEnvelope_BeginHandOff{BeginHandOff: se(m.Shard, m.Epoch)}
 	case coordinator.HandOff:
@@ -160,7 +162,7 @@ func DecodeCoord(frame []byte) (typ string, msg coordinator.Message, err error) 
 		if err != nil {
 			return "", nil, err
 		}
-		msg = coordinator.HostShard{Shard: s, Epoch: e}
+		msg = coordinator.HostShard{Shard: s, Epoch: e, Incarnation: m.HostShard.GetIncarnation()}
 	case *pb.CoordEnvelope_BeginHandOff:
 		s, e, err := shardEpoch("begin_hand_off", m.BeginHandOff)
 		if err != nil {

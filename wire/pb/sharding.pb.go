@@ -585,7 +585,8 @@ type ShardEpoch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Shard         string                 `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
 	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Entities      uint32                 `protobuf:"varint,3,opt,name=entities,proto3" json:"entities,omitempty"` // ShardStopped: incarnations the handoff stopped
+	Entities      uint32                 `protobuf:"varint,3,opt,name=entities,proto3" json:"entities,omitempty"`       // ShardStopped: incarnations the handoff stopped
+	Incarnation   uint64                 `protobuf:"varint,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"` // HostShard: the region's member incarnation it is meant for
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -637,6 +638,13 @@ func (x *ShardEpoch) GetEpoch() uint64 {
 func (x *ShardEpoch) GetEntities() uint32 {
 	if x != nil {
 		return x.Entities
+	}
+	return 0
+}
+
+func (x *ShardEpoch) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
 	}
 	return 0
 }
@@ -1236,12 +1244,13 @@ const file_sharding_proto_rawDesc = "" +
 	"\x05proxy\x18\x02 \x01(\bR\x05proxy\x121\n" +
 	"\x06hosted\x18\x03 \x03(\v2\x19.shardmesh.wire.v1.HostedR\x06hosted\"$\n" +
 	"\fGetShardHome\x12\x14\n" +
-	"\x05shard\x18\x01 \x01(\tR\x05shard\"T\n" +
+	"\x05shard\x18\x01 \x01(\tR\x05shard\"v\n" +
 	"\n" +
 	"ShardEpoch\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\bentities\x18\x03 \x01(\rR\bentities\",\n" +
+	"\bentities\x18\x03 \x01(\rR\bentities\x12 \n" +
+	"\vincarnation\x18\x04 \x01(\x04R\vincarnation\",\n" +
 	"\bNoRegion\x12 \n" +
 	"\vincarnation\x18\x01 \x01(\x04R\vincarnation\"!\n" +
 	"\vRegisterAck\x12\x12\n" +
