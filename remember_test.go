@@ -84,11 +84,11 @@ func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 // acknowledged increment.
 func TestRememberedEntitiesAndDurableState(t *testing.T) {
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	start := func(n int) []*shardmesh.System {
+	start := func(dirs ...string) []*shardmesh.System {
 		i := 0
-		systems := startCluster(t, n, func(c *config.Config) {
+		systems := startCluster(t, len(dirs), func(c *config.Config) {
 			c.Node.DataDir = dirs[i]
-			c.Membership.MinNrOfMembers = n
+			c.Membership.MinNrOfMembers = len(dirs)
 			i++
 		})
 		for _, s := range systems {
@@ -98,44 +98,44 @@ func TestRememberedEntitiesAndDurableState(t *testing.T) {
 		}
 		return systems
 	}
-	systems := start(3)
+	systems := start(dirs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const entities = 40
-	for round := 1; round <= 2; round++ {
+	ask := func(systems []*shardmesh.System, msg string, want int) {
+		t.Helper()
 		for e := range entities {
-			got, err := shardmesh.EntityRefFor(systems[e%3], durableType().Key, fmt.Sprint("c", e)).Ask(ctx, "inc")
-			if err != nil {
-				t.Fatalf("inc c%d: %v", e, err)
-			}
-			if got != round {
-				t.Fatalf("c%d answered %d after %d increments", e, got, round)
+			got, err := shardmesh.EntityRefFor(systems[e%len(systems)], durableType().Key, fmt.Sprint("c", e)).Ask(ctx, msg)
+			if err != nil || got != want {
+				t.Fatalf("%s c%d: %d, %v (want %d)", msg, e, got, err, want)
 			}
 		}
 	}
+	ask(systems, "inc", 1)
+	ask(systems, "inc", 2)
 	waitFor(t, "40 live entities", 10*time.Second, func() bool { return liveEntities(t, systems, "durable") == entities })
 
-	// Member 3 leaves: its entities start again on the others, without a message.
-	if err := systems[2].Leave(ctx); err != nil {
+	// The oldest member, which runs the coordinator, leaves: its entities start again on the
+	// others without a message, under epochs of the next coordinator (up-number 2).
+	if err := systems[0].Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	systems[2].Close()
+	systems[0].Close()
 	waitFor(t, "every remembered entity running on the two left", 20*time.Second, func() bool {
-		return liveEntities(t, systems[:2], "durable") == entities
+		return liveEntities(t, systems[1:], "durable") == entities
 	})
+	ask(systems[1:], "inc", 3)
 
-	// Full restart of the two: the same entities run again, with their counts.
-	for _, s := range systems[:2] {
+	// Full restart of the two: the same entities run again, with their counts, and take
+	// increments — the new cluster numbers its members from 1 again, and its coordinator's
+	// epochs must still be above those that fenced the state before (a term from the store).
+	for _, s := range systems[1:] {
 		s.Close()
 	}
-	systems = start(2)
+	systems = start(dirs[1:]...)
 	waitFor(t, "every remembered entity running after a full restart", 30*time.Second, func() bool {
 		return liveEntities(t, systems, "durable") == entities
 	})
-	for e := range entities {
-		got, err := shardmesh.EntityRefFor(systems[0], durableType().Key, fmt.Sprint("c", e)).Ask(ctx, "get")
-		if err != nil || got != 2 {
-			t.Fatalf("c%d after a full restart: %d, %v", e, got, err)
-		}
-	}
+	ask(systems, "get", 3)
+	ask(systems, "inc", 4)
 }

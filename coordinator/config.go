@@ -41,6 +41,11 @@ type Config struct {
 	// never acts against a pin or a stopped type it has not read yet). Without it the
 	// coordinator starts with no directives.
 	AwaitDirectives bool
+	// DurableTerm: serve nothing until SetTerm gives the term to issue epochs in. A member
+	// whose entities' state is fenced by allocation epochs in the replicated store sets it:
+	// the term then comes from the store and grows across full-cluster restarts, where
+	// up-numbers start again from 1. Without it the term is the member's up-number.
+	DurableTerm bool
 }
 
 // DefaultConfig returns Akka's defaults for an entity type.

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -109,6 +110,9 @@ type Coordinator struct {
 	// The operator's directives (see SetDirectives); nothing is served until they are known.
 	dir      Directives
 	dirKnown bool
+
+	up        uint64 // the up-number of the coordinator's member (its term without DurableTerm)
+	termKnown bool   // the term to issue epochs in is known (see SetTerm)
 }
 
 // New returns the coordinator running on member self, whose up-number is term. cfg must
@@ -130,7 +134,23 @@ func New(cfg Config, self membership.NodeID, term uint64, now time.Time) *Coordi
 		moved:     map[shard.ID]moved{},
 		now:       now,
 		dirKnown:  !cfg.AwaitDirectives,
+		up:        term,
+		termKnown: !cfg.DurableTerm,
 	}
+}
+
+// UpNumber returns the up-number of the coordinator's member: which coordinator this is.
+func (c *Coordinator) UpNumber() uint64 { return c.up }
+
+// SetTerm gives a coordinator with DurableTerm the term to issue epochs in: one above every
+// term issued before in the cluster, as the store says. It is set once.
+func (c *Coordinator) SetTerm(now time.Time, term uint64) {
+	c.now = now
+	if c.termKnown || term == 0 || term > math.MaxUint32 {
+		return
+	}
+	c.term, c.seq, c.termKnown = term, 0, true
+	c.progress()
 }
 
 // Term returns the coordinator's term (its member's up-number).
@@ -243,7 +263,7 @@ func (c *Coordinator) Step(now time.Time, from membership.NodeID, msg Message) {
 	c.progress()
 }
 
-func (c *Coordinator) active() bool { return c.recovered && c.serving && c.dirKnown }
+func (c *Coordinator) active() bool { return c.recovered && c.serving && c.dirKnown && c.termKnown }
 
 // register records a region and adopts the shards it reports.
 func (c *Coordinator) register(from membership.NodeID, m Register) {

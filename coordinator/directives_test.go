@@ -224,3 +224,23 @@ func TestPlanIfLeaveAndIfJoin(t *testing.T) {
 		t.Error("a plan started handoffs")
 	}
 }
+
+func TestDurableTermServesNothingUntilSet(t *testing.T) {
+	cfg := DefaultConfig("counter")
+	cfg.DurableTerm = true
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(cfg, "a", 1, t0)
+	c.Update(t0, Members{Members: members("a"), Serving: true})
+	c.Step(t0, "a", Register{Incarnation: 1})
+	c.Step(t0, "a", GetShardHome{Shard: "1"})
+	if _, _, ok := c.Allocation("1"); ok {
+		t.Fatal("allocated before the term was known")
+	}
+	c.SetTerm(t0, 3<<16|1)
+	_, e, ok := c.Allocation("1")
+	if !ok || e.Term() != 3<<16|1 {
+		t.Fatalf("after SetTerm: allocated %v, epoch %v", ok, e)
+	}
+}

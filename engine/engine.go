@@ -104,6 +104,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 	}
 	tc.Region.TypeName, tc.Coordinator.TypeName = tc.Name, tc.Name
 	tc.Coordinator.AwaitDirectives = tc.Coordinator.AwaitDirectives || e.cfg.AwaitDirectives
+	tc.Coordinator.DurableTerm = tc.Coordinator.DurableTerm || e.cfg.DurableTerms
 	if tc.Shard.HandoffTimeout == 0 {
 		tc.Shard.HandoffTimeout = tc.Coordinator.HandoffTimeout // one handoff-timeout for both
 	}
@@ -159,6 +160,16 @@ func (e *Engine) Shards(typ string) map[shard.ID]*shard.Shard[region.Envelope] {
 		return t.shards
 	}
 	return nil
+}
+
+// SetCoordinatorTerm gives the coordinator of typ that runs here as member up-number up the
+// term to issue epochs in (a coordinator started since is not given it).
+func (e *Engine) SetCoordinatorTerm(now time.Time, typ string, up, term uint64) {
+	e.now = now
+	if t := e.types[typ]; t != nil && t.coord != nil && t.coord.UpNumber() == up {
+		t.coord.SetTerm(now, term)
+	}
+	e.settle()
 }
 
 // ShardConfig returns the shard configuration of entity type typ (zero if unknown).

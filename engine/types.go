@@ -30,6 +30,9 @@ type Config struct {
 	// AwaitDirectives: coordinators serve nothing until SetDirectives was called once (the
 	// operator's directives live in the replicated store; see coordinator.Config).
 	AwaitDirectives bool
+	// DurableTerms: coordinators serve nothing until SetCoordinatorTerm gives them a term
+	// from the replicated store (see coordinator.Config.DurableTerm).
+	DurableTerms bool
 }
 
 // Coordination is a coordinator protocol message for the region or the coordinator of an

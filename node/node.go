@@ -244,7 +244,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		events:        events,
 		eventsSub:     eventsSub,
 		eventsOut:     make(chan []byte, 4096),
-		eng:           engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true}, self, time.Now()),
+		eng:           engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true}, self, time.Now()),
 		types:         map[string]*typeRuntime{},
 		pool:          pool,
 		asks:          newAsks(),
@@ -611,6 +611,8 @@ func (n *Node) execute(now time.Time) {
 			switch e := ev.Event.(type) {
 			case engine.CoordinatorStarted:
 				n.wantDirectives() // a new coordinator reads them fresh from a majority
+				n.wg.Add(1)
+				go n.claimTerm(ev.Type, e.Term)
 			case coordinator.ShardAllocated:
 				n.recordPlacement(ev.Type, e, now)
 			}
