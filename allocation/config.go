@@ -29,6 +29,12 @@ type LeastShardConfig struct {
 	// the extra shard) nor back to the region it leaves (skip-difference-of-one). Not in Akka,
 	// hence off by default; shardmesh's daemon turns it on. Default false.
 	SkipDifferenceOfOne bool
+	// RollingUpdateMoves: while regions run different app versions (a rolling update), move
+	// shards off the older versions onto regions of the newest one, up to the balanced share
+	// of each and the round limit, rather than not rebalancing at all as Akka does
+	// (rolling-update-moves). Every shard moves once per update and the new members take
+	// their share at once. Not in Akka, hence off here; shardmesh's configuration turns it on.
+	RollingUpdateMoves bool
 }
 
 // DefaultLeastShardConfig returns reference.conf's defaults: the old algorithm with

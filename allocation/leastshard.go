@@ -76,8 +76,11 @@ func (s LeastShard) Allocate(_ membership.NodeID, _ shard.ID, v View) membership
 }
 
 // Rebalance picks the shards to hand off this round, with the algorithm the configuration
-// selects.
+// selects (during a rolling update, with RollingUpdateMoves, see rollingUpdate).
 func (s LeastShard) Rebalance(v View) []shard.ID {
+	if s.cfg.RollingUpdateMoves && mixedVersions(v) {
+		return s.rollingUpdate(v)
+	}
 	if s.cfg.RebalanceAbsoluteLimit > 0 {
 		return s.rebalanceNew(v)
 	}

@@ -124,7 +124,7 @@ func Default() Config {
 			WaitingForStateTimeout:  2 * time.Second,
 			ShardRegionQueryTimeout: 3 * time.Second,
 			AllocationStrategy:      "least-shard",
-			LeastShard:              allocation.DefaultLeastShardConfig(),
+			LeastShard:              shardmeshLeastShard(),
 			ConsistentHashing:       allocation.DefaultConsistentHashingConfig(),
 			Passivation:             passivation.DefaultSettings(),
 			Remember:                DefaultRemember(),
@@ -144,4 +144,11 @@ func PeerIDs(key string, ss []string) ([]peer.ID, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// shardmeshLeastShard is Akka's least-shard defaults with the rolling update moves on.
+func shardmeshLeastShard() allocation.LeastShardConfig {
+	c := allocation.DefaultLeastShardConfig()
+	c.RollingUpdateMoves = true
+	return c
 }

@@ -488,14 +488,17 @@ func (c *Coordinator) startHandoff(s shard.ID, cause Cause) {
 }
 
 // advanceHandoff sends HandOff once every region acknowledged BeginHandOff. Regions of
-// members that are Down are not waited for: they are on their way out, serve nothing once
-// their lease ran out, and would otherwise hold every handoff until their removal.
+// members that are Down or unreachable are not waited for: a Down one is on its way out and
+// serves nothing once its lease ran out; an unresponsive one would hold the handoff until
+// handoff-timeout. Neither is the shard's old home (that one must stop it) nor its next
+// (only reachable Up members get shards); what such a region still forwards to the old home
+// meanwhile is buffered there and follows the shard.
 func (c *Coordinator) advanceHandoff(s shard.ID, h *handoff) {
 	if h.phase != PhaseBegun {
 		return
 	}
 	for id := range h.waiting {
-		if m, ok := c.members[id]; !ok || m.Status >= membership.Down {
+		if m, ok := c.members[id]; id != h.from && (!ok || m.Status >= membership.Down || !c.reachable(id)) {
 			delete(h.waiting, id)
 		}
 	}
