@@ -16,6 +16,7 @@ type typeRuntime struct {
 	credits  *credits
 	group    *mailbox.Group[*message]
 	entities map[shard.EntityID]*entity // owned by the loop goroutine
+	m        *typeMetrics               // nil without metrics
 }
 
 // entity is one incarnation of an entity: its mailbox and its behaviour. Everything but the
@@ -120,9 +121,11 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		m := op.Envelope.Payload.(*message)
 		e, _ := op.Slot.Runtime.(*entity)
 		if e == nil {
-			n.reject(op.Type, m, fmt.Errorf("entity %s is not running here", op.Entity))
+			n.reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, errNotRunning))
 		} else if err := e.mb.Enqueue(m); err != nil {
-			n.reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, err))
+			n.reject(op.Type, m, fmt.Errorf("entity %s: %w: %w", op.Entity, errNotRunning, err))
+		} else {
+			e.t.m.delivered()
 		}
 		m.credits.release() // the message leaves the member's pipeline here
 		return
@@ -138,6 +141,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		e.ctx.e = e
 		e.mb.Init(t.group, e)
 		t.entities[op.Entity] = e
+		t.m.entityStarted(len(t.entities))
 		if op.Slot != nil {
 			op.Slot.Runtime = e
 		}
@@ -151,14 +155,17 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		m := op.Envelope.Payload.(*message)
 		defer m.credits.release() // the message leaves the member's pipeline here
 		if e == nil {
-			n.reject(op.Type, m, fmt.Errorf("entity %s is not running here", op.Entity))
+			n.reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, errNotRunning))
 			return
 		}
 		if err := e.mb.Enqueue(m); err != nil {
-			n.reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, err))
+			n.reject(op.Type, m, fmt.Errorf("entity %s: %w: %w", op.Entity, errNotRunning, err))
+		} else {
+			t.m.delivered()
 		}
 	case engine.OpStop:
 		if e != nil {
+			n.stopRequested(t, op.Shard)
 			if err := e.mb.Enqueue(&message{stop: true}); err != nil {
 				n.log.Debug("stop message not queued", "type", op.Type, "entity", op.Entity, "err", err)
 			}
@@ -166,6 +173,9 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 	case engine.OpForceStop:
 		if e != nil {
 			n.log.Warn("entity did not stop in time; stopping it by force", "type", op.Type, "shard", op.Shard, "entity", op.Entity)
+			if t.m != nil {
+				t.m.force.Inc()
+			}
 			e.finished = true
 			n.entityStopped(now, e, e.mb.Close(nil))
 		}
@@ -195,6 +205,7 @@ func (n *Node) entityStopped(now time.Time, e *entity, remaining []*message) {
 		return
 	}
 	delete(e.t.entities, e.ctx.Entity)
+	e.t.m.entityEnded(len(e.t.entities))
 	var unhandled []*message
 	for _, m := range remaining {
 		if !m.signal() {
@@ -233,6 +244,10 @@ func (n *Node) answer(t *typeRuntime, m *message, reply any, err error) {
 
 // reject tells the sender of a message that it will not be handled.
 func (n *Node) reject(typ string, m *message, err error) {
+	if n.metrics != nil {
+		_, known := n.specs.Load(typ)
+		n.metrics.rejectedMsg(typ, known, err)
+	}
 	switch {
 	case m.ask != nil:
 		m.ask.resolve(askResult{err: err})

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
@@ -64,6 +65,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Store configures this member's replica of the replicated store.
 	Store StoreConfig
+	// Metrics, when set, receives the member's Prometheus metrics (and its store's); give
+	// each member its own registry. Nil: no metrics are recorded. See docs/metrics.md.
+	Metrics prometheus.Registerer
 }
 
 // Node is a running member.
@@ -87,6 +91,8 @@ type Node struct {
 	specs sync.Map                // type name → *EntityType, for senders on any goroutine
 	pool  *mailbox.Pool
 	asks  *asks
+
+	metrics *metrics // nil without Config.Metrics
 
 	inbox chan input
 	out   *outboxes
@@ -227,8 +233,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	met, err := newMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
+		metrics:       met,
 		cfg:           cfg,
 		log:           cfg.Logger.With("node", self.Node.Short()),
 		dir:           dir,
@@ -252,7 +263,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cancel:        cancel,
 		done:          make(chan struct{}),
 	}
-	n.out = newOutboxes(nctx, host, n.log)
+	n.out = newOutboxes(nctx, host, n.log, met)
 	host.Handle(MemberProtocol, n.handleMemberFrame)
 	host.Handle(CoordProtocol, n.handleCoordFrame)
 	host.Handle(RegionProtocol, n.handleRegionFrame)
@@ -320,7 +331,8 @@ func (n *Node) RegisterType(spec EntityType) error {
 			res <- err
 			return
 		}
-		t := &typeRuntime{spec: spec, credits: newCredits(spec.Settings.Region.BufferSize), group: group, entities: map[shard.EntityID]*entity{}}
+		t := &typeRuntime{spec: spec, credits: newCredits(spec.Settings.Region.BufferSize), group: group, entities: map[shard.EntityID]*entity{},
+			m: n.metrics.forType(spec.Name)}
 		n.types[spec.Name] = t
 		n.specs.Store(spec.Name, t)
 		res <- nil
@@ -384,19 +396,24 @@ func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []
 }
 
 func (n *Node) ask(ctx context.Context, t *typeRuntime, id string, m *message) (askResult, error) {
+	start := t.m.askStart()
 	p := n.asks.create()
 	m.ask = p
 	if err := n.deliver(ctx, t, id, m); err != nil {
+		t.m.asked(start, err, ctx.Err() != nil, errors.Is(err, ErrStopped))
 		return askResult{}, err
 	}
 	select {
 	case r := <-p.result:
 		n.asks.forget(p)
+		t.m.asked(start, r.err, false, false)
 		return r, r.err
 	case <-ctx.Done():
 		n.asks.forget(p)
+		t.m.asked(start, nil, true, false)
 		return askResult{}, fmt.Errorf("ask %s %s: %w", t.spec.Name, id, ctx.Err())
 	case <-n.done:
+		t.m.asked(start, nil, false, true)
 		return askResult{}, ErrStopped
 	}
 }
@@ -525,6 +542,7 @@ func (n *Node) loop() {
 			n.execute(now)
 			n.updateServing()
 			n.publishView()
+			n.sampleMetrics()
 		case in := <-n.inbox:
 			now := time.Now()
 			n.step(now, in)
@@ -597,6 +615,7 @@ func (n *Node) execute(now time.Time) {
 		}
 		for _, ev := range rd.Members {
 			n.logEvent(ev)
+			n.metrics.recordMemberEvent(ev)
 			n.react(ev)
 			n.publish(ev)
 		}
@@ -605,6 +624,7 @@ func (n *Node) execute(now time.Time) {
 				n.wantDirectives() // a new coordinator reads them fresh from a majority
 			}
 			n.logTypedEvent(ev)
+			n.recordTypedEvent(ev, now)
 			n.publish(ev)
 			n.gossipEvent(ev, now)
 		}
@@ -786,4 +806,5 @@ func (n *Node) publishView() {
 	}
 	slices.Sort(v.Unreachable)
 	n.view.Store(v)
+	n.metrics.recordView(v)
 }

@@ -52,6 +52,7 @@ func (n *Node) openStore(ctx context.Context) error {
 		MajorityMinCap:    n.cfg.Store.MajorityMinCap,
 		Timeout:           timeout,
 		Logger:            n.log.With("component", "store"),
+		Metrics:           n.cfg.Metrics,
 	})
 	if err != nil {
 		return fmt.Errorf("open the store in %s: %w", n.dir.file("store"), err)

@@ -1,0 +1,148 @@
+package shardmesh_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/shardmesh/shardmesh"
+	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/passivation"
+)
+
+// metricValue sums the samples of family name whose labels include want (a counter's or
+// gauge's value, a histogram's sample count).
+func metricValue(t testing.TB, reg prometheus.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if !hasLabels(m, want) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				sum += m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, lp := range m.GetLabel() {
+		if v, ok := want[lp.GetName()]; ok {
+			if v != lp.GetValue() {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(want)
+}
+
+// TestMetricsRecorded: two members in one process, each with its own registry; asks from
+// one of them move the counters as the load says.
+func TestMetricsRecorded(t *testing.T) {
+	regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
+	systems := startMembersOpts(t, 2, func(c *config.Config) { c.Membership.MinNrOfMembers = 2 },
+		func(i int) []shardmesh.Option { return []shardmesh.Option{shardmesh.WithMetrics(regs[i])} })
+	regions := make([]*shardmesh.Region[string, int], len(systems))
+	for i, s := range systems {
+		r, err := shardmesh.Init(s, counterType())
+		if err != nil {
+			t.Fatal(err)
+		}
+		regions[i] = r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const asks = 200
+	for e := range asks {
+		if _, err := regions[0].EntityRefFor("m"+strconv.Itoa(e)).Ask(ctx, "inc"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	typ := map[string]string{"type": "counter"}
+	sum := func(name string, labels map[string]string) float64 {
+		return metricValue(t, regs[0], name, labels) + metricValue(t, regs[1], name, labels)
+	}
+	if got := sum("shardmesh_messages_routed_total", map[string]string{"type": "counter", "route": "local"}); got != asks {
+		t.Errorf("messages routed locally over both members: %v, want %d", got, asks)
+	}
+	if got := metricValue(t, regs[1], "shardmesh_messages_routed_total", map[string]string{"route": "remote"}); got != 0 {
+		t.Errorf("member 2 forwarded %v messages; it sent none", got)
+	}
+	if got := metricValue(t, regs[0], "shardmesh_asks_total", map[string]string{"type": "counter", "outcome": "ok"}); got != asks {
+		t.Errorf("asks ok on member 1: %v, want %d", got, asks)
+	}
+	if got := metricValue(t, regs[0], "shardmesh_ask_duration_seconds", typ); got != asks {
+		t.Errorf("ask latencies observed on member 1: %v, want %d", got, asks)
+	}
+	if got := sum("shardmesh_entity_starts_total", typ); got != asks {
+		t.Errorf("entity starts: %v, want %d", got, asks)
+	}
+	if got := sum("shardmesh_entities", typ); got != asks {
+		t.Errorf("live entities: %v, want %d", got, asks)
+	}
+	// Shard gauges are sampled on ticks; the allocation is known at once.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		shards, allocated := sum("shardmesh_shards", typ), sum("shardmesh_coordinator_allocated_shards", typ)
+		if shards == allocated && shards > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shards hosted %v, allocated by the coordinator %v", shards, allocated)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := sum("shardmesh_coordinator", typ); got != 1 {
+		t.Errorf("members running the coordinator: %v, want 1", got)
+	}
+	for i, reg := range regs {
+		if got := metricValue(t, reg, "shardmesh_members", map[string]string{"status": "Up"}); got != 2 {
+			t.Errorf("member %d sees %v members Up, want 2", i+1, got)
+		}
+		if got := metricValue(t, reg, "shardmesh_store_call_duration_seconds", map[string]string{"call": "scan", "outcome": "ok"}); got == 0 {
+			t.Errorf("member %d: no store scan recorded (members read the directives)", i+1)
+		}
+	}
+}
+
+// BenchmarkLocalTellMetrics: BenchmarkLocalTell/none with the member's metrics off and on;
+// the ratio of the msgs/s figures is the cost of metrics on the message path.
+func BenchmarkLocalTellMetrics(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			var opts func(int) []shardmesh.Option
+			if on {
+				opts = func(int) []shardmesh.Option {
+					return []shardmesh.Option{shardmesh.WithMetrics(prometheus.NewRegistry())}
+				}
+			}
+			sys := startMembersOpts(b, 1, nil, opts)[0]
+			benchLocalTellOn(b, sys, passivation.Disabled())
+		})
+	}
+}
