@@ -2,7 +2,11 @@ package shardmesh_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/shardmesh/shardmesh"
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/config"
 	"github.com/shardmesh/shardmesh/passivation"
 )
@@ -144,5 +149,80 @@ func BenchmarkLocalTellMetrics(b *testing.B) {
 			sys := startMembersOpts(b, 1, nil, opts)[0]
 			benchLocalTellOn(b, sys, passivation.Disabled())
 		})
+	}
+}
+
+// describing records the names of the metrics registered through it.
+type describing struct {
+	prometheus.Registerer
+	names map[string]bool
+}
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+func (d *describing) Register(c prometheus.Collector) error {
+	ch := make(chan *prometheus.Desc, 16)
+	go func() { c.Describe(ch); close(ch) }()
+	for desc := range ch {
+		if m := fqName.FindStringSubmatch(desc.String()); m != nil {
+			d.names[m[1]] = true
+		}
+	}
+	return d.Registerer.Register(c)
+}
+
+// TestMetricsDocumented: every metric a member, its store and the admin server register is
+// in docs/metrics.md, and every shardmesh metric the sample dashboard queries exists.
+func TestMetricsDocumented(t *testing.T) {
+	reg := &describing{Registerer: prometheus.NewRegistry(), names: map[string]bool{}}
+	startMembersOpts(t, 1, nil, func(int) []shardmesh.Option { return []shardmesh.Option{shardmesh.WithMetrics(reg)} })
+	if _, err := admin.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if len(reg.names) < 30 {
+		t.Fatalf("only %d metrics registered: %v", len(reg.names), reg.names)
+	}
+	doc, err := os.ReadFile("docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range reg.names {
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("%s is not documented in docs/metrics.md", name)
+		}
+	}
+	raw, err := os.ReadFile("docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("docs/grafana-dashboard.json: %v", err)
+	}
+	used := regexp.MustCompile(`shardmesh_[a-z_]+`)
+	queried := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range used.FindAllString(tg.Expr, -1) {
+				queried++
+				base := name
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					if b, ok := strings.CutSuffix(name, suffix); ok && reg.names[b] {
+						base = b
+					}
+				}
+				if !reg.names[base] {
+					t.Errorf("dashboard panel %q queries %s, which no member registers", p.Title, name)
+				}
+			}
+		}
+	}
+	if queried == 0 {
+		t.Error("the dashboard queries no shardmesh metric")
 	}
 }

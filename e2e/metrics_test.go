@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -108,7 +109,7 @@ func sumOver(ss []scrape, name string, labels ...string) float64 {
 func TestMetrics(t *testing.T) {
 	c := newCluster(t, append(shardingFlags, "--metrics-listen", "127.0.0.1:0")...)
 	seed := c.start("m1")
-	ds := []*daemon{seed, c.start("m2", "--join", seed.addr()), c.start("m3", "--join", seed.addr())}
+	ds := []*daemon{seed, c.start("m2", "--join", seed.addr()), c.start("m3", "--join", seed.addr(), "--log-format", "json")}
 	if !waitFor(10*time.Second, func() bool { return allAgree(ds, 3) }) {
 		t.Fatal("cluster did not form")
 	}
@@ -192,6 +193,7 @@ func TestMetrics(t *testing.T) {
 	if got := sumOver(ss, "shardmesh_store_batch_size", "batch", "commit"); got == 0 {
 		t.Error("no store commit recorded")
 	}
+	checkJSONLog(t, ds[2])
 	for i, s := range ss {
 		if got := s.value("shardmesh_members", "status", "Up"); got != 3 {
 			t.Errorf("m%d sees %v members Up, want 3", i+1, got)
@@ -202,5 +204,29 @@ func TestMetrics(t *testing.T) {
 		if s["go_goroutines"] == nil {
 			t.Errorf("m%d serves no Go runtime metrics", i+1)
 		}
+	}
+}
+
+// checkJSONLog: with --log-format json every line d wrote is a JSON object with a level and
+// a message, and the member's lines carry its node key.
+func checkJSONLog(t *testing.T, d *daemon) {
+	t.Helper()
+	withNode := 0
+	lines := strings.Split(strings.TrimSpace(d.log.String()), "\n")
+	for _, line := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("%s: a log line is not JSON (%v): %s", d.name, err, line)
+			continue
+		}
+		if rec["level"] == nil || rec["msg"] == nil {
+			t.Errorf("%s: a log line without level or msg: %s", d.name, line)
+		}
+		if rec["node"] != nil {
+			withNode++
+		}
+	}
+	if withNode == 0 {
+		t.Errorf("%s: no log line names the node:\n%s", d.name, d.log.String())
 	}
 }

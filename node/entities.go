@@ -69,8 +69,11 @@ func (e *entity) handle(m *message) {
 	if value == nil && m.encoded != nil {
 		v, err := e.t.spec.DecodeMessage(m.encoded)
 		if err != nil {
-			e.n.log.Warn("dropped a message the entity type's codec cannot decode", "type", e.t.spec.Name, "entity", e.ctx.Entity, "err", err)
-			e.n.answer(e.t, m, nil, fmt.Errorf("decode message for %s: %w", e.t.spec.Name, err))
+			// Per message: debug only; counted (reason undecodable) and answered.
+			e.n.log.Debug("dropped a message the entity type's codec cannot decode", "type", e.t.spec.Name, "shard", e.ctx.Shard, "entity", e.ctx.Entity, "err", err)
+			err = fmt.Errorf("decode message for %s: %w: %w", e.t.spec.Name, errUndecodable, err)
+			e.n.metrics.rejectedMsg(e.t.spec.Name, true, err)
+			e.n.answer(e.t, m, nil, err)
 			return
 		}
 		value = v
@@ -87,7 +90,7 @@ func (e *entity) handle(m *message) {
 // Failed handles a panic of the behaviour: the message's asker gets an error, and the
 // incarnation stops; the entity's next message starts a fresh one.
 func (e *entity) Failed(r any, stack []byte) {
-	e.n.log.Error("entity panicked; its incarnation stops", "type", e.t.spec.Name, "entity", e.ctx.Entity, "panic", fmt.Sprint(r), "stack", string(stack))
+	e.n.log.Error("entity panicked; its incarnation stops", "type", e.t.spec.Name, "shard", e.ctx.Shard, "entity", e.ctx.Entity, "epoch", e.ctx.Epoch.String(), "panic", fmt.Sprint(r), "stack", string(stack))
 	if e.current != nil && e.current.isAsk() {
 		e.n.answer(e.t, e.current, nil, fmt.Errorf("%w: %v", ErrEntityFailed, r))
 	}
@@ -172,7 +175,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		}
 	case engine.OpForceStop:
 		if e != nil {
-			n.log.Warn("entity did not stop in time; stopping it by force", "type", op.Type, "shard", op.Shard, "entity", op.Entity)
+			n.log.Warn("entity did not stop in time; stopping it by force", "type", op.Type, "shard", op.Shard, "entity", op.Entity, "epoch", e.ctx.Epoch.String())
 			if t.m != nil {
 				t.m.force.Inc()
 			}

@@ -34,6 +34,7 @@ const (
 	reasonUnknownType  = "unknown_type"
 	reasonNotRunning   = "entity_not_running" // its incarnation ended before the message reached it
 	reasonSendFailed   = "send_failed"        // the frame to the shard's home could not be written
+	reasonUndecodable  = "undecodable"        // the entity type's codec could not decode it
 	reasonOther        = "other"
 )
 
@@ -280,14 +281,17 @@ func rejectReason(err error) string {
 		return reasonNotRunning
 	case errors.Is(err, errSendFailed):
 		return reasonSendFailed
+	case errors.Is(err, errUndecodable):
+		return reasonUndecodable
 	}
 	return reasonOther
 }
 
 // Internal causes of a rejection, wrapped into the errors the sender sees.
 var (
-	errNotRunning = errors.New("entity not running here")
-	errSendFailed = errors.New("not sent to the shard's home")
+	errNotRunning  = errors.New("entity not running here")
+	errSendFailed  = errors.New("not sent to the shard's home")
+	errUndecodable = errors.New("undecodable message")
 )
 
 // frameUnsent counts a frame to another member that could not be written.

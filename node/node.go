@@ -185,6 +185,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	pid, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("identity in %s: %w", dir.file(identityFile), err)
+	}
+	log := cfg.Logger.With("node", membership.NodeID(pid.String()).Short()) // on every line of the member
 	host, err := p2p.New(ctx, p2p.Config{
 		Identity:    key,
 		ListenAddrs: cfg.Listen,
@@ -192,7 +197,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		AllowPeers:  cfg.AllowPeers,
 		MDNS:        cfg.MDNS,
 		MDNSTag:     "shardmesh-" + cfg.ClusterName,
-		Logger:      cfg.Logger.With("component", "p2p"),
+		Logger:      log.With("component", "p2p"),
 	})
 	if err != nil {
 		return nil, err
@@ -241,7 +246,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{
 		metrics:       met,
 		cfg:           cfg,
-		log:           cfg.Logger.With("node", self.Node.Short()),
+		log:           log,
 		dir:           dir,
 		host:          host,
 		self:          self,

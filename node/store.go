@@ -51,7 +51,7 @@ func (n *Node) openStore(ctx context.Context) error {
 		ReadMajorityPlus:  n.cfg.Store.ReadMajorityPlus,
 		MajorityMinCap:    n.cfg.Store.MajorityMinCap,
 		Timeout:           timeout,
-		Logger:            n.log.With("component", "store"),
+		Logger:            n.log, // the store adds component=store
 		Metrics:           n.cfg.Metrics,
 	})
 	if err != nil {

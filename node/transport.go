@@ -102,7 +102,7 @@ func (n *Node) receiveGossip() {
 		}
 		msg, err := wire.DecodeMembership(m.Data)
 		if err != nil {
-			n.log.Warn("dropped a malformed gossip message", "from", m.From, "err", err)
+			n.log.Warn("dropped a malformed gossip message", "peer", m.From, "err", err)
 			continue
 		}
 		n.enqueue(input{ctl: &control{kind: inMember, from: membership.NodeID(m.From.String()), member: msg}})
@@ -310,7 +310,7 @@ func (b *outbox) run() {
 				err = b.write(out.proto, frame)
 			}
 			if err != nil && o.ctx.Err() == nil {
-				o.log.Debug("message not sent", "to", b.peer, "protocol", out.proto, "err", err)
+				o.log.Debug("message not sent", "member", b.peer, "protocol", out.proto, "err", err)
 			}
 			o.finish(out.proto, out.done, err)
 			b.pending.Add(-1)

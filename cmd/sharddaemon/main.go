@@ -193,6 +193,7 @@ func serve(cfg config.Config) int {
 		}
 		return exitFailed
 	}
+	log = log.With("node", sys.ID().Short()) // as on the member's own lines
 	if err := builtinTypes(sys, cfg.Node.EntityTypes); err != nil {
 		log.Error("cannot start entity types", "err", err)
 		sys.Close()
