@@ -62,12 +62,8 @@ func BenchmarkLocalTell(b *testing.B) {
 }
 
 func benchLocalTell(b *testing.B, pass passivation.Settings) {
-	benchLocalTellOn(b, benchSystem(b), pass)
-}
-
-// benchLocalTellOn runs the local Tell benchmark on sys.
-func benchLocalTellOn(b *testing.B, sys *shardmesh.System, pass passivation.Settings) {
 	var n atomic.Int64
+	sys := benchSystem(b)
 	e := sinkType(&n)
 	e.Passivation = &pass
 	r, err := shardmesh.Init(sys, e)

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,25 +133,81 @@ func TestMetricsRecorded(t *testing.T) {
 	}
 }
 
-// BenchmarkLocalTellMetrics: BenchmarkLocalTell/none with the member's metrics off and on;
-// the ratio of the msgs/s figures is the cost of metrics on the message path.
+// BenchmarkLocalTellMetrics: local Tell (1,000 entities, no passivation) on two members in
+// one process, one without metrics and one with, fed alternately in slices of 20,000
+// messages so that both see the same machine load; it reports the median time per message
+// of each and their ratio (on-vs-off: 1.03 means metrics cost 3% of the throughput).
 func BenchmarkLocalTellMetrics(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		name := "off"
-		if on {
-			name = "on"
+	type side struct {
+		refs  []shardmesh.EntityRef[int, int]
+		n     *atomic.Int64
+		sent  int64
+		times []float64 // ns per message, per slice
+	}
+	sides := make([]*side, 2)
+	for i := range sides {
+		var opts func(int) []shardmesh.Option
+		if i == 1 {
+			opts = func(int) []shardmesh.Option {
+				return []shardmesh.Option{shardmesh.WithMetrics(prometheus.NewRegistry())}
+			}
 		}
-		b.Run(name, func(b *testing.B) {
-			var opts func(int) []shardmesh.Option
-			if on {
-				opts = func(int) []shardmesh.Option {
-					return []shardmesh.Option{shardmesh.WithMetrics(prometheus.NewRegistry())}
+		sys := startMembersOpts(b, 1, nil, opts)[0]
+		s := &side{n: new(atomic.Int64)}
+		e := sinkType(s.n)
+		pass := passivation.Disabled()
+		e.Passivation = &pass
+		r, err := shardmesh.Init(sys, e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := range 1000 {
+			ref := r.EntityRefFor("e" + strconv.Itoa(j))
+			if _, err := ref.Ask(context.Background(), 0); err != nil {
+				b.Fatal(err)
+			}
+			s.refs = append(s.refs, ref)
+		}
+		s.sent = s.n.Load()
+		sides[i] = s
+	}
+	const slice = 20000
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		k := min(slice, b.N-done)
+		for turn := range 2 {
+			s := sides[(done/slice+turn)%2] // alternate which side goes first
+			start := time.Now()
+			for i := range k {
+				if err := s.refs[i%len(s.refs)].Tell(i); err != nil {
+					b.Fatal(err)
 				}
 			}
-			sys := startMembersOpts(b, 1, nil, opts)[0]
-			benchLocalTellOn(b, sys, passivation.Disabled())
-		})
+			s.sent += int64(k)
+			for s.n.Load() < s.sent {
+				time.Sleep(20 * time.Microsecond)
+			}
+			s.times = append(s.times, float64(time.Since(start).Nanoseconds())/float64(k))
+		}
+		done += k
 	}
+	b.StopTimer()
+	off, on := median(sides[0].times), median(sides[1].times)
+	b.ReportMetric(off, "off-ns/msg")
+	b.ReportMetric(on, "on-ns/msg")
+	b.ReportMetric(on/off, "on-vs-off")
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // describing records the names of the metrics registered through it.

@@ -111,6 +111,10 @@ type handoffTrack struct {
 // type registers so that the message path does no label lookup. A nil *typeMetrics records
 // nothing.
 type typeMetrics struct {
+	// Messages routed since the last flush, counted by the loop goroutine without atomics
+	// and added to the counters once per pass over the engine's output (flush).
+	local, remote uint64
+
 	routedLocal, routedRemote          prometheus.Counter
 	askOK, askError, askTimeout        prometheus.Counter
 	askStopped                         prometheus.Counter
@@ -212,15 +216,36 @@ func (m *metrics) forType(name string) *typeMetrics {
 	}
 }
 
+// delivered and forwarded count a routed message (on the loop goroutine).
 func (t *typeMetrics) delivered() {
 	if t != nil {
-		t.routedLocal.Inc()
+		t.local++
 	}
 }
 
 func (t *typeMetrics) forwarded() {
 	if t != nil {
-		t.routedRemote.Inc()
+		t.remote++
+	}
+}
+
+// flush adds what was routed since the last flush to the counters (on the loop goroutine).
+func (t *typeMetrics) flush() {
+	if t.local > 0 {
+		t.routedLocal.Add(float64(t.local))
+		t.local = 0
+	}
+	if t.remote > 0 {
+		t.routedRemote.Add(float64(t.remote))
+		t.remote = 0
+	}
+}
+
+// flushMetrics flushes every type's routing counts; the loop calls it when it has carried
+// out all the engine asked for.
+func (n *Node) flushMetrics() {
+	for _, t := range n.typeMetrics {
+		t.flush()
 	}
 }
 

@@ -92,7 +92,8 @@ type Node struct {
 	pool  *mailbox.Pool
 	asks  *asks
 
-	metrics *metrics // nil without Config.Metrics
+	metrics     *metrics       // nil without Config.Metrics
+	typeMetrics []*typeMetrics // every registered type's; owned by the loop goroutine
 
 	inbox chan input
 	out   *outboxes
@@ -340,6 +341,9 @@ func (n *Node) RegisterType(spec EntityType) error {
 			m: n.metrics.forType(spec.Name)}
 		n.types[spec.Name] = t
 		n.specs.Store(spec.Name, t)
+		if t.m != nil {
+			n.typeMetrics = append(n.typeMetrics, t.m)
+		}
 		res <- nil
 	})
 	select {
@@ -592,6 +596,7 @@ func (n *Node) execute(now time.Time) {
 		rd.Reset()
 		n.eng.Drain(rd)
 		if rd.Empty() {
+			n.flushMetrics()
 			return
 		}
 		for _, env := range rd.Membership {
