@@ -205,6 +205,71 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("m%d serves no Go runtime metrics", i+1)
 		}
 	}
+	if t.Failed() {
+		return
+	}
+
+	// A fourth member joins: the next rebalance round moves shards to it. The coordinator's
+	// member counts the round, its moves and their handoffs (cause rebalance); the entities
+	// of the moved shards stop without counting as passivations.
+	ds = append(ds, c.start("m4", "--join", seed.addr()))
+	if !waitFor(10*time.Second, func() bool { return allAgree(ds, 4) }) {
+		t.Fatal("m4 did not join")
+	}
+	moved := waitFor(10*time.Second, func() bool {
+		ss = ss[:0]
+		for _, d := range ds {
+			ss = append(ss, d.scrapeMetrics())
+		}
+		started := sumOver(ss, "shardmesh_handoffs_started_total", "type", "counter", "cause", "rebalance")
+		return ss[3].value("shardmesh_shards", "type", "counter") > 0 && started > 0 &&
+			sumOver(ss, "shardmesh_handoffs_total", "type", "counter", "cause", "rebalance", "outcome", "completed") == started
+	})
+	completed := sumOver(ss, "shardmesh_handoffs_total", "type", "counter", "cause", "rebalance", "outcome", "completed")
+	t.Logf("after m4 joined: rebalance rounds %v, moves %v, handoffs completed %v; shards per member %v %v %v %v; entity stops %v",
+		sumOver(ss, "shardmesh_rebalance_rounds_total", "type", "counter"), sumOver(ss, "shardmesh_rebalance_moves_total", "type", "counter"), completed,
+		ss[0].value("shardmesh_shards", "type", "counter"), ss[1].value("shardmesh_shards", "type", "counter"),
+		ss[2].value("shardmesh_shards", "type", "counter"), ss[3].value("shardmesh_shards", "type", "counter"),
+		sumOver(ss, "shardmesh_entity_stops_total", "type", "counter"))
+	if !moved {
+		t.Fatalf("no rebalance handoff to m4 completed (shards on m4 %v, started %v, completed %v)", ss[3].value("shardmesh_shards", "type", "counter"),
+			sumOver(ss, "shardmesh_handoffs_started_total", "type", "counter"), completed)
+	}
+	if got := sumOver(ss, "shardmesh_rebalance_moves_total", "type", "counter"); got < completed {
+		t.Errorf("rebalance moves %v, fewer than the %v rebalance handoffs completed", got, completed)
+	}
+	if got := sumOver(ss, "shardmesh_handoff_duration_seconds", "type", "counter", "cause", "rebalance"); got != completed {
+		t.Errorf("handoff durations observed: %v, want one per completed handoff (%v)", got, completed)
+	}
+	if got := sumOver(ss, "shardmesh_handoff_phase_duration_seconds", "type", "counter", "phase", "stopping"); got != completed {
+		t.Errorf("stopping phases observed: %v, want one per completed handoff (%v)", got, completed)
+	}
+	if got := sumOver(ss, "shardmesh_entity_stops_total", "type", "counter"); got == 0 {
+		t.Error("no entity stopped though its shard moved")
+	}
+	if got := sumOver(ss, "shardmesh_entity_passivations_total", "type", "counter"); got != 0 {
+		t.Errorf("%v passivations counted; the only stops were handoffs", got)
+	}
+	// Every counter answers again, from wherever its shard is now: 50 more messages routed
+	// to entities, and the shard gauges agree with the allocation.
+	routedBefore := sumOver(ss, "shardmesh_messages_routed_total", "type", "counter", "route", "local")
+	if _, errs := askAll(cl, names, "get"); len(errs) > 0 {
+		t.Fatalf("%d asks failed after the rebalance, first: %v", len(errs), errs[0])
+	}
+	settled = waitFor(5*time.Second, func() bool {
+		ss = ss[:0]
+		for _, d := range ds {
+			ss = append(ss, d.scrapeMetrics())
+		}
+		return sumOver(ss, "shardmesh_shards", "type", "counter") == sumOver(ss, "shardmesh_coordinator_allocated_shards", "type", "counter")
+	})
+	if !settled {
+		t.Errorf("after the rebalance, shards hosted %v, allocated %v", sumOver(ss, "shardmesh_shards", "type", "counter"),
+			sumOver(ss, "shardmesh_coordinator_allocated_shards", "type", "counter"))
+	}
+	if got := sumOver(ss, "shardmesh_messages_routed_total", "type", "counter", "route", "local") - routedBefore; got != entities {
+		t.Errorf("messages routed to entities after the rebalance: %v, want %d", got, entities)
+	}
 }
 
 // checkJSONLog: with --log-format json every line d wrote is a JSON object with a level and
