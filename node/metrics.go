@@ -114,6 +114,8 @@ type typeMetrics struct {
 	// Messages routed since the last flush, counted by the loop goroutine without atomics
 	// and added to the counters once per pass over the engine's output (flush).
 	local, remote uint64
+	// allocDirty: the coordinator's allocation changed since the last tick (loop goroutine).
+	allocDirty bool
 
 	routedLocal, routedRemote          prometheus.Counter
 	askOK, askError, askTimeout        prometheus.Counter
@@ -377,6 +379,12 @@ func (n *Node) sampleMetrics() {
 			t.m.buf.Set(float64(r.Buffered()))
 		}
 		t.m.shards.Set(float64(len(n.eng.Shards(name))))
+		if t.m.allocDirty {
+			t.m.allocDirty = false
+			if c := n.eng.Coordinator(name); c != nil {
+				t.m.allocated.Set(float64(len(c.Allocations())))
+			}
+		}
 	}
 }
 
@@ -433,9 +441,7 @@ func (n *Node) recordTypedEvent(ev engine.TypedEvent, now time.Time) {
 			}
 		}
 	case coordinator.Recovered, coordinator.ShardAllocated, coordinator.RegionTerminated:
-		if c := n.eng.Coordinator(ev.Type); c != nil {
-			t.m.allocated.Set(float64(len(c.Allocations())))
-		}
+		t.m.allocDirty = true // counted on the next tick: Allocations copies the table
 	case coordinator.RebalanceRound:
 		m.rebalanceRounds.WithLabelValues(ev.Type).Inc()
 		m.rebalanceMoves.WithLabelValues(ev.Type).Add(float64(len(e.Shards)))
@@ -457,9 +463,7 @@ func (n *Node) recordTypedEvent(ev engine.TypedEvent, now time.Time) {
 		cause := m.endHandoff(ev.Type, e.Shard, e.Epoch, now)
 		m.handoffs.WithLabelValues(ev.Type, cause, "completed").Inc()
 		m.handoffSeconds.WithLabelValues(ev.Type, cause).Observe(e.Took.Seconds())
-		if c := n.eng.Coordinator(ev.Type); c != nil {
-			t.m.allocated.Set(float64(len(c.Allocations())))
-		}
+		t.m.allocDirty = true
 	case coordinator.HandoffFailed:
 		cause := m.endHandoff(ev.Type, e.Shard, e.Epoch, now)
 		m.handoffs.WithLabelValues(ev.Type, cause, "failed").Inc()
