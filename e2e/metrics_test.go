@@ -295,3 +295,20 @@ func checkJSONLog(t *testing.T, d *daemon) {
 		t.Errorf("%s: no log line names the node:\n%s", d.name, d.log.String())
 	}
 }
+
+// TestMetricsListenBad: an address the daemon cannot listen on stops it at start with the
+// usage exit code and a line naming the flag.
+func TestMetricsListenBad(t *testing.T) {
+	c := newCluster(t)
+	d := c.spawn("m1", "--metrics-listen", "127.0.0.1:notaport")
+	code, ok := d.wait(10 * time.Second)
+	if !ok || code != 2 {
+		t.Fatalf("exited=%v code=%d, want exit code 2:\n%s", ok, code, d.log.String())
+	}
+	if !strings.Contains(d.log.String(), `metrics-listen \"127.0.0.1:notaport\"`) && !strings.Contains(d.log.String(), `metrics-listen "127.0.0.1:notaport"`) {
+		t.Errorf("the error does not name the flag and its value:\n%s", d.log.String())
+	}
+	if _, err := os.Stat(filepath.Join(d.dir, "metrics-addr")); err == nil {
+		t.Error("metrics-addr written though nothing is served")
+	}
+}
