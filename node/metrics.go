@@ -111,11 +111,7 @@ type handoffTrack struct {
 // type registers so that the message path does no label lookup. A nil *typeMetrics records
 // nothing.
 type typeMetrics struct {
-	// Messages routed since the last flush, counted by the loop goroutine without atomics
-	// and added to the counters once per pass over the engine's output (flush).
-	local, remote uint64
-	// allocDirty: the coordinator's allocation changed since the last tick (loop goroutine).
-	allocDirty bool
+	loop typeLoopCounts
 
 	routedLocal, routedRemote          prometheus.Counter
 	askOK, askError, askTimeout        prometheus.Counter
@@ -123,6 +119,18 @@ type typeMetrics struct {
 	askSeconds                         prometheus.Observer
 	shards, allocated, entities, buf   prometheus.Gauge
 	starts, stops, passivations, force prometheus.Counter
+}
+
+// typeLoopCounts are a type's counts that only the loop goroutine touches, padded off the
+// cache lines that askers read.
+type typeLoopCounts struct {
+	_ [64]byte
+	// Messages routed since the last flush, counted without atomics and added to the
+	// counters once per pass over the engine's output (flush).
+	local, remote uint64
+	// allocDirty: the coordinator's allocation changed since the last tick.
+	allocDirty bool
+	_          [64]byte
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -221,25 +229,22 @@ func (m *metrics) forType(name string) *typeMetrics {
 // delivered and forwarded count a routed message (on the loop goroutine).
 func (t *typeMetrics) delivered() {
 	if t != nil {
-		t.local++
+		t.loop.local++
 	}
 }
 
 func (t *typeMetrics) forwarded() {
 	if t != nil {
-		t.remote++
+		t.loop.remote++
 	}
 }
 
 // flush adds what was routed since the last flush to the counters (on the loop goroutine).
 func (t *typeMetrics) flush() {
-	if t.local > 0 {
-		t.routedLocal.Add(float64(t.local))
-		t.local = 0
-	}
-	if t.remote > 0 {
-		t.routedRemote.Add(float64(t.remote))
-		t.remote = 0
+	if l := &t.loop; l.local > 0 || l.remote > 0 {
+		t.routedLocal.Add(float64(l.local))
+		t.routedRemote.Add(float64(l.remote))
+		l.local, l.remote = 0, 0
 	}
 }
 
@@ -379,8 +384,8 @@ func (n *Node) sampleMetrics() {
 			t.m.buf.Set(float64(r.Buffered()))
 		}
 		t.m.shards.Set(float64(len(n.eng.Shards(name))))
-		if t.m.allocDirty {
-			t.m.allocDirty = false
+		if t.m.loop.allocDirty {
+			t.m.loop.allocDirty = false
 			if c := n.eng.Coordinator(name); c != nil {
 				t.m.allocated.Set(float64(len(c.Allocations())))
 			}
@@ -441,7 +446,7 @@ func (n *Node) recordTypedEvent(ev engine.TypedEvent, now time.Time) {
 			}
 		}
 	case coordinator.Recovered, coordinator.ShardAllocated, coordinator.RegionTerminated:
-		t.m.allocDirty = true // counted on the next tick: Allocations copies the table
+		t.m.loop.allocDirty = true // counted on the next tick: Allocations copies the table
 	case coordinator.RebalanceRound:
 		m.rebalanceRounds.WithLabelValues(ev.Type).Inc()
 		m.rebalanceMoves.WithLabelValues(ev.Type).Add(float64(len(e.Shards)))
@@ -463,7 +468,7 @@ func (n *Node) recordTypedEvent(ev engine.TypedEvent, now time.Time) {
 		cause := m.endHandoff(ev.Type, e.Shard, e.Epoch, now)
 		m.handoffs.WithLabelValues(ev.Type, cause, "completed").Inc()
 		m.handoffSeconds.WithLabelValues(ev.Type, cause).Observe(e.Took.Seconds())
-		t.m.allocDirty = true
+		t.m.loop.allocDirty = true
 	case coordinator.HandoffFailed:
 		cause := m.endHandoff(ev.Type, e.Shard, e.Epoch, now)
 		m.handoffs.WithLabelValues(ev.Type, cause, "failed").Inc()
