@@ -374,7 +374,7 @@ func (n *Node) stopRequested(t *typeRuntime, s shard.ID) {
 	t.m.passivations.Inc()
 }
 
-// sample refreshes the gauges read from the machines' state (on each tick).
+// sampleMetrics refreshes the gauges read from the machines' state (on each tick).
 func (n *Node) sampleMetrics() {
 	if n.metrics == nil {
 		return
