@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/libp2p/go-libp2p/core/pnet"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardmesh/shardmesh/config"
 	"github.com/shardmesh/shardmesh/membership"
@@ -25,6 +26,10 @@ type Option func(*node.Config)
 
 // WithLogger sends the member's logs to l.
 func WithLogger(l *slog.Logger) Option { return func(c *node.Config) { c.Logger = l } }
+
+// WithMetrics records the member's Prometheus metrics (and its store's) in reg; give each
+// member its own registry (prometheus.NewRegistry). docs/metrics.md lists them.
+func WithMetrics(reg prometheus.Registerer) Option { return func(c *node.Config) { c.Metrics = reg } }
 
 // Start starts a member with cfg (config.Default() with at least Node.DataDir, or
 // config.Load). It returns once the member listens; it joins (or forms) the cluster in the

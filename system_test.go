@@ -56,6 +56,12 @@ func startMembers(tb testing.TB, n int) []*shardmesh.System { return startMember
 
 func startMembersWith(t testing.TB, n int, tweak func(*config.Config)) []*shardmesh.System {
 	t.Helper()
+	return startMembersOpts(t, n, tweak, nil)
+}
+
+// startMembersOpts is startMembersWith with options per member (opts(i), i from 0; nil: none).
+func startMembersOpts(t testing.TB, n int, tweak func(*config.Config), opts func(i int) []shardmesh.Option) []*shardmesh.System {
+	t.Helper()
 	var systems []*shardmesh.System
 	var seed string
 	for i := range n {
@@ -75,7 +81,11 @@ func startMembersWith(t testing.TB, n int, tweak func(*config.Config)) []*shardm
 			t.Fatal(err)
 		}
 		logger := testlog.New(t, slog.LevelWarn)
-		sys, err := shardmesh.Start(context.Background(), cfg, shardmesh.WithLogger(logger.With("member", i+1)))
+		o := []shardmesh.Option{shardmesh.WithLogger(logger.With("member", i+1))}
+		if opts != nil {
+			o = append(o, opts(i)...)
+		}
+		sys, err := shardmesh.Start(context.Background(), cfg, o...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,6 +43,8 @@ type ServerConfig struct {
 	QueryTimeout time.Duration
 	// Logger receives refusals and admin operations; default slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, counts and times the calls (NewMetrics). Nil: not recorded.
+	Metrics *Metrics
 }
 
 // Server serves the admin protocol of one member.
@@ -148,6 +150,19 @@ func (s *Server) handle(st *p2p.Stream) {
 // to answer with a stream of responses.
 func (s *Server) serve(ctx context.Context, caller peer.ID, frame []byte, emit emitter, streaming func()) error {
 	req, bad := decodeRequest(frame)
+	if s.cfg.Metrics != nil {
+		// Counted by the code of the call's last response.
+		start, call, code := time.Now(), "malformed", adminpb.Code_OK
+		if bad == nil {
+			call, _ = callInfo(req)
+		}
+		inner := emit
+		emit = func(resp *adminpb.Response) error {
+			code = resp.GetCode()
+			return inner(resp)
+		}
+		defer func() { s.cfg.Metrics.record(call, code, time.Since(start)) }()
+	}
 	if bad != nil {
 		return emit(bad)
 	}

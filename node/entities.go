@@ -16,6 +16,7 @@ type typeRuntime struct {
 	credits  *credits
 	group    *mailbox.Group[*message]
 	entities map[shard.EntityID]*entity // owned by the loop goroutine
+	m        *typeMetrics               // nil without metrics
 }
 
 // entity is one incarnation of an entity: its mailbox and its behaviour. Everything but the
@@ -68,8 +69,11 @@ func (e *entity) handle(m *message) {
 	if value == nil && m.encoded != nil {
 		v, err := e.t.spec.DecodeMessage(m.encoded)
 		if err != nil {
-			e.n.log.Warn("dropped a message the entity type's codec cannot decode", "type", e.t.spec.Name, "entity", e.ctx.Entity, "err", err)
-			e.n.answer(e.t, m, nil, fmt.Errorf("decode message for %s: %w", e.t.spec.Name, err))
+			// Per message: debug only; counted (reason undecodable) and answered.
+			e.n.log.Debug("dropped a message the entity type's codec cannot decode", "type", e.t.spec.Name, "shard", e.ctx.Shard, "entity", e.ctx.Entity, "err", err)
+			err = fmt.Errorf("decode message for %s: %w: %w", e.t.spec.Name, errUndecodable, err)
+			e.n.metrics.rejectedMsg(e.t.spec.Name, true, err)
+			e.n.answer(e.t, m, nil, err)
 			return
 		}
 		value = v
@@ -86,7 +90,7 @@ func (e *entity) handle(m *message) {
 // Failed handles a panic of the behaviour: the message's asker gets an error, and the
 // incarnation stops; the entity's next message starts a fresh one.
 func (e *entity) Failed(r any, stack []byte) {
-	e.n.log.Error("entity panicked; its incarnation stops", "type", e.t.spec.Name, "entity", e.ctx.Entity, "panic", fmt.Sprint(r), "stack", string(stack))
+	e.n.log.Error("entity panicked; its incarnation stops", "type", e.t.spec.Name, "shard", e.ctx.Shard, "entity", e.ctx.Entity, "epoch", e.ctx.Epoch.String(), "panic", fmt.Sprint(r), "stack", string(stack))
 	if e.current != nil && e.current.isAsk() {
 		e.n.answer(e.t, e.current, nil, fmt.Errorf("%w: %v", ErrEntityFailed, r))
 	}
@@ -120,9 +124,11 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		m := op.Envelope.Payload.(*message)
 		e, _ := op.Slot.Runtime.(*entity)
 		if e == nil {
-			n.reject(op.Type, m, fmt.Errorf("entity %s is not running here", op.Entity))
+			n.reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, errNotRunning))
 		} else if err := e.mb.Enqueue(m); err != nil {
-			n.reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, err))
+			n.reject(op.Type, m, fmt.Errorf("entity %s: %w: %w", op.Entity, errNotRunning, err))
+		} else {
+			e.t.m.delivered()
 		}
 		m.credits.release() // the message leaves the member's pipeline here
 		return
@@ -138,6 +144,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		e.ctx.e = e
 		e.mb.Init(t.group, e)
 		t.entities[op.Entity] = e
+		t.m.entityStarted(len(t.entities))
 		if op.Slot != nil {
 			op.Slot.Runtime = e
 		}
@@ -151,21 +158,27 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		m := op.Envelope.Payload.(*message)
 		defer m.credits.release() // the message leaves the member's pipeline here
 		if e == nil {
-			n.reject(op.Type, m, fmt.Errorf("entity %s is not running here", op.Entity))
+			n.reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, errNotRunning))
 			return
 		}
 		if err := e.mb.Enqueue(m); err != nil {
-			n.reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, err))
+			n.reject(op.Type, m, fmt.Errorf("entity %s: %w: %w", op.Entity, errNotRunning, err))
+		} else {
+			t.m.delivered()
 		}
 	case engine.OpStop:
 		if e != nil {
+			n.stopRequested(t, op.Shard)
 			if err := e.mb.Enqueue(&message{stop: true}); err != nil {
 				n.log.Debug("stop message not queued", "type", op.Type, "entity", op.Entity, "err", err)
 			}
 		}
 	case engine.OpForceStop:
 		if e != nil {
-			n.log.Warn("entity did not stop in time; stopping it by force", "type", op.Type, "shard", op.Shard, "entity", op.Entity)
+			n.log.Warn("entity did not stop in time; stopping it by force", "type", op.Type, "shard", op.Shard, "entity", op.Entity, "epoch", e.ctx.Epoch.String())
+			if t.m != nil {
+				t.m.force.Inc()
+			}
 			e.finished = true
 			n.entityStopped(now, e, e.mb.Close(nil))
 		}
@@ -195,6 +208,7 @@ func (n *Node) entityStopped(now time.Time, e *entity, remaining []*message) {
 		return
 	}
 	delete(e.t.entities, e.ctx.Entity)
+	e.t.m.entityEnded(len(e.t.entities))
 	var unhandled []*message
 	for _, m := range remaining {
 		if !m.signal() {
@@ -233,6 +247,10 @@ func (n *Node) answer(t *typeRuntime, m *message, reply any, err error) {
 
 // reject tells the sender of a message that it will not be handled.
 func (n *Node) reject(typ string, m *message, err error) {
+	if n.metrics != nil {
+		_, known := n.specs.Load(typ)
+		n.metrics.rejectedMsg(typ, known, err)
+	}
 	switch {
 	case m.ask != nil:
 		m.ask.resolve(askResult{err: err})

@@ -138,7 +138,7 @@ func (n *Node) receiveEvents() {
 		}
 		se, err := wire.DecodeEvent(m.Data)
 		if err != nil {
-			n.log.Debug("dropped a malformed sharding event", "from", m.From, "err", err)
+			n.log.Debug("dropped a malformed sharding event", "peer", m.From, "err", err)
 			continue
 		}
 		se.Origin = membership.NodeID(m.From.String())

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
@@ -66,6 +67,9 @@ type Config struct {
 	Store StoreConfig
 	// History bounds the placement history; the zero value turns it off.
 	History HistoryConfig
+	// Metrics, when set, receives the member's Prometheus metrics (and its store's); give
+	// each member its own registry. Nil: no metrics are recorded. See docs/metrics.md.
+	Metrics prometheus.Registerer
 }
 
 // Node is a running member.
@@ -89,6 +93,9 @@ type Node struct {
 	specs sync.Map                // type name → *EntityType, for senders on any goroutine
 	pool  *mailbox.Pool
 	asks  *asks
+
+	metrics     *metrics       // nil without Config.Metrics
+	typeMetrics []*typeMetrics // every registered type's; owned by the loop goroutine
 
 	inbox chan input
 	out   *outboxes
@@ -184,6 +191,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	pid, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("identity in %s: %w", dir.file(identityFile), err)
+	}
+	log := cfg.Logger.With("node", membership.NodeID(pid.String()).Short()) // on every line of the member
 	host, err := p2p.New(ctx, p2p.Config{
 		Identity:    key,
 		ListenAddrs: cfg.Listen,
@@ -191,7 +203,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		AllowPeers:  cfg.AllowPeers,
 		MDNS:        cfg.MDNS,
 		MDNSTag:     "shardmesh-" + cfg.ClusterName,
-		Logger:      cfg.Logger.With("component", "p2p"),
+		Logger:      log.With("component", "p2p"),
 	})
 	if err != nil {
 		return nil, err
@@ -232,10 +244,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	met, err := newMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
+		metrics:       met,
 		cfg:           cfg,
-		log:           cfg.Logger.With("node", self.Node.Short()),
+		log:           log,
 		dir:           dir,
 		host:          host,
 		self:          self,
@@ -258,7 +275,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cancel:        cancel,
 		done:          make(chan struct{}),
 	}
-	n.out = newOutboxes(nctx, host, n.log)
+	n.out = newOutboxes(nctx, host, n.log, met)
 	host.Handle(MemberProtocol, n.handleMemberFrame)
 	host.Handle(CoordProtocol, n.handleCoordFrame)
 	host.Handle(RegionProtocol, n.handleRegionFrame)
@@ -327,9 +344,13 @@ func (n *Node) RegisterType(spec EntityType) error {
 			res <- err
 			return
 		}
-		t := &typeRuntime{spec: spec, credits: newCredits(spec.Settings.Region.BufferSize), group: group, entities: map[shard.EntityID]*entity{}}
+		t := &typeRuntime{spec: spec, credits: newCredits(spec.Settings.Region.BufferSize), group: group, entities: map[shard.EntityID]*entity{},
+			m: n.metrics.forType(spec.Name)}
 		n.types[spec.Name] = t
 		n.specs.Store(spec.Name, t)
+		if t.m != nil {
+			n.typeMetrics = append(n.typeMetrics, t.m)
+		}
 		res <- nil
 	})
 	select {
@@ -391,19 +412,24 @@ func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []
 }
 
 func (n *Node) ask(ctx context.Context, t *typeRuntime, id string, m *message) (askResult, error) {
+	start := t.m.askStart()
 	p := n.asks.create()
 	m.ask = p
 	if err := n.deliver(ctx, t, id, m); err != nil {
+		t.m.asked(start, err, ctx.Err() != nil, errors.Is(err, ErrStopped))
 		return askResult{}, err
 	}
 	select {
 	case r := <-p.result:
 		n.asks.forget(p)
+		t.m.asked(start, r.err, false, false)
 		return r, r.err
 	case <-ctx.Done():
 		n.asks.forget(p)
+		t.m.asked(start, nil, true, false)
 		return askResult{}, fmt.Errorf("ask %s %s: %w", t.spec.Name, id, ctx.Err())
 	case <-n.done:
+		t.m.asked(start, nil, false, true)
 		return askResult{}, ErrStopped
 	}
 }
@@ -532,6 +558,7 @@ func (n *Node) loop() {
 			n.execute(now)
 			n.updateServing()
 			n.publishView()
+			n.sampleMetrics()
 		case in := <-n.inbox:
 			now := time.Now()
 			n.step(now, in)
@@ -576,6 +603,7 @@ func (n *Node) execute(now time.Time) {
 		rd.Reset()
 		n.eng.Drain(rd)
 		if rd.Empty() {
+			n.flushMetrics()
 			return
 		}
 		for _, env := range rd.Membership {
@@ -604,6 +632,7 @@ func (n *Node) execute(now time.Time) {
 		}
 		for _, ev := range rd.Members {
 			n.logEvent(ev)
+			n.metrics.recordMemberEvent(ev)
 			n.react(ev)
 			n.publish(ev)
 		}
@@ -617,6 +646,7 @@ func (n *Node) execute(now time.Time) {
 				n.recordPlacement(ev.Type, e, now)
 			}
 			n.logTypedEvent(ev)
+			n.recordTypedEvent(ev, now)
 			n.publish(ev)
 			n.gossipEvent(ev, now)
 		}
@@ -798,4 +828,5 @@ func (n *Node) publishView() {
 	}
 	slices.Sort(v.Unreachable)
 	n.view.Store(v)
+	n.metrics.recordView(v)
 }

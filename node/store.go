@@ -51,7 +51,8 @@ func (n *Node) openStore(ctx context.Context) error {
 		ReadMajorityPlus:  n.cfg.Store.ReadMajorityPlus,
 		MajorityMinCap:    n.cfg.Store.MajorityMinCap,
 		Timeout:           timeout,
-		Logger:            n.log.With("component", "store"),
+		Logger:            n.log, // the store adds component=store
+		Metrics:           n.cfg.Metrics,
 	})
 	if err != nil {
 		return fmt.Errorf("open the store in %s: %w", n.dir.file("store"), err)

@@ -102,7 +102,7 @@ func (n *Node) receiveGossip() {
 		}
 		msg, err := wire.DecodeMembership(m.Data)
 		if err != nil {
-			n.log.Warn("dropped a malformed gossip message", "from", m.From, "err", err)
+			n.log.Warn("dropped a malformed gossip message", "peer", m.From, "err", err)
 			continue
 		}
 		n.enqueue(input{ctl: &control{kind: inMember, from: membership.NodeID(m.From.String()), member: msg}})
@@ -152,10 +152,11 @@ func (n *Node) forward(f engine.Forward) {
 		}
 		return wire.AppendDeliver(nil, &d), nil
 	}
+	t.m.forwarded()
 	n.out.send(f.To, RegionProtocol, nil, encode, func(err error) {
 		m.credits.release()
 		if err != nil {
-			n.reject(f.Type, m, err)
+			n.reject(f.Type, m, fmt.Errorf("%w: %w", errSendFailed, err))
 		}
 	})
 }
@@ -177,6 +178,7 @@ type outboxes struct {
 	ctx  context.Context
 	host *p2p.Host
 	log  *slog.Logger
+	met  *metrics // nil without metrics
 	mu   sync.Mutex
 	by   map[membership.NodeID]*outbox
 }
@@ -199,8 +201,18 @@ type outgoing struct {
 	done   func(error)
 }
 
-func newOutboxes(ctx context.Context, host *p2p.Host, log *slog.Logger) *outboxes {
-	return &outboxes{ctx: ctx, host: host, log: log, by: map[membership.NodeID]*outbox{}}
+func newOutboxes(ctx context.Context, host *p2p.Host, log *slog.Logger, met *metrics) *outboxes {
+	return &outboxes{ctx: ctx, host: host, log: log, met: met, by: map[membership.NodeID]*outbox{}}
+}
+
+// finish reports a frame's fate to its sender, counting the frames not written.
+func (o *outboxes) finish(proto protocol.ID, done func(error), err error) {
+	if err != nil && o.ctx.Err() == nil {
+		o.met.frameUnsent(string(proto))
+	}
+	if done != nil {
+		done(err)
+	}
 }
 
 // send queues a frame (or its encoder) for member to. When nothing waits for that member and
@@ -209,26 +221,20 @@ func newOutboxes(ctx context.Context, host *p2p.Host, log *slog.Logger) *outboxe
 func (o *outboxes) send(to membership.NodeID, proto protocol.ID, frame []byte, encode func() ([]byte, error), done func(error)) {
 	b, err := o.box(to)
 	if err != nil {
-		if done != nil {
-			done(err)
-		}
+		o.finish(proto, done, err)
 		return
 	}
 	if b.pending.Load() == 0 {
 		if frame == nil {
 			if frame, err = safeEncode(encode); err != nil {
-				if done != nil {
-					done(err)
-				}
+				o.finish(proto, done, err)
 				return
 			}
 			encode = nil
 		}
 		err := o.host.TrySend(b.peer, proto, frame)
 		if err == nil || !errors.Is(err, p2p.ErrWouldBlock) {
-			if done != nil {
-				done(err)
-			}
+			o.finish(proto, done, err)
 			return
 		}
 	}
@@ -304,11 +310,9 @@ func (b *outbox) run() {
 				err = b.write(out.proto, frame)
 			}
 			if err != nil && o.ctx.Err() == nil {
-				o.log.Debug("message not sent", "to", b.peer, "protocol", out.proto, "err", err)
+				o.log.Debug("message not sent", "member", b.peer, "protocol", out.proto, "err", err)
 			}
-			if out.done != nil {
-				out.done(err)
-			}
+			o.finish(out.proto, out.done, err)
 			b.pending.Add(-1)
 			batch[i] = outgoing{}
 		}

@@ -104,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		pubsub.WithFloodPublish(true),
 		pubsub.WithPeerOutboundQueueSize(cfg.GossipQueue),
 		pubsub.WithValidateQueueSize(cfg.GossipQueue),
-		pubsub.WithLogger(slog.New(quietDeliveryTags{cfg.Logger.Handler()}).With("component", "gossipsub")),
+		pubsub.WithLogger(slog.New(quietDeliveryTags{cfg.Logger.Handler()}).With("subsystem", "gossipsub")),
 	)
 	if err != nil {
 		psCancel()

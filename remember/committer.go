@@ -71,7 +71,8 @@ type committer struct {
 	dig digest
 
 	commits, refused, merged atomic.Uint64
-	busy                     atomic.Int64 // nanoseconds spent committing
+	busy                     atomic.Int64  // nanoseconds spent committing
+	met                      *storeMetrics // nil without metrics
 
 	// per commit, reused
 	before, after map[string]entry
@@ -143,7 +144,17 @@ func (c *committer) run() {
 // commit applies ops in one read transaction and one synchronous WriteBatch.
 func (c *committer) commit(ops []*applyOp) {
 	start := time.Now()
-	defer func() { c.busy.Add(int64(time.Since(start))) }()
+	defer func() {
+		took := time.Since(start)
+		c.busy.Add(int64(took))
+		if c.met != nil {
+			records := 0
+			for _, op := range ops {
+				records += op.size()
+			}
+			c.met.committed(records, took)
+		}
+	}()
 	clear(c.before)
 	clear(c.after)
 	results := make([]applyResult, len(ops))

@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/wire"
@@ -110,6 +111,10 @@ type Config struct {
 	// DefaultMemTableSize, DefaultValueLogFileSize, DefaultBlockCacheSize, synchronous
 	// writes. Keep SyncWrites on: a write is acknowledged once it is on disk.
 	Badger func(badger.Options) badger.Options
+
+	// Metrics, when set, receives the store's Prometheus metrics (call latencies, batch
+	// sizes, its counters). Nil: none are recorded.
+	Metrics prometheus.Registerer
 }
 
 // validate fills zero fields with their defaults and rejects what cannot work.

@@ -36,11 +36,13 @@ func (s *Store) get(ctx context.Context, key string, fence uint64) (Record, bool
 	if err := checkKey(key); err != nil {
 		return Record{}, false, err
 	}
+	start := s.met.start()
 	op := &readOp{key: key, fence: fence, done: make(chan readResult, 1)}
 	s.stats.reads.Add(1)
 	s.reads.add(op)
 	select {
 	case res := <-op.done:
+		s.met.got(start, res.err)
 		if res.err != nil {
 			return Record{}, false, res.err
 		}
@@ -48,6 +50,7 @@ func (s *Store) get(ctx context.Context, key string, fence uint64) (Record, bool
 		rec.Key = key
 		return rec, !rec.Version.IsZero() && !rec.Deleted, nil
 	case <-ctx.Done():
+		s.met.got(start, ctx.Err())
 		return Record{}, false, fmt.Errorf("remember: read of %q: %w", key, ctx.Err())
 	}
 }
@@ -60,6 +63,7 @@ func (s *Store) Scan(ctx context.Context, prefix string) ([]Record, error) {
 		return nil, fmt.Errorf("remember: scan prefix of %d bytes (at most %d): %w", len(prefix), MaxKeySize, ErrTooLarge)
 	}
 	s.stats.scans.Add(1)
+	start := s.met.start()
 	done := make(chan scanResult, 1)
 	r := s.newReadRound("scan", prefix, func() {}, func(merged map[string]entry, err error) {
 		done <- scanResult{merged, err}
@@ -71,6 +75,7 @@ func (s *Store) Scan(ctx context.Context, prefix string) ([]Record, error) {
 	s.scanLocal(prefix, r.localAnswer)
 	select {
 	case res := <-done:
+		s.met.scanned(start, res.err)
 		if res.err != nil {
 			return nil, res.err
 		}
@@ -84,6 +89,7 @@ func (s *Store) Scan(ctx context.Context, prefix string) ([]Record, error) {
 		return out, nil
 	case <-ctx.Done():
 		r.abort(ctx.Err())
+		s.met.scanned(start, ctx.Err())
 		return nil, fmt.Errorf("remember: scan of %q: %w", prefix, ctx.Err())
 	}
 }
@@ -108,6 +114,7 @@ type readResult struct {
 // startRead starts the round of a batch of Get and GetFenced calls.
 func (s *Store) startRead(ops []*readOp, release func()) {
 	s.stats.readRounds.Add(1)
+	s.met.readRound(len(ops))
 	keys := make([]string, len(ops))
 	var fences []uint64
 	for i, op := range ops {

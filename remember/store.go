@@ -70,6 +70,7 @@ type Store struct {
 	comEnd chan struct{}
 
 	stats counters
+	met   *storeMetrics // nil without Config.Metrics
 }
 
 // Open opens (creating if needed) the store in cfg.Dir, serves the replica protocol on
@@ -97,8 +98,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		serve:  make(chan struct{}, 8),
 		comEnd: make(chan struct{}),
 	}
+	if s.met, err = newStoreMetrics(cfg.Metrics, s); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("remember: register metrics: %w", err)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.com = newCommitter(db, s.log, &s.clock, s.ctx.Done(), s.comEnd)
+	s.com.met = s.met
 	maxCounter, n, err := s.loadDigest()
 	if err != nil {
 		s.cancel()

@@ -35,13 +35,16 @@ func (s *Store) Write(ctx context.Context, ws ...Write) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("remember: write of %q: %w", ws[0].Key, err)
 	}
+	start := s.met.start()
 	op := &writeOp{writes: ownCopy(ws), done: make(chan error, 1)}
 	s.stats.writes.Add(uint64(len(ws)))
 	s.writes.add(op)
 	select {
 	case err := <-op.done:
+		s.met.wrote(start, err)
 		return err
 	case <-ctx.Done():
+		s.met.wrote(start, ctx.Err())
 		return fmt.Errorf("remember: write of %q: %w (it may still be stored)", ws[0].Key, ctx.Err())
 	}
 }
@@ -135,6 +138,7 @@ func (s *Store) startWrite(ops []*writeOp, release func()) {
 	for _, op := range ops {
 		n += len(op.writes)
 	}
+	s.met.writeRound(n)
 	r.recs = make([]entry, 0, n)
 	r.owner = make([]int32, 0, n)
 	for i, op := range ops {

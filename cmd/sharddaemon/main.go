@@ -171,7 +171,22 @@ func serve(cfg config.Config) int {
 		log.Error(err.Error())
 		return exitUsage
 	}
-	sys, err := shardmesh.Start(context.Background(), cfg, shardmesh.WithLogger(log))
+	opts := []shardmesh.Option{shardmesh.WithLogger(log)}
+	var met *metricsServer
+	var adminMetrics *admin.Metrics
+	if cfg.Node.MetricsListen != "" {
+		if met, err = listenMetrics(cfg.Node.MetricsListen, log.With("component", "metrics")); err != nil {
+			log.Error("cannot serve metrics", "err", err)
+			return exitUsage
+		}
+		defer met.close()
+		opts = append(opts, shardmesh.WithMetrics(met.reg))
+		if adminMetrics, err = admin.NewMetrics(met.reg); err != nil {
+			log.Error("cannot register metrics", "err", err)
+			return exitFailed
+		}
+	}
+	sys, err := shardmesh.Start(context.Background(), cfg, opts...)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		if errors.Is(err, node.ErrDataDirInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) {
@@ -179,6 +194,7 @@ func serve(cfg config.Config) int {
 		}
 		return exitFailed
 	}
+	log = log.With("node", sys.ID().Short()) // as on the member's own lines
 	if err := builtinTypes(sys, cfg.Node.EntityTypes); err != nil {
 		log.Error("cannot start entity types", "err", err)
 		sys.Close()
@@ -189,7 +205,16 @@ func serve(cfg config.Config) int {
 		ReadOnlyOpen: cfg.Node.AdminReadOnlyOpen,
 		QueryTimeout: cfg.Sharding.ShardRegionQueryTimeout,
 		Logger:       log.With("component", "admin"),
+		Metrics:      adminMetrics,
 	})
+	if met != nil {
+		if err := met.serve(cfg.Node.DataDir); err != nil {
+			log.Error("cannot serve metrics", "err", err)
+			srv.Close(context.Background())
+			sys.Close()
+			return exitFailed
+		}
+	}
 	if len(admins) == 0 {
 		log.Info("no admin identity allowed: calls that change the cluster (shutdown, leave, down) are refused; allow one with --admin-allow PEER_ID (shardctl keygen admin)")
 	}

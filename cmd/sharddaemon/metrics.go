@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metricsAddrFile, in the data directory, holds the address the metrics are served on
+// (host:port, one line), written once listening and removed at exit: with
+// --metrics-listen 127.0.0.1:0 it is how scripts and tests find the port the system chose.
+const metricsAddrFile = "metrics-addr"
+
+// metricsServer serves the member's registry on /metrics.
+type metricsServer struct {
+	reg  *prometheus.Registry
+	ln   net.Listener
+	srv  *http.Server
+	file string
+	log  *slog.Logger
+}
+
+// listenMetrics creates the member's registry (with the Go runtime and process collectors)
+// and listens on addr; nothing is served before serve.
+func listenMetrics(addr string, log *slog.Logger) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics-listen %q: %w", addr, err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
+	return &metricsServer{reg: reg, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, log: log}, nil
+}
+
+// serve starts serving and writes the bound address to dataDir/metrics-addr.
+func (m *metricsServer) serve(dataDir string) error {
+	addr := m.ln.Addr().String()
+	m.file = filepath.Join(dataDir, metricsAddrFile)
+	tmp := m.file + ".tmp"
+	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", m.file, err)
+	}
+	if err := os.Rename(tmp, m.file); err != nil {
+		return fmt.Errorf("write %s: %w", m.file, err)
+	}
+	go func() {
+		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	m.log.Info("serving metrics", "addr", "http://"+addr+"/metrics")
+	return nil
+}
+
+// close stops serving and removes the address file.
+func (m *metricsServer) close() {
+	if m == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = m.srv.Shutdown(ctx)
+	_ = m.ln.Close()
+	if m.file != "" {
+		_ = os.Remove(m.file)
+	}
+}
