@@ -32,7 +32,10 @@ func (s *Sim) observeSharding(n *Node, ev engine.TypedEvent) {
 	case coordinator.Recovered:
 		s.logf("%s: %s coordinator (term %d) recovered %d regions, %d shards", n.ID, ev.Type, e.Term, e.Regions, e.Shards)
 	case coordinator.ShardAllocated:
-		s.logf("%s: %s shard %s allocated to %s (epoch %s)", n.ID, ev.Type, e.Shard, e.Region, e.Epoch)
+		s.logf("%s: %s shard %s allocated to %s (epoch %s, %s)", n.ID, ev.Type, e.Shard, e.Region, e.Epoch, e.Cause)
+		if e.From != "" {
+			s.Moves++
+		}
 	case coordinator.HandoffStarted:
 		s.logf("%s: %s shard %s handoff from %s (%s, epoch %s)", n.ID, ev.Type, e.Shard, e.From, e.Cause, e.Epoch)
 		s.checkHandoffCause(n, ev.Type, e)

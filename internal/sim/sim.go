@@ -46,6 +46,9 @@ type Sim struct {
 	violation error
 	// Delivered counts messages delivered to a machine.
 	Delivered int
+	// Moves counts shard allocations that moved a shard from one member to another (after a
+	// handoff or the loss of its member).
+	Moves int
 
 	traffic   *traffic // entity messages and their fate
 	extractor *shard.HashCodeExtractor
