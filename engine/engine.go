@@ -202,6 +202,7 @@ func (e *Engine) Drain(dst *Ready) {
 	dst.Members = append(dst.Members, e.out.Members...)
 	dst.Events = append(dst.Events, e.out.Events...)
 	dst.Store = append(dst.Store, e.out.Store...)
+	dst.Leases = append(dst.Leases, e.out.Leases...)
 	clear(e.out.Forwards)
 	clear(e.out.Entities)
 	clear(e.out.Rejected)
@@ -214,6 +215,7 @@ func (e *Engine) Drain(dst *Ready) {
 		Members:      e.out.Members[:0],
 		Events:       e.out.Events[:0],
 		Store:        e.out.Store[:0],
+		Leases:       e.out.Leases[:0],
 	}
 }
 
@@ -233,6 +235,7 @@ func (r *Ready) Reset() {
 		Members:      r.Members[:0],
 		Events:       r.Events[:0],
 		Store:        r.Store[:0],
+		Leases:       r.Leases[:0],
 	}
 }
 
@@ -279,7 +282,7 @@ func (e *Engine) Tick(now time.Time) {
 		}
 		t.region.Tick(now)
 		for _, id := range t.order {
-			if sh := t.shards[id]; sh.State() == shard.StateDraining || t.pass != nil || sh.Remembers() {
+			if sh := t.shards[id]; sh.State() == shard.StateDraining || t.pass != nil || sh.Remembers() || sh.UsesLease() {
 				if sh.Tick(now); sh.HasOutput() {
 					t.touched = append(t.touched, sh)
 				}
@@ -528,6 +531,12 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 		return
 	case shard.LoadEntities:
 		e.storeOp(t, StoreOp{Kind: StoreLoadEntities, Shard: sh.ID()})
+		return
+	case shard.AcquireLease:
+		e.leaseOp(t, LeaseAcquire, sh.ID())
+		return
+	case shard.ReleaseLease:
+		e.leaseOp(t, LeaseRelease, sh.ID())
 		return
 	case shard.RememberEntity:
 		e.storeOp(t, StoreOp{Kind: StoreRemember, Shard: sh.ID(), Entity: o.Entity, NewShard: o.NewShard})

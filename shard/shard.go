@@ -15,6 +15,8 @@ type Config struct {
 	HandoffTimeout time.Duration
 	// Remember turns on remembered entities (remember-entities): see Remember.
 	Remember Remember
+	// Lease makes the shard hold a lease before it creates entities (use-lease): see Lease.
+	Lease Lease
 }
 
 // ForceStopAfter returns how long a handoff waits for entities to stop before forcing them.
@@ -55,6 +57,7 @@ const (
 	StateDraining              // handing off: stopping every entity
 	StateStopped               // every entity stopped
 	StateLoading               // remembering entities: waiting for the stored set; messages wait
+	StateAcquiring             // waiting for the shard's lease (use-lease); messages wait
 )
 
 // Output is something the shard wants done. The set is sealed.
@@ -138,6 +141,11 @@ type Shard[M any] struct {
 	drainFrom time.Time
 	forced    bool
 	drained   int // incarnations the handoff stops
+
+	// The lease (see lease.go).
+	leased   bool      // the shard holds its lease
+	leaseOut bool      // an AcquireLease is out
+	leaseAt  time.Time // StateAcquiring: when to ask again
 	out       []Output[M]
 
 	passivator Passivator
@@ -174,6 +182,14 @@ func New[M any](cfg Config, id ID) *Shard[M] {
 	s := &Shard[M]{cfg: cfg, id: id, entities: map[EntityID]*entity[M]{}}
 	if cfg.Remember.Enabled {
 		s.cfg.Remember = cfg.Remember.withDefaults()
+	}
+	switch {
+	case cfg.Lease.Enabled:
+		if s.cfg.Lease.RetryInterval <= 0 {
+			s.cfg.Lease.RetryInterval = 5 * time.Second
+		}
+		s.acquire() // then, remembering, the stored set
+	case cfg.Remember.Enabled:
 		s.state = StateLoading
 		s.loadOut = true
 		s.emit(LoadEntities{})
@@ -231,7 +247,7 @@ func (s *Shard[M]) Deliver(now time.Time, id EntityID, msg M) (Delivery, *Slot) 
 // receives it.
 func (s *Shard[M]) route(id EntityID, msg M) (Delivery, *entity[M]) {
 	if s.state != StateActive {
-		if s.state == StateLoading {
+		if s.state == StateLoading || s.state == StateAcquiring {
 			s.held = append(s.held, heldMsg[M]{id, msg})
 			return Waiting, nil
 		}
@@ -326,6 +342,15 @@ func (s *Shard[M]) EntityStopped(now time.Time, id EntityID, unhandled []M) {
 	}
 	pending := slices.Concat(unhandled, e.waiting)
 	delete(s.entities, id)
+	if s.state == StateAcquiring { // stopped because the lease was lost: wait for it again
+		// Older than anything held since the loss: they go first.
+		older := make([]heldMsg[M], len(pending))
+		for i, msg := range pending {
+			older[i] = heldMsg[M]{id, msg}
+		}
+		s.held = append(older, s.held...)
+		return
+	}
 	if s.state != StateActive {
 		if len(pending) > 0 {
 			s.emit(Bounce[M]{Msgs: pending})
@@ -341,7 +366,7 @@ func (s *Shard[M]) EntityStopped(now time.Time, id EntityID, unhandled []M) {
 // Stop hands the shard off: every entity gets its stop message; ShardStopped follows when all
 // have stopped (or were forced to, after ForceStopAfter).
 func (s *Shard[M]) Stop(now time.Time) {
-	if s.state != StateActive && s.state != StateLoading {
+	if s.state != StateActive && s.state != StateLoading && s.state != StateAcquiring {
 		return
 	}
 	s.state, s.drainFrom = StateDraining, now
@@ -369,6 +394,9 @@ func (s *Shard[M]) Stop(now time.Time) {
 // Tick passivates idle entities when due, and forces the stop of entities that ignored
 // their handoff stop message for too long.
 func (s *Shard[M]) Tick(now time.Time) {
+	if s.cfg.Lease.Enabled {
+		s.tickLease(now)
+	}
 	if s.cfg.Remember.Enabled {
 		s.tickRemember(now)
 	}
@@ -413,6 +441,7 @@ func (s *Shard[M]) Stragglers() []EntityID {
 
 func (s *Shard[M]) checkStopped() {
 	if s.state == StateDraining && len(s.entities) == 0 {
+		s.releaseLease()
 		s.state = StateStopped
 		s.emit(Stopped{Entities: s.drained})
 	}
