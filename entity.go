@@ -168,6 +168,7 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 	if err := s.node.RegisterType(spec); err != nil {
 		return nil, err
 	}
+	s.roles.Store(e.Key.name, settings.Region.Role)
 	return &Region[M, R]{s: s, key: e.Key, spec: &spec}, nil
 }
 
@@ -192,6 +193,8 @@ func typeConfig(cfg config.Config, name, role string, strategy allocation.Strate
 		switch sc.AllocationStrategy {
 		case "consistent-hashing":
 			strategy, err = allocation.NewConsistentHashing(sc.ConsistentHashing)
+		case "external":
+			strategy = allocation.NewExternal()
 		default:
 			strategy, err = allocation.NewLeastShard(sc.LeastShard)
 		}
