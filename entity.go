@@ -97,7 +97,9 @@ type Entity[M, R any] struct {
 	// Extractor maps entity ids to shards. Default: Akka's HashCodeMessageExtractor over
 	// sharding.number-of-shards.
 	Extractor shard.Extractor
-	// Strategy overrides the configured allocation strategy for this type.
+	// Strategy overrides the configured allocation strategy (sharding.allocation-strategy)
+	// for this type: a built-in one with settings of its own, or any allocation.Strategy
+	// (docs/allocation.md, examples/custom-allocation). Pins still apply around it.
 	Strategy allocation.Strategy
 	// Passivation overrides sharding.passivation for this type: for instance
 	// passivation.DefaultStrategy().WithActiveEntityLimit(10_000), or passivation.Disabled()
