@@ -97,7 +97,9 @@ type Entity[M, R any] struct {
 	// Extractor maps entity ids to shards. Default: Akka's HashCodeMessageExtractor over
 	// sharding.number-of-shards.
 	Extractor shard.Extractor
-	// Strategy overrides the configured allocation strategy for this type.
+	// Strategy overrides the configured allocation strategy (sharding.allocation-strategy)
+	// for this type: a built-in one with settings of its own, or any allocation.Strategy
+	// (docs/allocation.md, examples/custom-allocation). Pins still apply around it.
 	Strategy allocation.Strategy
 	// Passivation overrides sharding.passivation for this type: for instance
 	// passivation.DefaultStrategy().WithActiveEntityLimit(10_000), or passivation.Disabled()
@@ -168,6 +170,7 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 	if err := s.node.RegisterType(spec); err != nil {
 		return nil, err
 	}
+	s.roles.Store(e.Key.name, settings.Region.Role)
 	return &Region[M, R]{s: s, key: e.Key, spec: &spec}, nil
 }
 
@@ -192,6 +195,8 @@ func typeConfig(cfg config.Config, name, role string, strategy allocation.Strate
 		switch sc.AllocationStrategy {
 		case "consistent-hashing":
 			strategy, err = allocation.NewConsistentHashing(sc.ConsistentHashing)
+		case "external":
+			strategy = allocation.NewExternal()
 		default:
 			strategy, err = allocation.NewLeastShard(sc.LeastShard)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,9 @@ import (
 type System struct {
 	cfg  config.Config
 	node *node.Node
+	// roles maps each entity type registered by Init to the role of the members that host
+	// it ("" for every member).
+	roles sync.Map
 }
 
 // Option adjusts how Start runs the member.

@@ -118,6 +118,7 @@ func cloneView(v View) View {
 	c.Regions = slices.Clone(v.Regions)
 	for i := range c.Regions {
 		c.Regions[i].Shards = slices.Clone(c.Regions[i].Shards)
+		c.Regions[i].Roles = slices.Clone(c.Regions[i].Roles)
 	}
 	c.InProgress = maps.Clone(v.InProgress)
 	return c

@@ -18,6 +18,9 @@ type Region struct {
 	// UpNumber is the member's age: lower is older; 0 (not yet Up) is the youngest. It only
 	// breaks ties, then Node.
 	UpNumber uint64
+	// Roles are the member's roles, sorted (the `roles` setting). The built-in strategies
+	// ignore them; a custom strategy may read a zone, a rack or a capability from them.
+	Roles []string
 	// Shards are the shards allocated to the region, in the order they were allocated
 	// (oldest first), including those whose handoff is in progress. The new LeastShard
 	// algorithm moves the oldest first, as Akka does.
@@ -62,6 +65,7 @@ type Strategy interface {
 var (
 	_ Strategy = LeastShard{}
 	_ Strategy = (*ConsistentHashing)(nil)
+	_ Strategy = External{}
 )
 
 // leaving reports whether a member with status s is on its way out of the cluster

@@ -88,8 +88,10 @@ type Sharding struct {
 	// ShardRegionQueryTimeout bounds the answers to stats and region-state queries
 	// (shard-region-query-timeout). Default 3 s.
 	ShardRegionQueryTimeout time.Duration
-	// AllocationStrategy is least-shard (default) or consistent-hashing
-	// (allocation-strategy; a shardmesh key).
+	// AllocationStrategy is least-shard (default), consistent-hashing or external
+	// (allocation-strategy; a shardmesh key). External is Akka's external allocation:
+	// unpinned shards go to the member that asks for them and are never rebalanced; pins
+	// (`shardctl shard move|pin`, System.PinShard) place the others.
 	AllocationStrategy string
 	// LeastShard configures least-shard-allocation-strategy.
 	LeastShard allocation.LeastShardConfig

@@ -420,7 +420,7 @@ func (c *Coordinator) view() allocation.View {
 		}
 		mem := c.members[id]
 		v.Regions = append(v.Regions, allocation.Region{Node: id, Status: mem.Status, AppVersion: mem.AppVersion,
-			UpNumber: mem.UpNumber, Shards: c.inAllocationOrder(r.shards)})
+			UpNumber: mem.UpNumber, Roles: mem.Roles, Shards: c.inAllocationOrder(r.shards)})
 	}
 	for s := range c.handoffs {
 		v.InProgress[s] = true

@@ -127,7 +127,8 @@ func TestHolderRenewsAndAnExpiredLeaseIsTaken(t *testing.T) {
 	_ = ss[0].Close() // a's renewals fail from now on
 	stopped := time.Now()
 	select {
-	case <-lost:
+	case err := <-lost:
+		t.Logf("lost: %v", err)
 	case <-time.After(3 * time.Second):
 		t.Fatal("the holder did not report the lease lost")
 	}

@@ -53,11 +53,11 @@ type State uint8
 
 // Shard states.
 const (
-	StateActive   State = iota // delivering
-	StateDraining              // handing off: stopping every entity
-	StateStopped               // every entity stopped
-	StateLoading               // remembering entities: waiting for the stored set; messages wait
-	StateAcquiring             // waiting for the shard's lease (use-lease); messages wait
+	StateActive    State = iota // delivering
+	StateDraining               // handing off: stopping every entity
+	StateStopped                // every entity stopped
+	StateLoading                // remembering entities: waiting for the stored set; messages wait
+	StateAcquiring              // waiting for the shard's lease (use-lease); messages wait
 )
 
 // Output is something the shard wants done. The set is sealed.
@@ -146,7 +146,7 @@ type Shard[M any] struct {
 	leased   bool      // the shard holds its lease
 	leaseOut bool      // an AcquireLease is out
 	leaseAt  time.Time // StateAcquiring: when to ask again
-	out       []Output[M]
+	out      []Output[M]
 
 	passivator Passivator
 	resolution time.Duration // the passivator's Resolution

@@ -29,7 +29,9 @@ func (b versionBlind) Allocate(req membership.NodeID, s shard.ID, v allocation.V
 	return b.LeastShard.Allocate(req, s, b.blind(v))
 }
 
-func (b versionBlind) Rebalance(v allocation.View) []shard.ID { return b.LeastShard.Rebalance(b.blind(v)) }
+func (b versionBlind) Rebalance(v allocation.View) []shard.ID {
+	return b.LeastShard.Rebalance(b.blind(v))
+}
 
 // TestRollingUpdate restarts every member of a cluster under load, one after the other,
 // each coming back with app version 2 (the first member again last: the coordinator moves
