@@ -226,6 +226,9 @@ func typeConfig(cfg config.Config, name, role string, strategy allocation.Strate
 		Shard:       shard.Config{HandoffTimeout: sc.HandoffTimeout},
 		Passivation: sc.Passivation,
 	}
+	if sc.Lease.Use != "" {
+		tc.Shard.Lease = shard.Lease{Enabled: true, RetryInterval: sc.Lease.RetryInterval}
+	}
 	if rm := sc.Remember; rm.Enabled || remember {
 		tc.Shard.Remember = shard.Remember{Enabled: true, RestartBackoff: rm.EntityRestartBackoff, FailureBackoff: rm.ShardFailureBackoff}
 		if rm.RecoveryStrategy == "constant" {

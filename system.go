@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/lease"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/p2p"
@@ -34,6 +35,16 @@ func WithLogger(l *slog.Logger) Option { return func(c *node.Config) { c.Logger 
 // WithMetrics records the member's Prometheus metrics (and its store's) in reg; give each
 // member its own registry (prometheus.NewRegistry). docs/metrics.md lists them.
 func WithMetrics(reg prometheus.Registerer) Option { return func(c *node.Config) { c.Metrics = reg } }
+
+// WithLease provides the shards' lease for sharding.use-lease = name: an external lease
+// (a lock service the clusters share, as Akka's Kubernetes lease) instead of the built-in
+// "store" lease, which is kept in the cluster's own replicated store.
+func WithLease(name string, p lease.Provider) Option {
+	return func(c *node.Config) {
+		c.Leases = func(*remember.Store) lease.Provider { return p }
+		c.LeaseName = name
+	}
+}
 
 // Start starts a member with cfg (config.Default() with at least Node.DataDir, or
 // config.Load). It returns once the member listens; it joins (or forms) the cluster in the
@@ -80,8 +91,16 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 		},
 		History: node.HistoryConfig{MaxPerShard: cfg.Sharding.History.MaxPerShard, Retention: cfg.Sharding.History.Retention},
 	}
+	if cfg.Sharding.Lease.Use == "store" {
+		sl := lease.StoreConfig{HeartbeatTimeout: cfg.Sharding.Lease.HeartbeatTimeout, HeartbeatInterval: cfg.Sharding.Lease.HeartbeatInterval}
+		nc.Leases = func(st *remember.Store) lease.Provider { return lease.NewStoreProvider(st, sl) }
+		nc.LeaseName = "store"
+	}
 	for _, o := range opts {
 		o(&nc)
+	}
+	if use := cfg.Sharding.Lease.Use; use != "" && nc.LeaseName != use {
+		return nil, fmt.Errorf("sharding.use-lease = %q: no such lease provider (\"store\", or one given with shardmesh.WithLease(%q, …))", use, use)
 	}
 	n, err := node.Start(ctx, nc)
 	if err != nil {

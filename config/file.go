@@ -104,6 +104,8 @@ type Sharding struct {
 	Remember Remember
 	// History is the placement history (sharding.placement-history).
 	History PlacementHistory
+	// Lease is the per-shard lease (use-lease).
+	Lease Lease
 }
 
 // Default returns the defaults of every key.
@@ -134,6 +136,7 @@ func Default() Config {
 			Passivation:             passivation.DefaultSettings(),
 			Remember:                DefaultRemember(),
 			History:                 DefaultPlacementHistory(),
+			Lease:                   DefaultLease(),
 		},
 	}
 }

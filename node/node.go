@@ -19,6 +19,7 @@ import (
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/internal/mailbox"
+	"github.com/shardmesh/shardmesh/lease"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/region"
@@ -67,6 +68,11 @@ type Config struct {
 	Store StoreConfig
 	// History bounds the placement history; the zero value turns it off.
 	History HistoryConfig
+	// Leases, when set, makes the provider of the shards' leases (for types whose shards use
+	// one, use-lease), given the member's replicated store (for lease.StoreProvider).
+	Leases func(*remember.Store) lease.Provider
+	// LeaseName names the provider Leases makes (use-lease).
+	LeaseName string
 	// Metrics, when set, receives the member's Prometheus metrics (and its store's); give
 	// each member its own registry. Nil: no metrics are recorded. See docs/metrics.md.
 	Metrics prometheus.Registerer
@@ -111,6 +117,8 @@ type Node struct {
 
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
+
+	leases leases // the local shards' leases (use-lease)
 
 	history        chan PlacementRecord // placement records for writeHistory
 	historyDropped atomic.Uint64
@@ -284,6 +292,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cancel()
 		return nil, err
 	}
+	n.leases.held = map[leaseKey]lease.Lease{}
+	if cfg.Leases != nil {
+		n.leases.provider = cfg.Leases(n.store)
+	}
 	if err := dir.writeAddrs(addrs); err != nil {
 		cancel()
 		n.store.Close()
@@ -330,6 +342,9 @@ func (n *Node) RegisterType(spec EntityType) error {
 		return fmt.Errorf("entity type %q: Name, New, Extractor and the codecs are required", spec.Name)
 	}
 	spec.Settings.Name = spec.Name
+	if spec.Settings.Shard.Lease.Enabled && n.leases.provider == nil {
+		return fmt.Errorf("entity type %q: its shards use a lease (use-lease) but this member has no lease provider", spec.Name)
+	}
 	group, err := mailbox.NewGroup[*message](n.pool, mailbox.GroupConfig{})
 	if err != nil {
 		return err
@@ -617,6 +632,9 @@ func (n *Node) execute(now time.Time) {
 		}
 		for _, op := range rd.Entities {
 			n.applyEntityOp(now, op)
+		}
+		if len(rd.Leases) > 0 {
+			n.leaseOps(rd.Leases)
 		}
 		if len(rd.Store) > 0 {
 			n.storeOps(rd.Store)

@@ -25,6 +25,10 @@ type Options struct {
 	Types []engine.TypeConfig
 	// NumberOfShards of the extractor Send uses. Default 30.
 	NumberOfShards int
+	// SeparateClusters: the nodes form more than one cluster (a deployment mistake), so a
+	// shard may be hosted in each; only the entity invariant (one live instance) is checked
+	// across them — what the shards' leases keep.
+	SeparateClusters bool
 }
 
 // Sim is one simulated cluster.
@@ -54,6 +58,8 @@ type Sim struct {
 	extractor *shard.HashCodeExtractor
 	store     *store // remembered entities, as the replicated store holds them
 
+	leases map[leaseKey]*simLease // the shards' leases (use-lease), shared by every node
+
 	directives engine.Directives // the operator's directives, as the store holds them
 	dirRng     *rand.Rand        // delays of directive reads (apart, so other draws stay as they were)
 }
@@ -76,6 +82,7 @@ type Node struct {
 	held     []func() // deliveries that arrived while paused
 	sim      *Sim
 	entities *entityRuntime
+	leases   map[leaseKey]held // the leases its shards believe they hold
 }
 
 // Running reports whether the node's process runs, is not paused, and its machine serves.
@@ -106,6 +113,7 @@ func New(opts Options) *Sim {
 		byID:    map[membership.NodeID]*Node{},
 		traffic: newTraffic(),
 		store:   newStore(),
+		leases:  map[leaseKey]*simLease{},
 	}
 }
 
@@ -155,6 +163,7 @@ func (s *Sim) Start(i int, seeds ...int) {
 	n.E = engine.New(engine.Config{Membership: s.opts.Membership, Types: s.opts.Types, AwaitDirectives: true}, self, s.now)
 	n.M = n.E.Membership()
 	n.entities = newEntityRuntime(s, n)
+	n.leases = map[leaseKey]held{}
 	s.logf("start %s (incarnation %d)", n.ID, n.Incarnation)
 	if len(seeds) == 0 {
 		n.E.FormCluster(s.now)
@@ -174,6 +183,7 @@ func (s *Sim) scheduleTick(n *Node, inc uint64, after time.Duration) {
 			return
 		}
 		if !n.Paused {
+			s.tickLeases(n)
 			n.E.Tick(s.now)
 			s.process(n)
 			n.entities.resume() // mailboxes parked while the member did not serve
@@ -325,8 +335,13 @@ func (s *Sim) process(n *Node) {
 	for _, op := range rd.Store {
 		s.storeOp(n, op)
 	}
+	for _, op := range rd.Leases {
+		s.leaseOp(n, op)
+	}
 	s.checkSafety(n)
-	s.checkShardHomes(n)
+	if !s.opts.SeparateClusters {
+		s.checkShardHomes(n)
+	}
 	s.checkActiveLimit(n)
 	if n.Stopped != nil && n.Alive {
 		s.die(n, "stopped")

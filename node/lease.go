@@ -1,0 +1,76 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/lease"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// leaseKey names a local shard's lease.
+type leaseKey struct {
+	typ   string
+	shard shard.ID
+}
+
+// leases holds the leases of the local shards that use one.
+type leases struct {
+	mu       sync.Mutex
+	provider lease.Provider
+	held     map[leaseKey]lease.Lease
+}
+
+// leaseName is the lease of a shard, as Akka names it: <cluster>-shard-<type>-<shard>.
+func (n *Node) leaseName(typ string, s shard.ID) string {
+	return fmt.Sprintf("%s-shard-%s-%s", n.cfg.ClusterName, typ, s)
+}
+
+// leaseOps carries out the engine's lease operations, each on its own goroutine (an
+// acquisition is a store round or an external call).
+func (n *Node) leaseOps(ops []engine.LeaseOp) {
+	for _, op := range ops {
+		k := leaseKey{op.Type, op.Shard}
+		switch op.Kind {
+		case engine.LeaseAcquire:
+			n.leases.mu.Lock()
+			l := n.leases.held[k]
+			if l == nil {
+				l = n.leases.provider.Lease(n.leaseName(op.Type, op.Shard), string(n.self.Node))
+				n.leases.held[k] = l
+			}
+			n.leases.mu.Unlock()
+			go n.acquireLease(l, op)
+		case engine.LeaseRelease:
+			n.leases.mu.Lock()
+			l := n.leases.held[k]
+			delete(n.leases.held, k)
+			n.leases.mu.Unlock()
+			if l != nil {
+				go func() {
+					ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+					defer cancel()
+					if err := l.Release(ctx); err != nil && n.ctx.Err() == nil {
+						n.log.Warn("lease not released; it expires by itself", "type", op.Type, "shard", op.Shard, "err", err)
+					}
+				}()
+			}
+		}
+	}
+}
+
+func (n *Node) acquireLease(l lease.Lease, op engine.LeaseOp) {
+	ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+	defer cancel()
+	ok, err := l.Acquire(ctx, func(err error) {
+		n.log.Warn("shard lease lost: stopping its entities", "type", op.Type, "shard", op.Shard, "err", err)
+		n.command(func(now time.Time) { n.eng.LeaseLost(now, op.Type, op.Shard, op.Gen) })
+	})
+	if err != nil && n.ctx.Err() == nil {
+		n.log.Info("shard lease not acquired; trying again after lease-retry-interval", "type", op.Type, "shard", op.Shard, "err", err)
+	}
+	n.command(func(now time.Time) { n.eng.LeaseAcquired(now, op.Type, op.Shard, op.Gen, ok && err == nil) })
+}
