@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -59,7 +60,9 @@ func TestOperations(t *testing.T) {
 	keys := t.TempDir()
 	adminKey, adminID := keygenAdmin(t, keys, "admin.key")
 	intruderKey, _ := keygenAdmin(t, keys, "intruder.key")
-	c := newCluster(t, append(adminFlags(adminID), "--set", "sharding.rebalance-interval=1s")...)
+	flags := append(adminFlags(adminID), "--set", "sharding.rebalance-interval=1s")
+	flags[1] = "counter,echo,register" // register: durable state of another type, which data remove must not touch
+	c := newCluster(t, flags...)
 	m1 := c.start("m1")
 	ds := []*daemon{m1, c.start("m2", "--join", m1.addr()), c.start("m3", "--join", m1.addr())}
 	m2, m3 := ds[1], ds[2]
@@ -247,6 +250,11 @@ func TestOperations(t *testing.T) {
 
 	t.Run("types stop and data remove", func(t *testing.T) {
 		cl2 := client(t, m2)
+		for i := range 5 {
+			if _, err := cl2.Ask(t.Context(), "register", fmt.Sprint("r", i), []byte(fmt.Sprint("set kept-", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
 		r := ctlAll(ctl(m2, "types", "stop", "counter"))[0]
 		if r.code != 0 || !strings.Contains(r.out, "0 shards still running") || !strings.Contains(r.out, "stopped types: counter") {
 			t.Fatalf("types stop:\n%v", r)
@@ -281,6 +289,12 @@ func TestOperations(t *testing.T) {
 		for id, v := range replies {
 			if v != "0" {
 				t.Fatalf("counter %s is %s after its data was removed: the type did not come back empty", id, v)
+			}
+		}
+		for i := range 5 {
+			got, err := cl2.Ask(t.Context(), "register", fmt.Sprint("r", i), []byte("get"))
+			if err != nil || string(got) != fmt.Sprint("kept-", i) {
+				t.Fatalf("register r%d after counter's data was removed: %q, %v", i, got, err)
 			}
 		}
 	})
