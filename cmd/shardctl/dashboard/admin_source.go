@@ -77,6 +77,25 @@ func (s *AdminSource) Stats(ctx context.Context) (*adminpb.StatsResponse, error)
 	return out, nil
 }
 
+// Handoffs asks the entry member for every handoff in progress, each member's part within
+// its shard-region-query-timeout. A partial answer (some members did not answer) comes
+// without an error: they are in its Failed.
+func (s *AdminSource) Handoffs(ctx context.Context) (*adminpb.HandoffsResponse, error) {
+	var out *adminpb.HandoffsResponse
+	err := s.viaEntry(ctx, func(c *admin.Client) (err error) {
+		out, err = c.Handoffs(ctx, nil, 0)
+		return err
+	})
+	var ce *admin.CallError
+	if out != nil && (err == nil || errors.As(err, &ce) && ce.Code == adminpb.Code_PARTIAL) {
+		return out, nil
+	}
+	if err == nil {
+		err = errNoAnswer
+	}
+	return nil, err
+}
+
 // RegionState asks member m for its region of typ.
 func (s *AdminSource) RegionState(ctx context.Context, m *adminpb.MemberInfo, typ string) (*adminpb.RegionStateResponse, error) {
 	c, err := s.client(ctx, m)

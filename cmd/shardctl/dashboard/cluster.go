@@ -154,7 +154,7 @@ func (m Model) clusterView(height int) []string {
 	}
 	lines = append(lines,
 		fmt.Sprintf("%s  leader %s  oldest %s  %s", plural(len(c.members), "member"), leader, oldest, conv),
-		fmt.Sprintf("events %s/s  handoffs in flight %d  messages buffered %d", fmtRate(m.rate.perSecond(m.now)), len(m.handoffs.inflight), buffered),
+		fmt.Sprintf("events %s/s  handoffs in flight %d  messages buffered %d", fmtRate(m.rate.perSecond(m.now)), m.inflightCount(), buffered),
 		"")
 	wide := m.width >= 110
 	header := fmt.Sprintf("  %-10s %-8s %-5s %-9s %-7s %-7s %6s %7s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "SHARDS", "ENTITY", "MARKS")

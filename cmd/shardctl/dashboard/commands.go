@@ -59,6 +59,16 @@ func (m Model) statsCmd() tea.Cmd {
 	}
 }
 
+func (m Model) handoffsCmd(seq uint64) tea.Cmd {
+	src := m.src
+	return func() tea.Msg {
+		ctx, cancel := m.call()
+		defer cancel()
+		resp, err := src.Handoffs(ctx)
+		return handoffsMsg{seq: seq, resp: resp, err: err, at: m.cfg.Now()}
+	}
+}
+
 func (m Model) regionCmd(member *adminpb.MemberInfo, typ string) tea.Cmd {
 	src := m.src
 	return func() tea.Msg {

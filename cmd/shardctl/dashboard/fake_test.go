@@ -18,6 +18,9 @@ type fakeSource struct {
 	members   *adminpb.MembersResponse
 	stats     *adminpb.StatsResponse
 	regions   map[string]*adminpb.RegionStateResponse // node/type
+	handoffs  *adminpb.HandoffsResponse
+	handErr   error // Handoffs' error
+	handCalls int   // Handoffs calls so far
 	events    []*adminpb.WatchEvent
 	adminErr  error
 	rebalance error // RebalanceStatus's error; nil: active
@@ -59,6 +62,14 @@ func newFake() *fakeSource {
 		{Shard: "4", Entities: []string{"user-4"}, EntityCount: 1},
 		{Shard: "5", EntityCount: 0, Stopping: true},
 	}}
+	// The coordinators' view at t0: counter/7 (also in the stream) waits for two entities
+	// at its old home, echo/1 (not in the stream) for a region to start buffering.
+	f.handoffs = &adminpb.HandoffsResponse{Node: nodeA, Handoffs: []*adminpb.HandoffInfo{
+		{EntityType: "counter", Shard: "7", From: nodeC, Epoch: 1<<32 | 4, Phase: "stopping-entities", Cause: "rebalance", ElapsedMs: 4900, PhaseElapsedMs: 4850,
+			Buffered: 12, Stragglers: []string{"user-7", "user-17"}, ForceStopInMs: 3000, Coordinator: nodeA},
+		{EntityType: "echo", Shard: "1", From: nodeB, Epoch: 1<<32 | 2, Phase: "begun", Cause: "rebalance", ElapsedMs: 300, PhaseElapsedMs: 300,
+			WaitingRegions: []string{nodeC}, Buffered: 3, Coordinator: nodeA},
+	}}
 	ms := t0.Add(-5 * time.Second).UnixMilli()
 	f.events = []*adminpb.WatchEvent{
 		{AtUnixMs: ms, Kind: "member-up", Member: nodeB, Status: "Up"},
@@ -99,6 +110,23 @@ func (f *fakeSource) Stats(context.Context) (*adminpb.StatsResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stats, nil
+}
+
+func (f *fakeSource) Handoffs(context.Context) (*adminpb.HandoffsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handCalls++
+	if f.handErr != nil {
+		return nil, f.handErr
+	}
+	return f.handoffs, nil
+}
+
+// handoffCalls is how many times Handoffs was called.
+func (f *fakeSource) handoffCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.handCalls
 }
 
 func (f *fakeSource) RegionState(_ context.Context, m *adminpb.MemberInfo, typ string) (*adminpb.RegionStateResponse, error) {

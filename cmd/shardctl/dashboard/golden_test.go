@@ -25,7 +25,7 @@ func TestGolden(t *testing.T) {
 			{"cluster", nil, ""},
 			{"shards", []string{"2"}, "C: the type's coordinator"},
 			{"region", []string{"2", "down", "enter"}, "user-3 user-13"},
-			{"handoffs", []string{"3"}, "rebalance active"},
+			{"handoffs", []string{"3"}, "held up by: regions"},
 			{"events", []string{"4"}, "window 8/2000 of 8 seen"},
 			{"actions", []string{"5"}, "identity: admin"},
 			{"confirm", []string{"down", "s"}, "y/N"},

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 )
 
@@ -13,9 +15,9 @@ import (
 // handoffs must not grow the dashboard without end.
 const maxInflight = 10000
 
-// stragglerAfter is how long a handoff runs before the Handoffs view marks it: the default
+// slowAfter is how long a handoff runs before the Handoffs view marks it SLOW: the default
 // handoff-timeout is a minute, and a healthy handoff takes milliseconds.
-const stragglerAfter = 10 * time.Second
+const slowAfter = 10 * time.Second
 
 // handoffKey names a shard of a type.
 type handoffKey struct{ typ, shard string }
@@ -159,17 +161,165 @@ func (t *handoffTracker) compact() {
 	t.order = kept
 }
 
-// phaseName says what a handoff phase means.
-func phaseName(p string) string {
-	switch p {
-	case "begun":
-		return "begun: regions start buffering"
-	case "stopping":
-		return "buffering; stopping entities"
-	case "stopped":
-		return "stopped; awaiting allocation"
+// flight is a handoff in flight as the Handoffs view shows it: the watch stream's, with
+// the handoffs call's details when its last answer has them (or the details alone, for a
+// handoff the stream has not told of).
+type flight struct {
+	key         handoffKey
+	from, cause string
+	phase       string
+	began       time.Time
+	detail      *handoffDetail
+}
+
+// flights returns the handoffs in flight, the oldest first.
+func (m Model) flights() []flight {
+	t, d := &m.handoffs, &m.details
+	out := make([]flight, 0, len(t.inflight)+len(d.byKey))
+	for k, h := range t.inflight {
+		f := flight{key: k, from: h.from, cause: h.cause, phase: h.phase, began: h.began}
+		if x := d.byKey[k]; x != nil {
+			// The answer is more exact: the coordinator's phase, and elapsed time by
+			// the dashboard's clock rather than the origin member's.
+			f.phase, f.began, f.detail = x.phase, x.began, x
+		}
+		out = append(out, f)
 	}
-	return p
+	for k, x := range d.byKey {
+		if t.inflight[k] == nil {
+			out = append(out, flight{key: k, from: x.from, cause: x.cause, phase: x.phase, began: x.began, detail: x})
+		}
+	}
+	slices.SortFunc(out, func(a, b flight) int {
+		if c := a.began.Compare(b.began); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key.typ+"/"+a.key.shard, b.key.typ+"/"+b.key.shard)
+	})
+	return out
+}
+
+// inflightCount is how many handoffs are in flight: the stream's and the answer's.
+func (m Model) inflightCount() int {
+	n := len(m.handoffs.inflight)
+	for k := range m.details.byKey {
+		if m.handoffs.inflight[k] == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// phaseLabel names a handoff's phase: begun (regions told to buffer), buffering (every
+// region acknowledged), stopping entities (at the old home), stopped (awaiting
+// re-allocation).
+func phaseLabel(f flight) string {
+	switch f.phase {
+	case "begun":
+		if f.detail != nil && f.detail.nWaiting == 0 {
+			return "buffering"
+		}
+		return "begun"
+	case "stopping", "stopping-entities":
+		return "stopping entities"
+	}
+	return f.phase
+}
+
+// heldUpBy names what a handoff waits for, as its details tell: the regions that have not
+// started buffering, or the entities that have not stopped; "" if nothing (or unknown).
+// It names as many as fit in width cells (one at least), and counts the rest.
+func heldUpBy(x *handoffDetail, now time.Time, width int) string {
+	var names []string
+	var n int
+	var before, after string
+	switch {
+	case x == nil:
+		return ""
+	case x.nWaiting > 0:
+		names, n = make([]string, len(x.waiting)), x.nWaiting
+		for i, r := range x.waiting {
+			names[i] = shortID(r)
+		}
+		before, after = "held up by: regions ", " (not buffering yet)"
+	case x.nStragglers > 0:
+		when := "forced stop due now"
+		if left := x.forceStopAt.Sub(now); left > 0 {
+			when = "forced stop in " + fmtDuration(left.Round(time.Second))
+		}
+		names, n = x.stragglers, x.nStragglers
+		before, after = "held up by: entities ", " ("+when+")"
+	default:
+		return ""
+	}
+	s := ""
+	for k := len(names); k >= 1; k-- {
+		s = before + someNames(names[:k], n) + after
+		if ansi.StringWidth(s) <= width {
+			break
+		}
+	}
+	return s
+}
+
+// someNames joins names, of n in all, saying how many more there are.
+func someNames(names []string, n int) string {
+	s := strings.Join(names, ", ")
+	if n > len(names) {
+		s += fmt.Sprintf(" and %d more", n-len(names))
+	}
+	return s
+}
+
+// detailsNote says how fresh the handoffs call's details are.
+func (m Model) detailsNote() string {
+	d := &m.details
+	st := m.styles
+	switch {
+	case d.err != nil:
+		return st.bad.Render("details: " + d.err.Error())
+	case d.at.IsZero():
+		return ""
+	case len(d.failed) > 0:
+		ids := make([]string, len(d.failed))
+		for i, f := range d.failed {
+			ids[i] = shortID(f.Node)
+		}
+		return st.warn.Render(fmt.Sprintf("details %s, incomplete: %s did not answer", d.at.In(m.cfg.Location).Format("15:04:05"), strings.Join(ids, ", ")))
+	}
+	return st.dim.Render("details " + d.at.In(m.cfg.Location).Format("15:04:05"))
+}
+
+// flightLines renders a handoff in flight: its row, and a line saying what holds it up
+// or that it is slow.
+func (m Model) flightLines(f flight) []string {
+	st := m.styles
+	elapsed := m.now.Sub(f.began)
+	buffered := "-"
+	if f.detail != nil {
+		buffered = fmt.Sprint(f.detail.buffered)
+	}
+	row := fmt.Sprintf("  %s %s %s %s %8s %s", pad(clip(f.key.typ+"/"+f.key.shard, 15), 15), pad(shortID(f.from), 9),
+		pad(fmtDuration(elapsed), 7), pad(phaseLabel(f), 17), buffered, f.cause)
+	const indent = "      "
+	var notes []string
+	slow := elapsed > slowAfter
+	if slow {
+		notes = append(notes, "SLOW")
+	}
+	if h := heldUpBy(f.detail, m.now, m.width-len(indent)-len("SLOW · ")); h != "" {
+		notes = append(notes, h)
+	}
+	out := []string{row}
+	if len(notes) > 0 {
+		out = append(out, indent+strings.Join(notes, " · "))
+	}
+	if slow {
+		for i := range out {
+			out[i] = st.warn.Render(out[i])
+		}
+	}
+	return out
 }
 
 // handoffsView renders the Handoffs view.
@@ -192,31 +342,29 @@ func (m Model) handoffsView(height int) []string {
 		fmt.Sprintf("handoffs seen: begun %d, re-allocated %d, failed %d", t.started, t.finished, t.failed),
 		"",
 	}
-	inflight := make([]*handoff, 0, len(t.inflight))
-	for _, h := range t.inflight {
-		inflight = append(inflight, h)
-	}
-	slices.SortFunc(inflight, func(a, b *handoff) int {
-		if c := a.began.Compare(b.began); c != 0 {
-			return c
-		}
-		return strings.Compare(a.key.typ+"/"+a.key.shard, b.key.typ+"/"+b.key.shard)
-	})
+	fl := m.flights()
 	half := max((height-len(lines))/2, 3)
-	lines = append(lines, st.header.Render(fmt.Sprintf("in flight (%d)", len(inflight))),
-		st.header.Render(fmt.Sprintf("  %-16s %-10s %-9s %-30s %s", "TYPE/SHARD", "FROM", "ELAPSED", "PHASE", "CAUSE")))
-	for i, h := range inflight {
-		if i >= half-2 {
-			lines = append(lines, st.dim.Render(fmt.Sprintf("  … %d more", len(inflight)-i)))
+	title := st.header.Render(fmt.Sprintf("in flight (%d)", len(fl)))
+	if note := m.detailsNote(); note != "" {
+		title += "  " + note
+	}
+	lines = append(lines, title,
+		st.header.Render(fmt.Sprintf("  %-15s %-9s %-7s %-17s %8s %s", "TYPE/SHARD", "FROM", "ELAPSED", "PHASE", "BUFFERED", "CAUSE")))
+	room, used := half-2, 0
+	for i, f := range fl {
+		rows := m.flightLines(f)
+		need := len(rows)
+		if i < len(fl)-1 {
+			need++ // keep a line for "… more"
+		}
+		if used+need > room {
+			lines = append(lines, st.dim.Render(fmt.Sprintf("  … %d more", len(fl)-i)))
 			break
 		}
-		row := fmt.Sprintf("  %s %s %-9s %-30s %s", pad(clip(h.key.typ+"/"+h.key.shard, 16), 16), pad(shortID(h.from), 10), fmtDuration(m.now.Sub(h.began)), phaseName(h.phase), h.cause)
-		if m.now.Sub(h.began) > stragglerAfter {
-			row = st.warn.Render(row + "  STRAGGLER")
-		}
-		lines = append(lines, row)
+		lines = append(lines, rows...)
+		used += len(rows)
 	}
-	if len(inflight) == 0 {
+	if len(fl) == 0 {
 		lines = append(lines, st.dim.Render("  none"))
 	}
 	recent := t.recent()

@@ -20,8 +20,9 @@ type Config struct {
 	Target string
 	// Connect reaches the entry member. Required.
 	Connect func(ctx context.Context) (Source, error)
-	// Refresh is how often members and stats are asked again. Default 2 s: fresh enough to
-	// watch a shutdown, light on the members (stats asks every member).
+	// Refresh is how often members and stats are asked again, and the handoffs in progress
+	// while any are (or the Handoffs view is open). Default 2 s: fresh enough to watch a
+	// shutdown, light on the members (stats and handoffs ask every member).
 	Refresh time.Duration
 	// CallTimeout bounds each call but the watch stream. Default 10 s.
 	CallTimeout time.Duration
@@ -124,10 +125,14 @@ type Model struct {
 	// Refresh calls not answered yet, and when they were asked: a slow stats (a member
 	// that does not answer holds it for the query timeout) does not hold back members.
 	membersAsked, statsAsked time.Time
+	// The handoffs call: when the last ask went out (zero once answered), and its number.
+	handoffsAsked time.Time
+	handoffsSeq   uint64
 
 	cluster  clusterState
 	shards   shardsState
 	handoffs handoffTracker
+	details  handoffDetails
 	events   eventLog
 	rate     rateMeter
 
@@ -166,6 +171,7 @@ func New(ctx context.Context, cfg Config) (Model, error) {
 		width: 80, height: 24, now: now, started: now, connAt: now,
 		cluster:  newClusterState(),
 		handoffs: newHandoffTracker(cfg.Completed),
+		details:  newHandoffDetails(),
 		events:   newEventLog(cfg.EventWindow),
 		admin:    adminState{reason: "checking whether this identity is an admin"},
 	}
@@ -219,6 +225,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.cluster.applyStats(msg.resp, msg.at)
 		}
 		m.shards.err, m.shards.errAt = msg.err, msg.at
+		return m, nil
+	case handoffsMsg:
+		m.now = later(m.now, msg.at)
+		if msg.seq == m.handoffsSeq {
+			m.handoffsAsked = time.Time{}
+		}
+		m.details.apply(msg.seq, msg.resp, msg.err, msg.at)
 		return m, nil
 	case regionMsg:
 		m.now = later(m.now, msg.at)
@@ -304,7 +317,24 @@ func (m *Model) refresh() tea.Cmd {
 			cmds = append(cmds, m.regionCmd(mem, d.typ))
 		}
 	}
+	cmds = append(cmds, m.askHandoffs())
 	return tea.Batch(cmds...)
+}
+
+// askHandoffs asks for the handoffs in progress, only while the watch stream or the last
+// answer says some are in flight or the Handoffs view is open (an idle cluster is not
+// asked), and unless the last ask is still unanswered (and not older than the call
+// timeout).
+func (m *Model) askHandoffs() tea.Cmd {
+	if m.conn != connUp || len(m.handoffs.inflight) == 0 && len(m.details.byKey) == 0 && m.view != viewHandoffs {
+		return nil
+	}
+	if !m.handoffsAsked.IsZero() && m.now.Sub(m.handoffsAsked) < m.cfg.CallTimeout {
+		return nil
+	}
+	m.handoffsSeq++
+	m.handoffsAsked = m.now
+	return m.handoffsCmd(m.handoffsSeq)
 }
 
 // applyEvents feeds a batch of watch events to the views that follow them.
@@ -312,6 +342,7 @@ func (m *Model) applyEvents(msg eventsMsg) {
 	for _, ev := range msg.events {
 		m.events.add(ev)
 		m.handoffs.apply(ev)
+		m.details.observe(ev, m.handoffsSeq)
 		m.rate.add(msg.at)
 	}
 	m.events.dropped = msg.dropped
@@ -369,7 +400,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			return m, m.connectCmd(m.attempt)
 		}
 		if m.conn == connUp {
-			m.membersAsked, m.statsAsked = time.Time{}, time.Time{}
+			m.membersAsked, m.statsAsked, m.handoffsAsked = time.Time{}, time.Time{}, time.Time{}
 			return m, tea.Batch(m.refresh(), m.adminCmd(), m.rebalanceCmd())
 		}
 		return m, nil
@@ -377,6 +408,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if m.conn != connUp {
 		return m, nil
 	}
+	prev := m.view
 	switch {
 	case key.Matches(msg, k.Cluster):
 		m.view = viewCluster
@@ -405,6 +437,9 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.ask(ActionPause)
 	default:
 		return m.viewKey(msg)
+	}
+	if m.view == viewHandoffs && prev != viewHandoffs {
+		return m, m.askHandoffs() // details at once, not at the next refresh
 	}
 	return m, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,7 +116,17 @@ func press(t testing.TB, m Model, keys ...string) Model {
 // connected is a model at w×h that has reached the fake cluster and heard its answers.
 func connected(t testing.TB, f *fakeSource, w, h int) Model {
 	t.Helper()
-	m := newModel(t, testConfig(func(context.Context) (Source, error) { return f, nil }))
+	return connectedAt(t, f, w, h, nil)
+}
+
+// connectedAt is connected with the clock now (nil: fixed at t0).
+func connectedAt(t testing.TB, f *fakeSource, w, h int, now func() time.Time) Model {
+	t.Helper()
+	cfg := testConfig(func(context.Context) (Source, error) { return f, nil })
+	if now != nil {
+		cfg.Now = now
+	}
+	m := newModel(t, cfg)
 	m = update(t, m, tea.WindowSizeMsg{Width: w, Height: h})
 	m = settle(t, m, m.Init())
 	if m.conn != connUp || m.cluster.resp == nil || m.shards.at.IsZero() {
@@ -236,13 +247,15 @@ func TestShardsViewDrillsIntoARegion(t *testing.T) {
 }
 
 func TestHandoffsFollowTheWatchStream(t *testing.T) {
-	m := connected(t, newFake(), 120, 40)
+	f := newFake()
+	f.handoffs = &adminpb.HandoffsResponse{Node: nodeA} // no details: the stream alone
+	m := connected(t, f, 120, 40)
 	m = press(t, m, "3")
 	v := m.View()
 	for _, want := range []string{
 		"rebalance active",
 		"begun 2, re-allocated 1, failed 0",
-		"counter/7        …CCCC3333  4s        buffering; stopping entities   rebalance",
+		"counter/7       …CCCC3333 4s      stopping entities        - rebalance",
 		"counter/2        …AAAA1111  …BBBB2222  80ms     220ms    graceful-shutdown",
 	} {
 		if !strings.Contains(v, want) {
@@ -488,14 +501,198 @@ func TestHandoffsInFlightAreBounded(t *testing.T) {
 	}
 }
 
-func TestSlowHandoffIsMarkedStraggler(t *testing.T) {
-	m := connected(t, newFake(), 120, 40)
+func TestSlowHandoffIsMarked(t *testing.T) {
+	f := newFake()
+	f.handoffs = &adminpb.HandoffsResponse{Node: nodeA}
+	m := connected(t, f, 120, 40)
 	m = press(t, m, "3")
-	if strings.Contains(m.View(), "STRAGGLER") {
+	if strings.Contains(m.View(), "SLOW") {
 		t.Fatalf("a 5 s handoff marked:\n%s", m.View())
 	}
 	m = update(t, m, tickMsg{at: t0.Add(6 * time.Second)})
-	if v := m.View(); !strings.Contains(v, "counter/7        …CCCC3333  10s") || !strings.Contains(v, "STRAGGLER") {
+	if v := m.View(); !strings.Contains(v, "counter/7       …CCCC3333 10s") || !strings.Contains(v, "      SLOW\n") {
 		t.Errorf("a 10.9 s handoff not marked:\n%s", v)
+	}
+}
+
+func TestHandoffsViewShowsDetails(t *testing.T) {
+	f := newFake()
+	var clock atomic.Int64 // since t0
+	m := connectedAt(t, f, 120, 40, func() time.Time { return t0.Add(time.Duration(clock.Load())) })
+	if n := f.handoffCalls(); n != 0 {
+		t.Fatalf("handoffs asked %d times before any tick or the Handoffs view", n)
+	}
+	m = press(t, m, "3") // opening the view asks at once
+	if n := f.handoffCalls(); n != 1 {
+		t.Fatalf("opening the Handoffs view asked %d times, want 1", n)
+	}
+	v := m.View()
+	for _, want := range []string{
+		"in flight (2)  details 12:00:00",
+		"  TYPE/SHARD      FROM      ELAPSED PHASE             BUFFERED CAUSE",
+		// The stream said "stopping"; the answer adds the buffered count and stragglers.
+		"  counter/7       …CCCC3333 4s      stopping entities       12 rebalance\n" +
+			"      held up by: entities user-7, user-17 (forced stop in 3s)\n",
+		// A handoff the stream did not tell of, still waiting for a region to buffer.
+		"  echo/1          …BBBB2222 300ms   begun                    3 rebalance\n" +
+			"      held up by: regions …CCCC3333 (not buffering yet)\n",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("handoffs view lacks %q:\n%s", want, v)
+		}
+	}
+	// The Cluster view counts both.
+	if v := press(t, m, "1").View(); !strings.Contains(v, "handoffs in flight 2") {
+		t.Errorf("cluster view:\n%s", v)
+	}
+
+	// Two seconds on, the next answer: echo/1's regions all buffer, counter/7 has one
+	// straggler left.
+	f.mu.Lock()
+	f.handoffs = &adminpb.HandoffsResponse{Node: nodeA, Handoffs: []*adminpb.HandoffInfo{
+		{EntityType: "counter", Shard: "7", From: nodeC, Epoch: 1<<32 | 4, Phase: "stopping-entities", Cause: "rebalance", ElapsedMs: 6900,
+			Buffered: 20, Stragglers: []string{"user-17"}, ForceStopInMs: 1000},
+		{EntityType: "echo", Shard: "1", From: nodeB, Epoch: 1<<32 | 2, Phase: "begun", Cause: "rebalance", ElapsedMs: 2300, Buffered: 4},
+	}}
+	f.mu.Unlock()
+	clock.Store(int64(2 * time.Second))
+	m = update(t, m, tickMsg{at: t0.Add(2 * time.Second)})
+	if n := f.handoffCalls(); n != 2 {
+		t.Fatalf("the refresh asked %d times in all, want 2", n)
+	}
+	v = m.View()
+	for _, want := range []string{
+		"  counter/7       …CCCC3333 6s      stopping entities       20 rebalance\n" +
+			"      held up by: entities user-17 (forced stop in 1s)\n",
+		"  echo/1          …BBBB2222 2s      buffering                4 rebalance\n\n",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("after the second answer, the view lacks %q:\n%s", want, v)
+		}
+	}
+
+	// The stream says counter/7 ended: it goes at once, details and all.
+	m.applyEvents(eventsMsg{sub: m.sub, at: t0.Add(2 * time.Second), events: []*adminpb.WatchEvent{
+		{AtUnixMs: t0.Add(2 * time.Second).UnixMilli(), Kind: "handoff-completed", EntityType: "counter", Shard: "7", TookMs: 6000},
+		{AtUnixMs: t0.Add(2 * time.Second).UnixMilli(), Kind: "shard-allocated", EntityType: "counter", Shard: "7", To: nodeA},
+	}})
+	if v := m.View(); !strings.Contains(v, "in flight (1)") || strings.Contains(v, "user-17") {
+		t.Errorf("after counter/7 re-allocated:\n%s", v)
+	}
+}
+
+func TestHandoffsAreAskedOnlyWhileInFlightOrShown(t *testing.T) {
+	f := newFake()
+	f.events = f.events[:1] // no handoff in the stream
+	f.handoffs = &adminpb.HandoffsResponse{Node: nodeA}
+	m := connected(t, f, 80, 24)
+	m = update(t, m, tickMsg{at: t0.Add(2 * time.Second)})
+	if n := f.handoffCalls(); n != 0 {
+		t.Fatalf("an idle cluster was asked for handoffs %d times", n)
+	}
+	m = press(t, m, "3")
+	m = update(t, m, tickMsg{at: t0.Add(4 * time.Second)})
+	if n := f.handoffCalls(); n != 2 {
+		t.Fatalf("with the Handoffs view open: %d asks, want 2", n)
+	}
+	m = press(t, m, "1")
+	m = update(t, m, tickMsg{at: t0.Add(6 * time.Second)})
+	if n := f.handoffCalls(); n != 2 {
+		t.Fatalf("view closed, nothing in flight: %d asks, want still 2", n)
+	}
+	// A handoff starts: the next refresh asks, whatever the view.
+	m.applyEvents(eventsMsg{sub: m.sub, at: t0.Add(6 * time.Second), events: []*adminpb.WatchEvent{
+		{AtUnixMs: t0.Add(6 * time.Second).UnixMilli(), Kind: "handoff-started", EntityType: "counter", Shard: "1", From: nodeB, Cause: "drain"},
+	}})
+	m = update(t, m, tickMsg{at: t0.Add(8 * time.Second)})
+	if n := f.handoffCalls(); n != 3 {
+		t.Fatalf("a handoff in flight: %d asks, want 3", n)
+	}
+	// An ask still unanswered is not repeated before the call timeout.
+	next, _ := m.Update(tickMsg{at: t0.Add(10 * time.Second)})
+	m = next.(Model)
+	seq := m.handoffsSeq
+	next, _ = m.Update(tickMsg{at: t0.Add(10*time.Second + 500*time.Millisecond)})
+	if m = next.(Model); m.handoffsSeq != seq {
+		t.Errorf("asked again while the last ask is out (%d asks, want %d)", m.handoffsSeq, seq)
+	}
+	next, _ = m.Update(tickMsg{at: t0.Add(11 * time.Second)})
+	if m = next.(Model); m.handoffsSeq != seq+1 {
+		t.Errorf("not asked again after the call timeout (%d asks, want %d)", m.handoffsSeq, seq+1)
+	}
+}
+
+func TestStaleHandoffsAnswersAreIgnored(t *testing.T) {
+	f := newFake()
+	m := connected(t, f, 120, 40)
+	m = press(t, m, "3")
+	// An ask goes out; before its answer arrives the stream says counter/7 was
+	// re-allocated. The answer, taken before, still lists it: it must not come back.
+	next, _ := m.Update(tickMsg{at: t0.Add(2 * time.Second)})
+	m = next.(Model)
+	seq := m.handoffsSeq
+	m.applyEvents(eventsMsg{sub: m.sub, at: t0.Add(2 * time.Second), events: []*adminpb.WatchEvent{
+		{AtUnixMs: t0.Add(2 * time.Second).UnixMilli(), Kind: "shard-allocated", EntityType: "counter", Shard: "7", To: nodeA},
+	}})
+	m = update(t, m, handoffsMsg{seq: seq, resp: f.handoffs, at: t0.Add(2 * time.Second)})
+	if v := m.View(); !strings.Contains(v, "in flight (1)") || strings.Contains(v, "user-7") {
+		t.Errorf("an answer older than the stream brought back an ended handoff:\n%s", v)
+	}
+	// A late answer to an older ask is dropped.
+	m = update(t, m, handoffsMsg{seq: seq - 1, err: errors.New("old news"), at: t0.Add(3 * time.Second)})
+	if v := m.View(); strings.Contains(v, "old news") || !strings.Contains(v, "echo/1") {
+		t.Errorf("a stale answer was applied:\n%s", v)
+	}
+	if len(m.details.ended) != 0 {
+		t.Errorf("ended handoffs kept after the answer: %v", m.details.ended)
+	}
+}
+
+func TestHandoffsDetailsFailures(t *testing.T) {
+	f := newFake()
+	f.handoffs.Failed = []*adminpb.FailedMember{{Node: nodeC, Error: "no answer within 3s"}}
+	m := connected(t, f, 120, 40)
+	m = press(t, m, "3")
+	if v := m.View(); !strings.Contains(v, "details 12:00:00, incomplete: …CCCC3333 did not answer") {
+		t.Errorf("partial answer:\n%s", v)
+	}
+	f.mu.Lock()
+	f.handErr = errors.New("cannot reach member " + nodeA)
+	f.mu.Unlock()
+	m = update(t, m, tickMsg{at: t0.Add(2 * time.Second)})
+	v := m.View()
+	if !strings.Contains(v, "details: cannot reach member") || strings.Contains(v, "echo/1") ||
+		!strings.Contains(v, "counter/7       …CCCC3333 6s      stopping entities        - rebalance") {
+		t.Errorf("failed ask: the stream's handoffs without details and the error expected:\n%s", v)
+	}
+}
+
+func TestHandoffsDetailsAreBounded(t *testing.T) {
+	f := newFake()
+	resp := &adminpb.HandoffsResponse{Node: nodeA}
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = fmt.Sprint("user-", i)
+	}
+	for i := range maxInflight + 500 {
+		resp.Handoffs = append(resp.Handoffs, &adminpb.HandoffInfo{EntityType: "echo", Shard: fmt.Sprint(i), From: nodeB,
+			Phase: "stopping-entities", ElapsedMs: uint64(20000 + i), Stragglers: many, ForceStopInMs: -500})
+	}
+	f.handoffs = resp
+	m := connected(t, f, 80, 24)
+	m = press(t, m, "3")
+	if n := len(m.details.byKey); n != maxInflight {
+		t.Errorf("%d handoff details kept, want the bound %d", n, maxInflight)
+	}
+	for _, x := range m.details.byKey {
+		if len(x.stragglers) != maxNames || x.nStragglers != 1000 {
+			t.Fatalf("stragglers kept: %d of %d", len(x.stragglers), x.nStragglers)
+		}
+		break
+	}
+	v := m.View()
+	checkFrame(t, v, 80, 24)
+	if !strings.Contains(v, "      SLOW · held up by: entities user-0 and 999 more (forced stop due now)\n") {
+		t.Errorf("straggler list:\n%s", v)
 	}
 }

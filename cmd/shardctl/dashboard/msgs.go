@@ -35,6 +35,13 @@ type (
 		err  error
 		at   time.Time
 	}
+	// handoffsMsg: the answer to handoffs ask seq.
+	handoffsMsg struct {
+		seq  uint64
+		resp *adminpb.HandoffsResponse
+		err  error
+		at   time.Time
+	}
 	regionMsg struct {
 		node, typ string
 		resp      *adminpb.RegionStateResponse

@@ -16,6 +16,9 @@ type Source interface {
 	Members(ctx context.Context) (*adminpb.MembersResponse, error)
 	// Stats returns every member's regions; members that did not answer are in Failed.
 	Stats(ctx context.Context) (*adminpb.StatsResponse, error)
+	// Handoffs returns every handoff in progress with its phase, buffered messages and
+	// what holds it up; members that did not answer are in Failed.
+	Handoffs(ctx context.Context) (*adminpb.HandoffsResponse, error)
 	// RegionState returns the shards and live entities of type typ on member m.
 	RegionState(ctx context.Context, m *adminpb.MemberInfo, typ string) (*adminpb.RegionStateResponse, error)
 	// Watch hands fn every event until ctx ends (nil) or the stream breaks (an error).
