@@ -24,7 +24,7 @@ func dashboardCommand() *cli.Command {
 sees it, refreshed every --refresh and followed live through the watch stream. Views, by
 key: 1 Cluster (members, reachability, roles, age; stale marks when a member does not
 answer), 2 Shards (shards per region as bars, per type; enter opens a region's shards and
-entities), 3 Handoffs (in flight with phase and elapsed time, the last finished with
+entities), 3 Handoffs (in flight with phase, elapsed time, buffered messages and what holds each up, the last finished with
 durations), 4 Events (the watch stream; t/n// filter by type, member, text), 5 Actions
 (graceful shutdown of the selected member, with confirmation; an admin identity is
 needed, --identity FILE). q or ctrl+c quits. --timeout bounds each call. NO_COLOR turns
