@@ -136,7 +136,7 @@ func (b *nodeBackend) LocalStats(ctx context.Context, types []string, withAlloca
 	if err != nil {
 		return nil, err
 	}
-	resp := &adminpb.LocalStatsResponse{Node: string(b.n.ID()), Status: st.Status.String(), Serving: st.Serving}
+	resp := &adminpb.LocalStatsResponse{Node: string(b.n.ID()), Status: st.Status.String(), Serving: st.Serving, MessagesDelivered: st.Delivered}
 	for _, r := range st.Regions {
 		rs := &adminpb.RegionStats{EntityType: r.Type, Proxy: r.Proxy, Registered: r.Registered, Coordinator: string(r.Coordinator),
 			CoordinatorHere: r.CoordinatorHere, Buffered: uint64(r.Buffered)}

@@ -45,6 +45,8 @@ type MemberStats struct {
 	Status  membership.Status
 	Serving bool // holds the majority lease
 	Regions []RegionStats
+	// Delivered counts the messages handed to entities here since the member started.
+	Delivered uint64
 }
 
 // LocalStats returns this member's status and the regions of types (every registered type
@@ -52,7 +54,7 @@ type MemberStats struct {
 func (n *Node) LocalStats(ctx context.Context, types []string, withAllocations bool) (MemberStats, error) {
 	return onLoop(ctx, n, func(now time.Time) (MemberStats, error) {
 		m := n.eng.Membership()
-		out := MemberStats{Status: m.Self().Status, Serving: m.Serving(now)}
+		out := MemberStats{Status: m.Self().Status, Serving: m.Serving(now), Delivered: n.delivered}
 		names := types
 		if len(names) == 0 {
 			names = n.eng.Types()

@@ -128,6 +128,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		} else if err := e.mb.Enqueue(m); err != nil {
 			n.reject(op.Type, m, fmt.Errorf("entity %s: %w: %w", op.Entity, errNotRunning, err))
 		} else {
+			n.delivered++
 			e.t.m.delivered()
 		}
 		m.credits.release() // the message leaves the member's pipeline here
@@ -164,6 +165,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		if err := e.mb.Enqueue(m); err != nil {
 			n.reject(op.Type, m, fmt.Errorf("entity %s: %w: %w", op.Entity, errNotRunning, err))
 		} else {
+			n.delivered++
 			t.m.delivered()
 		}
 	case engine.OpStop:

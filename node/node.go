@@ -118,7 +118,8 @@ type Node struct {
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
 
-	leases leases // the local shards' leases (use-lease)
+	leases    leases // the local shards' leases (use-lease)
+	delivered uint64 // messages handed to entities (loop goroutine; LocalStats)
 
 	history        chan PlacementRecord // placement records for writeHistory
 	historyDropped atomic.Uint64

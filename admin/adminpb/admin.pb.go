@@ -1583,13 +1583,14 @@ func (x *LocalStatsRequest) GetWithAllocations() bool {
 }
 
 type LocalStatsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Status        string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`    // this member's status as it sees itself
-	Serving       bool                   `protobuf:"varint,3,opt,name=serving,proto3" json:"serving,omitempty"` // it holds the majority lease
-	Regions       []*RegionStats         `protobuf:"bytes,4,rep,name=regions,proto3" json:"regions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Node              string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Status            string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`    // this member's status as it sees itself
+	Serving           bool                   `protobuf:"varint,3,opt,name=serving,proto3" json:"serving,omitempty"` // it holds the majority lease
+	Regions           []*RegionStats         `protobuf:"bytes,4,rep,name=regions,proto3" json:"regions,omitempty"`
+	MessagesDelivered uint64                 `protobuf:"varint,5,opt,name=messages_delivered,json=messagesDelivered,proto3" json:"messages_delivered,omitempty"` // messages handed to entities here since the member started (a rate's source)
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *LocalStatsResponse) Reset() {
@@ -1648,6 +1649,13 @@ func (x *LocalStatsResponse) GetRegions() []*RegionStats {
 		return x.Regions
 	}
 	return nil
+}
+
+func (x *LocalStatsResponse) GetMessagesDelivered() uint64 {
+	if x != nil {
+		return x.MessagesDelivered
+	}
+	return 0
 }
 
 type RegionStats struct {
@@ -4792,12 +4800,13 @@ const file_admin_proto_rawDesc = "" +
 	"\aunknown\x18\x03 \x01(\bR\aunknown\"a\n" +
 	"\x11LocalStatsRequest\x12!\n" +
 	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12)\n" +
-	"\x10with_allocations\x18\x02 \x01(\bR\x0fwithAllocations\"\x95\x01\n" +
+	"\x10with_allocations\x18\x02 \x01(\bR\x0fwithAllocations\"\xc4\x01\n" +
 	"\x12LocalStatsResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x18\n" +
 	"\aserving\x18\x03 \x01(\bR\aserving\x129\n" +
-	"\aregions\x18\x04 \x03(\v2\x1f.shardmesh.admin.v1.RegionStatsR\aregions\"\xc7\x02\n" +
+	"\aregions\x18\x04 \x03(\v2\x1f.shardmesh.admin.v1.RegionStatsR\aregions\x12-\n" +
+	"\x12messages_delivered\x18\x05 \x01(\x04R\x11messagesDelivered\"\xc7\x02\n" +
 	"\vRegionStats\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +

@@ -25,6 +25,12 @@ type clusterState struct {
 	selected  string               // the selected member's peer id
 	perMember map[string]memberStats
 	statsAt   time.Time
+	// delivered is each member's count of messages handed to entities at the last stats;
+	// msgRate the cluster-wide rate between the last two (members that restarted or are
+	// new since count from their first answer).
+	delivered map[string]uint64
+	msgRate   float64
+	rateKnown bool
 }
 
 // memberStats is what the last stats said of one member.
@@ -99,6 +105,18 @@ func (c *clusterState) applyStats(resp *adminpb.StatsResponse, at time.Time) {
 	for _, f := range resp.GetFailed() {
 		per[f.Node] = memberStats{err: f.Error}
 	}
+	delivered := make(map[string]uint64, len(resp.GetMembers()))
+	var sum uint64
+	for _, ls := range resp.GetMembers() {
+		delivered[ls.Node] = ls.MessagesDelivered
+		if prev, ok := c.delivered[ls.Node]; ok && ls.MessagesDelivered >= prev {
+			sum += ls.MessagesDelivered - prev
+		}
+	}
+	if dt := at.Sub(c.statsAt).Seconds(); c.delivered != nil && dt > 0 {
+		c.msgRate, c.rateKnown = float64(sum)/dt, true
+	}
+	c.delivered = delivered
 	c.perMember, c.statsAt = per, at
 }
 
@@ -154,7 +172,7 @@ func (m Model) clusterView(height int) []string {
 	}
 	lines = append(lines,
 		fmt.Sprintf("%s  leader %s  oldest %s  %s", plural(len(c.members), "member"), leader, oldest, conv),
-		fmt.Sprintf("events %s/s  handoffs in flight %d  messages buffered %d", fmtRate(m.rate.perSecond(m.now)), m.inflightCount(), buffered),
+		fmt.Sprintf("messages %s/s  events %s/s  handoffs in flight %d  buffered %d", msgRate(c), fmtRate(m.rate.perSecond(m.now)), m.inflightCount(), buffered),
 		"")
 	wide := m.width >= 110
 	header := fmt.Sprintf("  %-10s %-8s %-5s %-9s %-7s %-7s %6s %7s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "SHARDS", "ENTITY", "MARKS")
@@ -265,4 +283,12 @@ func memberMarks(mem *adminpb.MemberInfo, ms memberStats, inStats, entry, wide b
 		return strings.Join(marks, " ")
 	}
 	return strings.Join(marks, "")
+}
+
+// msgRate renders the cluster-wide message rate ("-" until two stats answers came).
+func msgRate(c *clusterState) string {
+	if !c.rateKnown {
+		return "-"
+	}
+	return fmtRate(c.msgRate)
 }

@@ -696,3 +696,18 @@ func TestHandoffsDetailsAreBounded(t *testing.T) {
 		t.Errorf("straggler list:\n%s", v)
 	}
 }
+
+// TestClusterViewShowsTheMessageRate: the cluster-wide rate of messages handed to entities,
+// from two stats answers; a member that restarted (its count went down) adds nothing.
+func TestClusterViewShowsTheMessageRate(t *testing.T) {
+	m := connected(t, newFake(), 120, 40)
+	stats := func(a, b uint64) *adminpb.StatsResponse {
+		return &adminpb.StatsResponse{Members: []*adminpb.LocalStatsResponse{
+			{Node: nodeA, Status: "Up", MessagesDelivered: a}, {Node: nodeB, Status: "Up", MessagesDelivered: b}}}
+	}
+	m = update(t, m, statsMsg{resp: stats(100, 1000), at: t0.Add(10 * time.Second)})
+	m = update(t, m, statsMsg{resp: stats(300, 5), at: t0.Add(12 * time.Second)}) // b restarted
+	if v := m.View(); !strings.Contains(v, "messages 100/s") {
+		t.Errorf("rate not shown as 100/s:\n%s", v)
+	}
+}
