@@ -158,47 +158,6 @@ func BenchmarkRemoteAsk(b *testing.B) {
 	b.ReportMetric(float64(a99)/float64(r99), "p99-ratio")
 }
 
-// BenchmarkRemoteTell: one-way messages to entities on another member, until all handled.
-func BenchmarkRemoteTell(b *testing.B) {
-	var handled atomic.Int64
-	proxySys, workerSys := workerPair(b)
-	sinkOn := func(s *shardmesh.System) *shardmesh.Region[int, int] {
-		t := sinkType(&handled)
-		t.Role = "worker"
-		t.MessageCodec, t.ReplyCodec = intCodec{}, intCodec{}
-		r, err := shardmesh.Init(s, t)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return r
-	}
-	sinkOn(workerSys)
-	r := sinkOn(proxySys)
-	refs := make([]shardmesh.EntityRef[int, int], 1000)
-	for i := range refs {
-		refs[i] = r.EntityRefFor("e" + strconv.Itoa(i))
-		if _, err := refs[i].Ask(context.Background(), 0); err != nil {
-			b.Fatal(err)
-		}
-	}
-	handled.Store(0)
-	b.ResetTimer()
-	for i := range b.N {
-		if err := refs[i%len(refs)].Tell(i); err != nil {
-			b.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(time.Minute)
-	for handled.Load() < int64(b.N) && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Microsecond)
-	}
-	b.StopTimer()
-	if got := handled.Load(); got < int64(b.N) {
-		b.Fatalf("%d of %d tells handled", got, b.N)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-}
-
 // BenchmarkConcurrentAskers: 64 goroutines asking entities on another member, next to 64
 // goroutines doing raw framed-stream round trips (one stream each) in the same run.
 func BenchmarkConcurrentAskers(b *testing.B) {
