@@ -2,6 +2,7 @@ package shardmesh_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
@@ -246,6 +247,9 @@ func TestMillionIdleEntities(t *testing.T) {
 	total := rss()
 	t.Logf("%d entities started in %v (%.0f/s); heap +%d MiB (%.0f B/entity); process RSS %d MiB (+%d MiB)",
 		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), heap>>20, float64(heap)/float64(n), total>>20, (total-rssBefore)>>20)
+	// A benchmark line, for scripts/bench's parser.
+	fmt.Printf("BenchmarkMillionIdleEntities\t1\t%d entities\t%.0f heap-B/entity\t%d rss-MiB\t%.0f rss-B/entity\t%.0f starts/s\n",
+		n, float64(heap)/float64(n), total>>20, float64(total-rssBefore)/float64(n), float64(n)/took.Seconds())
 	if total > 1<<30 {
 		t.Errorf("RSS %d MiB exceeds 1 GiB", total>>20)
 	}
