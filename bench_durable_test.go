@@ -194,9 +194,10 @@ func benchDurableStarts(b *testing.B, load bool, workers int) {
 }
 
 // rememberedCount is the number of remembered entities in one shard for
-// BenchmarkRememberedShardRestart: 100,000, or SHARDMESH_BENCH_REMEMBERED.
+// BenchmarkRememberedShardRestart: SHARDMESH_BENCH_REMEMBERED (scripts/bench sets 100,000),
+// else 10,000 so that `go test -bench .` stays quick.
 func rememberedCount(tb testing.TB) int {
-	n := 100_000
+	n := 10_000
 	if v := os.Getenv("SHARDMESH_BENCH_REMEMBERED"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 1 {
@@ -207,7 +208,7 @@ func rememberedCount(tb testing.TB) int {
 }
 
 // BenchmarkRememberedShardRestart: one shard (number-of-shards 1) on one member gets
-// 100,000 durable entities (the start rate at that size must not collapse), then the
+// 100,000 durable entities (with SHARDMESH_BENCH_REMEMBERED=100000) (the start rate at that size must not collapse), then the
 // member stops and starts again on the same data directory: the figure is how fast the
 // shard restarts every remembered entity (each loading its state) on its own, no message
 // sent. Badger batched fsync of the same run beside it.

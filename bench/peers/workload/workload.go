@@ -11,7 +11,7 @@ import (
 // BenchmarkRemoteTell.
 const PayloadSize = 100
 
-// window is the most messages in flight (sent, not yet processed). The frameworks' remote
+// Window is the most messages in flight (sent, not yet processed). The frameworks' remote
 // queues drop or grow without bound when one goroutine outruns the wire; shardmesh applies
 // backpressure of its own, so the peers get this in-process window instead. It is far above
 // what the wire batches, so it does not limit the rate.
