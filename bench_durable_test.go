@@ -213,7 +213,7 @@ func rememberedCount(tb testing.TB) int {
 // shard restarts every remembered entity (each loading its state) on its own, no message
 // sent. Badger batched fsync of the same run beside it.
 func BenchmarkRememberedShardRestart(b *testing.B) {
-	n := rememberedCount(b)
+	n := max(rememberedCount(b)/10*10, 10) // ten equal tenths
 	for range b.N {
 		dir := b.TempDir()
 		var first durableStarts
@@ -223,7 +223,13 @@ func BenchmarkRememberedShardRestart(b *testing.B) {
 			sys.Close()
 			b.Fatal(err)
 		}
-		fill := startEntities(b, r, "e-", n)
+		// Ten tenths, each timed: the last tenth's rate against the first's says whether
+		// starts slow down as the shard grows.
+		var tenths []float64
+		for c := range 10 {
+			tenths = append(tenths, startEntities(b, r, "e-"+strconv.Itoa(c)+"-", n/10))
+		}
+		fill := 10 / sumInverse(tenths)
 		if err := sys.Close(); err != nil {
 			b.Fatal(err)
 		}
@@ -247,10 +253,21 @@ func BenchmarkRememberedShardRestart(b *testing.B) {
 		raw := badgerBatchedFsync(b, max(n, 100_000))
 		b.ReportMetric(float64(n), "entities")
 		b.ReportMetric(fill, "fill-starts/s")
+		b.ReportMetric(tenths[0], "first-tenth-starts/s")
+		b.ReportMetric(tenths[9], "last-tenth-starts/s")
 		b.ReportMetric(float64(n)/took.Seconds(), "restart-starts/s")
 		b.ReportMetric(took.Seconds(), "restart-s")
 		b.ReportMetric(raw, "badger-keys/s")
 		b.ReportMetric(fill/raw, "fill-ratio")
 		b.ReportMetric(float64(n)/took.Seconds()/raw, "restart-ratio")
 	}
+}
+
+// sumInverse returns Σ 1/r: the seconds per entity of equal-sized chunks run at rates r.
+func sumInverse(rates []float64) float64 {
+	var s float64
+	for _, r := range rates {
+		s += 1 / r
+	}
+	return s
 }
