@@ -2,6 +2,7 @@ package shardmesh_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
@@ -158,47 +159,6 @@ func BenchmarkRemoteAsk(b *testing.B) {
 	b.ReportMetric(float64(a99)/float64(r99), "p99-ratio")
 }
 
-// BenchmarkRemoteTell: one-way messages to entities on another member, until all handled.
-func BenchmarkRemoteTell(b *testing.B) {
-	var handled atomic.Int64
-	proxySys, workerSys := workerPair(b)
-	sinkOn := func(s *shardmesh.System) *shardmesh.Region[int, int] {
-		t := sinkType(&handled)
-		t.Role = "worker"
-		t.MessageCodec, t.ReplyCodec = intCodec{}, intCodec{}
-		r, err := shardmesh.Init(s, t)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return r
-	}
-	sinkOn(workerSys)
-	r := sinkOn(proxySys)
-	refs := make([]shardmesh.EntityRef[int, int], 1000)
-	for i := range refs {
-		refs[i] = r.EntityRefFor("e" + strconv.Itoa(i))
-		if _, err := refs[i].Ask(context.Background(), 0); err != nil {
-			b.Fatal(err)
-		}
-	}
-	handled.Store(0)
-	b.ResetTimer()
-	for i := range b.N {
-		if err := refs[i%len(refs)].Tell(i); err != nil {
-			b.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(time.Minute)
-	for handled.Load() < int64(b.N) && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Microsecond)
-	}
-	b.StopTimer()
-	if got := handled.Load(); got < int64(b.N) {
-		b.Fatalf("%d of %d tells handled", got, b.N)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-}
-
 // BenchmarkConcurrentAskers: 64 goroutines asking entities on another member, next to 64
 // goroutines doing raw framed-stream round trips (one stream each) in the same run.
 func BenchmarkConcurrentAskers(b *testing.B) {
@@ -287,6 +247,9 @@ func TestMillionIdleEntities(t *testing.T) {
 	total := rss()
 	t.Logf("%d entities started in %v (%.0f/s); heap +%d MiB (%.0f B/entity); process RSS %d MiB (+%d MiB)",
 		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), heap>>20, float64(heap)/float64(n), total>>20, (total-rssBefore)>>20)
+	// A benchmark line, for scripts/bench's parser.
+	fmt.Printf("BenchmarkMillionIdleEntities\t1\t%d entities\t%.0f heap-B/entity\t%d rss-MiB\t%.0f rss-B/entity\t%.0f starts/s\n",
+		n, float64(heap)/float64(n), total>>20, float64(total-rssBefore)/float64(n), float64(n)/took.Seconds())
 	if total > 1<<30 {
 		t.Errorf("RSS %d MiB exceeds 1 GiB", total>>20)
 	}
