@@ -409,7 +409,7 @@ func (n *Node) TellEncoded(typ string, id string, payload []byte) error {
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), t, id, &message{encoded: payload})
+	return n.deliver(context.Background(), t, id, &message{encoded: nonNil(payload)})
 }
 
 // AskEncoded asks with a message in the type's message codec and returns the reply in the
@@ -420,7 +420,7 @@ func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []
 		return nil, err
 	}
 	spec := &t.spec
-	r, err := n.ask(ctx, t, id, &message{encoded: payload})
+	r, err := n.ask(ctx, t, id, &message{encoded: nonNil(payload)})
 	if err != nil || r.encoded != nil || r.value == nil {
 		return r.encoded, err
 	}

@@ -81,6 +81,15 @@ type RemoteError struct{ Message string }
 
 func (e *RemoteError) Error() string { return e.Message }
 
+// nonNil returns b, or an empty slice for nil: a message's encoded form is nil only when it
+// was never encoded, so a value that encodes to zero bytes must not look like that.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
 // message is the payload of a region.Envelope in this runtime.
 type message struct {
 	value   any    // the Go value (nil when it came encoded from another member)
