@@ -187,7 +187,12 @@ var ErrNoState = errors.New("no state stored")
 // starts (its first message), and keep the state in memory.
 func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
 	n := c.e.n
-	rec, found, err := n.store.GetFenced(ctx, storeKey(keyState, c.Type, string(c.Entity)), uint64(c.Epoch))
+	var rec remember.Record
+	var found bool
+	err := againOnNoQuorum(ctx, func() (err error) {
+		rec, found, err = n.store.GetFenced(ctx, storeKey(keyState, c.Type, string(c.Entity)), uint64(c.Epoch))
+		return err
+	})
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("load the state of %s %s: %w", c.Type, c.Entity, err)
@@ -202,9 +207,24 @@ func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
 // moved is refused (remember.ErrFenced).
 func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
 	n := c.e.n
-	err := n.store.Write(ctx, remember.Write{Key: storeKey(keyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
+	err := againOnNoQuorum(ctx, func() error {
+		return n.store.Write(ctx, remember.Write{Key: storeKey(keyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
+	})
 	if err != nil {
 		return fmt.Errorf("save the state of %s %s: %w", c.Type, c.Entity, err)
 	}
 	return nil
+}
+
+// againOnNoQuorum runs a store round and, when it missed its quorum, once more: the members
+// that count change under it — one leaving gracefully answers "store closed" in its last
+// moment, a restarted one may not answer a stream opened to its previous process — and the
+// second round asks the members as they are now. Both calls are idempotent (the same fenced
+// read, the same write).
+func againOnNoQuorum(ctx context.Context, round func() error) error {
+	err := round()
+	if errors.Is(err, remember.ErrNoQuorum) && ctx.Err() == nil {
+		err = round()
+	}
+	return err
 }
