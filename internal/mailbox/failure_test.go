@@ -2,10 +2,12 @@ package mailbox
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 )
 
 type failure struct {
@@ -203,5 +205,54 @@ func TestGoexitInFailedAndDone(t *testing.T) {
 		if r := <-onPanic; r != ErrGoexit {
 			t.Errorf("OnPanic got %v, want ErrGoexit", r)
 		}
+	}
+}
+
+// fnHandler is a Handler calling f.
+type fnHandler struct{ f func(string) }
+
+func (h fnHandler) Receive(msg string)  { h.f(msg) }
+func (h fnHandler) Failed(any, []byte) {}
+
+// TestBlockedHandlerLendsItsWorker: with one worker, a handler that waits inside Block …
+// Unblock does not keep another mailbox from running.
+func TestBlockedHandlerLendsItsWorker(t *testing.T) {
+	p, err := NewPool(Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close(context.Background()) }()
+	release := make(chan struct{})
+	ran := make(chan string, 2)
+	g, err := NewGroup[string](p, GroupConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocker, other Mailbox[string]
+	blocker.Init(g, fnHandler{func(string) {
+		p.Block()
+		<-release
+		p.Unblock()
+		ran <- "blocker"
+	}})
+	other.Init(g, fnHandler{func(string) { ran <- "other" }})
+	if err := blocker.Enqueue("x"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the only worker is inside the blocker now
+	if err := other.Enqueue("y"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-ran:
+		if got != "other" {
+			t.Fatalf("%s ran first", got)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the other mailbox did not run while the only worker was blocked")
+	}
+	close(release)
+	if got := <-ran; got != "blocker" {
+		t.Fatal(got)
 	}
 }
