@@ -53,6 +53,7 @@ func newApp(code *int) *cli.App {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (YAML, TOML or JSON; keys as in reference.conf: cluster.*, sharding.*)", EnvVars: []string{"SHARDMESH_CONFIG"}},
 		&cli.StringSliceFlag{Name: "set", Usage: "set any configuration key, e.g. --set cluster.split-brain-resolver.stable-after=5s (repeatable)"},
+		&cli.StringFlag{Name: "entity-journal", Usage: "append the built-in counter's incarnation starts, stops and acknowledged changes to `FILE`, one JSON line each (for the chaos checker, e2e/chaos; off by default)"},
 	}
 	for _, k := range config.Schema {
 		if k.Flag == "" {
@@ -104,7 +105,7 @@ for a setting that must be equal on every member), 3 downed or removed by the cl
 			if err != nil {
 				return cli.Exit(err.Error(), exitUsage)
 			}
-			*code = serve(cfg)
+			*code = serve(cfg, c.String("entity-journal"))
 			return nil
 		},
 	}
@@ -157,7 +158,7 @@ func newLogger(cfg config.Node) *slog.Logger {
 }
 
 // serve runs the member until it stops and returns the exit code.
-func serve(cfg config.Config) int {
+func serve(cfg config.Config, journalPath string) int {
 	log := newLogger(cfg.Node)
 	for _, name := range cfg.Node.EntityTypes {
 		if name != "counter" && name != "echo" {
@@ -170,6 +171,14 @@ func serve(cfg config.Config) int {
 		log.Error(err.Error())
 		return exitUsage
 	}
+	var j *journal
+	if journalPath != "" {
+		if j, err = openJournal(journalPath); err != nil {
+			log.Error(err.Error())
+			return exitUsage
+		}
+		defer j.Close()
+	}
 	sys, err := shardmesh.Start(context.Background(), cfg, shardmesh.WithLogger(log))
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -178,7 +187,7 @@ func serve(cfg config.Config) int {
 		}
 		return exitFailed
 	}
-	if err := builtinTypes(sys, cfg.Node.EntityTypes); err != nil {
+	if err := builtinTypes(sys, cfg.Node.EntityTypes, j); err != nil {
 		log.Error("cannot start entity types", "err", err)
 		sys.Close()
 		return exitFailed

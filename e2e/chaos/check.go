@@ -1,0 +1,195 @@
+package chaos
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
+
+// record is one line of a counter's journal (cmd/sharddaemon JournalRecord).
+type record struct {
+	Event  string `json:"ev"`
+	Type   string `json:"type"`
+	Entity string `json:"id"`
+	Node   string `json:"node"`
+	PID    int    `json:"pid"`
+	Epoch  uint64 `json:"epoch"`
+	Mono   int64  `json:"mono"`
+	Wall   int64  `json:"wall"`
+	Value  int64  `json:"v"`
+}
+
+// monoNow reads CLOCK_MONOTONIC, the clock of the journals: one clock for every process on
+// the host, never stepped (Go's own monotonic reading counts from process start).
+func monoNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic(fmt.Sprintf("clock_gettime(CLOCK_MONOTONIC): %v", err))
+	}
+	return ts.Nano()
+}
+
+// readJournal reads a journal file; a torn last line (a kill -9 mid-write) is skipped and
+// counted.
+func readJournal(path string) ([]record, int, error) {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	var out []record
+	torn := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			torn++
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, torn, sc.Err()
+}
+
+// incarnation is one run of an entity on one process, from its start record to its stop
+// record or, without one, its process's exit.
+type incarnation struct {
+	node       string
+	pid        int
+	epoch      uint64
+	start, end int64 // CLOCK_MONOTONIC ns; end MaxInt64 when the process's exit is unknown
+	stopped    bool  // ended by its stop record
+	acks       []record
+}
+
+func (i incarnation) String() string {
+	end := "process exit"
+	if i.stopped {
+		end = "stop"
+	}
+	return fmt.Sprintf("node %s pid %d epoch %d [%d, %d] (%s, %d acks)", shortNode(i.node), i.pid, i.epoch, i.start, i.end, end, len(i.acks))
+}
+
+func shortNode(n string) string {
+	if len(n) > 8 {
+		return "…" + n[len(n)-8:]
+	}
+	return n
+}
+
+// journalCheck is what the journals show.
+type journalCheck struct {
+	Incarnations int
+	Acks         int
+	// Overlaps are incarnations of one entity on two members at once where the older one's
+	// member was paused when the newer one started and acknowledged nothing after: fenced,
+	// not a violation, but counted.
+	PausedOverlaps int
+	Violations     []string
+	Anomalies      []string
+	// MaxAck is the greatest acknowledged value per entity.
+	MaxAck map[string]int64
+}
+
+// checkJournals builds incarnations from the records, ending those without a stop record at
+// their process's exit (exits: pid → CLOCK_MONOTONIC ns), and checks that no entity ran on
+// two members at once and that acknowledged values rise with time.
+func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCheck {
+	res := journalCheck{MaxAck: map[string]int64{}}
+	byEntity := map[string][]record{}
+	for _, r := range recs {
+		byEntity[r.Entity] = append(byEntity[r.Entity], r)
+	}
+	entities := make([]string, 0, len(byEntity))
+	for e := range byEntity {
+		entities = append(entities, e)
+	}
+	sort.Strings(entities)
+	for _, e := range entities {
+		rs := byEntity[e]
+		sort.SliceStable(rs, func(a, b int) bool { return rs[a].Mono < rs[b].Mono })
+		var incs []*incarnation
+		open := map[int]*incarnation{} // pid → open incarnation
+		var acks []record
+		for _, r := range rs {
+			switch r.Event {
+			case "start":
+				if o := open[r.PID]; o != nil {
+					res.Anomalies = append(res.Anomalies, fmt.Sprintf("%s: started again on pid %d while %v had not stopped", e, r.PID, o))
+					o.end = r.Mono
+				}
+				inc := &incarnation{node: r.Node, pid: r.PID, epoch: r.Epoch, start: r.Mono, end: math.MaxInt64}
+				incs = append(incs, inc)
+				open[r.PID] = inc
+			case "ack":
+				acks = append(acks, r)
+				if o := open[r.PID]; o != nil {
+					o.acks = append(o.acks, r)
+				} else {
+					res.Anomalies = append(res.Anomalies, fmt.Sprintf("%s: ack of %d on pid %d outside an incarnation", e, r.Value, r.PID))
+				}
+			case "stop":
+				if o := open[r.PID]; o != nil {
+					o.end, o.stopped = r.Mono, true
+					delete(open, r.PID)
+				} else {
+					res.Anomalies = append(res.Anomalies, fmt.Sprintf("%s: stop on pid %d outside an incarnation", e, r.PID))
+				}
+			default:
+				res.Anomalies = append(res.Anomalies, fmt.Sprintf("%s: unknown journal event %q", e, r.Event))
+			}
+		}
+		for _, o := range open {
+			if t, ok := exits[o.pid]; ok {
+				o.end = t
+			}
+		}
+		res.Incarnations += len(incs)
+		res.Acks += len(acks)
+		// Acknowledged values rise with time across every incarnation.
+		for i, a := range acks {
+			res.MaxAck[e] = max(res.MaxAck[e], a.Value)
+			if i > 0 && a.Value <= acks[i-1].Value {
+				res.Violations = append(res.Violations, fmt.Sprintf("%s: acknowledged %d (node %s, epoch %d) after %d (node %s, epoch %d): an acknowledged increment was lost or applied twice",
+					e, a.Value, shortNode(a.Node), a.Epoch, acks[i-1].Value, shortNode(acks[i-1].Node), acks[i-1].Epoch))
+			}
+		}
+		// No two incarnations on different members at once.
+		for i, x := range incs {
+			for _, y := range incs[i+1:] {
+				older, newer := x, y
+				if newer.start < older.start {
+					older, newer = newer, older
+				}
+				if older.node == newer.node || newer.start >= older.end {
+					continue
+				}
+				if pausedAt(pauses, older.pid, newer.start) && !ackedAfter(older, newer.start) {
+					res.PausedOverlaps++
+					continue
+				}
+				res.Violations = append(res.Violations, fmt.Sprintf("%s ran on two members at once for %.3fs: %v and %v",
+					e, float64(min(older.end, newer.end)-newer.start)/1e9, older, newer))
+			}
+		}
+	}
+	return res
+}
+
+func pausedAt(pauses []pause, pid int, t int64) bool {
+	return slices.ContainsFunc(pauses, func(p pause) bool { return p.pid == pid && p.from <= t && t <= p.till })
+}
+
+func ackedAfter(inc *incarnation, t int64) bool {
+	return slices.ContainsFunc(inc.acks, func(a record) bool { return a.Mono > t })
+}
