@@ -22,12 +22,10 @@ var (
 	flagSet        = flag.String("chaos.set", "", "extra sharddaemon --set key=value pairs, comma-separated")
 )
 
-func seed(t *testing.T, fixed uint64) uint64 {
+// seed is -chaos.seed, or a new one from the clock (printed, so a failure can be repeated).
+func seed() uint64 {
 	if *flagSeed != 0 {
 		return *flagSeed
-	}
-	if fixed != 0 {
-		return fixed
 	}
 	return uint64(time.Now().UnixNano())
 }
@@ -81,7 +79,7 @@ func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: 5 real daemons under faults for minutes")
 	}
-	runChaos(t, Config{Seed: seed(t, 0), Duration: 75 * time.Second, Counters: 2000, Shards: 60, Workers: 12})
+	runChaos(t, Config{Seed: seed(), Duration: 75 * time.Second, Counters: 2000, Shards: 60, Workers: 12})
 }
 
 // TestChaosLong is the run by hand (scripts/chaos): -chaos.duration sets it going.
@@ -89,5 +87,5 @@ func TestChaosLong(t *testing.T) {
 	if *flagDuration == 0 {
 		t.Skip("set -chaos.duration (scripts/chaos --duration 10m)")
 	}
-	runChaos(t, Config{Seed: seed(t, 0), Duration: *flagDuration, Counters: *flagCounters, Members: *flagMembers, Shards: *flagShards})
+	runChaos(t, Config{Seed: seed(), Duration: *flagDuration, Counters: *flagCounters, Members: *flagMembers, Shards: *flagShards})
 }

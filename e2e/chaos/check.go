@@ -91,12 +91,14 @@ func shortNode(n string) string {
 type journalCheck struct {
 	Incarnations int
 	Acks         int
-	// Overlaps are incarnations of one entity on two members at once where the older one's
-	// member was paused when the newer one started and acknowledged nothing after: fenced,
-	// not a violation, but counted.
-	PausedOverlaps int
-	Violations     []string
-	Anomalies      []string
+	// PausedOverlaps are incarnations of one entity on two members at once where the older
+	// one's process was paused (SIGSTOP) between its last acknowledged change and the newer
+	// one's start, and acknowledged nothing after that start: it woke up fenced, not a
+	// violation, but counted, with the longest such overlap (ns).
+	PausedOverlaps   int
+	MaxPausedOverlap int64
+	Violations       []string
+	Anomalies        []string
 	// MaxAck is the greatest acknowledged value per entity.
 	MaxAck map[string]int64
 }
@@ -174,8 +176,9 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 				if older.node == newer.node || newer.start >= older.end {
 					continue
 				}
-				if pausedAt(pauses, older.pid, newer.start) && !ackedAfter(older, newer.start) {
+				if pausedBetween(pauses, older.pid, lastAck(older), newer.start) && !ackedAfter(older, newer.start) {
 					res.PausedOverlaps++
+					res.MaxPausedOverlap = max(res.MaxPausedOverlap, min(older.end, newer.end)-newer.start)
 					continue
 				}
 				res.Violations = append(res.Violations, fmt.Sprintf("%s ran on two members at once for %.3fs: %v and %v",
@@ -186,8 +189,17 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 	return res
 }
 
-func pausedAt(pauses []pause, pid int, t int64) bool {
-	return slices.ContainsFunc(pauses, func(p pause) bool { return p.pid == pid && p.from <= t && t <= p.till })
+// pausedBetween reports whether process pid was paused at some time in [from, to].
+func pausedBetween(pauses []pause, pid int, from, to int64) bool {
+	return slices.ContainsFunc(pauses, func(p pause) bool { return p.pid == pid && p.from <= to && from <= p.till })
+}
+
+// lastAck is the time of the incarnation's last acknowledged change, or its start.
+func lastAck(inc *incarnation) int64 {
+	if len(inc.acks) == 0 {
+		return inc.start
+	}
+	return inc.acks[len(inc.acks)-1].Mono
 }
 
 func ackedAfter(inc *incarnation, t int64) bool {

@@ -12,9 +12,10 @@
 // --entity-journal) and the driver's records:
 //
 //   - no entity ran on two members at once: incarnations of an entity on different members
-//     never overlap in time, except where the older one's member was paused (SIGSTOP) when
-//     the newer one started and the older acknowledged nothing after that (its writes are
-//     fenced by the newer epoch);
+//     never overlap in time, except where the older one's process was paused (SIGSTOP)
+//     between its last acknowledged change and the newer one's start and acknowledged
+//     nothing after that start (it woke up fenced: its lease and the newer epoch refuse
+//     it);
 //   - acknowledged increments are kept: per counter, acknowledged ≤ final value ≤
 //     attempted, no two acknowledged increments answered the same value, and the
 //     journal's acknowledged values rise with time across incarnations;

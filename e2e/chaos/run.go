@@ -17,6 +17,9 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/shardmesh/shardmesh/shard"
 )
 
 // Config is one chaos run.
@@ -114,6 +117,7 @@ type Report struct {
 	MaxAsk                                    time.Duration
 	Acked, Attempted, FinalSum                int64
 	Incarnations, JournalAcks, PausedOverlaps int
+	MaxPausedOverlap                          time.Duration
 	BalanceAfter                              time.Duration
 	ShardsPerMember                           []int
 	RestartRecovery                           time.Duration
@@ -148,7 +152,7 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "load: %d asks (%d errors, %.1f%%), %d tells (%d errors), longest ask %v, %d hung\n",
 		r.Asks, r.AskErrors, pct(r.AskErrors, r.Asks), r.Tells, r.TellErrors, r.MaxAsk.Round(time.Millisecond), r.Hangs)
 	fmt.Fprintf(&b, "counters: %d increments acknowledged ≤ %d in the counters ≤ %d attempted\n", r.Acked, r.FinalSum, r.Attempted)
-	fmt.Fprintf(&b, "journals: %d incarnations, %d acknowledged changes, %d overlaps with a paused member (fenced)\n", r.Incarnations, r.JournalAcks, r.PausedOverlaps)
+	fmt.Fprintf(&b, "journals: %d incarnations, %d acknowledged changes, %d overlaps with a paused member (fenced, longest %v)\n", r.Incarnations, r.JournalAcks, r.PausedOverlaps, r.MaxPausedOverlap.Round(time.Millisecond))
 	fmt.Fprintf(&b, "balance: %v after faults stopped, shards per member %v\n", r.BalanceAfter.Round(time.Millisecond), r.ShardsPerMember)
 	fmt.Fprintf(&b, "full restart: remembered entities and values back after %v\n", r.RestartRecovery.Round(time.Millisecond))
 	if len(r.TopErrors) > 0 {
@@ -304,14 +308,19 @@ func Run(cfg Config) (*Report, error) {
 	tl.add("load stopped")
 
 	// Balance.
+	used, err := usedShards(ld.ids, cfg.Shards)
+	if err != nil {
+		return nil, err
+	}
 	var counts []int
 	ok := poll(60*time.Second, func() bool {
 		counts = shardCounts(c)
-		return spreadOf(counts) <= balanceSpread && total(counts) == cfg.Shards
+		return spreadOf(counts) <= balanceSpread && total(counts) == len(used)
 	})
 	rep.BalanceAfter, rep.ShardsPerMember = time.Since(settled), counts
 	if !ok {
-		rep.Violations = append(rep.Violations, fmt.Sprintf("not balanced %v after faults stopped: shards per member %v (want max−min ≤ %d, %d in all)", rep.BalanceAfter.Round(time.Second), counts, balanceSpread, cfg.Shards))
+		rep.Violations = append(rep.Violations, fmt.Sprintf("not balanced %v after faults stopped: shards per member %v (want max−min ≤ %d, %d in all); not hosted: %v; the coordinator's view is in %s",
+			rep.BalanceAfter.Round(time.Second), counts, balanceSpread, len(used), unhosted(c, used), dumpStats(c)))
 	} else {
 		tl.add("balanced: shards per member %v", counts)
 	}
@@ -415,6 +424,7 @@ func Run(cfg Config) (*Report, error) {
 	}
 	jc := checkJournals(recs, exits, in.closedPauses())
 	rep.Incarnations, rep.JournalAcks, rep.PausedOverlaps = jc.Incarnations, jc.Acks, jc.PausedOverlaps
+	rep.MaxPausedOverlap = time.Duration(jc.MaxPausedOverlap)
 	rep.Violations = append(rep.Violations, jc.Violations...)
 	for i, a := range jc.Anomalies {
 		if i == 10 {
@@ -456,25 +466,12 @@ func checkCounters(rep *Report, ld *load, final map[string]int64) {
 		cs := ld.counters[i]
 		rep.Acked += cs.acked
 		rep.Attempted += cs.attempted
+		why := slices.Clone(cs.dupes)
 		v, ok := final[id]
-		if !ok {
-			continue
+		if ok {
+			rep.FinalSum += v
+			why = append(why, finalProblems(cs, v)...)
 		}
-		rep.FinalSum += v
-		var why []string
-		if v < cs.acked {
-			why = append(why, fmt.Sprintf("final %d < %d acknowledged increments: an acknowledged increment was lost", v, cs.acked))
-		}
-		if v > cs.attempted {
-			why = append(why, fmt.Sprintf("final %d > %d attempted increments: one was applied twice", v, cs.attempted))
-		}
-		for acked := range cs.values {
-			if acked > v {
-				why = append(why, fmt.Sprintf("final %d < acknowledged value %d", v, acked))
-				break
-			}
-		}
-		why = append(why, cs.dupes...)
 		for _, w := range why {
 			if bad < 20 {
 				rep.Violations = append(rep.Violations, id+": "+w)
@@ -485,6 +482,24 @@ func checkCounters(rep *Report, ld *load, final map[string]int64) {
 	if bad > 20 {
 		rep.Violations = append(rep.Violations, fmt.Sprintf("… %d counter violations in all", bad))
 	}
+}
+
+// finalProblems compares a counter's final value v with what the load saw.
+func finalProblems(cs counterState, v int64) []string {
+	var why []string
+	if v < cs.acked {
+		why = append(why, fmt.Sprintf("final %d < %d acknowledged increments: an acknowledged increment was lost", v, cs.acked))
+	}
+	if v > cs.attempted {
+		why = append(why, fmt.Sprintf("final %d > %d attempted increments: one was applied twice", v, cs.attempted))
+	}
+	for acked := range cs.values {
+		if acked > v {
+			why = append(why, fmt.Sprintf("final %d < acknowledged value %d", v, acked))
+			break
+		}
+	}
+	return why
 }
 
 func readJournals(c *cluster) ([]record, int) {
@@ -579,6 +594,69 @@ func shardCounts(c *cluster) []int {
 		out = append(out, len(st.GetShards()))
 	}
 	return out
+}
+
+// usedShards returns the shards the counters ids map to (the daemon's default extractor).
+func usedShards(ids []string, shards int) ([]string, error) {
+	ex, err := shard.NewHashCodeExtractor(shards)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, id := range ids {
+		set[string(ex.ShardID(shard.EntityID(id)))] = true
+	}
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// unhosted returns the shards of used that no live member hosts.
+func unhosted(c *cluster, used []string) []string {
+	hosted := map[string]bool{}
+	for _, m := range c.liveMembers() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := m.adminClient().RegionState(ctx, "counter")
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, sh := range st.GetShards() {
+			hosted[sh.GetShard()] = true
+		}
+	}
+	var out []string
+	for _, id := range used {
+		if !hosted[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// dumpStats writes the cluster's sharding stats (with the coordinator's allocations) as
+// JSON to a file under the root and returns its path.
+func dumpStats(c *cluster) string {
+	path := filepath.Join(c.root, fmt.Sprintf("stats-%d.json", time.Now().UnixMilli()))
+	var parts []string
+	for _, m := range c.liveMembers() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := m.adminClient().Stats(ctx, []string{"counter"}, 2*time.Second)
+		cancel()
+		if err != nil {
+			parts = append(parts, fmt.Sprintf("%q", m.name+": "+err.Error()))
+			continue
+		}
+		b, _ := protojson.Marshal(st)
+		parts = append(parts, string(b))
+	}
+	if err := os.WriteFile(path, []byte("["+strings.Join(parts, ",\n")+"]\n"), 0o644); err != nil {
+		return "(not written: " + err.Error() + ")"
+	}
+	return path
 }
 
 func spreadOf(counts []int) int {
