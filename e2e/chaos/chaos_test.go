@@ -40,16 +40,19 @@ func runChaos(t *testing.T, cfg Config) {
 	if err := Build(repo, cfg.Bin); err != nil {
 		t.Fatal(err)
 	}
-	if *flagKeep {
-		dir, err := os.MkdirTemp("", "shardmesh-chaos-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Root = dir
-		t.Logf("data directories, journals and logs in %s", dir)
-	} else {
-		cfg.Root = t.TempDir()
+	// The run's directory is kept when asked or when the run fails (the logs say why).
+	dir, err := os.MkdirTemp("", "shardmesh-chaos-")
+	if err != nil {
+		t.Fatal(err)
 	}
+	cfg.Root = dir
+	t.Cleanup(func() {
+		if *flagKeep || t.Failed() {
+			t.Logf("data directories, journals and logs kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
 	if *flagFaults != "" {
 		cfg.Faults = strings.Split(*flagFaults, ",")
 	}

@@ -37,6 +37,7 @@ type member struct {
 // proc is one sharddaemon process of a member.
 type proc struct {
 	cmd      *exec.Cmd
+	started  time.Time
 	pid      int
 	exited   chan struct{}
 	exitMono int64
@@ -60,6 +61,7 @@ type cluster struct {
 	net      *network // nil: loopback, no partitions
 	admin    crypto.PrivKey
 	logf     func(format string, args ...any)
+	tl       *timeline
 	members  []*member
 	exitsMu  sync.Mutex
 	exits    []exitRecord
@@ -104,9 +106,9 @@ func (m *member) current() *proc {
 	return m.proc
 }
 
-// start runs a new process for m, joining through join (empty: form a cluster), and waits
-// until it listens and an admin client is connected.
-func (c *cluster) start(m *member, join string) error {
+// start runs a new process for m, joining through the members at join (none: form a
+// cluster), and waits until it listens and an admin client is connected.
+func (c *cluster) start(m *member, join []string) error {
 	if m.live() {
 		return fmt.Errorf("%s is running", m.name)
 	}
@@ -116,8 +118,8 @@ func (c *cluster) start(m *member, join string) error {
 		listen = "/ip4/" + c.net.ip(m.slot) + "/tcp/0"
 	}
 	args := append([]string{filepath.Join(c.bin, "sharddaemon"), "--data-dir", m.dir, "--listen", listen, "--entity-journal", m.journal}, c.flags...)
-	if join != "" {
-		args = append(args, "--join", join)
+	for _, a := range join {
+		args = append(args, "--join", a)
 	}
 	if c.net != nil {
 		args = c.net.command(m.slot, args...)
@@ -133,7 +135,7 @@ func (c *cluster) start(m *member, join string) error {
 		logf.Close()
 		return err
 	}
-	p := &proc{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{})}
+	p := &proc{cmd: cmd, started: time.Now(), pid: cmd.Process.Pid, exited: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		p.exitMono = monoNow()
@@ -253,8 +255,10 @@ func (c *cluster) liveMembers() []*member {
 	return out
 }
 
-// joinAddr returns an address of a live member other than not.
-func (c *cluster) joinAddr(not *member) string {
+// joinAddrs returns the addresses of the live members other than not: a joining member
+// tries them all, so one of them leaving meanwhile does not strand it.
+func (c *cluster) joinAddrs(not *member) []string {
+	var out []string
 	for _, m := range c.liveMembers() {
 		if m == not {
 			continue
@@ -263,10 +267,10 @@ func (c *cluster) joinAddr(not *member) string {
 		a := m.addr
 		m.mu.Unlock()
 		if a != "" {
-			return a
+			out = append(out, a)
 		}
 	}
-	return ""
+	return out
 }
 
 func (c *cluster) exitRecords() []exitRecord {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shardmesh/shardmesh/admin/adminpb"
 )
 
 // Fault kinds, as named in Config.Faults and in the timeline.
@@ -102,15 +104,15 @@ func (in *injector) step() {
 	case FaultShutdown:
 		cl := victim.adminClient()
 		in.tl.add("shutdown %s (admin call)", victim.name)
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		last, err := cl.Shutdown(ctx, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+		last, err := cl.Shutdown(ctx, func(*adminpb.ShutdownProgress) {})
 		cancel()
 		if err != nil {
-			in.tl.add("shutdown %s: %v", victim.name, err)
+			in.tl.add("shutdown %s: %v (last phase %s)", victim.name, err, last.GetPhase())
 		} else {
-			in.tl.add("shutdown %s: phase %s", victim.name, last.GetPhase())
+			in.tl.add("shutdown %s: phase %s after %dms", victim.name, last.GetPhase(), last.GetElapsedMs())
 		}
-		in.awaitExit(victim, 30*time.Second)
+		in.awaitExit(victim, 10*time.Second)
 		in.sleep(in.between(500*time.Millisecond, 4*time.Second))
 	case FaultJoin:
 		m, err := in.c.addMember()
@@ -119,7 +121,7 @@ func (in *injector) step() {
 			return
 		}
 		in.tl.add("join %s", m.name)
-		if err := in.c.start(m, in.c.joinAddr(m)); err != nil {
+		if err := in.c.start(m, in.c.joinAddrs(m)); err != nil {
 			in.tl.add("join %s failed: %v", m.name, err)
 		}
 	case FaultPartition:
@@ -196,8 +198,7 @@ func (in *injector) restartDown() {
 			default:
 			}
 		}
-		join := in.c.joinAddr(m)
-		if err := in.c.start(m, join); err != nil {
+		if err := in.c.start(m, in.c.joinAddrs(m)); err != nil {
 			in.tl.add("restart %s failed: %v", m.name, err)
 			continue
 		}

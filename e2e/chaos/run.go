@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -256,12 +258,27 @@ func Run(cfg Config) (*Report, error) {
 	defer c.close()
 
 	tl := &timeline{start: time.Now(), logf: cfg.Logf}
+	c.tl = tl
+	// Interrupted (Ctrl-C on scripts/chaos): kill the daemons and remove the namespaces
+	// before dying, or they outlive the run.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			c.close()
+			if c.net != nil {
+				c.net.close()
+			}
+			os.Exit(1)
+		}
+	}()
 	// Form the cluster.
 	for i := range cfg.Members {
 		m, _ := c.addMember()
-		join := ""
+		var join []string
 		if i > 0 {
-			join = c.joinAddr(m)
+			join = c.joinAddrs(m)
 		}
 		if err := c.start(m, join); err != nil {
 			return nil, err
@@ -375,9 +392,9 @@ func Run(cfg Config) (*Report, error) {
 	}
 	restarted := time.Now()
 	for i, m := range c.members {
-		join := ""
+		var join []string
 		if i > 0 {
-			join = c.joinAddr(m)
+			join = c.joinAddrs(m)
 		}
 		if err := c.start(m, join); err != nil {
 			return nil, fmt.Errorf("full restart: %w", err)
@@ -559,6 +576,14 @@ func waitMembers(c *cluster, timeout time.Duration, restart func()) error {
 				last = fmt.Sprintf("%s: %v", m.name, err)
 				return false
 			}
+			if restart != nil && !selfUp(v) && time.Since(m.current().started) > stuckAfter {
+				// A supervisor's liveness check: a member that has not come Up long after
+				// its start is restarted.
+				c.tl.add("%s is not Up %v after its start: kill -9, restart", m.name, stuckAfter)
+				m.kill()
+				restart()
+				return false
+			}
 			up := 0
 			for _, mi := range v.GetMembers() {
 				if want[mi.GetNode()] && mi.GetStatus() == "Up" && mi.GetReachable() {
@@ -578,6 +603,19 @@ func waitMembers(c *cluster, timeout time.Duration, restart func()) error {
 		return nil
 	}
 	return errors.New(last)
+}
+
+// stuckAfter: a member not Up this long after its start is restarted.
+const stuckAfter = 20 * time.Second
+
+// selfUp reports whether the answering member sees itself Up.
+func selfUp(v *adminpb.MembersResponse) bool {
+	for _, mi := range v.GetMembers() {
+		if mi.GetNode() == v.GetSelf() {
+			return mi.GetStatus() == "Up"
+		}
+	}
+	return false
 }
 
 // shardCounts returns the counter shards each live member hosts (-1: no answer).
