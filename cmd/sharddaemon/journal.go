@@ -18,7 +18,8 @@ const journalStop = "\x00journal-stop"
 // stopped, or acknowledged a change. The chaos checker (e2e/chaos) reads these lines.
 type JournalRecord struct {
 	// Event is "start" (the incarnation was created), "stop" (it handled its stop message
-	// and ends now) or "ack" (a change was saved on a quorum; Value is the value after).
+	// and ends now), "ack" (a change was saved on a quorum; Value is the value after), or
+	// "halt" (the member stopped serving: every incarnation of the process ends; no entity).
 	Event string `json:"ev"`
 	// Type, Entity: the entity.
 	Type   string `json:"type"`

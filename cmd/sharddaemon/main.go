@@ -202,6 +202,16 @@ func serve(cfg config.Config, journalPath string) int {
 		log.Info("no admin identity allowed: calls that change the cluster (shutdown, leave, down) are refused; allow one with --admin-allow PEER_ID (shardctl keygen admin)")
 	}
 
+	if j != nil {
+		// The member stops serving when its node stops (left, downed, removed): from then
+		// on its entities handle nothing, whether or not they got their stop message.
+		go func() {
+			<-sys.Done()
+			if err := j.record(JournalRecord{Event: "halt", Node: string(sys.Node().ID())}); err != nil {
+				log.Warn(err.Error())
+			}
+		}()
+	}
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	select {

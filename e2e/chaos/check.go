@@ -69,13 +69,17 @@ type incarnation struct {
 	epoch      uint64
 	start, end int64 // CLOCK_MONOTONIC ns; end MaxInt64 when the process's exit is unknown
 	stopped    bool  // ended by its stop record
+	halted     bool  // ended when its member stopped serving (a halt record)
 	acks       []record
 }
 
 func (i incarnation) String() string {
 	end := "process exit"
-	if i.stopped {
+	switch {
+	case i.stopped:
 		end = "stop"
+	case i.halted:
+		end = "member halted"
 	}
 	return fmt.Sprintf("node %s pid %d epoch %d [%d, %d] (%s, %d acks)", shortNode(i.node), i.pid, i.epoch, i.start, i.end, end, len(i.acks))
 }
@@ -103,13 +107,21 @@ type journalCheck struct {
 	MaxAck map[string]int64
 }
 
-// checkJournals builds incarnations from the records, ending those without a stop record at
-// their process's exit (exits: pid → CLOCK_MONOTONIC ns), and checks that no entity ran on
-// two members at once and that acknowledged values rise with time.
+// checkJournals builds incarnations from the records, ending those without a stop record
+// when their member stopped serving (its halt record) or at their process's exit (exits:
+// pid → CLOCK_MONOTONIC ns), whichever came first, and checks that no entity ran on two
+// members at once and that acknowledged values rise with time.
 func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCheck {
 	res := journalCheck{MaxAck: map[string]int64{}}
 	byEntity := map[string][]record{}
+	halts := map[int]int64{} // pid → when its member stopped serving
 	for _, r := range recs {
+		if r.Event == "halt" {
+			if t, ok := halts[r.PID]; !ok || r.Mono < t {
+				halts[r.PID] = r.Mono
+			}
+			continue
+		}
 		byEntity[r.Entity] = append(byEntity[r.Entity], r)
 	}
 	entities := make([]string, 0, len(byEntity))
@@ -155,6 +167,9 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 			if t, ok := exits[o.pid]; ok {
 				o.end = t
 			}
+			if t, ok := halts[o.pid]; ok && t < o.end {
+				o.end, o.halted = t, true
+			}
 		}
 		res.Incarnations += len(incs)
 		res.Acks += len(acks)
@@ -181,8 +196,12 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 					res.MaxPausedOverlap = max(res.MaxPausedOverlap, min(older.end, newer.end)-newer.start)
 					continue
 				}
-				res.Violations = append(res.Violations, fmt.Sprintf("%s ran on two members at once for %.3fs: %v and %v",
-					e, float64(min(older.end, newer.end)-newer.start)/1e9, older, newer))
+				activity := "the older acknowledged nothing after the newer started"
+				if n := acksAfter(older, newer.start); n > 0 {
+					activity = fmt.Sprintf("the older acknowledged %d changes after the newer started", n)
+				}
+				res.Violations = append(res.Violations, fmt.Sprintf("%s ran on two members at once for %.3fs (%s): %v and %v",
+					e, float64(min(older.end, newer.end)-newer.start)/1e9, activity, older, newer))
 			}
 		}
 	}
@@ -202,6 +221,14 @@ func lastAck(inc *incarnation) int64 {
 	return inc.acks[len(inc.acks)-1].Mono
 }
 
-func ackedAfter(inc *incarnation, t int64) bool {
-	return slices.ContainsFunc(inc.acks, func(a record) bool { return a.Mono > t })
+func ackedAfter(inc *incarnation, t int64) bool { return acksAfter(inc, t) > 0 }
+
+func acksAfter(inc *incarnation, t int64) int {
+	n := 0
+	for _, a := range inc.acks {
+		if a.Mono > t {
+			n++
+		}
+	}
+	return n
 }

@@ -3,6 +3,7 @@ package chaos
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -48,8 +49,18 @@ func TestCheckJournalsOverlapIsAViolation(t *testing.T) {
 	}
 	// An unknown exit counts as running to the end.
 	jc = checkJournals(recs, map[int]int64{}, nil)
-	if len(jc.Violations) != 1 {
+	if len(jc.Violations) != 1 || !strings.Contains(jc.Violations[0], "acknowledged nothing after") {
 		t.Fatalf("unknown exit: %q", jc.Violations)
+	}
+	// A's member stopped serving (halt) before B started, its process exited later: no
+	// overlap. A halt after B's start does not help.
+	halted := append(slices.Clone(recs), record{Event: "halt", Node: nodeA, PID: 10, Mono: 135})
+	if jc = checkJournals(halted, map[int]int64{10: 160, 20: 200}, nil); len(jc.Violations) != 0 {
+		t.Fatalf("A halted before B started: %q", jc.Violations)
+	}
+	halted[len(halted)-1].Mono = 145
+	if jc = checkJournals(halted, map[int]int64{10: 160, 20: 200}, nil); len(jc.Violations) != 1 {
+		t.Fatalf("A halted after B started: %q", jc.Violations)
 	}
 }
 
@@ -68,7 +79,7 @@ func TestCheckJournalsPausedOverlap(t *testing.T) {
 	// A paused, but it acknowledges after B started: a violation, and the values go back.
 	late := append(recs, rec("ack", nodeA, 10, 1, 160, 2))
 	jc = checkJournals(late, exits, []pause{{pid: 10, from: 120, till: 145}})
-	if len(jc.Violations) != 2 {
+	if len(jc.Violations) != 2 || !strings.Contains(jc.Violations[1], "acknowledged 1 changes after") {
 		t.Fatalf("want an overlap and a repeated value, got %q", jc.Violations)
 	}
 	// Another process's pause does not excuse A.
