@@ -53,6 +53,9 @@ type Config struct {
 	// machine allows.
 	Faults     []string
 	Partitions string
+	// KnownBugs names violations that are reported under "known bug" instead of failing
+	// the run, each until its fix lands (see docs/chaos.md): BugFencedAfterRestart.
+	KnownBugs []string
 	// ExtraFlags are appended to every sharddaemon's flags (e.g. --set key=value).
 	ExtraFlags []string
 	// Logf receives progress lines (the timeline as it happens). Default: none.
@@ -104,6 +107,12 @@ func (c *Config) fill() error {
 	return nil
 }
 
+// BugFencedAfterRestart: after a full-cluster restart every durable entity's save is
+// refused (remember.ErrFenced): a coordinator's term is its member's up-number, which starts
+// again at 1 in the new cluster, so new allocation epochs are below the fence floors the
+// entities' state keys got before the restart.
+const BugFencedAfterRestart = "fenced-after-full-restart"
+
 // Report is what a run found.
 type Report struct {
 	Seed       uint64
@@ -112,6 +121,8 @@ type Report struct {
 	Timeline   []string
 	// Violations break a promise; the run failed when there is any.
 	Violations []string
+	// KnownBugs are violations of a bug named in Config.KnownBugs: printed, not failing.
+	KnownBugs []string
 	// Notes are findings that are not violations (availability, paused overlaps, …).
 	Notes []string
 	// Figures: counts and times.
@@ -147,6 +158,9 @@ func (r *Report) String() string {
 			break
 		}
 		b.WriteString("VIOLATION: " + v + "\n")
+	}
+	for _, k := range r.KnownBugs {
+		b.WriteString("KNOWN BUG (not failing this run): " + k + "\n")
 	}
 	for _, n := range r.Notes {
 		b.WriteString("note: " + n + "\n")
@@ -431,7 +445,12 @@ func Run(cfg Config) (*Report, error) {
 	// (a save fenced off by an epoch from before the restart would fail here).
 	after, errs := incAll(c, ld.ids, 60*time.Second)
 	if len(errs) > 0 {
-		rep.Violations = append(rep.Violations, fmt.Sprintf("after the full restart %d of %d counters could not be incremented, e.g. %v", len(errs), len(ld.ids), errs[0]))
+		v := fmt.Sprintf("after the full restart %d of %d counters could not be incremented, e.g. %v", len(errs), len(ld.ids), errs[0])
+		if slices.Contains(cfg.KnownBugs, BugFencedAfterRestart) && slices.ContainsFunc(errs, func(err error) bool { return strings.Contains(err.Error(), "fenced") }) {
+			rep.KnownBugs = append(rep.KnownBugs, BugFencedAfterRestart+": "+v)
+		} else {
+			rep.Violations = append(rep.Violations, v)
+		}
 	}
 	wrong := 0
 	for id, v := range after {
