@@ -107,10 +107,10 @@ func (c *Config) fill() error {
 	return nil
 }
 
-// BugFencedAfterRestart: after a full-cluster restart every durable entity's save is
-// refused (remember.ErrFenced): a coordinator's term is its member's up-number, which starts
-// again at 1 in the new cluster, so new allocation epochs are below the fence floors the
-// entities' state keys got before the restart.
+// BugFencedAfterRestart names a known bug: after a full-cluster restart every durable
+// entity's save is refused (remember.ErrFenced). A coordinator's term is its member's
+// up-number, which starts again at 1 in the new cluster, so new allocation epochs are below
+// the fence floors the entities' state keys got before the restart.
 const BugFencedAfterRestart = "fenced-after-full-restart"
 
 // Report is what a run found.
