@@ -67,12 +67,15 @@ func (c *counter) Receive(ctx *shardmesh.Context, msg string) (int64, error) {
 	if err != nil || next == c.n {
 		return c.n, err
 	}
+	began := monoNow()
 	if err := ctx.SaveState(sctx, strconv.AppendInt(nil, next, 10)); err != nil {
 		c.loaded = false // the write may have landed on some members: read it again next time
 		return c.n, err
 	}
 	c.n = next
-	return c.n, c.journal.record(c.rec(ctx, "ack"))
+	r := c.rec(ctx, "ack")
+	r.Began = began
+	return c.n, c.journal.record(r)
 }
 
 // apply returns the counter's value after msg.

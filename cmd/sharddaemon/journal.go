@@ -36,6 +36,9 @@ type JournalRecord struct {
 	Wall int64 `json:"wall"`
 	// Value is the counter after an "ack".
 	Value int64 `json:"v,omitempty"`
+	// Began is CLOCK_MONOTONIC when an "ack"'s save began: the change took effect between
+	// Began and Mono (a process paused mid-save records its ack only when it wakes).
+	Began int64 `json:"began,omitempty"`
 }
 
 // journal appends records to a file, one write per line, so a kill -9 loses at most the

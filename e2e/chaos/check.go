@@ -23,6 +23,15 @@ type record struct {
 	Mono   int64  `json:"mono"`
 	Wall   int64  `json:"wall"`
 	Value  int64  `json:"v"`
+	Began  int64  `json:"began"` // an ack's save began (0 in journals without it: Mono)
+}
+
+// began is when an ack's change may have taken effect at the earliest.
+func (r record) began() int64 {
+	if r.Began != 0 {
+		return r.Began
+	}
+	return r.Mono
 }
 
 // monoNow reads CLOCK_MONOTONIC, the clock of the journals: one clock for every process on
@@ -97,7 +106,8 @@ type journalCheck struct {
 	Acks         int
 	// PausedOverlaps are incarnations of one entity on two members at once where the older
 	// one's process was paused (SIGSTOP) between its last acknowledged change and the newer
-	// one's start, and acknowledged nothing after that start: it woke up fenced, not a
+	// one's start, and began no acknowledged change after that start (a save paused mid-way
+	// may be acknowledged after it: it took effect before): it woke up fenced, not a
 	// violation, but counted, with the longest such overlap (ns).
 	PausedOverlaps   int
 	MaxPausedOverlap int64
@@ -173,7 +183,9 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 		}
 		res.Incarnations += len(incs)
 		res.Acks += len(acks)
-		// Acknowledged values rise with time across every incarnation.
+		// Acknowledged values rise with time across every incarnation, in the order the
+		// saves began (a save paused mid-way is acknowledged late but took effect early).
+		sort.SliceStable(acks, func(a, b int) bool { return acks[a].began() < acks[b].began() })
 		for i, a := range acks {
 			res.MaxAck[e] = max(res.MaxAck[e], a.Value)
 			if i > 0 && a.Value <= acks[i-1].Value {
@@ -191,14 +203,14 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 				if older.node == newer.node || newer.start >= older.end {
 					continue
 				}
-				if pausedBetween(pauses, older.pid, lastAck(older), newer.start) && !ackedAfter(older, newer.start) {
+				if pausedBetween(pauses, older.pid, lastAck(older), newer.start) && acksAfter(older, newer.start) == 0 {
 					res.PausedOverlaps++
 					res.MaxPausedOverlap = max(res.MaxPausedOverlap, min(older.end, newer.end)-newer.start)
 					continue
 				}
-				activity := "the older acknowledged nothing after the newer started"
+				activity := "the older began no change after the newer started"
 				if n := acksAfter(older, newer.start); n > 0 {
-					activity = fmt.Sprintf("the older acknowledged %d changes after the newer started", n)
+					activity = fmt.Sprintf("the older began %d acknowledged changes after the newer started", n)
 				}
 				res.Violations = append(res.Violations, fmt.Sprintf("%s ran on two members at once for %.3fs (%s): %v and %v",
 					e, float64(min(older.end, newer.end)-newer.start)/1e9, activity, older, newer))
@@ -213,20 +225,20 @@ func pausedBetween(pauses []pause, pid int, from, to int64) bool {
 	return slices.ContainsFunc(pauses, func(p pause) bool { return p.pid == pid && p.from <= to && from <= p.till })
 }
 
-// lastAck is the time of the incarnation's last acknowledged change, or its start.
+// lastAck is when the incarnation's last acknowledged change began, or its start.
 func lastAck(inc *incarnation) int64 {
-	if len(inc.acks) == 0 {
-		return inc.start
+	t := inc.start
+	for _, a := range inc.acks {
+		t = max(t, a.began())
 	}
-	return inc.acks[len(inc.acks)-1].Mono
+	return t
 }
 
-func ackedAfter(inc *incarnation, t int64) bool { return acksAfter(inc, t) > 0 }
-
+// acksAfter counts the incarnation's acknowledged changes that began after t.
 func acksAfter(inc *incarnation, t int64) int {
 	n := 0
 	for _, a := range inc.acks {
-		if a.Mono > t {
+		if a.began() > t {
 			n++
 		}
 	}

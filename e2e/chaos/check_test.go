@@ -49,7 +49,7 @@ func TestCheckJournalsOverlapIsAViolation(t *testing.T) {
 	}
 	// An unknown exit counts as running to the end.
 	jc = checkJournals(recs, map[int]int64{}, nil)
-	if len(jc.Violations) != 1 || !strings.Contains(jc.Violations[0], "acknowledged nothing after") {
+	if len(jc.Violations) != 1 || !strings.Contains(jc.Violations[0], "began no change after") {
 		t.Fatalf("unknown exit: %q", jc.Violations)
 	}
 	// A's member stopped serving (halt) before B started, its process exited later: no
@@ -79,8 +79,20 @@ func TestCheckJournalsPausedOverlap(t *testing.T) {
 	// A paused, but it acknowledges after B started: a violation, and the values go back.
 	late := append(recs, rec("ack", nodeA, 10, 1, 160, 2))
 	jc = checkJournals(late, exits, []pause{{pid: 10, from: 120, till: 145}})
-	if len(jc.Violations) != 2 || !strings.Contains(jc.Violations[1], "acknowledged 1 changes after") {
+	if len(jc.Violations) != 2 || !strings.Contains(jc.Violations[1], "began 1 acknowledged changes after") {
 		t.Fatalf("want an overlap and a repeated value, got %q", jc.Violations)
+	}
+	// A paused in the middle of a save that began at 115 and acknowledges it when it wakes
+	// at 160: the change took effect before B started (B goes on from it), so it is fenced.
+	midSave := []record{
+		rec("start", nodeA, 10, 1, 100, 0), rec("ack", nodeA, 10, 1, 110, 1),
+		rec("start", nodeB, 20, 2, 140, 0), rec("ack", nodeB, 20, 2, 150, 3),
+		rec("ack", nodeA, 10, 1, 160, 2),
+	}
+	midSave[4].Began = 115
+	jc = checkJournals(midSave, exits, []pause{{pid: 10, from: 120, till: 155}})
+	if len(jc.Violations) != 0 || jc.PausedOverlaps != 1 {
+		t.Fatalf("a save paused mid-way: %+v", jc)
 	}
 	// Another process's pause does not excuse A.
 	jc = checkJournals(recs, exits, []pause{{pid: 11, from: 120, till: 145}})

@@ -344,7 +344,7 @@ func Run(cfg Config) (*Report, error) {
 		return nil, err
 	}
 	var counts []int
-	ok := poll(60*time.Second, func() bool {
+	ok := poll(30*time.Second, func() bool {
 		counts = shardCounts(c)
 		return spreadOf(counts) <= balanceSpread && total(counts) == len(used)
 	})
@@ -366,7 +366,7 @@ func Run(cfg Config) (*Report, error) {
 		}
 	}
 	var running map[string]bool
-	if !poll(60*time.Second, func() bool { running = liveEntities(c); return missing(acked, running) == 0 }) {
+	if !poll(30*time.Second, func() bool { running = liveEntities(c); return missing(acked, running) == 0 }) {
 		rep.Violations = append(rep.Violations, fmt.Sprintf("%d of %d counters with acknowledged increments are not running anywhere after the faults (e.g. %s)", missing(acked, running), len(acked), firstMissing(acked, running)))
 	} else {
 		tl.add("all %d counters with acknowledged increments are running", len(acked))
