@@ -20,7 +20,7 @@ var (
 	flagPartitions = flag.String("chaos.partitions", "", "on: require network namespaces; off: no partitions; empty: when the machine allows")
 	flagKeep       = flag.Bool("chaos.keep", false, "keep data directories, journals and logs (their directory is printed)")
 	flagSet        = flag.String("chaos.set", "", "extra sharddaemon --set key=value pairs, comma-separated")
-	flagKnown      = flag.String("chaos.known-bugs", BugFencedAfterRestart, "comma-separated known bugs reported without failing the run (empty: every violation fails)")
+	flagKnown      = flag.String("chaos.known-bugs", BugFencedAfterRestart+","+BugStaleAllocation, "comma-separated known bugs reported without failing the run (empty: every violation fails)")
 )
 
 // seed is -chaos.seed, or a new one from the clock (printed, so a failure can be repeated).

@@ -112,7 +112,10 @@ type journalCheck struct {
 	PausedOverlaps   int
 	MaxPausedOverlap int64
 	Violations       []string
-	Anomalies        []string
+	// Stale are overlaps where the newer incarnation started with an older epoch than the
+	// running one (a stale allocation obeyed): violations, kept apart to name their bug.
+	Stale     []string
+	Anomalies []string
 	// MaxAck is the greatest acknowledged value per entity.
 	MaxAck map[string]int64
 }
@@ -212,8 +215,14 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 				if n := acksAfter(older, newer.start); n > 0 {
 					activity = fmt.Sprintf("the older began %d acknowledged changes after the newer started", n)
 				}
-				res.Violations = append(res.Violations, fmt.Sprintf("%s ran on two members at once for %.3fs (%s): %v and %v",
-					e, float64(min(older.end, newer.end)-newer.start)/1e9, activity, older, newer))
+				v := fmt.Sprintf("%s ran on two members at once for %.3fs (%s): %v and %v",
+					e, float64(min(older.end, newer.end)-newer.start)/1e9, activity, older, newer)
+				if newer.epoch < older.epoch {
+					// The newer started from an allocation older than the one running.
+					res.Stale = append(res.Stale, v+" — the newer started with an older epoch")
+					continue
+				}
+				res.Violations = append(res.Violations, v)
 			}
 		}
 	}

@@ -155,3 +155,15 @@ func TestCheckCounters(t *testing.T) {
 		t.Fatalf("lost increment: %q", rep.Violations)
 	}
 }
+
+func TestCheckJournalsStaleStart(t *testing.T) {
+	// B starts with an older epoch than A's running incarnation: a stale allocation.
+	recs := []record{
+		rec("start", nodeA, 10, 22, 100, 0), rec("ack", nodeA, 10, 22, 110, 1),
+		rec("start", nodeB, 20, 10, 140, 0),
+	}
+	jc := checkJournals(recs, map[int]int64{10: 200, 20: 200}, nil)
+	if len(jc.Violations) != 0 || len(jc.Stale) != 1 || !strings.Contains(jc.Stale[0], "older epoch") {
+		t.Fatalf("stale start: %+v", jc)
+	}
+}
