@@ -79,6 +79,7 @@ type incarnation struct {
 	start, end int64 // CLOCK_MONOTONIC ns; end MaxInt64 when the process's exit is unknown
 	stopped    bool  // ended by its stop record
 	halted     bool  // ended when its member stopped serving (a halt record)
+	stale      bool  // started while an incarnation of a higher epoch ran on another member
 	acks       []record
 }
 
@@ -196,6 +197,15 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 					e, a.Value, shortNode(a.Node), a.Epoch, acks[i-1].Value, shortNode(acks[i-1].Node), acks[i-1].Epoch))
 			}
 		}
+		// An incarnation that started while one of a higher epoch ran on another member
+		// started from a stale allocation.
+		for _, x := range incs {
+			for _, y := range incs {
+				if y.node != x.node && y.epoch > x.epoch && y.start <= x.start && x.start < y.end {
+					x.stale = true
+				}
+			}
+		}
 		// No two incarnations on different members at once.
 		for i, x := range incs {
 			for _, y := range incs[i+1:] {
@@ -217,9 +227,9 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 				}
 				v := fmt.Sprintf("%s ran on two members at once for %.3fs (%s): %v and %v",
 					e, float64(min(older.end, newer.end)-newer.start)/1e9, activity, older, newer)
-				if newer.epoch < older.epoch {
-					// The newer started from an allocation older than the one running.
-					res.Stale = append(res.Stale, v+" — the newer started with an older epoch")
+				if older.stale || newer.stale {
+					// One of them started from an allocation older than one running then.
+					res.Stale = append(res.Stale, v+" — one started with an older epoch than one running")
 					continue
 				}
 				res.Violations = append(res.Violations, v)

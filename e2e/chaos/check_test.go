@@ -166,4 +166,12 @@ func TestCheckJournalsStaleStart(t *testing.T) {
 	if len(jc.Violations) != 0 || len(jc.Stale) != 1 || !strings.Contains(jc.Stale[0], "older epoch") {
 		t.Fatalf("stale start: %+v", jc)
 	}
+	// A's incarnation then stops; C starts the shard properly with a newer epoch while B's
+	// stale incarnation lives on: that overlap is the stale start's too.
+	recs[2].Mono = 105
+	recs = append(recs, rec("stop", nodeA, 10, 22, 150, 1), record{Event: "start", Type: "counter", Entity: "c1", Node: "12D3KooWnodeCCCCCCCC", PID: 30, Epoch: 30, Mono: 160})
+	jc = checkJournals(recs, map[int]int64{20: 200, 30: 200}, nil)
+	if len(jc.Violations) != 0 || len(jc.Stale) != 2 {
+		t.Fatalf("a stale incarnation outliving the right one: %+v", jc)
+	}
 }
