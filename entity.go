@@ -50,6 +50,13 @@ func (c *Context) ShardID() string { return string(c.c.Shard) }
 // TypeName returns the entity type's name.
 func (c *Context) TypeName() string { return c.c.Type }
 
+// Node returns the id of the member this incarnation runs on.
+func (c *Context) Node() string { return string(c.c.Node) }
+
+// Epoch returns the shard's allocation epoch when this incarnation started: the fencing
+// token of its durable state. A later incarnation elsewhere has a greater epoch.
+func (c *Context) Epoch() uint64 { return uint64(c.c.Epoch) }
+
 // Passivate asks sharding to stop this entity: it gets its stop message, and messages that
 // arrive meanwhile are buffered and delivered to its next incarnation.
 func (c *Context) Passivate() { c.c.Passivate() }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 )
@@ -23,16 +24,30 @@ func (a *pendingAsk) resolve(r askResult) {
 }
 
 // asks tracks the asks of this member that wait for a reply from another member.
+//
+// Ask ids start at a random number in every process: replies are addressed to the member's
+// peer id, which a restarted member keeps, so a late reply to an ask of the previous
+// process would otherwise match a new ask with the same small id and answer it with
+// another entity's reply (found by the chaos suite, e2e/chaos: a counter answered a value
+// it never had after a kill -9 and restart).
 type asks struct {
 	next    atomic.Uint64
 	mu      sync.Mutex
 	pending map[uint64]*pendingAsk
 }
 
-func newAsks() *asks { return &asks{pending: map[uint64]*pendingAsk{}} }
+func newAsks() *asks {
+	a := &asks{pending: map[uint64]*pendingAsk{}}
+	a.next.Store(rand.Uint64())
+	return a
+}
 
 func (a *asks) create() *pendingAsk {
-	return &pendingAsk{id: a.next.Add(1), result: make(chan askResult, 1)}
+	id := a.next.Add(1)
+	if id == 0 { // 0 marks a tell on the wire
+		id = a.next.Add(1)
+	}
+	return &pendingAsk{id: id, result: make(chan askResult, 1)}
 }
 
 // track registers p to be answered by a Reply frame.

@@ -189,7 +189,7 @@ func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
 	n := c.e.n
 	var rec remember.Record
 	var found bool
-	err := againOnNoQuorum(ctx, func() (err error) {
+	err := n.stateRound(ctx, func() (err error) {
 		rec, found, err = n.store.GetFenced(ctx, storeKey(keyState, c.Type, string(c.Entity)), uint64(c.Epoch))
 		return err
 	})
@@ -207,7 +207,7 @@ func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
 // moved is refused (remember.ErrFenced).
 func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
 	n := c.e.n
-	err := againOnNoQuorum(ctx, func() error {
+	err := n.stateRound(ctx, func() error {
 		return n.store.Write(ctx, remember.Write{Key: storeKey(keyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
 	})
 	if err != nil {
@@ -221,10 +221,51 @@ func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
 // moment, a restarted one may not answer a stream opened to its previous process — and the
 // second round asks the members as they are now. Both calls are idempotent (the same fenced
 // read, the same write).
+// stateRound runs a round of an entity's state: only under the serving lease (servingFor),
+// lending the entity's worker to the others while it waits (the store round waits for
+// replicas and an fsync, not for this CPU), and once more if it missed its quorum.
+func (n *Node) stateRound(ctx context.Context, round func() error) error {
+	n.pool.Block()
+	defer n.pool.Unblock()
+	return againOnNoQuorum(ctx, func() error {
+		if err := n.servingFor(ctx); err != nil {
+			return err
+		}
+		return round()
+	})
+}
+
 func againOnNoQuorum(ctx context.Context, round func() error) error {
 	err := round()
 	if errors.Is(err, remember.ErrNoQuorum) && ctx.Err() == nil {
 		err = round()
 	}
 	return err
+}
+
+// servingFor waits until this member may serve, as a turn does before it starts; ErrStopped
+// when the member stops first, ctx's error when ctx ends first. A store call starts only
+// under the lease: an entity whose process was paused in the middle of a turn, and woke
+// after its member was downed and its shard had started elsewhere, would otherwise still
+// write (found by the chaos suite, e2e/chaos: an acknowledged save begun 57 ms after the
+// member had stopped serving).
+func (n *Node) servingFor(ctx context.Context) error {
+	for {
+		if n.ctx.Err() != nil {
+			return ErrStopped
+		}
+		if int64(time.Since(n.clockBase)) < n.servingUntil.Load() {
+			return nil
+		}
+		n.servingMu.Lock()
+		ch := n.servingCh
+		n.servingMu.Unlock()
+		select {
+		case <-ch:
+		case <-n.ctx.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

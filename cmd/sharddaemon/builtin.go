@@ -20,12 +20,34 @@ import (
 type counter struct {
 	n      int64
 	loaded bool
+	// journal, when set (--entity-journal), gets the incarnation's start, stop and every
+	// acknowledged change; journalErr is a failed start record, refused on every message.
+	journal    *journal
+	journalErr error
+}
+
+// newCounter starts a counter incarnation, recording its start in j (when not nil).
+func newCounter(ctx *shardmesh.Context, j *journal) *counter {
+	c := &counter{journal: j}
+	c.journalErr = j.record(c.rec(ctx, "start"))
+	return c
+}
+
+func (c *counter) rec(ctx *shardmesh.Context, event string) JournalRecord {
+	return JournalRecord{Event: event, Type: ctx.TypeName(), Entity: ctx.EntityID(), Node: ctx.Node(), Epoch: ctx.Epoch(), Value: c.n}
 }
 
 // stateTimeout bounds the counter's state loads and saves.
 const stateTimeout = 10 * time.Second
 
 func (c *counter) Receive(ctx *shardmesh.Context, msg string) (int64, error) {
+	if msg == journalStop {
+		ctx.Stop()
+		return c.n, c.journal.record(c.rec(ctx, "stop"))
+	}
+	if c.journalErr != nil {
+		return c.n, c.journalErr
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
 	if !c.loaded {
@@ -45,12 +67,15 @@ func (c *counter) Receive(ctx *shardmesh.Context, msg string) (int64, error) {
 	if err != nil || next == c.n {
 		return c.n, err
 	}
+	began := monoNow()
 	if err := ctx.SaveState(sctx, strconv.AppendInt(nil, next, 10)); err != nil {
 		c.loaded = false // the write may have landed on some members: read it again next time
 		return c.n, err
 	}
 	c.n = next
-	return c.n, nil
+	r := c.rec(ctx, "ack")
+	r.Began = began
+	return c.n, c.journal.record(r)
 }
 
 // apply returns the counter's value after msg.
@@ -132,18 +157,25 @@ const stubbornStop = "stop"
 // builtinNames are the built-in entity types.
 var builtinNames = []string{"counter", "echo", "register", "stubborn"}
 
-// builtinTypes registers the named built-in entity types.
-func builtinTypes(sys *shardmesh.System, names []string) error {
+// builtinTypes registers the named built-in entity types. With a journal, the counter
+// records its incarnations' starts, stops and acknowledged changes in it, and is stopped
+// with a stop message so that it can record the stop.
+func builtinTypes(sys *shardmesh.System, names []string, j *journal) error {
 	for _, name := range names {
 		var err error
 		switch name {
 		case "counter":
-			_, err = shardmesh.Init(sys, shardmesh.Entity[string, int64]{
+			e := shardmesh.Entity[string, int64]{
 				Key:          shardmesh.NewEntityTypeKey[string, int64]("counter"),
-				New:          func(*shardmesh.Context) shardmesh.Behavior[string, int64] { return &counter{} },
+				New:          func(ctx *shardmesh.Context) shardmesh.Behavior[string, int64] { return newCounter(ctx, j) },
 				MessageCodec: shardmesh.StringCodec{},
 				ReplyCodec:   shardmesh.JSONCodec[int64]{},
-			})
+			}
+			if j != nil {
+				stop := journalStop
+				e.StopMessage = &stop
+			}
+			_, err = shardmesh.Init(sys, e)
 		case "register":
 			_, err = shardmesh.Init(sys, shardmesh.Entity[string, string]{
 				Key:          shardmesh.NewEntityTypeKey[string, string]("register"),

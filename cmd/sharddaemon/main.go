@@ -54,6 +54,7 @@ func newApp(code *int) *cli.App {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (YAML, TOML or JSON; keys as in reference.conf: cluster.*, sharding.*)", EnvVars: []string{"SHARDMESH_CONFIG"}},
 		&cli.StringSliceFlag{Name: "set", Usage: "set any configuration key, e.g. --set cluster.split-brain-resolver.stable-after=5s (repeatable)"},
+		&cli.StringFlag{Name: "entity-journal", Usage: "append the built-in counter's incarnation starts, stops and acknowledged changes to `FILE`, one JSON line each (for the chaos checker, e2e/chaos; off by default)"},
 	}
 	for _, k := range config.Schema {
 		if k.Flag == "" {
@@ -105,7 +106,7 @@ for a setting that must be equal on every member), 3 downed or removed by the cl
 			if err != nil {
 				return cli.Exit(err.Error(), exitUsage)
 			}
-			*code = serve(cfg)
+			*code = serve(cfg, c.String("entity-journal"))
 			return nil
 		},
 	}
@@ -158,7 +159,7 @@ func newLogger(cfg config.Node) *slog.Logger {
 }
 
 // serve runs the member until it stops and returns the exit code.
-func serve(cfg config.Config) int {
+func serve(cfg config.Config, journalPath string) int {
 	log := newLogger(cfg.Node)
 	for _, name := range cfg.Node.EntityTypes {
 		if !slices.Contains(builtinNames, name) {
@@ -170,6 +171,14 @@ func serve(cfg config.Config) int {
 	if err != nil {
 		log.Error(err.Error())
 		return exitUsage
+	}
+	var j *journal
+	if journalPath != "" {
+		if j, err = openJournal(journalPath); err != nil {
+			log.Error(err.Error())
+			return exitUsage
+		}
+		defer j.Close()
 	}
 	opts := []shardmesh.Option{shardmesh.WithLogger(log)}
 	var met *metricsServer
@@ -195,7 +204,7 @@ func serve(cfg config.Config) int {
 		return exitFailed
 	}
 	log = log.With("node", sys.ID().Short()) // as on the member's own lines
-	if err := builtinTypes(sys, cfg.Node.EntityTypes); err != nil {
+	if err := builtinTypes(sys, cfg.Node.EntityTypes, j); err != nil {
 		log.Error("cannot start entity types", "err", err)
 		sys.Close()
 		return exitFailed
@@ -219,6 +228,16 @@ func serve(cfg config.Config) int {
 		log.Info("no admin identity allowed: calls that change the cluster (shutdown, leave, down) are refused; allow one with --admin-allow PEER_ID (shardctl keygen admin)")
 	}
 
+	if j != nil {
+		// The member stops serving when its node stops (left, downed, removed): from then
+		// on its entities handle nothing, whether or not they got their stop message.
+		go func() {
+			<-sys.Done()
+			if err := j.record(JournalRecord{Event: "halt", Node: string(sys.Node().ID())}); err != nil {
+				log.Warn(err.Error())
+			}
+		}()
+	}
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	select {

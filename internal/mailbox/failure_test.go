@@ -211,7 +211,7 @@ func TestGoexitInFailedAndDone(t *testing.T) {
 // fnHandler is a Handler calling f.
 type fnHandler struct{ f func(string) }
 
-func (h fnHandler) Receive(msg string)  { h.f(msg) }
+func (h fnHandler) Receive(msg string) { h.f(msg) }
 func (h fnHandler) Failed(any, []byte) {}
 
 // TestBlockedHandlerLendsItsWorker: with one worker, a handler that waits inside Block …

@@ -16,8 +16,8 @@ type Pool struct {
 	stopped atomic.Bool   // set by Close; read without the lock by Enqueue
 	exited  chan struct{} // closed when the last worker has returned
 
-	mu     sync.Mutex
-	wake   sync.Cond // signalled, under mu, when a sleeping worker has work
+	mu      sync.Mutex
+	wake    sync.Cond // signalled, under mu, when a sleeping worker has work
 	queue   runQueue
 	asleep  int // workers waiting on wake that no Signal has been spent on yet
 	live    int // workers not yet returned

@@ -1,0 +1,24 @@
+package node
+
+import "testing"
+
+// A restarted member keeps its peer id, so its asks must not reuse the previous process's
+// ids: a late reply to an old ask would answer a new one.
+func TestAskIDsDifferPerProcess(t *testing.T) {
+	a, b := newAsks(), newAsks()
+	ia, ib := a.create().id, b.create().id
+	if ia == ib || ia == 0 || ib == 0 {
+		t.Fatalf("two processes' first ask ids: %d and %d", ia, ib)
+	}
+	// Ids go on from there, skipping 0 (a tell on the wire) when they wrap.
+	a.next.Store(^uint64(0) - 1)
+	if got := []uint64{a.create().id, a.create().id}; got[0] != ^uint64(0) || got[1] != 1 {
+		t.Fatalf("ids around the wrap: %v", got)
+	}
+	// A reply to an id not tracked here (an ask of an earlier process) finds nothing.
+	p := a.create()
+	a.track(p)
+	if a.take(p.id+1) != nil || a.take(p.id) != p {
+		t.Fatal("take matched the wrong ask")
+	}
+}
