@@ -48,6 +48,7 @@ func (e *entity) Receive(m *message) {
 		if e.behavior == nil {
 			e.behavior = e.t.spec.New(&e.ctx)
 		}
+		e.n.recovery.started(time.Since(m.at))
 	} else if m.stop {
 		if e.t.spec.StopMessage == nil {
 			e.stopAfterTurn = true
@@ -143,7 +144,7 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		}
 		if t.spec.Settings.Shard.Remember.Enabled {
 			// A remembered entity runs even without a message: its behaviour starts now.
-			if err := e.mb.Enqueue(&message{start: true}); err != nil {
+			if err := e.mb.Enqueue(&message{start: true, at: now}); err != nil {
 				n.log.Debug("start signal not queued", "type", op.Type, "entity", op.Entity, "err", err)
 			}
 		}

@@ -115,7 +115,7 @@ func (n *Node) rememberEntities(ops []engine.StoreOp) {
 			ws = append(ws, remember.Write{Key: storeKey(keyShard, op.Type, string(op.Shard))})
 		}
 	}
-	err := n.store.Write(n.ctx, ws...)
+	err := n.recovery.timed(func() error { return n.store.Write(n.ctx, ws...) })
 	if err != nil && n.ctx.Err() == nil {
 		n.log.Warn("remembering entities failed; retried after shard-failure-backoff", "entities", len(ops), "err", err)
 	}
@@ -145,7 +145,7 @@ func (n *Node) forgetEntities(ops []engine.StoreOp) {
 	for i, op := range ops {
 		ws[i] = remember.Write{Key: storeKey(keyEntity, op.Type, string(op.Shard), string(op.Entity)), Delete: true}
 	}
-	if err := n.store.Write(n.ctx, ws...); err != nil && n.ctx.Err() == nil {
+	if err := n.recovery.timed(func() error { return n.store.Write(n.ctx, ws...) }); err != nil && n.ctx.Err() == nil {
 		// Still remembered: the entity starts again with its shard, and passivates again.
 		n.log.Warn("forgetting passivated entities failed", "entities", len(ops), "err", err)
 	}
@@ -169,7 +169,11 @@ func (n *Node) loadShards(op engine.StoreOp) {
 
 // scanIDs reads the keys under prefix from a read quorum and returns what follows it.
 func scanIDs[ID ~string](n *Node, prefix string) ([]ID, error) {
-	recs, err := n.store.Scan(n.ctx, prefix)
+	var recs []remember.Record
+	err := n.recovery.timed(func() (err error) {
+		recs, err = n.store.Scan(n.ctx, prefix)
+		return err
+	})
 	ids := make([]ID, 0, len(recs))
 	for _, r := range recs {
 		ids = append(ids, ID(strings.TrimPrefix(r.Key, prefix)))
@@ -186,7 +190,12 @@ var ErrNoState = errors.New("no state stored")
 // starts (its first message), and keep the state in memory.
 func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
 	n := c.e.n
-	rec, found, err := n.store.GetFenced(ctx, storeKey(keyState, c.Type, string(c.Entity)), uint64(c.Epoch))
+	var rec remember.Record
+	var found bool
+	err := n.recovery.timed(func() (err error) {
+		rec, found, err = n.store.GetFenced(ctx, storeKey(keyState, c.Type, string(c.Entity)), uint64(c.Epoch))
+		return err
+	})
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("load the state of %s %s: %w", c.Type, c.Entity, err)
@@ -201,7 +210,9 @@ func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
 // moved is refused (remember.ErrFenced).
 func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
 	n := c.e.n
-	err := n.store.Write(ctx, remember.Write{Key: storeKey(keyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
+	err := n.recovery.timed(func() error {
+		return n.store.Write(ctx, remember.Write{Key: storeKey(keyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
+	})
 	if err != nil {
 		return fmt.Errorf("save the state of %s %s: %w", c.Type, c.Entity, err)
 	}

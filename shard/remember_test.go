@@ -132,3 +132,40 @@ func TestRememberedShardHandsOff(t *testing.T) {
 	s.Remembered(t0, []EntityID{"b"}, nil) // late: ignored
 	expect(t, s, "")
 }
+
+// TestAdaptiveRecoveryStartsOnlyWhatIsGranted: with the adaptive strategy a loaded shard
+// starts nothing by itself; Recover starts as many as granted, skipping entities a message
+// started meanwhile (they cost no grant), and a handoff drops what still waits.
+func TestAdaptiveRecoveryStartsOnlyWhatIsGranted(t *testing.T) {
+	s := rememberShard(Remember{Adaptive: Adaptive{Enabled: true}, RecoveryFrequency: time.Millisecond})
+	s.Ready()
+	s.Loaded(t0, []EntityID{"a", "b", "c", "d", "e"}, nil)
+	s.Tick(t0.Add(time.Second))
+	expect(t, s, "")
+	if got := s.RecoveryPending(); got != 5 {
+		t.Fatalf("pending %d, want 5", got)
+	}
+	if got := s.Recover(2); got != 2 {
+		t.Fatalf("Recover(2) started %d", got)
+	}
+	expect(t, s, "start a\nstart b")
+	if d, _ := s.Deliver(t0, "c", "m1"); d != StartAndDeliver {
+		t.Fatalf("message for a remembered entity not yet started: %v", d)
+	}
+	if got := s.Recover(2); got != 2 {
+		t.Fatalf("Recover(2) started %d", got)
+	}
+	expect(t, s, "start d\nstart e")
+	if got := s.RecoveryPending(); got != 0 {
+		t.Fatalf("pending %d after all started", got)
+	}
+
+	s = rememberShard(Remember{Adaptive: Adaptive{Enabled: true}})
+	s.Ready()
+	s.Loaded(t0, []EntityID{"a", "b"}, nil)
+	s.Stop(t0)
+	s.Ready()
+	if s.RecoveryPending() != 0 || s.Recover(5) != 0 {
+		t.Fatal("a stopping shard still recovers")
+	}
+}

@@ -70,7 +70,8 @@ type Node struct {
 	Paused  bool  // SIGSTOP: holds its input until resumed
 	Stopped *membership.Stopped
 
-	held     []func() // deliveries that arrived while paused
+	held     []func()             // deliveries that arrived while paused
+	recovery shard.RecoverySample // store rounds answered since the last tick (the adaptive recovery budget's input)
 	sim      *Sim
 	entities *entityRuntime
 }
@@ -171,6 +172,8 @@ func (s *Sim) scheduleTick(n *Node, inc uint64, after time.Duration) {
 			return
 		}
 		if !n.Paused {
+			n.E.ObserveRecovery(s.now, n.recovery)
+			n.recovery = shard.RecoverySample{}
 			n.E.Tick(s.now)
 			s.process(n)
 			n.entities.resume() // mailboxes parked while the member did not serve

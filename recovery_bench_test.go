@@ -1,0 +1,219 @@
+package shardmesh_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardmesh/shardmesh"
+	"github.com/shardmesh/shardmesh/config"
+)
+
+// A full-cluster restart of remembered entities under each entity-recovery-strategy, on 3
+// real members (libp2p, Badger, the replicated store with its default quorums). The
+// entities recover their durable state when they start (a LoadState, one fenced quorum read
+// each), as event-sourced entities replay theirs: every start costs the store a round.
+//
+//	SHARDMESH_RECOVERY_BENCH=100000 go test -run TestRecoveryStrategies -v -timeout 60m .
+//
+// runs it with that many entities (it takes minutes); without the variable the test runs a
+// short version with 3,000 entities and two strategies.
+
+// recoveringEntity loads its durable state when its incarnation starts.
+type recoveringEntity struct{}
+
+func (recoveringEntity) Receive(*shardmesh.Context, string) (int, error) { return 0, nil }
+
+// recoveryLoads counts the state loads of recovering entities, and those that failed.
+type recoveryLoads struct{ ok, failed atomic.Int64 }
+
+func recoveringType(loads *recoveryLoads) shardmesh.Entity[string, int] {
+	return shardmesh.Entity[string, int]{
+		Key: shardmesh.NewEntityTypeKey[string, int]("recovering"),
+		New: func(ctx *shardmesh.Context) shardmesh.Behavior[string, int] {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := ctx.LoadState(sctx); err != nil {
+				loads.failed.Add(1)
+			} else {
+				loads.ok.Add(1)
+			}
+			return recoveringEntity{}
+		},
+		MessageCodec:     shardmesh.StringCodec{},
+		ReplyCodec:       shardmesh.JSONCodec[int]{},
+		RememberEntities: true,
+	}
+}
+
+// recoveryStrategy is one configuration of entity-recovery-strategy to measure.
+type recoveryStrategy struct {
+	name  string
+	tweak func(*config.Remember)
+}
+
+func constantRecovery(every time.Duration, n int) recoveryStrategy {
+	return recoveryStrategy{fmt.Sprintf("constant %d/%v per shard", n, every), func(r *config.Remember) {
+		r.RecoveryStrategy, r.RecoveryFrequency, r.RecoveryNumberOfEntities = "constant", every, n
+	}}
+}
+
+var (
+	allRecovery      = recoveryStrategy{"all", func(r *config.Remember) { r.RecoveryStrategy = "all" }}
+	adaptiveRecovery = recoveryStrategy{"adaptive (defaults)", func(r *config.Remember) { r.RecoveryStrategy = "adaptive" }}
+)
+
+// recoveryResult is what one restart measured.
+type recoveryResult struct {
+	strategy     string
+	toRunning    time.Duration // from the first member's start to every entity's state loaded
+	loadFailures int64         // entity state loads that failed
+	storeRounds  uint64
+	failures     uint64 // store rounds that failed
+	timeouts     uint64 // of them: no quorum in time, or the caller's deadline
+	meanStart    time.Duration
+	rate         float64 // adaptive: the budget's final rate (member 1)
+}
+
+const recoveryShards = 100
+
+func TestRecoveryStrategies(t *testing.T) {
+	entities, strategies := 3000, []recoveryStrategy{allRecovery, adaptiveRecovery}
+	if v := os.Getenv("SHARDMESH_RECOVERY_BENCH"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("SHARDMESH_RECOVERY_BENCH=%q: want a number of entities", v)
+		}
+		entities = n
+		strategies = []recoveryStrategy{allRecovery, constantRecovery(100*time.Millisecond, 5), constantRecovery(100*time.Millisecond, 50), adaptiveRecovery}
+	}
+	pristine := populateRecovery(t, entities)
+	var results []recoveryResult
+	for _, st := range strategies {
+		r := restartWith(t, pristine, entities, st)
+		results = append(results, r)
+		t.Logf("%-28s all %d running after %7.2fs; store rounds %d, failed %d (timeouts %d); entity loads failed %d; mean start latency %v; final rate %.0f/s",
+			r.strategy, entities, r.toRunning.Seconds(), r.storeRounds, r.failures, r.timeouts, r.loadFailures, r.meanStart.Round(time.Millisecond), r.rate)
+	}
+	for _, r := range results {
+		if r.strategy == adaptiveRecovery.name && (r.timeouts > 0 || r.loadFailures > 0) {
+			t.Errorf("adaptive recovery: %d store timeouts, %d failed entity loads", r.timeouts, r.loadFailures)
+		}
+	}
+}
+
+// populateRecovery starts 3 members, makes n remembered entities, closes the members and
+// returns their data directories.
+func populateRecovery(t *testing.T, n int) []string {
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	loads := &recoveryLoads{}
+	systems := startRecoveryCluster(t, dirs, loads, allRecovery)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	began := time.Now()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	next := atomic.Int64{}
+	for w := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sys := systems[w%len(systems)]
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				ref := shardmesh.EntityRefFor(sys, recoveringType(loads).Key, fmt.Sprint("r", i))
+				for _, err := ref.Ask(ctx, "touch"); err != nil; _, err = ref.Ask(ctx, "touch") {
+					if ctx.Err() != nil {
+						t.Errorf("populating r%d: %v", i, err)
+						return
+					}
+					failed.Add(1) // not acknowledged, so maybe not remembered: again
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Logf("populating: %d asks failed and were retried", failed.Load())
+	}
+	t.Logf("populated %d remembered entities in %v", n, time.Since(began).Round(time.Millisecond))
+	for _, s := range systems {
+		s.Close()
+	}
+	return dirs
+}
+
+// restartWith copies the data directories and starts 3 members on the copies with strategy
+// st, and measures until every remembered entity has loaded its state.
+func restartWith(t *testing.T, pristine []string, n int, st recoveryStrategy) recoveryResult {
+	dirs := make([]string, len(pristine))
+	for i, p := range pristine {
+		dirs[i] = t.TempDir()
+		if err := os.CopyFS(dirs[i], os.DirFS(p)); err != nil {
+			t.Fatal(err)
+		}
+		// The copy must not look held by a process: Badger's lock file goes with the copy
+		// only if the original was not closed cleanly.
+		_ = os.Remove(filepath.Join(dirs[i], "store", "LOCK"))
+	}
+	loads := &recoveryLoads{}
+	began := time.Now()
+	systems := startRecoveryCluster(t, dirs, loads, st)
+	deadline := began.Add(20 * time.Minute)
+	for loads.ok.Load()+loads.failed.Load() < int64(n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d of %d entities started within %v", st.name, loads.ok.Load()+loads.failed.Load(), n, deadline.Sub(began))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := recoveryResult{strategy: st.name, toRunning: time.Since(began), loadFailures: loads.failed.Load()}
+	if got := liveEntities(t, systems, "recovering"); got != n {
+		t.Errorf("%s: %d live entities, want %d", st.name, got, n)
+	}
+	var starts uint64
+	var startTime time.Duration
+	for _, s := range systems {
+		sr := s.Node().StoreRounds()
+		r.storeRounds += sr.Rounds
+		r.failures += sr.Failures
+		r.timeouts += sr.Timeouts
+		starts += sr.RememberedStarts
+		startTime += sr.StartTime
+	}
+	if starts > 0 {
+		r.meanStart = startTime / time.Duration(starts)
+	}
+	r.rate, _ = systems[0].Node().RecoveryRate(context.Background(), "recovering")
+	for _, s := range slices.Backward(systems) {
+		s.Close()
+	}
+	return r
+}
+
+// startRecoveryCluster starts 3 members on dirs with the recovering type and strategy st.
+func startRecoveryCluster(t *testing.T, dirs []string, loads *recoveryLoads, st recoveryStrategy) []*shardmesh.System {
+	i := 0
+	systems := startCluster(t, len(dirs), func(c *config.Config) {
+		c.Node.DataDir = dirs[i]
+		c.Membership.MinNrOfMembers = len(dirs)
+		c.Sharding.NumberOfShards = recoveryShards
+		st.tweak(&c.Sharding.Remember)
+		i++
+	})
+	for _, s := range systems {
+		if _, err := shardmesh.Init(s, recoveringType(loads)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return systems
+}

@@ -1,0 +1,201 @@
+package shard
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Adaptive configures entity-recovery-strategy = adaptive: remembered entities of shards that
+// start (a full-cluster restart, a lost member's shards moving) start as fast as a budget
+// allows, and the budget follows the store and the entities instead of a fixed rate. The
+// rates are for the whole cluster: each member accrues its share (rate divided by the Up
+// members), see RecoveryBudget.
+type Adaptive struct {
+	// Enabled turns the strategy on (it takes precedence over the constant rate).
+	Enabled bool
+	// InitialRate is where the budget starts, in entity starts per second for the cluster.
+	// Default 500/s: a few quorum reads per start fit in it on any disk.
+	InitialRate float64
+	// MaxRate caps the budget (entities per second, cluster-wide). Default 100,000/s.
+	MaxRate float64
+	// MinRate is the floor the budget never backs off below, so recovery always finishes.
+	// Default 20/s.
+	MinRate float64
+	// TargetLatency is the latency the budget keeps the store rounds and the entity starts
+	// under: above it the rate backs off. Default 200 ms (the store times a round out at
+	// updating-state-timeout, 5 s by default: far above).
+	TargetLatency time.Duration
+	// Interval is how often the budget adjusts its rate. Default 500 ms.
+	Interval time.Duration
+}
+
+func (a Adaptive) withDefaults() Adaptive {
+	if a.InitialRate <= 0 {
+		a.InitialRate = 500
+	}
+	if a.MaxRate <= 0 {
+		a.MaxRate = 100_000
+	}
+	if a.MinRate <= 0 {
+		a.MinRate = 20
+	}
+	a.MaxRate = max(a.MaxRate, a.MinRate)
+	a.InitialRate = min(max(a.InitialRate, a.MinRate), a.MaxRate)
+	if a.TargetLatency <= 0 {
+		a.TargetLatency = 200 * time.Millisecond
+	}
+	if a.Interval <= 0 {
+		a.Interval = 500 * time.Millisecond
+	}
+	return a
+}
+
+// RecoverySample is what the runtime measured since its last sample: the store rounds it
+// made (remembered entities and durable state: writes, reads, scans), how long they took in
+// total, how many failed (no quorum, a timeout), and the remembered entities that started
+// with the total time from StartEntity until their behaviour ran (queueing in the workers
+// included, and whatever the behaviour loads when it starts).
+type RecoverySample struct {
+	StoreOps      int
+	StoreTime     time.Duration
+	StoreFailures int
+	Starts        int
+	StartTime     time.Duration
+}
+
+// Add sums two samples.
+func (r RecoverySample) Add(o RecoverySample) RecoverySample {
+	return RecoverySample{
+		StoreOps: r.StoreOps + o.StoreOps, StoreTime: r.StoreTime + o.StoreTime, StoreFailures: r.StoreFailures + o.StoreFailures,
+		Starts: r.Starts + o.Starts, StartTime: r.StartTime + o.StartTime,
+	}
+}
+
+// RecoveryBudget is the controller of the adaptive recovery strategy: a token bucket whose
+// rate is set by AIMD with a slow start, as TCP sets its congestion window.
+//
+//   - Tokens accrue at rate/members per second (members: the Up members, which recover at
+//     the same time after a full restart); a start takes one. The bucket holds at most one
+//     Interval's worth, so an idle spell does not turn into a burst.
+//   - Every Interval the controller looks at what happened in it: the mean latency of the
+//     store rounds and the mean latency of entity starts, each against TargetLatency, and
+//     the store failures.
+//   - A failure, or a mean above the target, is congestion: the rate is multiplied by
+//     1/2 (failure) or 0.7 (latency) — a multiplicative decrease that drains a queue
+//     quickly — never below MinRate, and slow start ends.
+//   - Otherwise, if starts were waiting for tokens (the budget, not the shards, limited the
+//     interval), the rate grows: doubled per interval during slow start (from InitialRate to
+//     the capacity in a few intervals), by InitialRate per interval after the first
+//     congestion (additive increase: probing gently around the capacity found). Capped at
+//     MaxRate. With no demand the rate stays.
+//
+// Why this shape: the store is shared by every member, and each member's rounds see the
+// latency its load and the others' cause. AIMD controllers sharing one bottleneck converge
+// to equal shares of it (Chiu and Jain, 1989) without talking to each other, so per-member
+// budgets bound the cluster's load on the store; dividing the accrual by the Up members
+// makes the configured rates cluster-wide.
+//
+// The budget is pure: time and measurements come in as values. Not safe for concurrent use.
+type RecoveryBudget struct {
+	cfg       Adaptive
+	rate      float64 // cluster-wide entity starts per second
+	tokens    float64
+	last      time.Time // last accrual
+	windowEnd time.Time
+	slowStart bool
+	limited   bool // the budget refused a start in this interval
+	window    RecoverySample
+	// Adjustments counts rate changes (for inspection); Decreases those that backed off.
+	Adjustments, Decreases int
+}
+
+// NewRecoveryBudget returns a budget at cfg's InitialRate.
+func NewRecoveryBudget(cfg Adaptive, now time.Time) *RecoveryBudget {
+	cfg = cfg.withDefaults()
+	return &RecoveryBudget{cfg: cfg, rate: cfg.InitialRate, last: now, windowEnd: now.Add(cfg.Interval), slowStart: true}
+}
+
+// Rate returns the current cluster-wide rate, in entity starts per second.
+func (b *RecoveryBudget) Rate() float64 { return b.rate }
+
+// SlowStart reports whether the budget has not met congestion yet.
+func (b *RecoveryBudget) SlowStart() bool { return b.slowStart }
+
+// Observe adds measurements; they count in the interval that ends next.
+func (b *RecoveryBudget) Observe(s RecoverySample) { b.window = b.window.Add(s) }
+
+// Take grants up to want starts at now, for a member that is one of members recovering
+// (at least 1), and returns how many.
+func (b *RecoveryBudget) Take(now time.Time, want, members int) int {
+	b.adjust(now)
+	members = max(members, 1)
+	share := b.rate / float64(members)
+	if dt := now.Sub(b.last); dt > 0 {
+		b.tokens += share * dt.Seconds()
+		b.last = now
+	}
+	b.tokens = min(b.tokens, max(share*b.cfg.Interval.Seconds(), 1))
+	if want <= 0 {
+		return 0
+	}
+	got := min(want, int(math.Floor(b.tokens)))
+	b.tokens -= float64(got)
+	if got < want {
+		b.limited = true
+	}
+	return got
+}
+
+// adjust closes every interval that ended by now and sets the rate from it.
+func (b *RecoveryBudget) adjust(now time.Time) {
+	for !now.Before(b.windowEnd) {
+		b.decide()
+		b.windowEnd = b.windowEnd.Add(b.cfg.Interval)
+		if now.Sub(b.windowEnd) > 10*b.cfg.Interval { // a long gap: skip the empty intervals
+			b.windowEnd = now.Add(b.cfg.Interval)
+		}
+	}
+}
+
+func (b *RecoveryBudget) decide() {
+	w, target := b.window, b.cfg.TargetLatency
+	b.window = RecoverySample{}
+	limited := b.limited
+	b.limited = false
+	prev := b.rate
+	switch {
+	case w.StoreFailures > 0:
+		b.rate, b.slowStart = max(b.rate*0.5, b.cfg.MinRate), false
+	case mean(w.StoreTime, w.StoreOps) > target || mean(w.StartTime, w.Starts) > target:
+		b.rate, b.slowStart = max(b.rate*0.7, b.cfg.MinRate), false
+	case !limited:
+		// Nothing waited for the budget: no evidence that more would be fine.
+	case b.slowStart:
+		b.rate = min(b.rate*2, b.cfg.MaxRate)
+	default:
+		b.rate = min(b.rate+b.cfg.InitialRate, b.cfg.MaxRate)
+	}
+	if b.rate != prev {
+		b.Adjustments++
+		if b.rate < prev {
+			b.Decreases++
+		}
+	}
+}
+
+func mean(total time.Duration, n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return total / time.Duration(n)
+}
+
+// String describes the budget for logs.
+func (b *RecoveryBudget) String() string {
+	phase := "additive increase"
+	if b.slowStart {
+		phase = "slow start"
+	}
+	return fmt.Sprintf("recovery budget %.0f/s (%s)", b.rate, phase)
+}

@@ -1,0 +1,111 @@
+package shard
+
+import (
+	"testing"
+	"time"
+)
+
+// step is one interval of a budget's run: the demand, what was measured, and the rate the
+// budget must have after the interval closes.
+type step struct {
+	want     int           // starts asked for at the interval's start
+	store    time.Duration // mean store round latency measured (0: no rounds)
+	start    time.Duration // mean start latency measured (0: no starts)
+	failures int
+	rate     float64 // the rate after the interval
+}
+
+func TestRecoveryBudgetAIMD(t *testing.T) {
+	cfg := Adaptive{InitialRate: 100, MaxRate: 1000, MinRate: 10, TargetLatency: 100 * time.Millisecond, Interval: time.Second}
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"slow start doubles while the budget limits and latency is low, up to max-rate", []step{
+			{want: 1000, store: 5 * ms, rate: 200},
+			{want: 1000, store: 5 * ms, start: 20 * ms, rate: 400},
+			{want: 1000, rate: 800}, // nothing measured: no sign of congestion
+			{want: 1000, rate: 1000},
+			{want: 1000, rate: 1000},
+		}},
+		{"no demand, no growth", []step{
+			{want: 0, rate: 100},
+			{want: 10, store: 5 * ms, rate: 100}, // 10 fit in the budget: not limited
+		}},
+		{"latency above target backs off by 0.7, then increases additively", []step{
+			{want: 1000, rate: 200},
+			{want: 1000, store: 150 * ms, rate: 140},
+			{want: 1000, store: 50 * ms, rate: 240},
+			{want: 1000, start: 300 * ms, rate: 168},
+			{want: 1000, rate: 268},
+		}},
+		{"a store failure halves the rate, never below min-rate", []step{
+			{want: 1000, failures: 1, rate: 50},
+			{want: 1000, failures: 3, rate: 25},
+			{want: 1000, failures: 1, rate: 12.5},
+			{want: 1000, failures: 1, rate: 10},
+			{want: 1000, rate: 110},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewRecoveryBudget(cfg, t0)
+			now := t0
+			for i, st := range tc.steps {
+				b.Take(now, st.want, 1)
+				b.Take(now.Add(cfg.Interval/2), st.want, 1)
+				var s RecoverySample
+				if st.store > 0 {
+					s.StoreOps, s.StoreTime = 4, 4*st.store
+				}
+				if st.start > 0 {
+					s.Starts, s.StartTime = 2, 2*st.start
+				}
+				s.StoreFailures = st.failures
+				b.Observe(s)
+				now = now.Add(cfg.Interval)
+				b.Take(now, 0, 1) // closes the interval
+				if got := b.Rate(); got != st.rate {
+					t.Fatalf("after interval %d: rate %v, want %v (%s)", i+1, got, st.rate, b)
+				}
+			}
+		})
+	}
+}
+
+// TestRecoveryBudgetTokens: tokens accrue at rate/members, and an idle spell buys at most
+// one interval's worth.
+func TestRecoveryBudgetTokens(t *testing.T) {
+	cfg := Adaptive{InitialRate: 300, MaxRate: 300, Interval: time.Second}
+	for _, tc := range []struct {
+		members int
+		after   time.Duration
+		want    int
+	}{
+		{1, 100 * time.Millisecond, 30},
+		{3, 100 * time.Millisecond, 10},
+		{3, 500 * time.Millisecond, 50},
+		{1, time.Hour, 300}, // capped at one interval
+		{0, 100 * time.Millisecond, 30},
+	} {
+		b := NewRecoveryBudget(cfg, t0)
+		if got := b.Take(t0.Add(tc.after), 1_000_000, tc.members); got != tc.want {
+			t.Errorf("%d members after %v: granted %d, want %d", tc.members, tc.after, got, tc.want)
+		}
+	}
+}
+
+// TestAdaptiveDefaults: zero values take the documented defaults; an initial rate outside
+// [min, max] is clamped.
+func TestAdaptiveDefaults(t *testing.T) {
+	a := Adaptive{}.withDefaults()
+	if a.InitialRate != 500 || a.MaxRate != 100_000 || a.MinRate != 20 || a.TargetLatency != 200*time.Millisecond || a.Interval != 500*time.Millisecond {
+		t.Fatalf("defaults: %+v", a)
+	}
+	if a := (Adaptive{InitialRate: 5, MinRate: 10, MaxRate: 100}).withDefaults(); a.InitialRate != 10 {
+		t.Fatalf("initial below min: %v", a.InitialRate)
+	}
+	if a := (Adaptive{InitialRate: 500, MaxRate: 100}).withDefaults(); a.InitialRate != 100 {
+		t.Fatalf("initial above max: %v", a.InitialRate)
+	}
+}
