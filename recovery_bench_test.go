@@ -3,6 +3,8 @@ package shardmesh_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,13 +33,18 @@ type recoveringEntity struct{}
 
 func (recoveringEntity) Receive(*shardmesh.Context, string) (int, error) { return 0, nil }
 
-// recoveryLoads counts the state loads of recovering entities, and those that failed.
-type recoveryLoads struct{ ok, failed atomic.Int64 }
+// recoveryLoads counts the state loads of recovering entities, and those that failed, and
+// notes when the first one began.
+type recoveryLoads struct {
+	ok, failed atomic.Int64
+	first      atomic.Int64 // unix nanoseconds
+}
 
 func recoveringType(loads *recoveryLoads) shardmesh.Entity[string, int] {
 	return shardmesh.Entity[string, int]{
 		Key: shardmesh.NewEntityTypeKey[string, int]("recovering"),
 		New: func(ctx *shardmesh.Context) shardmesh.Behavior[string, int] {
+			loads.first.CompareAndSwap(0, time.Now().UnixNano())
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if _, err := ctx.LoadState(sctx); err != nil {
@@ -74,11 +81,16 @@ var (
 type recoveryResult struct {
 	strategy     string
 	toRunning    time.Duration // from the first member's start to every entity's state loaded
+	fromFirst    time.Duration // from the first entity start to every entity's state loaded
 	loadFailures int64         // entity state loads that failed
 	storeRounds  uint64
 	failures     uint64 // store rounds that failed
 	timeouts     uint64 // of them: no quorum in time, or the caller's deadline
 	meanStart    time.Duration
+	askP50       time.Duration // asks to random remembered entities during the recovery
+	askP99       time.Duration
+	asks         int
+	askFailures  int // of them: failed (within askTimeout)
 	rate         float64 // adaptive: the budget's final rate (member 1)
 }
 
@@ -92,15 +104,17 @@ func TestRecoveryStrategies(t *testing.T) {
 			t.Fatalf("SHARDMESH_RECOVERY_BENCH=%q: want a number of entities", v)
 		}
 		entities = n
-		strategies = []recoveryStrategy{allRecovery, constantRecovery(100*time.Millisecond, 5), constantRecovery(100*time.Millisecond, 50), adaptiveRecovery}
+		strategies = []recoveryStrategy{allRecovery, constantRecovery(100*time.Millisecond, 1), constantRecovery(100*time.Millisecond, 5),
+			constantRecovery(100*time.Millisecond, 50), adaptiveRecovery}
 	}
 	pristine := populateRecovery(t, entities)
 	var results []recoveryResult
 	for _, st := range strategies {
 		r := restartWith(t, pristine, entities, st)
 		results = append(results, r)
-		t.Logf("%-28s all %d running after %7.2fs; store rounds %d, failed %d (timeouts %d); entity loads failed %d; mean start latency %v; final rate %.0f/s",
-			r.strategy, entities, r.toRunning.Seconds(), r.storeRounds, r.failures, r.timeouts, r.loadFailures, r.meanStart.Round(time.Millisecond), r.rate)
+		t.Logf("%-28s all %d running %7.2fs after the start (%7.2fs after the first entity's); store rounds %d, failed %d (timeouts %d); entity loads failed %d; mean start latency %v; final rate %.0f/s; asks during recovery %d, p50 %v, p99 %v, failed %d",
+			r.strategy, entities, r.toRunning.Seconds(), r.fromFirst.Seconds(), r.storeRounds, r.failures, r.timeouts, r.loadFailures, r.meanStart.Round(time.Millisecond), r.rate,
+			r.asks, r.askP50.Round(time.Millisecond), r.askP99.Round(time.Millisecond), r.askFailures)
 	}
 	for _, r := range results {
 		if r.strategy == adaptiveRecovery.name && (r.timeouts > 0 || r.loadFailures > 0) {
@@ -159,16 +173,14 @@ func restartWith(t *testing.T, pristine []string, n int, st recoveryStrategy) re
 	dirs := make([]string, len(pristine))
 	for i, p := range pristine {
 		dirs[i] = t.TempDir()
-		if err := os.CopyFS(dirs[i], os.DirFS(p)); err != nil {
+		if err := copyDir(dirs[i], p); err != nil {
 			t.Fatal(err)
 		}
-		// The copy must not look held by a process: Badger's lock file goes with the copy
-		// only if the original was not closed cleanly.
-		_ = os.Remove(filepath.Join(dirs[i], "store", "LOCK"))
 	}
 	loads := &recoveryLoads{}
 	began := time.Now()
 	systems := startRecoveryCluster(t, dirs, loads, st)
+	probe := startProbe(systems, n)
 	deadline := began.Add(20 * time.Minute)
 	for loads.ok.Load()+loads.failed.Load() < int64(n) {
 		if time.Now().After(deadline) {
@@ -176,7 +188,14 @@ func restartWith(t *testing.T, pristine []string, n int, st recoveryStrategy) re
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r := recoveryResult{strategy: st.name, toRunning: time.Since(began), loadFailures: loads.failed.Load()}
+	done := time.Now()
+	lat, failed := probe.stop()
+	r := recoveryResult{strategy: st.name, toRunning: done.Sub(began), fromFirst: done.Sub(time.Unix(0, loads.first.Load())), loadFailures: loads.failed.Load(),
+		asks: len(lat) + failed, askFailures: failed}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		r.askP50, r.askP99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	}
 	if got := liveEntities(t, systems, "recovering"); got != n {
 		t.Errorf("%s: %d live entities, want %d", st.name, got, n)
 	}
@@ -216,4 +235,85 @@ func startRecoveryCluster(t *testing.T, dirs []string, loads *recoveryLoads, st 
 		}
 	}
 	return systems
+}
+
+// copyDir copies the files under src into dst, with their modes (the identity key must
+// stay private to its owner).
+func copyDir(dst, src string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, info.Mode().Perm())
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, info.Mode().Perm())
+	})
+}
+
+// askTimeout bounds the probe's asks.
+const askTimeout = 5 * time.Second
+
+// probe asks random remembered entities while they recover, as clients would, and records
+// how long the answers took.
+type probe struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	lat    []time.Duration
+	failed int
+}
+
+func startProbe(systems []*shardmesh.System, n int) *probe {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &probe{cancel: cancel}
+	for w := range 8 {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for ctx.Err() == nil {
+				ref := shardmesh.EntityRefFor(systems[w%len(systems)], recoveringType(nil).Key, fmt.Sprint("r", rng.IntN(n)))
+				actx, acancel := context.WithTimeout(ctx, askTimeout)
+				t := time.Now()
+				_, err := ref.Ask(actx, "touch")
+				acancel()
+				if ctx.Err() != nil {
+					return // stopped meanwhile: not counted
+				}
+				p.mu.Lock()
+				if err != nil {
+					p.failed++
+				} else {
+					p.lat = append(p.lat, time.Since(t))
+				}
+				p.mu.Unlock()
+				select {
+				case <-ctx.Done():
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	return p
+}
+
+// stop ends the probe and returns the latencies of the answered asks and the failed count.
+func (p *probe) stop() ([]time.Duration, int) {
+	p.cancel()
+	p.wg.Wait()
+	return p.lat, p.failed
 }

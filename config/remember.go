@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -35,6 +36,18 @@ type Remember struct {
 type Adaptive struct {
 	InitialRate, MaxRate, MinRate float64 // entity starts per second, cluster-wide
 	TargetLatency, AdjustInterval time.Duration
+}
+
+// Validate checks that min-rate <= initial-rate <= max-rate.
+func (a Adaptive) Validate() error {
+	const k = "sharding.entity-recovery-adaptive-strategy."
+	if a.MinRate > a.MaxRate {
+		return fmt.Errorf("%smin-rate = %v is above %smax-rate = %v: allowed is min-rate <= initial-rate <= max-rate", k, a.MinRate, k, a.MaxRate)
+	}
+	if a.InitialRate < a.MinRate || a.InitialRate > a.MaxRate {
+		return fmt.Errorf("%sinitial-rate = %v is outside [min-rate %v, max-rate %v]: allowed is min-rate <= initial-rate <= max-rate", k, a.InitialRate, a.MinRate, a.MaxRate)
+	}
+	return nil
 }
 
 // DefaultRemember returns reference.conf's defaults.

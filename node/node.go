@@ -78,7 +78,7 @@ type Node struct {
 	// recovery measures store rounds and remembered entity starts for the adaptive
 	// recovery budget (recovery.go).
 	recovery recoveryMeter
-	self  membership.Member
+	self     membership.Member
 
 	gossip    *p2p.Topic
 	sub       *p2p.Subscription

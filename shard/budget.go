@@ -88,7 +88,8 @@ func (r RecoverySample) Add(o RecoverySample) RecoverySample {
 //     interval), the rate grows: doubled per interval during slow start (from InitialRate to
 //     the capacity in a few intervals), by InitialRate per interval after the first
 //     congestion (additive increase: probing gently around the capacity found). Capped at
-//     MaxRate. With no demand the rate stays.
+//     MaxRate. With no demand the rate stays; after 20 intervals without any, the next
+//     recovery starts over from InitialRate in slow start.
 //
 // Why this shape: the store is shared by every member, and each member's rounds see the
 // latency its load and the others' cause. AIMD controllers sharing one bottleneck converge
@@ -104,7 +105,8 @@ type RecoveryBudget struct {
 	last      time.Time // last accrual
 	windowEnd time.Time
 	slowStart bool
-	limited   bool // the budget refused a start in this interval
+	limited   bool      // the budget refused a start in this interval
+	demandAt  time.Time // when starts were last asked for
 	window    RecoverySample
 	// Adjustments counts rate changes (for inspection); Decreases those that backed off.
 	Adjustments, Decreases int
@@ -113,7 +115,7 @@ type RecoveryBudget struct {
 // NewRecoveryBudget returns a budget at cfg's InitialRate.
 func NewRecoveryBudget(cfg Adaptive, now time.Time) *RecoveryBudget {
 	cfg = cfg.withDefaults()
-	return &RecoveryBudget{cfg: cfg, rate: cfg.InitialRate, last: now, windowEnd: now.Add(cfg.Interval), slowStart: true}
+	return &RecoveryBudget{cfg: cfg, rate: cfg.InitialRate, last: now, windowEnd: now.Add(cfg.Interval), slowStart: true, demandAt: now}
 }
 
 // Rate returns the current cluster-wide rate, in entity starts per second.
@@ -139,6 +141,12 @@ func (b *RecoveryBudget) Take(now time.Time, want, members int) int {
 	if want <= 0 {
 		return 0
 	}
+	if now.Sub(b.demandAt) > idleRestart*b.cfg.Interval {
+		// A new recovery after a quiet spell: what the last one learnt may no longer hold
+		// (members, disks, load changed). Start over, as TCP does after an idle period.
+		b.rate, b.slowStart = b.cfg.InitialRate, true
+	}
+	b.demandAt = now
 	got := min(want, int(math.Floor(b.tokens)))
 	b.tokens -= float64(got)
 	if got < want {
@@ -146,6 +154,10 @@ func (b *RecoveryBudget) Take(now time.Time, want, members int) int {
 	}
 	return got
 }
+
+// idleRestart is how many intervals without demand make the next recovery start over at
+// InitialRate in slow start.
+const idleRestart = 20
 
 // adjust closes every interval that ended by now and sets the rate from it.
 func (b *RecoveryBudget) adjust(now time.Time) {

@@ -109,3 +109,29 @@ func TestAdaptiveDefaults(t *testing.T) {
 		t.Fatalf("initial above max: %v", a.InitialRate)
 	}
 }
+
+// TestRecoveryBudgetStartsOverAfterIdle: a recovery long after the last one starts again
+// from the initial rate in slow start.
+func TestRecoveryBudgetStartsOverAfterIdle(t *testing.T) {
+	cfg := Adaptive{InitialRate: 100, MaxRate: 1000, MinRate: 10, TargetLatency: 100 * time.Millisecond, Interval: time.Second}
+	b := NewRecoveryBudget(cfg, t0)
+	now := t0
+	for range 3 {
+		b.Take(now, 1000, 1)
+		now = now.Add(cfg.Interval)
+	}
+	b.Observe(RecoverySample{StoreOps: 1, StoreTime: time.Second})
+	b.Take(now, 1000, 1)
+	if b.Rate() != 280 || b.SlowStart() { // 100, 200, 400, then × 0.7
+		t.Fatalf("before the quiet spell: %s", b)
+	}
+	now = now.Add(5 * cfg.Interval)
+	b.Take(now, 0, 1)
+	if b.Take(now, 1000, 1); b.Rate() < 280 || b.SlowStart() {
+		t.Fatalf("after 5 quiet intervals the budget started over: %s", b)
+	}
+	now = now.Add(21 * cfg.Interval)
+	if b.Take(now, 1000, 1); b.Rate() != 100 || !b.SlowStart() {
+		t.Fatalf("after 21 quiet intervals: %s", b)
+	}
+}
