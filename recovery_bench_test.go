@@ -90,7 +90,7 @@ type recoveryResult struct {
 	askP50       time.Duration // asks to random remembered entities during the recovery
 	askP99       time.Duration
 	asks         int
-	askFailures  int // of them: failed (within askTimeout)
+	askFailures  int     // of them: failed (within askTimeout)
 	rate         float64 // adaptive: the budget's final rate (member 1)
 }
 
