@@ -23,10 +23,12 @@ import (
 // entities recover their durable state when they start (a LoadState, one fenced quorum read
 // each), as event-sourced entities replay theirs: every start costs the store a round.
 //
-//	SHARDMESH_RECOVERY_BENCH=100000 go test -run TestRecoveryStrategies -v -timeout 60m .
+//	SHARDMESH_RECOVERY_BENCH=100000 SHARDMESH_RECOVERY_BENCH_ROUNDS=3 go test -run TestRecoveryStrategies -v -timeout 90m .
 //
-// runs it with that many entities (it takes minutes); without the variable the test runs a
-// short version with 3,000 entities and two strategies.
+// runs it with that many entities, every strategy once per round, interleaved (it takes
+// minutes per restart; SHARDMESH_RECOVERY_BENCH_STRATEGIES=more adds a constant 1/100ms);
+// without the variables the test runs a short version with 3,000 entities and two
+// strategies.
 
 // recoveringEntity loads its durable state when its incarnation starts.
 type recoveringEntity struct{}
@@ -104,12 +106,26 @@ func TestRecoveryStrategies(t *testing.T) {
 			t.Fatalf("SHARDMESH_RECOVERY_BENCH=%q: want a number of entities", v)
 		}
 		entities = n
-		strategies = []recoveryStrategy{allRecovery, constantRecovery(100*time.Millisecond, 1), constantRecovery(100*time.Millisecond, 5),
-			constantRecovery(100*time.Millisecond, 50), adaptiveRecovery}
+		strategies = []recoveryStrategy{allRecovery, constantRecovery(100*time.Millisecond, 5), constantRecovery(100*time.Millisecond, 50), adaptiveRecovery}
+		if v := os.Getenv("SHARDMESH_RECOVERY_BENCH_STRATEGIES"); v == "more" {
+			strategies = slices.Insert(strategies, 1, constantRecovery(100*time.Millisecond, 1))
+		}
+	}
+	rounds := 1
+	if v := os.Getenv("SHARDMESH_RECOVERY_BENCH_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("SHARDMESH_RECOVERY_BENCH_ROUNDS=%q: want a number of rounds", v)
+		}
+		rounds = n
+	}
+	var order []recoveryStrategy // interleaved, so drift in the machine's load hits every strategy
+	for range rounds {
+		order = append(order, strategies...)
 	}
 	pristine := populateRecovery(t, entities)
 	var results []recoveryResult
-	for _, st := range strategies {
+	for _, st := range order {
 		r := restartWith(t, pristine, entities, st)
 		results = append(results, r)
 		t.Logf("%-28s all %d running %7.2fs after the start (%7.2fs after the first entity's); store rounds %d, failed %d (timeouts %d); entity loads failed %d; mean start latency %v; final rate %.0f/s; asks during recovery %d, p50 %v, p99 %v, failed %d",

@@ -221,7 +221,13 @@ func (s *Shard[M]) recoverBatch(now time.Time) {
 		}
 	}
 	s.recovering = s.recovering[n:]
-	s.recoverAt = now.Add(s.cfg.Remember.RecoveryFrequency)
+	// On the frequency's cadence, not from now: a tick that comes a little late (the
+	// runtime's loop was busy) must not push every later batch back by a whole tick.
+	freq := s.cfg.Remember.RecoveryFrequency
+	s.recoverAt = s.recoverAt.Add(freq)
+	if !s.recoverAt.After(now.Add(-freq)) {
+		s.recoverAt = now.Add(freq) // far behind (a long pause): no burst to catch up
+	}
 }
 
 // RecoveryPending returns how many remembered entities wait to be started by Recover (the

@@ -169,3 +169,23 @@ func TestAdaptiveRecoveryStartsOnlyWhatIsGranted(t *testing.T) {
 		t.Fatal("a stopping shard still recovers")
 	}
 }
+
+// TestConstantRateRecoveryKeepsItsCadence: a tick that comes late does not push the later
+// batches back (the rate stays number-of-entities per frequency), and a long pause does not
+// make a burst.
+func TestConstantRateRecoveryKeepsItsCadence(t *testing.T) {
+	s := rememberShard(Remember{RecoveryFrequency: 100 * time.Millisecond, RecoveryBatch: 1})
+	s.Ready()
+	s.Loaded(t0, []EntityID{"a", "b", "c", "d", "e", "f"}, nil)
+	expect(t, s, "start a")
+	s.Tick(t0.Add(130 * time.Millisecond))
+	expect(t, s, "start b")
+	s.Tick(t0.Add(200 * time.Millisecond))
+	expect(t, s, "start c")
+	s.Tick(t0.Add(2 * time.Second))
+	expect(t, s, "start d")
+	s.Tick(t0.Add(2050 * time.Millisecond))
+	expect(t, s, "")
+	s.Tick(t0.Add(2100 * time.Millisecond))
+	expect(t, s, "start e")
+}
