@@ -283,53 +283,66 @@ func copyDir(dst, src string) error {
 // askTimeout bounds the probe's asks.
 const askTimeout = 5 * time.Second
 
-// probe asks random remembered entities while they recover, as clients would, and records
-// how long the answers took.
+// probe asks random remembered entities while they recover, as clients would, at a fixed
+// rate, and records how long the answers took; asks still out when it stops are not counted.
 type probe struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	lat    []time.Duration
-	failed int
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	lat     []time.Duration
+	failed  int
+	stopped bool
 }
+
+// probeEvery is how often the probe asks (40 asks per second).
+const probeEvery = 25 * time.Millisecond
 
 func startProbe(systems []*shardmesh.System, n int) *probe {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &probe{cancel: cancel}
-	for w := range 8 {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			for ctx.Err() == nil {
-				ref := shardmesh.EntityRefFor(systems[w%len(systems)], recoveringType(nil).Key, fmt.Sprint("r", rng.IntN(n)))
-				actx, acancel := context.WithTimeout(ctx, askTimeout)
+	p.wg.Add(1)
+	go func() { // open loop: the same asks at the same rate whatever the strategy
+		defer p.wg.Done()
+		rng := rand.New(rand.NewPCG(1, 7))
+		tick := time.NewTicker(probeEvery)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			ref := shardmesh.EntityRefFor(systems[i%len(systems)], recoveringType(nil).Key, fmt.Sprint("r", rng.IntN(n)))
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				actx, acancel := context.WithTimeout(context.Background(), askTimeout)
+				defer acancel()
 				t := time.Now()
 				_, err := ref.Ask(actx, "touch")
-				acancel()
-				if ctx.Err() != nil {
-					return // stopped meanwhile: not counted
-				}
 				p.mu.Lock()
+				defer p.mu.Unlock()
+				if p.stopped {
+					return // asked near the end: not counted
+				}
 				if err != nil {
 					p.failed++
 				} else {
 					p.lat = append(p.lat, time.Since(t))
 				}
-				p.mu.Unlock()
-				select {
-				case <-ctx.Done():
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		}()
-	}
+			}()
+		}
+	}()
 	return p
 }
 
 // stop ends the probe and returns the latencies of the answered asks and the failed count.
 func (p *probe) stop() ([]time.Duration, int) {
 	p.cancel()
+	p.mu.Lock()
+	p.stopped = true
+	lat, failed := p.lat, p.failed
+	p.mu.Unlock()
 	p.wg.Wait()
-	return p.lat, p.failed
+	return lat, failed
 }

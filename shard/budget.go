@@ -83,7 +83,11 @@ func (r RecoverySample) Add(o RecoverySample) RecoverySample {
 //     the store failures.
 //   - A failure, or a mean above the target, is congestion: the rate is multiplied by
 //     1/2 (failure) or 0.7 (latency) — a multiplicative decrease that drains a queue
-//     quickly — never below MinRate, and slow start ends.
+//     quickly — never below MinRate, and slow start ends. Then the rate holds for as long
+//     as the latency just measured (at most 4 intervals): the starts and store rounds that
+//     complete meanwhile were queued at the old rate, and cutting again for them would
+//     overshoot far below the capacity (a delay-based controller must wait one "round trip"
+//     before it judges its last move, as TCP cuts its window once per round trip).
 //   - Otherwise, if starts were waiting for tokens (the budget, not the shards, limited the
 //     interval), the rate grows: doubled per interval during slow start (from InitialRate to
 //     the capacity in a few intervals), by InitialRate per interval after the first
@@ -107,6 +111,7 @@ type RecoveryBudget struct {
 	slowStart bool
 	limited   bool      // the budget refused a start in this interval
 	demandAt  time.Time // when starts were last asked for
+	holdUntil time.Time // after a back-off: measurements until then still show the backlog from before
 	window    RecoverySample
 	// Adjustments counts rate changes (for inspection); Decreases those that backed off.
 	Adjustments, Decreases int
@@ -155,6 +160,9 @@ func (b *RecoveryBudget) Take(now time.Time, want, members int) int {
 	return got
 }
 
+// maxHold bounds, in intervals, how long the budget holds its rate after a back-off.
+const maxHold = 4
+
 // idleRestart is how many intervals without demand make the next recovery start over at
 // InitialRate in slow start.
 const idleRestart = 20
@@ -171,16 +179,27 @@ func (b *RecoveryBudget) adjust(now time.Time) {
 }
 
 func (b *RecoveryBudget) decide() {
-	w, target := b.window, b.cfg.TargetLatency
+	w, target, end := b.window, b.cfg.TargetLatency, b.windowEnd
 	b.window = RecoverySample{}
 	limited := b.limited
 	b.limited = false
 	prev := b.rate
+	storeLat, startLat := mean(w.StoreTime, w.StoreOps), mean(w.StartTime, w.Starts)
+	congested := w.StoreFailures > 0 || storeLat > target || startLat > target
 	switch {
-	case w.StoreFailures > 0:
-		b.rate, b.slowStart = max(b.rate*0.5, b.cfg.MinRate), false
-	case mean(w.StoreTime, w.StoreOps) > target || mean(w.StartTime, w.Starts) > target:
-		b.rate, b.slowStart = max(b.rate*0.7, b.cfg.MinRate), false
+	case end.Before(b.holdUntil):
+		// Just backed off: what completes now was queued before, at the old rate, so its
+		// latency says nothing of the new one. Neither cut again nor grow until it drained.
+	case congested:
+		if w.StoreFailures > 0 {
+			b.rate = max(b.rate*0.5, b.cfg.MinRate)
+		} else {
+			b.rate = max(b.rate*0.7, b.cfg.MinRate)
+		}
+		b.slowStart = false
+		// Hold for as long as the backlog measured takes to drain (the latency seen), at
+		// most maxHold intervals.
+		b.holdUntil = end.Add(min(max(storeLat, startLat), maxHold*b.cfg.Interval))
 	case !limited:
 		// Nothing waited for the budget: no evidence that more would be fine.
 	case b.slowStart:

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -40,6 +41,19 @@ func TestRecoveryBudgetAIMD(t *testing.T) {
 			{want: 1000, start: 300 * ms, rate: 168},
 			{want: 1000, rate: 268},
 		}},
+		{"after a back-off the rate holds while the backlog measured drains", []step{
+			{want: 1000, rate: 200},
+			{want: 1000, start: 2500 * ms, rate: 140},         // holds 2.5 s: two more intervals
+			{want: 1000, start: 2000 * ms, rate: 140},         // queued before the cut: no second cut
+			{want: 1000, store: 5 * ms, rate: 140},            // no growth either
+			{want: 1000, start: 300 * ms, rate: 98},           // judged again
+			{want: 1000, failures: 1, rate: 49},               // held 300 ms only
+			{want: 1000, start: 10 * time.Second, rate: 34.3}, // at most 4 intervals of hold
+			{want: 1000, start: 10 * time.Second, rate: 34.3},
+			{want: 1000, start: 10 * time.Second, rate: 34.3},
+			{want: 1000, start: 10 * time.Second, rate: 34.3},
+			{want: 1000, start: 10 * time.Second, rate: 24.01},
+		}},
 		{"a store failure halves the rate, never below min-rate", []step{
 			{want: 1000, failures: 1, rate: 50},
 			{want: 1000, failures: 3, rate: 25},
@@ -65,7 +79,7 @@ func TestRecoveryBudgetAIMD(t *testing.T) {
 				b.Observe(s)
 				now = now.Add(cfg.Interval)
 				b.Take(now, 0, 1) // closes the interval
-				if got := b.Rate(); got != st.rate {
+				if got := b.Rate(); math.Abs(got-st.rate) > 1e-9 {
 					t.Fatalf("after interval %d: rate %v, want %v (%s)", i+1, got, st.rate, b)
 				}
 			}
