@@ -89,6 +89,7 @@ type recoveryResult struct {
 	failures     uint64 // store rounds that failed
 	timeouts     uint64 // of them: no quorum in time, or the caller's deadline
 	meanStart    time.Duration
+	meanRound    time.Duration // store rounds' mean latency
 	askP50       time.Duration // asks to random remembered entities during the recovery
 	askP99       time.Duration
 	asks         int
@@ -128,8 +129,8 @@ func TestRecoveryStrategies(t *testing.T) {
 	for _, st := range order {
 		r := restartWith(t, pristine, entities, st)
 		results = append(results, r)
-		t.Logf("%-28s all %d running %7.2fs after the start (%7.2fs after the first entity's); store rounds %d, failed %d (timeouts %d); entity loads failed %d; mean start latency %v; final rate %.0f/s; asks during recovery %d, p50 %v, p99 %v, failed %d",
-			r.strategy, entities, r.toRunning.Seconds(), r.fromFirst.Seconds(), r.storeRounds, r.failures, r.timeouts, r.loadFailures, r.meanStart.Round(time.Millisecond), r.rate,
+		t.Logf("%-28s all %d running %7.2fs after the start (%7.2fs after the first entity's); store rounds %d, failed %d (timeouts %d); entity loads failed %d; mean store round %v, mean start latency %v; final rate %.0f/s; asks during recovery %d, p50 %v, p99 %v, failed %d",
+			r.strategy, entities, r.toRunning.Seconds(), r.fromFirst.Seconds(), r.storeRounds, r.failures, r.timeouts, r.loadFailures, r.meanRound.Round(100*time.Microsecond), r.meanStart.Round(time.Millisecond), r.rate,
 			r.asks, r.askP50.Round(time.Millisecond), r.askP99.Round(time.Millisecond), r.askFailures)
 	}
 	for _, r := range results {
@@ -216,17 +217,21 @@ func restartWith(t *testing.T, pristine []string, n int, st recoveryStrategy) re
 		t.Errorf("%s: %d live entities, want %d", st.name, got, n)
 	}
 	var starts uint64
-	var startTime time.Duration
+	var startTime, roundTime time.Duration
 	for _, s := range systems {
 		sr := s.Node().StoreRounds()
 		r.storeRounds += sr.Rounds
 		r.failures += sr.Failures
 		r.timeouts += sr.Timeouts
 		starts += sr.RememberedStarts
+		roundTime += sr.Time
 		startTime += sr.StartTime
 	}
 	if starts > 0 {
 		r.meanStart = startTime / time.Duration(starts)
+	}
+	if r.storeRounds > 0 {
+		r.meanRound = roundTime / time.Duration(r.storeRounds)
 	}
 	r.rate, _ = systems[0].Node().RecoveryRate(context.Background(), "recovering")
 	for _, s := range slices.Backward(systems) {

@@ -55,7 +55,7 @@ func DefaultRemember() Remember {
 	return Remember{
 		EntityRestartBackoff: 10 * time.Second, ShardFailureBackoff: 10 * time.Second,
 		RecoveryStrategy: "all", RecoveryFrequency: 100 * time.Millisecond, RecoveryNumberOfEntities: 5,
-		Adaptive:             Adaptive{InitialRate: 500, MaxRate: 100_000, MinRate: 20, TargetLatency: 200 * time.Millisecond, AdjustInterval: 500 * time.Millisecond},
+		Adaptive:             Adaptive{InitialRate: 1000, MaxRate: 100_000, MinRate: 20, TargetLatency: 200 * time.Millisecond, AdjustInterval: 250 * time.Millisecond},
 		UpdatingStateTimeout: 5 * time.Second,
 		WriteMajorityPlus:    3, ReadMajorityPlus: 5, MajorityMinCap: 5,
 	}
@@ -77,7 +77,7 @@ func init() {
 			func(c *Config) *time.Duration { return &r(c).RecoveryFrequency }),
 		intKey("sharding.entity-recovery-constant-rate-strategy.number-of-entities", "constant recovery: entities per batch (default 5)", 1, math.MaxInt32,
 			func(c *Config) *int { return &r(c).RecoveryNumberOfEntities }),
-		floatKey("sharding.entity-recovery-adaptive-strategy.initial-rate", "adaptive recovery: entity starts per second, cluster-wide, to begin with (default 500)", 0.001, 1e9,
+		floatKey("sharding.entity-recovery-adaptive-strategy.initial-rate", "adaptive recovery: entity starts per second, cluster-wide, to begin with, and the additive increase per interval after a back-off (default 1000)", 0.001, 1e9,
 			func(c *Config) *float64 { return &r(c).Adaptive.InitialRate }),
 		floatKey("sharding.entity-recovery-adaptive-strategy.max-rate", "adaptive recovery: the most entity starts per second, cluster-wide (default 100000)", 0.001, 1e9,
 			func(c *Config) *float64 { return &r(c).Adaptive.MaxRate }),
@@ -85,7 +85,7 @@ func init() {
 			func(c *Config) *float64 { return &r(c).Adaptive.MinRate }),
 		durationKey("sharding.entity-recovery-adaptive-strategy.target-latency", "adaptive recovery: back off when store rounds or entity starts take longer than this on average (default 200ms)", time.Millisecond,
 			func(c *Config) *time.Duration { return &r(c).Adaptive.TargetLatency }),
-		durationKey("sharding.entity-recovery-adaptive-strategy.adjust-interval", "adaptive recovery: how often the budget changes its rate (default 500ms)", 10*time.Millisecond,
+		durationKey("sharding.entity-recovery-adaptive-strategy.adjust-interval", "adaptive recovery: how often the budget changes its rate (default 250ms)", 10*time.Millisecond,
 			func(c *Config) *time.Duration { return &r(c).Adaptive.AdjustInterval }),
 		durationKey("sharding.updating-state-timeout", "bound of one store round: a write or read of remembered entities or entity state (default 5s)", time.Millisecond,
 			func(c *Config) *time.Duration { return &r(c).UpdatingStateTimeout }),

@@ -26,12 +26,12 @@ sharding:
 	if r := c.Sharding.Remember; r.RecoveryStrategy != "adaptive" || r.Adaptive != want {
 		t.Fatalf("loaded %q %+v, want adaptive %+v", r.RecoveryStrategy, r.Adaptive, want)
 	}
-	if d := DefaultRemember().Adaptive; d.Validate() != nil || d.InitialRate != 500 || d.TargetLatency != 200*time.Millisecond {
+	if d := DefaultRemember().Adaptive; d.Validate() != nil || d.InitialRate != 1000 || d.TargetLatency != 200*time.Millisecond {
 		t.Fatalf("defaults %+v: %v", d, d.Validate())
 	}
 	for flags, msg := range map[string]string{
 		"sharding.entity-recovery-adaptive-strategy.min-rate=200000":   "min-rate = 200000 is above",
-		"sharding.entity-recovery-adaptive-strategy.max-rate=100":      "initial-rate = 500 is outside",
+		"sharding.entity-recovery-adaptive-strategy.max-rate=100":      "initial-rate = 1000 is outside",
 		"sharding.entity-recovery-adaptive-strategy.initial-rate=0":    "initial-rate = \"0\"",
 		"sharding.entity-recovery-strategy=fast":                       "one of all, constant, adaptive",
 		"sharding.entity-recovery-adaptive-strategy.target-latency=0s": "target-latency",

@@ -20,6 +20,9 @@ type recoveryMeter struct {
 	mu     sync.Mutex
 	sample shard.RecoverySample
 
+	// inFlight counts start signals of remembered entities queued and not yet handled.
+	inFlight atomic.Int64
+
 	// Totals since the member started, for StoreRounds.
 	rounds, failures, timeouts atomic.Uint64
 	storeNanos                 atomic.Int64
@@ -63,6 +66,7 @@ func (m *recoveryMeter) take() shard.RecoverySample {
 	s := m.sample
 	m.sample = shard.RecoverySample{}
 	m.mu.Unlock()
+	s.InFlight = int(max(m.inFlight.Load(), 0))
 	return s
 }
 

@@ -15,7 +15,7 @@ type Adaptive struct {
 	// Enabled turns the strategy on (it takes precedence over the constant rate).
 	Enabled bool
 	// InitialRate is where the budget starts, in entity starts per second for the cluster.
-	// Default 500/s: a few quorum reads per start fit in it on any disk.
+	// Default 1,000/s: slow start doubles it every Interval from there.
 	InitialRate float64
 	// MaxRate caps the budget (entities per second, cluster-wide). Default 100,000/s.
 	MaxRate float64
@@ -26,13 +26,13 @@ type Adaptive struct {
 	// under: above it the rate backs off. Default 200 ms (the store times a round out at
 	// updating-state-timeout, 5 s by default: far above).
 	TargetLatency time.Duration
-	// Interval is how often the budget adjusts its rate. Default 500 ms.
+	// Interval is how often the budget adjusts its rate. Default 250 ms.
 	Interval time.Duration
 }
 
 func (a Adaptive) withDefaults() Adaptive {
 	if a.InitialRate <= 0 {
-		a.InitialRate = 500
+		a.InitialRate = 1000
 	}
 	if a.MaxRate <= 0 {
 		a.MaxRate = 100_000
@@ -46,7 +46,7 @@ func (a Adaptive) withDefaults() Adaptive {
 		a.TargetLatency = 200 * time.Millisecond
 	}
 	if a.Interval <= 0 {
-		a.Interval = 500 * time.Millisecond
+		a.Interval = 250 * time.Millisecond
 	}
 	return a
 }
@@ -62,13 +62,16 @@ type RecoverySample struct {
 	StoreFailures int
 	Starts        int
 	StartTime     time.Duration
+	// InFlight is a gauge, not a count: the entity starts given to the runtime whose
+	// behaviour has not run yet, when the sample was taken. The latest sample's wins.
+	InFlight int
 }
 
-// Add sums two samples.
+// Add sums two samples (o's InFlight, the later gauge, wins).
 func (r RecoverySample) Add(o RecoverySample) RecoverySample {
 	return RecoverySample{
 		StoreOps: r.StoreOps + o.StoreOps, StoreTime: r.StoreTime + o.StoreTime, StoreFailures: r.StoreFailures + o.StoreFailures,
-		Starts: r.Starts + o.Starts, StartTime: r.StartTime + o.StartTime,
+		Starts: r.Starts + o.Starts, StartTime: r.StartTime + o.StartTime, InFlight: o.InFlight,
 	}
 }
 
@@ -78,6 +81,12 @@ func (r RecoverySample) Add(o RecoverySample) RecoverySample {
 //   - Tokens accrue at rate/members per second (members: the Up members, which recover at
 //     the same time after a full restart); a start takes one. The bucket holds at most one
 //     Interval's worth, so an idle spell does not turn into a burst.
+//   - Starts in flight (given out, behaviour not run yet) are capped at
+//     rate/members × TargetLatency, by Little's law what the rate and the target leave in
+//     flight: beyond it starts would only queue in the runtime, and the controller would
+//     see that queue's latency an interval or more later. With the cap, the budget works
+//     like TCP's window: starts go out as earlier ones complete, and the start latency
+//     exceeds the target exactly when the rate exceeds what the member can start.
 //   - Every Interval the controller looks at what happened in it: the mean latency of the
 //     store rounds and the mean latency of entity starts, each against TargetLatency, and
 //     the store failures.
@@ -112,6 +121,7 @@ type RecoveryBudget struct {
 	limited   bool      // the budget refused a start in this interval
 	demandAt  time.Time // when starts were last asked for
 	holdUntil time.Time // after a back-off: measurements until then still show the backlog from before
+	inFlight  int       // the latest RecoverySample.InFlight
 	window    RecoverySample
 	// Adjustments counts rate changes (for inspection); Decreases those that backed off.
 	Adjustments, Decreases int
@@ -130,7 +140,10 @@ func (b *RecoveryBudget) Rate() float64 { return b.rate }
 func (b *RecoveryBudget) SlowStart() bool { return b.slowStart }
 
 // Observe adds measurements; they count in the interval that ends next.
-func (b *RecoveryBudget) Observe(s RecoverySample) { b.window = b.window.Add(s) }
+func (b *RecoveryBudget) Observe(s RecoverySample) {
+	b.window = b.window.Add(s)
+	b.inFlight = s.InFlight
+}
 
 // Take grants up to want starts at now, for a member that is one of members recovering
 // (at least 1), and returns how many.
@@ -152,7 +165,12 @@ func (b *RecoveryBudget) Take(now time.Time, want, members int) int {
 		b.rate, b.slowStart = b.cfg.InitialRate, true
 	}
 	b.demandAt = now
-	got := min(want, int(math.Floor(b.tokens)))
+	// Little's law: at this rate, starts that take TargetLatency leave rate × TargetLatency
+	// in flight. More than that is a queue, whose latency the controller would only see
+	// later; so at most that many are out at once (at least one, so a start can always
+	// go).
+	window := max(int(share*b.cfg.TargetLatency.Seconds()), 1)
+	got := min(want, int(math.Floor(b.tokens)), max(window-b.inFlight, 0))
 	b.tokens -= float64(got)
 	if got < want {
 		b.limited = true

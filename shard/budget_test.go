@@ -90,7 +90,7 @@ func TestRecoveryBudgetAIMD(t *testing.T) {
 // TestRecoveryBudgetTokens: tokens accrue at rate/members, and an idle spell buys at most
 // one interval's worth.
 func TestRecoveryBudgetTokens(t *testing.T) {
-	cfg := Adaptive{InitialRate: 300, MaxRate: 300, Interval: time.Second}
+	cfg := Adaptive{InitialRate: 300, MaxRate: 300, Interval: time.Second, TargetLatency: time.Hour}
 	for _, tc := range []struct {
 		members int
 		after   time.Duration
@@ -109,11 +109,28 @@ func TestRecoveryBudgetTokens(t *testing.T) {
 	}
 }
 
+// TestRecoveryBudgetCapsStartsInFlight: at most rate/members × target-latency starts are
+// out at once (at least one).
+func TestRecoveryBudgetCapsStartsInFlight(t *testing.T) {
+	cfg := Adaptive{InitialRate: 300, MaxRate: 300, Interval: time.Second, TargetLatency: 100 * time.Millisecond}
+	for _, tc := range []struct {
+		members, inFlight, want int
+	}{
+		{1, 0, 30}, {1, 25, 5}, {1, 40, 0}, {3, 0, 10}, {3, 7, 3}, {100, 0, 1}, {100, 1, 0},
+	} {
+		b := NewRecoveryBudget(cfg, t0)
+		b.Observe(RecoverySample{InFlight: tc.inFlight})
+		if got := b.Take(t0.Add(time.Second), 1_000_000, tc.members); got != tc.want {
+			t.Errorf("%d members, %d in flight: granted %d, want %d", tc.members, tc.inFlight, got, tc.want)
+		}
+	}
+}
+
 // TestAdaptiveDefaults: zero values take the documented defaults; an initial rate outside
 // [min, max] is clamped.
 func TestAdaptiveDefaults(t *testing.T) {
 	a := Adaptive{}.withDefaults()
-	if a.InitialRate != 500 || a.MaxRate != 100_000 || a.MinRate != 20 || a.TargetLatency != 200*time.Millisecond || a.Interval != 500*time.Millisecond {
+	if a.InitialRate != 1000 || a.MaxRate != 100_000 || a.MinRate != 20 || a.TargetLatency != 200*time.Millisecond || a.Interval != 250*time.Millisecond {
 		t.Fatalf("defaults: %+v", a)
 	}
 	if a := (Adaptive{InitialRate: 5, MinRate: 10, MaxRate: 100}).withDefaults(); a.InitialRate != 10 {
