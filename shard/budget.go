@@ -91,8 +91,10 @@ func (r RecoverySample) Add(o RecoverySample) RecoverySample {
 //     store rounds and the mean latency of entity starts, each against TargetLatency, and
 //     the store failures.
 //   - A failure, or a mean above the target, is congestion: the rate is multiplied by
-//     1/2 (failure) or 0.7 (latency) — a multiplicative decrease that drains a queue
-//     quickly — never below MinRate, and slow start ends. Then the rate holds for as long
+//     1/2 (failure) or by target/latency, at least 1/2 (latency: with starts in flight
+//     capped as below, the start latency above the capacity grows in proportion to the
+//     rate, so this is the rate that would have met the target) — a multiplicative
+//     decrease — never below MinRate, and slow start ends. Then the rate holds for as long
 //     as the latency just measured (at most 4 intervals): the starts and store rounds that
 //     complete meanwhile were queued at the old rate, and cutting again for them would
 //     overshoot far below the capacity (a delay-based controller must wait one "round trip"
@@ -209,11 +211,14 @@ func (b *RecoveryBudget) decide() {
 		// Just backed off: what completes now was queued before, at the old rate, so its
 		// latency says nothing of the new one. Neither cut again nor grow until it drained.
 	case congested:
-		if w.StoreFailures > 0 {
-			b.rate = max(b.rate*0.5, b.cfg.MinRate)
-		} else {
-			b.rate = max(b.rate*0.7, b.cfg.MinRate)
+		factor := 0.5
+		if w.StoreFailures == 0 {
+			// Above the capacity, latency grows with the rate (the window holds
+			// rate × target): scale the rate by target/latency, to where latency would
+			// have met the target, but at most halve it.
+			factor = max(0.5, float64(target)/float64(max(storeLat, startLat)))
 		}
+		b.rate = max(b.rate*factor, b.cfg.MinRate)
 		b.slowStart = false
 		// Hold for as long as the backlog measured takes to drain (the latency seen), at
 		// most maxHold intervals.

@@ -34,25 +34,25 @@ func TestRecoveryBudgetAIMD(t *testing.T) {
 			{want: 0, rate: 100},
 			{want: 10, store: 5 * ms, rate: 100}, // 10 fit in the budget: not limited
 		}},
-		{"latency above target backs off by 0.7, then increases additively", []step{
+		{"latency above target scales the rate by target/latency (at least 1/2), then increases additively", []step{
 			{want: 1000, rate: 200},
-			{want: 1000, store: 150 * ms, rate: 140},
-			{want: 1000, store: 50 * ms, rate: 240},
-			{want: 1000, start: 300 * ms, rate: 168},
-			{want: 1000, rate: 268},
+			{want: 1000, store: 125 * ms, rate: 160},
+			{want: 1000, store: 50 * ms, rate: 260},
+			{want: 1000, start: 300 * ms, rate: 130},
+			{want: 1000, rate: 230},
 		}},
 		{"after a back-off the rate holds while the backlog measured drains", []step{
 			{want: 1000, rate: 200},
-			{want: 1000, start: 2500 * ms, rate: 140},         // holds 2.5 s: two more intervals
-			{want: 1000, start: 2000 * ms, rate: 140},         // queued before the cut: no second cut
-			{want: 1000, store: 5 * ms, rate: 140},            // no growth either
-			{want: 1000, start: 300 * ms, rate: 98},           // judged again
-			{want: 1000, failures: 1, rate: 49},               // held 300 ms only
-			{want: 1000, start: 10 * time.Second, rate: 34.3}, // at most 4 intervals of hold
-			{want: 1000, start: 10 * time.Second, rate: 34.3},
-			{want: 1000, start: 10 * time.Second, rate: 34.3},
-			{want: 1000, start: 10 * time.Second, rate: 34.3},
-			{want: 1000, start: 10 * time.Second, rate: 24.01},
+			{want: 1000, start: 2500 * ms, rate: 100},       // holds 2.5 s: two more intervals
+			{want: 1000, start: 2000 * ms, rate: 100},       // queued before the cut: no second cut
+			{want: 1000, store: 5 * ms, rate: 100},          // no growth either
+			{want: 1000, start: 125 * ms, rate: 80},         // judged again
+			{want: 1000, failures: 1, rate: 40},             // held 125 ms only
+			{want: 1000, start: 10 * time.Second, rate: 20}, // at most 4 intervals of hold
+			{want: 1000, start: 10 * time.Second, rate: 20},
+			{want: 1000, start: 10 * time.Second, rate: 20},
+			{want: 1000, start: 10 * time.Second, rate: 20},
+			{want: 1000, start: 10 * time.Second, rate: 10},
 		}},
 		{"a store failure halves the rate, never below min-rate", []step{
 			{want: 1000, failures: 1, rate: 50},
@@ -153,12 +153,12 @@ func TestRecoveryBudgetStartsOverAfterIdle(t *testing.T) {
 	}
 	b.Observe(RecoverySample{StoreOps: 1, StoreTime: time.Second})
 	b.Take(now, 1000, 1)
-	if b.Rate() != 280 || b.SlowStart() { // 100, 200, 400, then × 0.7
+	if b.Rate() != 400*0.5 || b.SlowStart() { // 100, 200, 400, then × max(1/2, 100ms/1s)
 		t.Fatalf("before the quiet spell: %s", b)
 	}
 	now = now.Add(5 * cfg.Interval)
 	b.Take(now, 0, 1)
-	if b.Take(now, 1000, 1); b.Rate() < 280 || b.SlowStart() {
+	if b.Take(now, 1000, 1); b.Rate() < 200 || b.SlowStart() {
 		t.Fatalf("after 5 quiet intervals the budget started over: %s", b)
 	}
 	now = now.Add(21 * cfg.Interval)
