@@ -238,8 +238,13 @@ func typeConfig(cfg config.Config, name, role string, strategy allocation.Strate
 	}
 	if rm := sc.Remember; rm.Enabled || remember {
 		tc.Shard.Remember = shard.Remember{Enabled: true, RestartBackoff: rm.EntityRestartBackoff, FailureBackoff: rm.ShardFailureBackoff}
-		if rm.RecoveryStrategy == "constant" {
+		switch rm.RecoveryStrategy {
+		case "constant":
 			tc.Shard.Remember.RecoveryFrequency, tc.Shard.Remember.RecoveryBatch = rm.RecoveryFrequency, rm.RecoveryNumberOfEntities
+		case "adaptive":
+			a := rm.Adaptive
+			tc.Shard.Remember.Adaptive = shard.Adaptive{Enabled: true, InitialRate: a.InitialRate, MaxRate: a.MaxRate, MinRate: a.MinRate,
+				TargetLatency: a.TargetLatency, Interval: a.AdjustInterval}
 		}
 	}
 	return tc, nil

@@ -80,6 +80,9 @@ func Load(src Sources) (Config, error) {
 	if err := c.Sharding.ConsistentHashing.Validate(); err != nil {
 		return c, fmt.Errorf("sharding settings: %w", err)
 	}
+	if err := c.Sharding.Remember.Adaptive.Validate(); err != nil {
+		return c, fmt.Errorf("sharding settings: %w", err)
+	}
 	c.Membership.JoinChecks = map[string]string{
 		"sharding.number-of-shards": strconv.Itoa(c.Sharding.NumberOfShards),
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -18,6 +19,12 @@ type Remember struct {
 	RecoveryStrategy         string
 	RecoveryFrequency        time.Duration
 	RecoveryNumberOfEntities int
+	// Adaptive tunes entity-recovery-strategy = adaptive
+	// (entity-recovery-adaptive-strategy.*): a budget of entity starts per second for the
+	// whole cluster, from InitialRate between MinRate and MaxRate, that backs off when store
+	// rounds or entity starts take longer than TargetLatency and grows while they do not,
+	// adjusted every AdjustInterval (see shard.RecoveryBudget).
+	Adaptive Adaptive
 	// UpdatingStateTimeout bounds one round of the store (updating-state-timeout).
 	UpdatingStateTimeout time.Duration
 	// WriteMajorityPlus, ReadMajorityPlus (coordinator-state) and MajorityMinCap
@@ -25,11 +32,30 @@ type Remember struct {
 	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
 }
 
+// Adaptive is entity-recovery-adaptive-strategy (not in reference.conf: shardmesh's own).
+type Adaptive struct {
+	InitialRate, MaxRate, MinRate float64 // entity starts per second, cluster-wide
+	TargetLatency, AdjustInterval time.Duration
+}
+
+// Validate checks that min-rate <= initial-rate <= max-rate.
+func (a Adaptive) Validate() error {
+	const k = "sharding.entity-recovery-adaptive-strategy."
+	if a.MinRate > a.MaxRate {
+		return fmt.Errorf("%smin-rate = %v is above %smax-rate = %v: allowed is min-rate <= initial-rate <= max-rate", k, a.MinRate, k, a.MaxRate)
+	}
+	if a.InitialRate < a.MinRate || a.InitialRate > a.MaxRate {
+		return fmt.Errorf("%sinitial-rate = %v is outside [min-rate %v, max-rate %v]: allowed is min-rate <= initial-rate <= max-rate", k, a.InitialRate, a.MinRate, a.MaxRate)
+	}
+	return nil
+}
+
 // DefaultRemember returns reference.conf's defaults.
 func DefaultRemember() Remember {
 	return Remember{
 		EntityRestartBackoff: 10 * time.Second, ShardFailureBackoff: 10 * time.Second,
 		RecoveryStrategy: "all", RecoveryFrequency: 100 * time.Millisecond, RecoveryNumberOfEntities: 5,
+		Adaptive:             Adaptive{InitialRate: 1000, MaxRate: 100_000, MinRate: 20, TargetLatency: 200 * time.Millisecond, AdjustInterval: 250 * time.Millisecond},
 		UpdatingStateTimeout: 5 * time.Second,
 		WriteMajorityPlus:    3, ReadMajorityPlus: 5, MajorityMinCap: 5,
 	}
@@ -45,12 +71,22 @@ func init() {
 			func(c *Config) *time.Duration { return &r(c).EntityRestartBackoff }),
 		durationKey("sharding.shard-failure-backoff", "a shard whose store read or write failed tries again after this; its messages wait (default 10s)", time.Millisecond,
 			func(c *Config) *time.Duration { return &r(c).ShardFailureBackoff }),
-		enumKey("sharding.entity-recovery-strategy", "how a shard restarts its remembered entities: all at once, or constant (default all)",
-			func(c *Config) *string { return &r(c).RecoveryStrategy }, "all", "constant"),
+		enumKey("sharding.entity-recovery-strategy", "how a shard restarts its remembered entities: all at once, constant (a fixed rate per shard), or adaptive (a budget per member that follows store and start latency) (default all)",
+			func(c *Config) *string { return &r(c).RecoveryStrategy }, "all", "constant", "adaptive"),
 		durationKey("sharding.entity-recovery-constant-rate-strategy.frequency", "constant recovery: a batch every (default 100ms)", time.Millisecond,
 			func(c *Config) *time.Duration { return &r(c).RecoveryFrequency }),
 		intKey("sharding.entity-recovery-constant-rate-strategy.number-of-entities", "constant recovery: entities per batch (default 5)", 1, math.MaxInt32,
 			func(c *Config) *int { return &r(c).RecoveryNumberOfEntities }),
+		floatKey("sharding.entity-recovery-adaptive-strategy.initial-rate", "adaptive recovery: entity starts per second, cluster-wide, to begin with, and the additive increase per interval after a back-off (default 1000)", 0.001, 1e9,
+			func(c *Config) *float64 { return &r(c).Adaptive.InitialRate }),
+		floatKey("sharding.entity-recovery-adaptive-strategy.max-rate", "adaptive recovery: the most entity starts per second, cluster-wide (default 100000)", 0.001, 1e9,
+			func(c *Config) *float64 { return &r(c).Adaptive.MaxRate }),
+		floatKey("sharding.entity-recovery-adaptive-strategy.min-rate", "adaptive recovery: the budget never backs off below this many starts per second, cluster-wide (default 20)", 0.001, 1e9,
+			func(c *Config) *float64 { return &r(c).Adaptive.MinRate }),
+		durationKey("sharding.entity-recovery-adaptive-strategy.target-latency", "adaptive recovery: back off when store rounds or entity starts take longer than this on average (default 200ms)", time.Millisecond,
+			func(c *Config) *time.Duration { return &r(c).Adaptive.TargetLatency }),
+		durationKey("sharding.entity-recovery-adaptive-strategy.adjust-interval", "adaptive recovery: how often the budget changes its rate (default 250ms)", 10*time.Millisecond,
+			func(c *Config) *time.Duration { return &r(c).Adaptive.AdjustInterval }),
 		durationKey("sharding.updating-state-timeout", "bound of one store round: a write or read of remembered entities or entity state (default 5s)", time.Millisecond,
 			func(c *Config) *time.Duration { return &r(c).UpdatingStateTimeout }),
 		intKey("sharding.coordinator-state.write-majority-plus", "a store write needs a majority of the members plus this many (default 3)", 0, math.MaxInt32,

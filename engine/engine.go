@@ -26,6 +26,8 @@ type entityType struct {
 	victims []passivation.Passivate[shard.EntityID]
 
 	gens map[shard.ID]uint64 // the generation of each local shard that remembers entities
+
+	budget *shard.RecoveryBudget // entity-recovery-strategy = adaptive; nil otherwise
 }
 
 // shard returns local shard id and records that it will be called, so drainType collects
@@ -127,6 +129,9 @@ func (e *Engine) addType(tc TypeConfig) error {
 			return fmt.Errorf("entity type %q: %w", tc.Name, err)
 		}
 		t.pass = pass
+	}
+	if tc.Shard.Remember.Enabled && tc.Shard.Remember.Adaptive.Enabled {
+		t.budget = shard.NewRecoveryBudget(tc.Shard.Remember.Adaptive, e.now)
 	}
 	t.region.SetOutOfService(e.now, e.dir.Stopped[tc.Name])
 	e.types[tc.Name] = t
@@ -287,6 +292,9 @@ func (e *Engine) Tick(now time.Time) {
 					t.touched = append(t.touched, sh)
 				}
 			}
+		}
+		if t.budget != nil {
+			e.grantRecovery(t, now)
 		}
 	}
 	if e.leaving && !e.leaveStarted && now.Sub(e.leaveAsked) >= e.cfg.ShutdownTimeout {

@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -70,4 +73,65 @@ func (e *Engine) ShardsLoaded(now time.Time, typ string, ids []shard.ID, err err
 		t.coord.ShardsLoaded(now, ids, err)
 	}
 	e.settle()
+}
+
+// ObserveRecovery feeds what the runtime measured of the store and of remembered entity
+// starts to every type's adaptive recovery budget (the store is one for all types).
+func (e *Engine) ObserveRecovery(now time.Time, sample shard.RecoverySample) {
+	e.now = now
+	for _, n := range e.names {
+		if t := e.types[n]; t.budget != nil {
+			t.budget.Observe(sample)
+		}
+	}
+}
+
+// RecoveryBudget returns the adaptive recovery budget of typ, or nil (for inspection).
+func (e *Engine) RecoveryBudget(typ string) *shard.RecoveryBudget {
+	if t := e.types[typ]; t != nil {
+		return t.budget
+	}
+	return nil
+}
+
+// grantRecovery hands the starts the type's budget allows now to the local shards that wait
+// to start remembered entities, in equal shares (the shards in id order; what a shard does
+// not use goes to the next ones).
+func (e *Engine) grantRecovery(t *entityType, now time.Time) {
+	want := 0
+	var waiting []*shard.Shard[region.Envelope]
+	for _, id := range t.order {
+		sh := t.shards[id]
+		if p := sh.RecoveryPending(); p > 0 {
+			want += p
+			waiting = append(waiting, sh)
+		}
+	}
+	granted := t.budget.Take(now, want, e.recoveringMembers(t))
+	for i, sh := range waiting {
+		if granted <= 0 {
+			break
+		}
+		share := (granted + len(waiting) - i - 1) / (len(waiting) - i) // ceil of an equal share of what is left
+		granted -= sh.Recover(share)
+		t.touched = append(t.touched, sh)
+	}
+}
+
+// recoveringMembers is how many members share the cluster-wide recovery rate: the Up members
+// with the type's role (after a full restart they all recover at once; this member counts
+// even before it is Up).
+func (e *Engine) recoveringMembers(t *entityType) int {
+	n, self := 0, false
+	for _, m := range e.m.Members() {
+		if m.Status != membership.Up || (t.cfg.Region.Role != "" && !slices.Contains(m.Roles, t.cfg.Region.Role)) {
+			continue
+		}
+		n++
+		self = self || m.Node == e.self.Node
+	}
+	if !self {
+		n++
+	}
+	return n
 }

@@ -34,6 +34,10 @@ type entity struct {
 
 // Receive handles one message on the entity's turn.
 func (e *entity) Receive(m *message) {
+	if m.start {
+		// Handled (or dropped) now: no longer in flight, also if New panics.
+		defer e.n.recovery.inFlight.Add(-1)
+	}
 	if e.finished {
 		e.n.reject(e.t.spec.Name, m, ErrStopped)
 		return
@@ -49,6 +53,7 @@ func (e *entity) Receive(m *message) {
 		if e.behavior == nil {
 			e.behavior = e.t.spec.New(&e.ctx)
 		}
+		e.n.recovery.started(time.Since(m.at))
 	} else if m.stop {
 		if e.t.spec.StopMessage == nil {
 			e.stopAfterTurn = true
@@ -151,7 +156,9 @@ func (n *Node) applyEntityOp(now time.Time, op engine.EntityOp) {
 		}
 		if t.spec.Settings.Shard.Remember.Enabled {
 			// A remembered entity runs even without a message: its behaviour starts now.
-			if err := e.mb.Enqueue(&message{start: true}); err != nil {
+			n.recovery.inFlight.Add(1)
+			if err := e.mb.Enqueue(&message{start: true, at: now}); err != nil {
+				n.recovery.inFlight.Add(-1)
 				n.log.Debug("start signal not queued", "type", op.Type, "entity", op.Entity, "err", err)
 			}
 		}
@@ -193,6 +200,8 @@ func (n *Node) entityStopped(now time.Time, e *entity, remaining []*message) {
 	for _, m := range remaining {
 		if !m.signal() {
 			m.credits.readmit()
+		} else if m.start {
+			n.recovery.inFlight.Add(-1) // never handled
 		}
 	}
 	if e.t.entities[e.ctx.Entity] != e {

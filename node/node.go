@@ -85,7 +85,10 @@ type Node struct {
 	dir   *dataDir
 	host  *p2p.Host
 	store *remember.Store // remembered entities and durable entity state, replicated
-	self  membership.Member
+	// recovery measures store rounds and remembered entity starts for the adaptive
+	// recovery budget (recovery.go).
+	recovery recoveryMeter
+	self     membership.Member
 
 	gossip    *p2p.Topic
 	sub       *p2p.Subscription
@@ -570,6 +573,7 @@ func (n *Node) loop() {
 			return
 		case <-tick.C:
 			now := time.Now()
+			n.eng.ObserveRecovery(now, n.recovery.take())
 			n.eng.Tick(now)
 			n.execute(now)
 			n.updateServing()

@@ -116,7 +116,7 @@ func (n *Node) rememberEntities(ops []engine.StoreOp) {
 			ws = append(ws, remember.Write{Key: storeKey(keyShard, op.Type, string(op.Shard))})
 		}
 	}
-	err := n.store.Write(n.ctx, ws...)
+	err := n.recovery.timed(func() error { return n.store.Write(n.ctx, ws...) })
 	if err != nil && n.ctx.Err() == nil {
 		n.log.Warn("remembering entities failed; retried after shard-failure-backoff", "entities", len(ops), "err", err)
 	}
@@ -146,7 +146,7 @@ func (n *Node) forgetEntities(ops []engine.StoreOp) {
 	for i, op := range ops {
 		ws[i] = remember.Write{Key: storeKey(keyEntity, op.Type, string(op.Shard), string(op.Entity)), Delete: true}
 	}
-	if err := n.store.Write(n.ctx, ws...); err != nil && n.ctx.Err() == nil {
+	if err := n.recovery.timed(func() error { return n.store.Write(n.ctx, ws...) }); err != nil && n.ctx.Err() == nil {
 		// Still remembered: the entity starts again with its shard, and passivates again.
 		n.log.Warn("forgetting passivated entities failed", "entities", len(ops), "err", err)
 	}
@@ -170,7 +170,11 @@ func (n *Node) loadShards(op engine.StoreOp) {
 
 // scanIDs reads the keys under prefix from a read quorum and returns what follows it.
 func scanIDs[ID ~string](n *Node, prefix string) ([]ID, error) {
-	recs, err := n.store.Scan(n.ctx, prefix)
+	var recs []remember.Record
+	err := n.recovery.timed(func() (err error) {
+		recs, err = n.store.Scan(n.ctx, prefix)
+		return err
+	})
 	ids := make([]ID, 0, len(recs))
 	for _, r := range recs {
 		ids = append(ids, ID(strings.TrimPrefix(r.Key, prefix)))
@@ -231,7 +235,7 @@ func (n *Node) stateRound(ctx context.Context, round func() error) error {
 		if err := n.servingFor(ctx); err != nil {
 			return err
 		}
-		return round()
+		return n.recovery.timed(round) // the adaptive recovery budget watches store latency
 	})
 }
 

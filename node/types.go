@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
@@ -99,6 +100,7 @@ type message struct {
 	replyTo membership.NodeID // that member
 	stop    bool              // the stop signal (never routed, only in mailboxes)
 	start   bool              // creates the behaviour of a remembered entity started without a message
+	at      time.Time         // start: when the shard started the entity (for the recovery budget)
 	credits *credits          // the type's credits, one held while the message is in flight
 }
 

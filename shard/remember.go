@@ -26,6 +26,10 @@ type Remember struct {
 	// A zero RecoveryFrequency is the strategy "all": every entity starts at once.
 	RecoveryFrequency time.Duration
 	RecoveryBatch     int
+	// Adaptive is entity-recovery-strategy = adaptive: remembered entities start when the
+	// runtime grants them (Recover), from a budget shared by the member's shards (see
+	// RecoveryBudget). It takes precedence over RecoveryFrequency.
+	Adaptive Adaptive
 }
 
 func (r Remember) withDefaults() Remember {
@@ -37,6 +41,9 @@ func (r Remember) withDefaults() Remember {
 	}
 	if r.RecoveryFrequency > 0 && r.RecoveryBatch <= 0 {
 		r.RecoveryBatch = 5
+	}
+	if r.Adaptive.Enabled {
+		r.Adaptive = r.Adaptive.withDefaults()
 	}
 	return r
 }
@@ -83,7 +90,7 @@ func (s *Shard[M]) Loaded(now time.Time, ids []EntityID, err error) {
 	s.stored = len(ids) > 0
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
-	if s.cfg.Remember.RecoveryFrequency > 0 {
+	if s.cfg.Remember.RecoveryFrequency > 0 || s.cfg.Remember.Adaptive.Enabled {
 		s.recovering = ids
 		s.recoveringSet = make(map[EntityID]bool, len(ids))
 		for _, id := range ids {
@@ -201,9 +208,9 @@ func (s *Shard[M]) tickRemember(now time.Time) {
 	s.recoverBatch(now)
 }
 
-// recoverBatch starts the next RecoveryBatch remembered entities when due.
+// recoverBatch starts the next RecoveryBatch remembered entities when due (constant rate).
 func (s *Shard[M]) recoverBatch(now time.Time) {
-	if len(s.recovering) == 0 || now.Before(s.recoverAt) {
+	if len(s.recovering) == 0 || now.Before(s.recoverAt) || s.cfg.Remember.Adaptive.Enabled {
 		return
 	}
 	n := min(s.cfg.Remember.RecoveryBatch, len(s.recovering))
@@ -214,7 +221,45 @@ func (s *Shard[M]) recoverBatch(now time.Time) {
 		}
 	}
 	s.recovering = s.recovering[n:]
-	s.recoverAt = now.Add(s.cfg.Remember.RecoveryFrequency)
+	// On the frequency's cadence, not from now: a tick that comes a little late (the
+	// runtime's loop was busy) must not push every later batch back by a whole tick.
+	freq := s.cfg.Remember.RecoveryFrequency
+	s.recoverAt = s.recoverAt.Add(freq)
+	if !s.recoverAt.After(now.Add(-freq)) {
+		s.recoverAt = now.Add(freq) // far behind (a long pause): no burst to catch up
+	}
+}
+
+// RecoveryPending returns how many remembered entities wait to be started by Recover (the
+// adaptive strategy): an upper bound, since a message may have started some meanwhile.
+func (s *Shard[M]) RecoveryPending() int {
+	if !s.cfg.Remember.Adaptive.Enabled || s.state != StateActive {
+		return 0
+	}
+	return len(s.recovering)
+}
+
+// Recover starts up to n of the remembered entities still waiting (the adaptive strategy:
+// n is what the member's RecoveryBudget granted) and returns how many it started; entities
+// a message started meanwhile cost nothing.
+func (s *Shard[M]) Recover(n int) int {
+	if !s.cfg.Remember.Adaptive.Enabled || s.state != StateActive {
+		return 0
+	}
+	started, i := 0, 0
+	for ; i < len(s.recovering) && started < n; i++ {
+		id := s.recovering[i]
+		if s.recoveringSet[id] {
+			delete(s.recoveringSet, id)
+			s.startRemembered(id)
+			started++
+		}
+	}
+	s.recovering = s.recovering[i:]
+	if len(s.recovering) == 0 {
+		s.recovering, s.recoveringSet = nil, nil
+	}
+	return started
 }
 
 // bounceHeld gives back what waited for the stored set (the shard hands off while loading).

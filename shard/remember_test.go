@@ -132,3 +132,60 @@ func TestRememberedShardHandsOff(t *testing.T) {
 	s.Remembered(t0, []EntityID{"b"}, nil) // late: ignored
 	expect(t, s, "")
 }
+
+// TestAdaptiveRecoveryStartsOnlyWhatIsGranted: with the adaptive strategy a loaded shard
+// starts nothing by itself; Recover starts as many as granted, skipping entities a message
+// started meanwhile (they cost no grant), and a handoff drops what still waits.
+func TestAdaptiveRecoveryStartsOnlyWhatIsGranted(t *testing.T) {
+	s := rememberShard(Remember{Adaptive: Adaptive{Enabled: true}, RecoveryFrequency: time.Millisecond})
+	s.Ready()
+	s.Loaded(t0, []EntityID{"a", "b", "c", "d", "e"}, nil)
+	s.Tick(t0.Add(time.Second))
+	expect(t, s, "")
+	if got := s.RecoveryPending(); got != 5 {
+		t.Fatalf("pending %d, want 5", got)
+	}
+	if got := s.Recover(2); got != 2 {
+		t.Fatalf("Recover(2) started %d", got)
+	}
+	expect(t, s, "start a\nstart b")
+	if d, _ := s.Deliver(t0, "c", "m1"); d != StartAndDeliver {
+		t.Fatalf("message for a remembered entity not yet started: %v", d)
+	}
+	if got := s.Recover(2); got != 2 {
+		t.Fatalf("Recover(2) started %d", got)
+	}
+	expect(t, s, "start d\nstart e")
+	if got := s.RecoveryPending(); got != 0 {
+		t.Fatalf("pending %d after all started", got)
+	}
+
+	s = rememberShard(Remember{Adaptive: Adaptive{Enabled: true}})
+	s.Ready()
+	s.Loaded(t0, []EntityID{"a", "b"}, nil)
+	s.Stop(t0)
+	s.Ready()
+	if s.RecoveryPending() != 0 || s.Recover(5) != 0 {
+		t.Fatal("a stopping shard still recovers")
+	}
+}
+
+// TestConstantRateRecoveryKeepsItsCadence: a tick that comes late does not push the later
+// batches back (the rate stays number-of-entities per frequency), and a long pause does not
+// make a burst.
+func TestConstantRateRecoveryKeepsItsCadence(t *testing.T) {
+	s := rememberShard(Remember{RecoveryFrequency: 100 * time.Millisecond, RecoveryBatch: 1})
+	s.Ready()
+	s.Loaded(t0, []EntityID{"a", "b", "c", "d", "e", "f"}, nil)
+	expect(t, s, "start a")
+	s.Tick(t0.Add(130 * time.Millisecond))
+	expect(t, s, "start b")
+	s.Tick(t0.Add(200 * time.Millisecond))
+	expect(t, s, "start c")
+	s.Tick(t0.Add(2 * time.Second))
+	expect(t, s, "start d")
+	s.Tick(t0.Add(2050 * time.Millisecond))
+	expect(t, s, "")
+	s.Tick(t0.Add(2100 * time.Millisecond))
+	expect(t, s, "start e")
+}

@@ -79,7 +79,8 @@ type Node struct {
 	Paused  bool  // SIGSTOP: holds its input until resumed
 	Stopped *membership.Stopped
 
-	held     []func() // deliveries that arrived while paused
+	held     []func()             // deliveries that arrived while paused
+	recovery shard.RecoverySample // store rounds answered since the last tick (the adaptive recovery budget's input)
 	sim      *Sim
 	entities *entityRuntime
 	leases   map[leaseKey]held // the leases its shards believe they hold
@@ -184,6 +185,8 @@ func (s *Sim) scheduleTick(n *Node, inc uint64, after time.Duration) {
 		}
 		if !n.Paused {
 			s.tickLeases(n)
+			n.E.ObserveRecovery(s.now, n.recovery)
+			n.recovery = shard.RecoverySample{}
 			n.E.Tick(s.now)
 			s.process(n)
 			n.entities.resume() // mailboxes parked while the member did not serve

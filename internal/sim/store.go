@@ -82,6 +82,13 @@ func (s *Sim) storeOp(n *Node, op engine.StoreOp) {
 				delete(s.store.shard(op.Type, op.Shard), op.Entity)
 			}
 		}
+		if n.Alive && n.Incarnation == inc {
+			n.recovery.StoreOps++
+			n.recovery.StoreTime += delay
+			if err != nil {
+				n.recovery.StoreFailures++
+			}
+		}
 		s.answerStore(n, inc, op, err)
 	})
 }
