@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"maps"
 	"slices"
 	"time"
 
@@ -93,6 +92,3 @@ func (c *Coordinator) unpinned(moves []shard.ID) []shard.ID {
 		return ok
 	})
 }
-
-// PinnedShards lists the pins, for inspection.
-func (c *Coordinator) PinnedShards() []shard.ID { return slices.Sorted(maps.Keys(c.dir.Pins)) }

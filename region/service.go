@@ -27,6 +27,3 @@ func (r *Region) SetOutOfService(now time.Time, out bool) {
 		delete(r.buffers, s)
 	}
 }
-
-// OutOfService reports whether the type is out of service.
-func (r *Region) OutOfService() bool { return r.outOfService }
