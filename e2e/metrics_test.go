@@ -143,7 +143,8 @@ func TestMetrics(t *testing.T) {
 			ss = append(ss, d.scrapeMetrics())
 		}
 		return sumOver(ss, "shardmesh_shards", "type", "counter") == float64(len(touched)) &&
-			sumOver(ss, "shardmesh_entities", "type", "counter") == entities
+			sumOver(ss, "shardmesh_entities", "type", "counter") == entities &&
+			sumOver(ss, "shardmesh_coordinator_allocated_shards", "type", "counter") == float64(len(touched)) // sampled on a tick too
 	})
 	handoffs := sumOver(ss, "shardmesh_handoffs_started_total", "type", "counter")
 	local := sumOver(ss, "shardmesh_messages_routed_total", "type", "counter", "route", "local")
