@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 )
@@ -28,32 +26,13 @@ func (s *Server) handoffs(ctx context.Context, req *adminpb.HandoffsRequest) *ad
 			return refuse(adminpb.Code_BAD_REQUEST, "unknown entity type %q (this member runs %s)", t, orNone(known))
 		}
 	}
-	timeout := s.cfg.QueryTimeout
-	if req.TimeoutMs > 0 {
-		timeout = time.Duration(min(req.TimeoutMs, uint64(callTimeout.Milliseconds()))) * time.Millisecond
+	timeout := s.queryTimeout(req.TimeoutMs)
+	targets, resps, errs := s.askLiveMembers(ctx, &adminpb.Request{Call: &adminpb.Request_LocalHandoffs{LocalHandoffs: &adminpb.LocalHandoffsRequest{EntityTypes: req.EntityTypes}}},
+		timeout, "handoffs", func(r *adminpb.Response) bool { return r.GetLocalHandoffs() != nil })
+	answers := make([]*adminpb.LocalHandoffsResponse, len(resps))
+	for i, r := range resps {
+		answers[i] = r.GetLocalHandoffs()
 	}
-	targets := liveMembers(s.backend.Members())
-	answers := make([]*adminpb.LocalHandoffsResponse, len(targets))
-	errs := make([]error, len(targets))
-	var wg sync.WaitGroup
-	for i, node := range targets {
-		wg.Go(func() {
-			qctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			resp, err := s.ask(qctx, node, &adminpb.Request{Call: &adminpb.Request_LocalHandoffs{LocalHandoffs: &adminpb.LocalHandoffsRequest{EntityTypes: req.EntityTypes}}})
-			switch {
-			case err != nil && qctx.Err() != nil:
-				errs[i] = fmt.Errorf("no answer within %v", timeout)
-			case err != nil:
-				errs[i] = err
-			case resp.GetLocalHandoffs() == nil:
-				errs[i] = fmt.Errorf("answered without its handoffs")
-			default:
-				answers[i] = resp.GetLocalHandoffs()
-			}
-		})
-	}
-	wg.Wait()
 	out := &adminpb.HandoffsResponse{Node: s.backend.Self()}
 	type key struct{ typ, shard string }
 	local := map[key][]*adminpb.LocalHandoff{}

@@ -230,24 +230,20 @@ func prefixes(typ string, state bool) []string {
 	return out
 }
 
-// hostingMembers asks every member which of types it hosts shards of; members that do not
-// answer within the query timeout are returned apart.
+// hostingMembers asks every member, at once, which of types it hosts shards of; members
+// that do not answer within the query timeout are returned apart.
 func (s *Server) hostingMembers(ctx context.Context, types []string) (running map[string][]string, unreachable []string) {
 	running = map[string][]string{}
-	for _, m := range s.backend.Members().GetMembers() {
-		if m.Status == "Down" || m.Status == "Removed" {
+	targets, resps, errs := s.askLiveMembers(ctx, &adminpb.Request{Call: &adminpb.Request_LocalStats{LocalStats: &adminpb.LocalStatsRequest{EntityTypes: types}}},
+		s.cfg.QueryTimeout, "regions", func(r *adminpb.Response) bool { return r.GetLocalStats() != nil })
+	for i, node := range targets {
+		if errs[i] != nil {
+			unreachable = append(unreachable, node)
 			continue
 		}
-		qctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
-		resp, err := s.ask(qctx, m.Node, &adminpb.Request{Call: &adminpb.Request_LocalStats{LocalStats: &adminpb.LocalStatsRequest{EntityTypes: types}}})
-		cancel()
-		if err != nil {
-			unreachable = append(unreachable, m.Node)
-			continue
-		}
-		for _, r := range resp.GetLocalStats().GetRegions() {
+		for _, r := range resps[i].GetLocalStats().GetRegions() {
 			if len(r.Shards) > 0 {
-				running[r.EntityType] = append(running[r.EntityType], m.Node)
+				running[r.EntityType] = append(running[r.EntityType], node)
 			}
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 )
@@ -25,32 +23,13 @@ func (s *Server) stats(ctx context.Context, req *adminpb.StatsRequest) *adminpb.
 	if len(types) == 0 {
 		types = known
 	}
-	timeout := s.cfg.QueryTimeout
-	if req.TimeoutMs > 0 {
-		timeout = time.Duration(min(req.TimeoutMs, uint64(callTimeout.Milliseconds()))) * time.Millisecond
+	timeout := s.queryTimeout(req.TimeoutMs)
+	targets, resps, errs := s.askLiveMembers(ctx, &adminpb.Request{Call: &adminpb.Request_LocalStats{LocalStats: &adminpb.LocalStatsRequest{EntityTypes: types, WithAllocations: true}}},
+		timeout, "regions", func(r *adminpb.Response) bool { return r.GetLocalStats() != nil })
+	answers := make([]*adminpb.LocalStatsResponse, len(resps))
+	for i, r := range resps {
+		answers[i] = r.GetLocalStats()
 	}
-	targets := liveMembers(s.backend.Members())
-	answers := make([]*adminpb.LocalStatsResponse, len(targets))
-	errs := make([]error, len(targets))
-	var wg sync.WaitGroup
-	for i, node := range targets {
-		wg.Go(func() {
-			qctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			resp, err := s.ask(qctx, node, &adminpb.Request{Call: &adminpb.Request_LocalStats{LocalStats: &adminpb.LocalStatsRequest{EntityTypes: types, WithAllocations: true}}})
-			switch {
-			case err != nil && qctx.Err() != nil:
-				errs[i] = fmt.Errorf("no answer within %v", timeout)
-			case err != nil:
-				errs[i] = err
-			case resp.GetLocalStats() == nil:
-				errs[i] = fmt.Errorf("answered without its regions")
-			default:
-				answers[i] = resp.GetLocalStats()
-			}
-		})
-	}
-	wg.Wait()
 
 	out := &adminpb.StatsResponse{Node: s.backend.Self(), EntityTypes: types, TimeoutMs: uint64(timeout.Milliseconds())}
 	// The allocations of every coordinator that answered: where the shards of the members
