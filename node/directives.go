@@ -160,8 +160,12 @@ func (n *Node) refreshDirectives(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the operator's directives: %w", err)
 	}
-	stopped := maps.Clone(d.Stopped)
-	n.stoppedTypes.Store(&stopped)
+	if len(d.Stopped) == 0 {
+		n.stoppedTypes.Store(nil) // the common case: senders check one pointer, no map
+	} else {
+		stopped := maps.Clone(d.Stopped)
+		n.stoppedTypes.Store(&stopped)
+	}
 	n.command(func(now time.Time) {
 		if old, known := n.eng.Directives(); !known || !reflect.DeepEqual(old, d) {
 			n.eng.SetDirectives(now, d)
