@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -49,11 +50,14 @@ func (c *Client) History(ctx context.Context, types []string, shard string, sinc
 	return resp.GetHistory(), nil
 }
 
-// Handoffs returns every handoff in progress; a PARTIAL answer comes with a *CallError.
+// Handoffs returns every handoff in progress; members that did not answer are in Failed.
 func (c *Client) Handoffs(ctx context.Context, types []string, timeout time.Duration) (*adminpb.HandoffsResponse, error) {
-	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Handoffs{Handoffs: &adminpb.HandoffsRequest{EntityTypes: types, TimeoutMs: uint64(timeout.Milliseconds())}}})
-	if resp.GetHandoffs() != nil {
-		return resp.GetHandoffs(), err
+	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Handoffs{Handoffs: &adminpb.HandoffsRequest{EntityTypes: types, TimeoutMs: uint64(max(timeout.Milliseconds(), 0))}}})
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	if resp.GetHandoffs() == nil {
+		return nil, errors.New("the member answered without the handoffs")
+	}
+	return resp.GetHandoffs(), nil
 }

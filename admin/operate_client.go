@@ -42,22 +42,18 @@ func (c *Client) Directives(ctx context.Context) (*adminpb.DirectivesResponse, e
 	return resp.GetDirectives(), nil
 }
 
-// RebalanceStatus is Directives: whether rebalancing is paused, and what else is ordered.
-func (c *Client) RebalanceStatus(ctx context.Context) (*adminpb.DirectivesResponse, error) {
-	return c.Directives(ctx)
-}
-
 // Plan is the dry run of rebalancing entity type typ now, or after join members join, or
-// after member leave leaves. A PARTIAL answer comes with a *CallError and the plan.
+// after member leave leaves. A partial answer (entity counts missing) lists what is missing
+// in Problems.
 func (c *Client) Plan(ctx context.Context, typ string, join int, leave string) (*adminpb.PlanResponse, error) {
 	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Plan{Plan: &adminpb.PlanRequest{EntityType: typ, IfJoin: uint32(join), IfLeave: leave}}})
-	if resp.GetPlan() != nil {
-		return resp.GetPlan(), err
-	}
 	if err != nil {
 		return nil, err
 	}
-	return nil, errors.New("the member answered without the plan")
+	if resp.GetPlan() == nil {
+		return nil, errors.New("the member answered without the plan")
+	}
+	return resp.GetPlan(), nil
 }
 
 // DataRemove removes the stored internal data of stopped entity types, with state their

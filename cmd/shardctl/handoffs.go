@@ -1,14 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 )
 
@@ -74,8 +72,7 @@ Example:
 			}
 			defer s.close()
 			h, err := s.cl.Handoffs(s.ctx, types, c.Duration("query-timeout"))
-			var ce *admin.CallError
-			if h == nil || (err != nil && (!errors.As(err, &ce) || ce.Code != adminpb.Code_PARTIAL)) {
+			if err != nil {
 				return callError(err)
 			}
 			out := handoffsView(h)

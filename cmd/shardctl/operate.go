@@ -117,10 +117,12 @@ func waitFor(c *cli.Context, s *session, what string, done func() (bool, string,
 	}
 }
 
-// shardsOn counts the shards each member hosts, of types (all when empty), from stats.
+// shardsOn returns where each shard of types (all when empty) runs, from stats. A member
+// that did not answer keeps the shards the coordinator places there; when no coordinator
+// said, it gets a placeholder, so that nobody concludes it holds none.
 func shardsOn(s *session, types []string) (map[string]map[string]string, error) {
 	st, err := s.cl.Stats(s.ctx, types, 0)
-	if err != nil && st == nil {
+	if err != nil {
 		return nil, callError(err)
 	}
 	out := map[string]map[string]string{} // type → shard → member
@@ -131,6 +133,19 @@ func shardsOn(s *session, types []string) (map[string]map[string]string, error) 
 			}
 			for _, sh := range r.Shards {
 				out[r.EntityType][sh.Shard] = m.Node
+			}
+		}
+	}
+	for _, f := range st.Failed {
+		for _, ts := range f.Shards {
+			if out[ts.EntityType] == nil {
+				out[ts.EntityType] = map[string]string{}
+			}
+			for _, sh := range ts.Shards {
+				out[ts.EntityType][sh] = f.Node
+			}
+			if ts.Unknown {
+				out[ts.EntityType]["(unknown, "+f.Node+" did not answer)"] = f.Node
 			}
 		}
 	}
@@ -479,10 +494,10 @@ Example:
 			partial := false
 			for _, typ := range types {
 				p, err := s.cl.Plan(s.ctx, typ, join, leave)
-				if p == nil {
+				if err != nil {
 					return callError(err)
 				}
-				partial = partial || err != nil
+				partial = partial || len(p.Problems) > 0
 				pj := planJSON{Type: p.EntityType, Coordinator: p.Coordinator, RebalancePaused: p.RebalancePaused, Problems: p.Problems, Moves: []planMoveJSON{}}
 				for _, m := range p.Moves {
 					pj.Moves = append(pj.Moves, planMoveJSON{Shard: m.Shard, From: m.From, To: m.To, Live: m.LiveEntities, Remembered: m.RememberedEntities})

@@ -172,7 +172,7 @@ func (s *AdminSource) RebalancePause(ctx context.Context, paused bool) (bool, er
 func (s *AdminSource) RebalanceStatus(ctx context.Context) (bool, error) {
 	var paused bool
 	err := s.viaEntry(ctx, func(c *admin.Client) error {
-		d, err := c.RebalanceStatus(ctx)
+		d, err := c.Directives(ctx)
 		if err == nil {
 			paused = d.RebalancePaused
 		}
