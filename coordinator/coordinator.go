@@ -619,8 +619,8 @@ func (c *Coordinator) progress() {
 		c.minReached = len(c.shards) > 0
 		c.lastRebalance = c.now
 		c.emit(Recovered{Term: c.term, Regions: len(c.regions), Shards: len(c.shards), Took: c.now.Sub(c.started)})
-		for _, r := range c.regions {
-			if r.shuttingDown {
+		for _, id := range c.sortedRegions() {
+			if r := c.regions[id]; r.shuttingDown {
 				for _, s := range slices.Sorted(maps.Keys(r.shards)) {
 					c.startHandoff(s, CauseShutdown)
 				}

@@ -47,7 +47,7 @@ func (c *Coordinator) Directives() (Directives, bool) { return c.dir, c.dirKnown
 // shards of draining members, and pinned shards away from their pins when the pin can take
 // them. A shard not yet acknowledged by its region is left until it is.
 func (c *Coordinator) enforce() {
-	if !c.active() {
+	if !c.active() || (!c.dir.Stopped && len(c.dir.Draining) == 0 && len(c.dir.Pins) == 0) {
 		return
 	}
 	for _, s := range c.sortedShards() {

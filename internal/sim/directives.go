@@ -68,9 +68,9 @@ func (s *Sim) Directives() engine.Directives {
 
 func describeDirectives(d engine.Directives) string {
 	out := fmt.Sprintf("draining %v paused %v stopped %v", slices.Sorted(maps.Keys(d.Draining)), d.RebalancePaused, slices.Sorted(maps.Keys(d.Stopped)))
-	for typ, pins := range d.Pins {
-		for s, n := range pins {
-			out += fmt.Sprintf(" pin %s/%s→%s", typ, s, n)
+	for _, typ := range slices.Sorted(maps.Keys(d.Pins)) {
+		for _, s := range slices.Sorted(maps.Keys(d.Pins[typ])) {
+			out += fmt.Sprintf(" pin %s/%s→%s", typ, s, d.Pins[typ][s])
 		}
 	}
 	return out
@@ -93,7 +93,8 @@ func (s *Sim) checkDirectives(typ string) error {
 			return fmt.Errorf("%s hosts %d shards of stopped type %s", n.ID, len(shards), typ)
 		}
 	}
-	for sh, pin := range d.Pins[typ] {
+	for _, sh := range slices.Sorted(maps.Keys(d.Pins[typ])) {
+		pin := d.Pins[typ][sh]
 		p := s.byID[pin]
 		if p == nil || !p.Running() || d.Draining[pin] || d.Stopped[typ] || p.M.Self().Status != membership.Up {
 			continue
