@@ -17,11 +17,15 @@ type leaseKey struct {
 	shard shard.ID
 }
 
-// leases holds the leases of the local shards that use one.
+// leases holds the leases of the local shards that use one: one Lease per shard for the
+// member's life (a Provider makes one per name and owner), and the generation of the local
+// shard that last asked for it — a release from an older generation must not give up what a
+// newer one holds.
 type leases struct {
 	mu       sync.Mutex
 	provider lease.Provider
-	held     map[leaseKey]lease.Lease
+	of       map[leaseKey]lease.Lease
+	gen      map[leaseKey]uint64
 }
 
 // leaseName is the lease of a shard, as Akka names it: <cluster>-shard-<type>-<shard>.
@@ -37,19 +41,23 @@ func (n *Node) leaseOps(ops []engine.LeaseOp) {
 		switch op.Kind {
 		case engine.LeaseAcquire:
 			n.leases.mu.Lock()
-			l := n.leases.held[k]
+			l := n.leases.of[k]
 			if l == nil {
 				l = n.leases.provider.Lease(n.leaseName(op.Type, op.Shard), string(n.self.Node))
-				n.leases.held[k] = l
+				n.leases.of[k] = l
 			}
+			n.leases.gen[k] = op.Gen
 			n.leases.mu.Unlock()
 			go n.acquireLease(l, op)
 		case engine.LeaseRelease:
 			n.leases.mu.Lock()
-			l := n.leases.held[k]
-			delete(n.leases.held, k)
+			l := n.leases.of[k]
+			current := n.leases.gen[k] == op.Gen
+			if current {
+				delete(n.leases.gen, k)
+			}
 			n.leases.mu.Unlock()
-			if l != nil {
+			if l != nil && current {
 				go func() {
 					ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
 					defer cancel()

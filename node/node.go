@@ -296,7 +296,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cancel()
 		return nil, err
 	}
-	n.leases.held = map[leaseKey]lease.Lease{}
+	n.leases.of, n.leases.gen = map[leaseKey]lease.Lease{}, map[leaseKey]uint64{}
 	if cfg.Leases != nil {
 		n.leases.provider = cfg.Leases(n.store)
 	}
