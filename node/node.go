@@ -307,9 +307,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ok = true
 	n.log.Info("member started", "peer", self.Node, "incarnation", incarnation, "addrs", addrs, "roles", cfg.Roles, "app_version", cfg.AppVersion)
-	n.wg.Add(7)
+	n.wg.Add(6)
 	go n.loop()
-	go n.writeHistory()
+	if cfg.History.MaxPerShard > 0 { // off: no writer, no pruning scans
+		n.wg.Add(1)
+		go n.writeHistory()
+	}
 	go n.refreshDirectivesLoop()
 	go n.receiveGossip()
 	go n.discover()

@@ -220,11 +220,6 @@ func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
 	return nil
 }
 
-// againOnNoQuorum runs a store round and, when it missed its quorum, once more: the members
-// that count change under it — one leaving gracefully answers "store closed" in its last
-// moment, a restarted one may not answer a stream opened to its previous process — and the
-// second round asks the members as they are now. Both calls are idempotent (the same fenced
-// read, the same write).
 // stateRound runs a round of an entity's state: only under the serving lease (servingFor),
 // lending the entity's worker to the others while it waits (the store round waits for
 // replicas and an fsync, not for this CPU), and once more if it missed its quorum.
@@ -239,6 +234,11 @@ func (n *Node) stateRound(ctx context.Context, round func() error) error {
 	})
 }
 
+// againOnNoQuorum runs a store round and, when it missed its quorum, once more: the members
+// that count change under it — one leaving gracefully answers "store closed" in its last
+// moment, a restarted one may not answer a stream opened to its previous process — and the
+// second round asks the members as they are now. Both calls are idempotent (the same fenced
+// read, the same write).
 func againOnNoQuorum(ctx context.Context, round func() error) error {
 	err := round()
 	if errors.Is(err, remember.ErrNoQuorum) && ctx.Err() == nil {
