@@ -266,13 +266,10 @@ func (r *Region) requestHome(s shard.ID, b *buffer) {
 
 // flush routes a shard's buffered messages if its home is now usable.
 func (r *Region) flush(s shard.ID) {
-	b := r.buffers[s]
-	if b == nil || !r.usable(s) {
+	if r.buffers[s] == nil || !r.usable(s) {
 		return
 	}
-	delete(r.buffers, s)
-	r.buffered -= len(b.envs)
-	for _, env := range b.envs {
+	for _, env := range r.takeBuffer(s).envs {
 		r.emitRouted(r.route(env, false))
 	}
 }
@@ -292,6 +289,16 @@ func (r *Region) usable(s shard.ID) bool {
 	default:
 		return !r.unreachable[h.node]
 	}
+}
+
+// takeBuffer removes shard s's buffer (nil if none) and returns it.
+func (r *Region) takeBuffer(s shard.ID) *buffer {
+	b := r.buffers[s]
+	if b != nil {
+		delete(r.buffers, s)
+		r.buffered -= len(b.envs)
+	}
+	return b
 }
 
 func (r *Region) flushAll() {

@@ -20,10 +20,9 @@ func (r *Region) SetOutOfService(now time.Time, out bool) {
 		return
 	}
 	for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
-		for _, env := range r.buffers[s].envs {
+		for _, env := range r.takeBuffer(s).envs {
 			r.reject(env, ErrTypeStopped)
 		}
-		r.buffered -= len(r.buffers[s].envs)
-		delete(r.buffers, s)
 	}
+	r.checkShutdown() // a region shutting down may have waited only for those
 }
