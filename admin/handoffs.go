@@ -20,11 +20,8 @@ const (
 // buffers for each shard and which entities the old home still waits for. Members that do
 // not answer are listed (PARTIAL), never silently left out.
 func (s *Server) handoffs(ctx context.Context, req *adminpb.HandoffsRequest) *adminpb.Response {
-	known := s.backend.Types()
-	for _, t := range req.EntityTypes {
-		if !slices.Contains(known, t) {
-			return refuse(adminpb.Code_BAD_REQUEST, "unknown entity type %q (this member runs %s)", t, orNone(known))
-		}
+	if bad := s.checkTypes(req.EntityTypes...); bad != nil {
+		return bad
 	}
 	timeout := s.queryTimeout(req.TimeoutMs)
 	targets, resps, errs := s.askLiveMembers(ctx, &adminpb.Request{Call: &adminpb.Request_LocalHandoffs{LocalHandoffs: &adminpb.LocalHandoffsRequest{EntityTypes: req.EntityTypes}}},

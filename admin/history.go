@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
@@ -15,11 +14,8 @@ const defaultHistoryLimit = 1000
 // history answers the placement history, newest records kept when more match than the
 // limit.
 func (s *Server) history(ctx context.Context, req *adminpb.HistoryRequest) *adminpb.Response {
-	known := s.backend.Types()
-	for _, t := range req.EntityTypes {
-		if !slices.Contains(known, t) {
-			return refuse(adminpb.Code_BAD_REQUEST, "unknown entity type %q (this member runs %s)", t, orNone(known))
-		}
+	if bad := s.checkTypes(req.EntityTypes...); bad != nil {
+		return bad
 	}
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()

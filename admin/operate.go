@@ -52,13 +52,13 @@ func (s *Server) checkDirective(req *adminpb.DirectiveRequest) *adminpb.Response
 		return refuse(adminpb.Code_BAD_REQUEST, "unknown directive %q (drain, pause, pin or stop)", req.Kind)
 	}
 	if req.Kind == "pin" || req.Kind == "stop" {
-		if !slices.Contains(s.backend.Types(), req.EntityType) {
-			return refuse(adminpb.Code_BAD_REQUEST, "unknown entity type %q (this member runs %v)", req.EntityType, s.backend.Types())
+		if bad := s.checkTypes(req.EntityType); bad != nil {
+			return bad
 		}
 	}
 	if req.Kind == "pin" {
-		if req.Shard == "" || len(req.Shard) > 256 {
-			return refuse(adminpb.Code_BAD_REQUEST, "shard id %q: must be 1 to 256 bytes", req.Shard)
+		if err := checkID("shard id", req.Shard, maxShardLen); err != nil {
+			return refuse(adminpb.Code_BAD_REQUEST, "%v", err)
 		}
 	}
 	needsNode := req.Kind == "drain" || (req.Kind == "pin" && !req.Undo)
@@ -95,8 +95,8 @@ func (s *Server) directives(ctx context.Context) *adminpb.Response {
 // runs elsewhere), with the live entities of each moved shard from its region and the
 // remembered ones from the store.
 func (s *Server) plan(ctx context.Context, req *adminpb.PlanRequest) *adminpb.Response {
-	if !slices.Contains(s.backend.Types(), req.EntityType) {
-		return refuse(adminpb.Code_BAD_REQUEST, "unknown entity type %q (this member runs %v)", req.EntityType, s.backend.Types())
+	if bad := s.checkTypes(req.EntityType); bad != nil {
+		return bad
 	}
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
@@ -169,10 +169,8 @@ func (s *Server) dataRemove(ctx context.Context, req *adminpb.DataRemoveRequest,
 	if len(req.EntityTypes) == 0 {
 		return emit(refuse(adminpb.Code_BAD_REQUEST, "data remove: name at least one entity type"))
 	}
-	for _, typ := range req.EntityTypes {
-		if !slices.Contains(s.backend.Types(), typ) {
-			return emit(refuse(adminpb.Code_BAD_REQUEST, "unknown entity type %q (this member runs %v)", typ, s.backend.Types()))
-		}
+	if bad := s.checkTypes(req.EntityTypes...); bad != nil {
+		return emit(bad)
 	}
 	qctx, cancel := context.WithTimeout(ctx, askTimeout)
 	d, err := s.backend.Directives(qctx)

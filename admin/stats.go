@@ -14,14 +14,11 @@ import (
 // coordinators place on them: a smaller number is never passed off as the whole.
 func (s *Server) stats(ctx context.Context, req *adminpb.StatsRequest) *adminpb.Response {
 	types := req.EntityTypes
-	known := s.backend.Types()
-	for _, t := range types {
-		if !slices.Contains(known, t) {
-			return refuse(adminpb.Code_BAD_REQUEST, "unknown entity type %q (this member runs %s)", t, orNone(known))
-		}
+	if bad := s.checkTypes(types...); bad != nil {
+		return bad
 	}
 	if len(types) == 0 {
-		types = known
+		types = s.backend.Types()
 	}
 	timeout := s.queryTimeout(req.TimeoutMs)
 	targets, resps, errs := s.askLiveMembers(ctx, &adminpb.Request{Call: &adminpb.Request_LocalStats{LocalStats: &adminpb.LocalStatsRequest{EntityTypes: types, WithAllocations: true}}},
@@ -74,6 +71,18 @@ func (s *Server) stats(ctx context.Context, req *adminpb.StatsRequest) *adminpb.
 		resp.Error = fmt.Sprintf("%d of %d members did not answer within %v: %s", len(failed), len(targets), timeout, strings.Join(failed, ", "))
 	}
 	return resp
+}
+
+// checkTypes refuses types this member does not run, naming them and those it runs; nil when
+// all are known.
+func (s *Server) checkTypes(types ...string) *adminpb.Response {
+	known := s.backend.Types()
+	for _, t := range types {
+		if !slices.Contains(known, t) {
+			return refuse(adminpb.Code_BAD_REQUEST, "unknown entity type %q (this member runs %s)", t, orNone(known))
+		}
+	}
+	return nil
 }
 
 // liveMembers returns the members that take part in the cluster (not Down, not Removed).
