@@ -87,6 +87,11 @@ func (s LeastShard) Rebalance(v View) []shard.ID {
 	return s.rebalanceOld(v)
 }
 
+// newLimit is the new algorithm's most shards per round for total shards.
+func (s LeastShard) newLimit(total int) int {
+	return max(1, min(int(s.cfg.RebalanceRelativeLimit*float64(total)), s.cfg.RebalanceAbsoluteLimit))
+}
+
 // pick is a shard chosen for handoff and the index of its region in the view.
 type pick struct {
 	id   shard.ID
@@ -122,7 +127,7 @@ func (s LeastShard) rebalanceNew(v View) []shard.ID {
 		return nil
 	}
 	optimal := (total + len(v.Regions) - 1) / len(v.Regions)
-	limit := max(1, min(int(s.cfg.RebalanceRelativeLimit*float64(total)), s.cfg.RebalanceAbsoluteLimit))
+	limit := s.newLimit(total)
 	sorted := sortedBySuitability(v.Regions)
 
 	picked := s.phase1(v, sorted, optimal, limit)

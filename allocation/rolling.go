@@ -50,7 +50,7 @@ func (s LeastShard) rollingUpdate(v View) []shard.ID {
 	}
 	limit := s.cfg.MaxSimultaneousRebalance
 	if s.cfg.RebalanceAbsoluteLimit > 0 {
-		limit = max(1, min(int(s.cfg.RebalanceRelativeLimit*float64(total)), s.cfg.RebalanceAbsoluteLimit))
+		limit = s.newLimit(total)
 	}
 	n := min(room, limit)
 	order := sortedBySuitability(v.Regions)

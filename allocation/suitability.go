@@ -77,10 +77,11 @@ func goodTimeToRebalance(v View) bool {
 	if len(v.Regions) == 0 || v.MemberJoining || v.MemberUnreachable {
 		return false
 	}
-	first := v.Regions[0].AppVersion
+	if mixedVersions(v) {
+		return false
+	}
 	for i := range v.Regions {
-		r := &v.Regions[i]
-		if r.AppVersion.Compare(first) != 0 || r.Status == membership.Joining {
+		if v.Regions[i].Status == membership.Joining {
 			return false
 		}
 	}
