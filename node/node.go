@@ -535,6 +535,7 @@ func (n *Node) Close() error {
 	if err := n.pool.Close(ctx); err != nil {
 		n.log.Warn("entities still running at close", "err", err)
 	}
+	n.releaseLeases(ctx) // before the store closes: their renewals would write to it
 	if err := n.store.Close(); err != nil {
 		n.log.Warn("closing the store", "err", err)
 	}
