@@ -231,8 +231,11 @@ func findMember(view *adminpb.MembersResponse, name string) (*adminpb.MemberInfo
 	return nil, usagef("member name %q is ambiguous: it ends %d members' ids; give more of it", name, len(found))
 }
 
-// callError turns a failed admin call into the documented exit code.
+// callError turns a failed admin call into the documented exit code (nil stays nil).
 func callError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var ce *admin.CallError
 	if errors.As(err, &ce) {
 		switch ce.Code {

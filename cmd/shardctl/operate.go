@@ -76,6 +76,28 @@ func printDirectives(c *cli.Context, d *adminpb.DirectivesResponse) error {
 	return nil
 }
 
+// directiveAction is the action of a command on the directives: it takes its positional
+// arguments (usage, n as positional does), connects, runs do, and prints the directives in
+// force afterwards.
+func directiveAction(usage string, n int, do func(c *cli.Context, s *session, args []string) (*adminpb.DirectivesResponse, error)) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		args, err := positional(c, usage, n)
+		if err != nil {
+			return err
+		}
+		s, err := connect(c)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		d, err := do(c, s, args)
+		if err != nil {
+			return err
+		}
+		return printDirectives(c, d)
+	}
+}
+
 func shortIDs(ids []string) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
@@ -217,26 +239,14 @@ func undrainCommand() *cli.Command {
 rebalance rounds move shards to it as the allocation strategy sees fit. Needs an admin identity.
 Example:
    shardctl undrain --data-dir /tmp/a --identity admin.key …Xy3kLm9q`,
-		Action: func(c *cli.Context) error {
-			args, err := positional(c, "NODE", 1)
-			if err != nil {
-				return err
-			}
-			s, err := connect(c)
-			if err != nil {
-				return err
-			}
-			defer s.close()
+		Action: directiveAction("NODE", 1, func(_ *cli.Context, s *session, args []string) (*adminpb.DirectivesResponse, error) {
 			node := args[0]
 			if m, err := s.member(args[0]); err == nil {
 				node = m.Node
 			} // a member that is gone can still be undrained by its full id
 			d, err := s.cl.Drain(s.ctx, node, false)
-			if err != nil {
-				return callError(err)
-			}
-			return printDirectives(c, d)
-		},
+			return d, callError(err)
+		}),
 	}
 }
 
@@ -303,22 +313,10 @@ Example:
 strategy's next rebalance moves it.
 Example:
    shardctl shard unpin --data-dir /tmp/a --identity admin.key counter 17`,
-				Action: func(c *cli.Context) error {
-					args, err := positional(c, "TYPE SHARD", 2)
-					if err != nil {
-						return err
-					}
-					s, err := connect(c)
-					if err != nil {
-						return err
-					}
-					defer s.close()
+				Action: directiveAction("TYPE SHARD", 2, func(_ *cli.Context, s *session, args []string) (*adminpb.DirectivesResponse, error) {
 					d, err := s.cl.Directive(s.ctx, &adminpb.DirectiveRequest{Kind: "pin", EntityType: args[0], Shard: args[1], Undo: true})
-					if err != nil {
-						return callError(err)
-					}
-					return printDirectives(c, d)
-				},
+					return d, callError(err)
+				}),
 			},
 		},
 	}
@@ -371,21 +369,10 @@ func pinShard(c *cli.Context, typ, shardID, node string, wait bool) error {
 
 func rebalanceCommand() *cli.Command {
 	pause := func(paused bool) cli.ActionFunc {
-		return func(c *cli.Context) error {
-			if _, err := positional(c, "", 0); err != nil {
-				return err
-			}
-			s, err := connect(c)
-			if err != nil {
-				return err
-			}
-			defer s.close()
+		return directiveAction("", 0, func(_ *cli.Context, s *session, _ []string) (*adminpb.DirectivesResponse, error) {
 			d, err := s.cl.RebalancePause(s.ctx, paused)
-			if err != nil {
-				return callError(err)
-			}
-			return printDirectives(c, d)
-		}
+			return d, callError(err)
+		})
 	}
 	return &cli.Command{
 		Name:  "rebalance",
@@ -404,21 +391,10 @@ Example:
 			{
 				Name: "status", Usage: "whether rebalancing is paused, and the other standing orders",
 				Description: "Shows the directives in force: rebalancing paused or not, drained members, pinned shards,\nstopped types.\nExample:\n   shardctl rebalance status --data-dir /tmp/a --json",
-				Action: func(c *cli.Context) error {
-					if _, err := positional(c, "", 0); err != nil {
-						return err
-					}
-					s, err := connect(c)
-					if err != nil {
-						return err
-					}
-					defer s.close()
+				Action: directiveAction("", 0, func(_ *cli.Context, s *session, _ []string) (*adminpb.DirectivesResponse, error) {
 					d, err := s.cl.Directives(s.ctx)
-					if err != nil {
-						return callError(err)
-					}
-					return printDirectives(c, d)
-				},
+					return d, callError(err)
+				}),
 			},
 			planCommand(),
 		},
@@ -547,35 +523,20 @@ func printPlans(w io.Writer, plans []planJSON) {
 // typesServiceCommands are types stop and types start.
 func typesServiceCommands() []*cli.Command {
 	service := func(stop bool) cli.ActionFunc {
-		return func(c *cli.Context) error {
-			args, err := positional(c, "TYPE", 1)
-			if err != nil {
-				return err
-			}
+		return directiveAction("TYPE", 1, func(c *cli.Context, s *session, args []string) (*adminpb.DirectivesResponse, error) {
 			typ := args[0]
-			s, err := connect(c)
-			if err != nil {
-				return err
-			}
-			defer s.close()
 			d, err := s.cl.Directive(s.ctx, &adminpb.DirectiveRequest{Kind: "stop", EntityType: typ, Undo: !stop})
-			if err != nil {
-				return callError(err)
+			if err != nil || !stop || c.Bool("no-wait") {
+				return d, callError(err)
 			}
-			if stop && !c.Bool("no-wait") {
-				err := waitFor(c, s, "stop of "+typ, func() (bool, string, error) {
-					homes, err := shardsOn(s, []string{typ})
-					if err != nil {
-						return false, "", err
-					}
-					return len(homes[typ]) == 0, fmt.Sprintf("stopping %s: %d shards still running", typ, len(homes[typ])), nil
-				})
+			return d, waitFor(c, s, "stop of "+typ, func() (bool, string, error) {
+				homes, err := shardsOn(s, []string{typ})
 				if err != nil {
-					return err
+					return false, "", err
 				}
-			}
-			return printDirectives(c, d)
-		}
+				return len(homes[typ]) == 0, fmt.Sprintf("stopping %s: %d shards still running", typ, len(homes[typ])), nil
+			})
+		})
 	}
 	return []*cli.Command{
 		{
