@@ -121,10 +121,7 @@ func runBench(c *cli.Context) error {
 	if c.Bool("tell") {
 		mode = "tell"
 	}
-	progress := c.App.Writer
-	if c.Bool("json") {
-		progress = c.App.ErrWriter
-	}
+	progress := progressOut(c)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, c.Duration("duration"))

@@ -44,10 +44,7 @@ Example:
 			&cli.IntFlag{Name: "limit", Value: 1000, Usage: "at most `N` records (the newest)"},
 		},
 		Action: func(c *cli.Context) error {
-			if _, err := positional(c, "", 0); err != nil {
-				return err
-			}
-			types, err := typeFlags(c)
+			types, err := typeFlags(c) // also: no positional arguments
 			if err != nil {
 				return err
 			}

@@ -40,13 +40,6 @@ func directivesView(d *adminpb.DirectivesResponse) directivesJSON {
 	return out
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 // printDirectives prints the directives in force, for people or as JSON.
 func printDirectives(c *cli.Context, d *adminpb.DirectivesResponse) error {
 	if c.Bool("json") {
@@ -96,22 +89,6 @@ func directiveAction(usage string, n int, do func(c *cli.Context, s *session, ar
 		}
 		return printDirectives(c, d)
 	}
-}
-
-func shortIDs(ids []string) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = shortID(id)
-	}
-	return out
-}
-
-// progressOut is where progress lines go: stderr with --json, so stdout stays JSON.
-func progressOut(c *cli.Context) io.Writer {
-	if c.Bool("json") {
-		return c.App.ErrWriter
-	}
-	return c.App.Writer
 }
 
 // waitFor polls done every half second until it reports true, printing what it says when it

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/shardmesh/shardmesh/coordinator"
 )
 
@@ -70,3 +72,26 @@ func yesNo(b bool) string {
 
 // epoch formats an allocation epoch as term.sequence.
 func epoch(e uint64) string { return coordinator.Epoch(e).String() }
+
+// progressOut is where progress lines go: stderr with --json, so stdout stays JSON.
+func progressOut(c *cli.Context) io.Writer {
+	if c.Bool("json") {
+		return c.App.ErrWriter
+	}
+	return c.App.Writer
+}
+
+func shortIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = shortID(id)
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -56,10 +56,7 @@ Example:
 				return err
 			}
 			defer s.close()
-			progress := c.App.Writer
-			if c.Bool("json") {
-				progress = c.App.ErrWriter
-			}
+			progress := progressOut(c)
 			show := progressPrinter(progress)
 			p, err := s.cl.Shutdown(s.ctx, show)
 			var ce *admin.CallError
