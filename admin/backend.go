@@ -13,6 +13,7 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
+	"github.com/shardmesh/shardmesh/wire"
 )
 
 // Backend answers admin calls from a running member. Its answers are in the protocol's
@@ -293,7 +294,7 @@ func (b *nodeBackend) History(ctx context.Context, req *adminpb.HistoryRequest) 
 	for _, r := range recs {
 		resp.Records = append(resp.Records, &adminpb.PlacementRecord{AtUnixMs: r.At.UnixMilli(), EntityType: r.Type, Shard: string(r.Shard),
 			From: string(r.From), To: string(r.To), Epoch: uint64(r.Epoch), Cause: string(r.Cause), HandoffMs: uint64(r.Handoff.Milliseconds()),
-			Entities: uint32(min(max(r.Entities, 0), 1<<31)), Coordinator: string(r.Coordinator)})
+			Entities: wire.Count32(r.Entities), Coordinator: string(r.Coordinator)})
 	}
 	return resp, nil
 }

@@ -63,7 +63,7 @@ func watchEvent(self string, ev node.Event, now time.Time) (*adminpb.WatchEvent,
 		we.EntityType, we.Shard, we.From, we.To = e.Type, string(e.Shard), string(e.From), string(e.To)
 		we.Epoch, we.TookMs, we.Cause, we.Phase, we.Term = uint64(e.Epoch), uint64(e.Took.Milliseconds()), e.Cause, e.Phase, e.Term
 		we.Origin = string(e.Origin)
-		we.Entity, we.Entities = string(e.Entity), uint32(min(max(e.Entities, 0), 1<<31))
+		we.Entity, we.Entities = string(e.Entity), wire.Count32(e.Entities)
 		for _, sh := range e.Shards {
 			we.Shards = append(we.Shards, string(sh))
 		}

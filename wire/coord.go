@@ -32,7 +32,7 @@ func AppendCoord(dst []byte, typ string, msg coordinator.Message) []byte {
 		env.Msg = &pb.CoordEnvelope_BeginHandOffAck{BeginHandOffAck: se(m.Shard, m.Epoch)}
 	case coordinator.ShardStopped:
 		stopped := se(m.Shard, m.Epoch)
-		stopped.Entities = uint32(min(max(m.Entities, 0), 1<<31))
+		stopped.Entities = Count32(m.Entities)
 		env.Msg = &pb.CoordEnvelope_ShardStopped{ShardStopped: stopped}
 	case coordinator.GracefulShutdownReq:
 		env.Msg = &pb.CoordEnvelope_GracefulShutdownReq{GracefulShutdownReq: &pb.Empty{}}

@@ -59,3 +59,6 @@ func checkStrings(field string, ss []string, maxLen int) error {
 	}
 	return nil
 }
+
+// Count32 is a non-negative count as the uint32 of a frame, capped at 2³¹.
+func Count32(n int) uint32 { return uint32(min(max(n, 0), 1<<31)) }

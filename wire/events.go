@@ -73,7 +73,7 @@ func AppendEvent(dst []byte, e ShardingEvent) []byte {
 	m := &pb.ShardingEvent{ProtocolVersion: ProtocolVersion, EntityType: e.Type, Kind: e.Kind, Shard: string(e.Shard),
 		From: string(e.From), To: string(e.To), Epoch: uint64(e.Epoch), DurationMs: uint64(e.Took.Milliseconds()),
 		Cause: e.Cause, Phase: e.Phase, Term: e.Term, AtUnixMs: e.At.UnixMilli(), Entity: string(e.Entity),
-		Entities: uint32(min(max(e.Entities, 0), 1<<31))}
+		Entities: Count32(e.Entities)}
 	for _, s := range e.Shards {
 		m.Shards = append(m.Shards, string(s))
 	}
