@@ -19,7 +19,7 @@ import (
 
 // directiveDelay is how long a node takes to read the directives.
 func (s *Sim) directiveDelay() time.Duration {
-	return time.Duration(1+s.dirRng.IntN(100)) * time.Millisecond
+	return time.Duration(1+s.auxRng.IntN(100)) * time.Millisecond
 }
 
 // readDirectives gives node n the directives after a read's delay, if it still runs the

@@ -31,11 +31,6 @@ type simLease struct {
 	expires time.Time
 }
 
-// held is a lease a node's shard believes it holds.
-type held struct {
-	gen uint64
-}
-
 // leaseOp answers a node's lease operation after a small delay.
 func (s *Sim) leaseOp(n *Node, op engine.LeaseOp) {
 	k, inc := leaseKey{op.Type, op.Shard}, n.Incarnation
@@ -46,7 +41,7 @@ func (s *Sim) leaseOp(n *Node, op engine.LeaseOp) {
 		}
 		delete(n.leases, k)
 	case engine.LeaseAcquire:
-		s.schedule(time.Duration(1+s.dirRng.IntN(20))*time.Millisecond, func() {
+		s.schedule(time.Duration(1+s.auxRng.IntN(20))*time.Millisecond, func() {
 			if !n.Alive || n.Incarnation != inc {
 				return
 			}
@@ -54,7 +49,7 @@ func (s *Sim) leaseOp(n *Node, op engine.LeaseOp) {
 			ok := l == nil || !s.now.Before(l.expires) || (l.owner == n.ID && l.inc == inc)
 			if ok {
 				s.leases[k] = &simLease{owner: n.ID, inc: inc, expires: s.now.Add(leaseTTL)}
-				n.leases[k] = held{gen: op.Gen}
+				n.leases[k] = op.Gen
 			}
 			deliver := func() { n.E.LeaseAcquired(s.now, op.Type, op.Shard, op.Gen, ok); s.process(n) }
 			if n.Paused {
@@ -72,7 +67,7 @@ func (s *Sim) tickLeases(n *Node) {
 		return cmp.Or(strings.Compare(a.typ, b.typ), strings.Compare(string(a.shard), string(b.shard)))
 	})
 	for _, k := range keys {
-		h := n.leases[k]
+		gen := n.leases[k]
 		l := s.leases[k]
 		if l != nil && l.owner == n.ID && l.inc == n.Incarnation && s.now.Before(l.expires) {
 			l.expires = s.now.Add(leaseTTL)
@@ -80,6 +75,6 @@ func (s *Sim) tickLeases(n *Node) {
 		}
 		delete(n.leases, k)
 		s.logf("%s: lease of %s/%s lost", n.ID, k.typ, k.shard)
-		n.E.LeaseLost(s.now, k.typ, k.shard, h.gen)
+		n.E.LeaseLost(s.now, k.typ, k.shard, gen)
 	}
 }

@@ -61,7 +61,7 @@ type Sim struct {
 	leases map[leaseKey]*simLease // the shards' leases (use-lease), shared by every node
 
 	directives engine.Directives // the operator's directives, as the store holds them
-	dirRng     *rand.Rand        // delays of directive reads (apart, so other draws stay as they were)
+	auxRng     *rand.Rand        // delays of directive reads and lease answers (apart, so the other draws stay as they were)
 }
 
 // Node is one simulated member process.
@@ -83,7 +83,7 @@ type Node struct {
 	recovery shard.RecoverySample // store rounds answered since the last tick (the adaptive recovery budget's input)
 	sim      *Sim
 	entities *entityRuntime
-	leases   map[leaseKey]held // the leases its shards believe they hold
+	leases   map[leaseKey]uint64 // the leases its shards believe they hold, by shard generation
 }
 
 // Running reports whether the node's process runs, is not paused, and its machine serves.
@@ -106,7 +106,7 @@ func New(opts Options) *Sim {
 	return &Sim{
 		opts:    opts,
 		rng:     rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5eed)),
-		dirRng:  rand.New(rand.NewPCG(opts.Seed, opts.Seed^0xd12ec7)),
+		auxRng:  rand.New(rand.NewPCG(opts.Seed, opts.Seed^0xd12ec7)),
 		start:   start,
 		now:     start,
 		Net:     newNetwork(),
@@ -164,7 +164,7 @@ func (s *Sim) Start(i int, seeds ...int) {
 	n.E = engine.New(engine.Config{Membership: s.opts.Membership, Types: s.opts.Types, AwaitDirectives: true}, self, s.now)
 	n.M = n.E.Membership()
 	n.entities = newEntityRuntime(s, n)
-	n.leases = map[leaseKey]held{}
+	n.leases = map[leaseKey]uint64{}
 	s.logf("start %s (incarnation %d)", n.ID, n.Incarnation)
 	if len(seeds) == 0 {
 		n.E.FormCluster(s.now)
