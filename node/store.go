@@ -21,6 +21,8 @@ type StoreConfig struct {
 	// WriteMajorityPlus, ReadMajorityPlus and MajorityMinCap size the quorums
 	// (coordinator-state.write-majority-plus, read-majority-plus,
 	// distributed-data.majority-min-cap); zero values take the defaults 3, 5 and 5.
+	// Remembered entities and entity state take plain majorities and MajorityMinCap
+	// (majorityPrefixes).
 	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
 	// Timeout bounds one store round (updating-state-timeout); default 5 s.
 	Timeout time.Duration
@@ -34,6 +36,14 @@ const (
 	keyState  = "st" // st␀type␀entity: an entity's durable state
 	sep       = "\x00"
 )
+
+// majorityPrefixes are the keys written and read with plain majorities (at least
+// majority-min-cap): remembered entities and shards, as Pekko's remember-entities store
+// writes them, and entity state with them. The plus of coordinator-state is for coordinator
+// state: terms, directives, placement history, leases. With the defaults a 7-member
+// cluster then saves entity state on 5 replicas, not all 7, so one slow or dead member does
+// not hold every save until it is downed.
+var majorityPrefixes = []string{keyEntity + sep, keyShard + sep, keyState + sep}
 
 func storeKey(parts ...string) string { return strings.Join(parts, sep) }
 
@@ -50,6 +60,7 @@ func (n *Node) openStore(ctx context.Context) error {
 		WriteMajorityPlus: n.cfg.Store.WriteMajorityPlus,
 		ReadMajorityPlus:  n.cfg.Store.ReadMajorityPlus,
 		MajorityMinCap:    n.cfg.Store.MajorityMinCap,
+		MajorityPrefixes:  majorityPrefixes,
 		Timeout:           timeout,
 		Logger:            n.log, // the store adds component=store
 		Metrics:           n.cfg.Metrics,

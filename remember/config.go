@@ -97,6 +97,13 @@ type Config struct {
 	// smaller cluster). 0: DefaultMajorityMinCap (5); 1 turns the cap off.
 	MajorityMinCap int
 
+	// MajorityPrefixes: keys starting with one of these are written and read with plain
+	// majorities (at least MajorityMinCap), without WriteMajorityPlus and ReadMajorityPlus —
+	// as Pekko writes remembered entities (WriteMajority with majority-min-cap) and keeps
+	// the plus for coordinator state. A Write call or Scan that touches other keys uses the
+	// plus. Nil: every key uses the plus.
+	MajorityPrefixes []string
+
 	// AntiEntropyInterval: how often the store compares digests with a random other member
 	// and exchanges what differs. 0: DefaultAntiEntropyInterval (5 s); negative: never.
 	AntiEntropyInterval time.Duration

@@ -24,6 +24,14 @@
 // unreachable but not yet Down (still in Members) blocks writes and reads until it is
 // downed, as in Akka.
 //
+// Keys under Config.MajorityPrefixes take plain majorities (still at least MajorityMinCap):
+// the member uses them for remembered entities and entity state, as Pekko writes remembered
+// entities with WriteMajority(majority-min-cap) and keeps the plus for coordinator state.
+// The plus protects a read against members that joined after a write (a majority of the new
+// set may miss a majority of the old); without it, a read right after many members joined
+// can miss a write that anti-entropy has not spread yet. The min-cap narrows that in small
+// clusters.
+//
 // A write that fails (no quorum, fenced, ctx ended) may still be stored on some replicas,
 // and then spreads from there; callers retry or overwrite.
 //

@@ -1,6 +1,9 @@
 package remember
 
-import "math"
+import (
+	"math"
+	"strings"
+)
 
 // Required is how many replicas, this one included, must answer an operation among n
 // replicas with plus replicas beyond a majority and at least minCap: Akka's
@@ -19,6 +22,25 @@ func Required(n, plus, minCap int) int {
 		need = math.MaxInt
 	}
 	return min(n, max(need, minCap))
+}
+
+// majorityOnly reports whether key (or every key under the prefix key) takes plain
+// majorities: Config.MajorityPrefixes.
+func (s *Store) majorityOnly(key string) bool {
+	for _, p := range s.cfg.MajorityPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeNeed is how many of n replicas must store a write of key.
+func (s *Store) writeNeed(n int, key string) int {
+	if s.majorityOnly(key) {
+		return Required(n, 0, s.cfg.MajorityMinCap)
+	}
+	return Required(n, s.cfg.WriteMajorityPlus, s.cfg.MajorityMinCap)
 }
 
 // tally counts one operation's answers against its quorum.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -65,7 +66,7 @@ func (s *Store) Scan(ctx context.Context, prefix string) ([]Record, error) {
 	s.stats.scans.Add(1)
 	start := s.met.start()
 	done := make(chan scanResult, 1)
-	r := s.newReadRound("scan", prefix, func() {}, func(merged map[string]entry, err error) {
+	r := s.newReadRound("scan", prefix, s.majorityOnly(prefix), func() {}, func(merged map[string]entry, err error) {
 		done <- scanResult{merged, err}
 	})
 	if r == nil {
@@ -111,10 +112,37 @@ type readResult struct {
 	err error
 }
 
-// startRead starts the round of a batch of Get and GetFenced calls.
+// startRead starts the round of a batch of Get and GetFenced calls: two rounds when the
+// batch mixes keys of plain majorities (Config.MajorityPrefixes) with others, so that the
+// former do not wait for the larger quorum.
 func (s *Store) startRead(ops []*readOp, release func()) {
 	s.stats.readRounds.Add(1)
 	s.met.readRound(len(ops))
+	var plain, plus []*readOp
+	for _, op := range ops {
+		if s.majorityOnly(op.key) {
+			plain = append(plain, op)
+		} else {
+			plus = append(plus, op)
+		}
+	}
+	if len(plain) == 0 || len(plus) == 0 {
+		s.startReadRound(ops, len(plus) == 0, release)
+		return
+	}
+	var left atomic.Int32
+	left.Store(2)
+	both := func() {
+		if left.Add(-1) == 0 {
+			release()
+		}
+	}
+	s.startReadRound(plain, true, both)
+	s.startReadRound(plus, false, both)
+}
+
+// startReadRound starts one round of reads, of plain majorities or not.
+func (s *Store) startReadRound(ops []*readOp, majority bool, release func()) {
 	keys := make([]string, len(ops))
 	var fences []uint64
 	for i, op := range ops {
@@ -130,7 +158,7 @@ func (s *Store) startRead(ops []*readOp, release func()) {
 			fences[i] = op.fence
 		}
 	}
-	r := s.newReadRound(name, keys[0], release, func(merged map[string]entry, err error) {
+	r := s.newReadRound(name, keys[0], majority, release, func(merged map[string]entry, err error) {
 		for _, op := range ops {
 			op.done <- readResult{e: merged[op.key], err: err}
 		}
@@ -167,12 +195,17 @@ type readRound struct {
 	finished bool
 }
 
-// newReadRound registers a read round; nil when the store is closing.
-func (s *Store) newReadRound(op, key string, release func(), done func(map[string]entry, error)) *readRound {
+// newReadRound registers a read round, of a plain majority or with ReadMajorityPlus; nil
+// when the store is closing.
+func (s *Store) newReadRound(op, key string, majority bool, release func(), done func(map[string]entry, error)) *readRound {
 	members := s.members()
+	plus := s.cfg.ReadMajorityPlus
+	if majority {
+		plus = 0
+	}
 	r := &readRound{
 		s: s, op: op, key: key, asked: members, release: release, done: done,
-		need:     Required(len(members), s.cfg.ReadMajorityPlus, s.cfg.MajorityMinCap),
+		need:     Required(len(members), plus, s.cfg.MajorityMinCap),
 		got:      make(map[peer.ID][]entry, len(members)),
 		answered: make(map[peer.ID]bool, len(members)),
 	}

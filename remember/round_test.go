@@ -12,8 +12,9 @@ import (
 // without a network: answers are fed by hand.
 func newTestRound(need int, ops ...*writeOp) *writeRound {
 	s := &Store{calls: newCalls(), cfg: Config{Timeout: time.Second}}
-	r := &writeRound{s: s, ops: ops, asked: []peer.ID{"a", "b", "c"}, need: need, answered: map[peer.ID]bool{}, release: func() {}}
+	r := &writeRound{s: s, ops: ops, asked: []peer.ID{"a", "b", "c"}, answered: map[peer.ID]bool{}, release: func() {}}
 	for i, op := range ops {
+		op.need = need
 		for _, w := range op.writes {
 			r.recs = append(r.recs, entry{rec: Record{Key: w.Key, Version: Version{Epoch: w.Epoch, Counter: 1, Writer: "a"}}})
 			r.owner = append(r.owner, int32(i))

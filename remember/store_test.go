@@ -469,3 +469,58 @@ func TestIndexRebuilt(t *testing.T) {
 		t.Errorf("index after reopening: equal %v, %v", got == want, err)
 	}
 }
+
+// TestMajorityPrefixes: with 7 members and the default quorums (plus 3 and 5, min-cap 5)
+// a write needs all 7, but keys under Config.MajorityPrefixes need 5 (majority-min-cap):
+// with two members silent those writes, reads and scans go through, the others fail, and
+// a batch of reads mixing both is split so the plain ones do not wait for the others.
+func TestMajorityPrefixes(t *testing.T) {
+	c := newCluster(t, 7, func(cfg *Config) {
+		cfg.Timeout = 500 * time.Millisecond
+		cfg.MajorityPrefixes = []string{"st/"}
+	})
+	ctx := testContext(t)
+	c.closeStore(5)
+	c.closeStore(6)
+	s := c.stores[0]
+	if err := s.Write(ctx, Write{Key: "st/a", Value: []byte("1")}); err != nil {
+		t.Fatalf("write of a majority key with 5 of 7 up: %v", err)
+	}
+	var qe *QuorumError
+	if err := s.Write(ctx, Write{Key: "co/a", Value: []byte("1")}); !errors.As(err, &qe) || qe.Need != 7 || qe.Got != 5 {
+		t.Fatalf("write of another key with 5 of 7 up: %v", err)
+	}
+	// A call mixing both takes the larger quorum.
+	if err := s.Write(ctx, Write{Key: "st/b", Value: []byte("1")}, Write{Key: "co/b", Value: []byte("1")}); !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("mixed write: %v", err)
+	}
+	var wg sync.WaitGroup
+	var plainErr, plusErr error
+	var plain Record
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		plain, _, plainErr = c.stores[1].GetFenced(ctx, "st/a", 7)
+	}()
+	go func() {
+		defer wg.Done()
+		_, _, plusErr = c.stores[1].Get(ctx, "co/a")
+	}()
+	wg.Wait()
+	if plainErr != nil || string(plain.Value) != "1" {
+		t.Errorf("read of a majority key: %+v %v", plain, plainErr)
+	}
+	if !errors.Is(plusErr, ErrNoQuorum) {
+		t.Errorf("read of another key with 5 of 7 up: %v", plusErr)
+	}
+	if recs, err := c.stores[2].Scan(ctx, "st/"); err != nil || len(recs) < 1 {
+		t.Errorf("scan of a majority prefix: %v %v", recs, err)
+	}
+	if _, err := c.stores[2].Scan(ctx, ""); !errors.Is(err, ErrNoQuorum) {
+		t.Errorf("scan of everything with 5 of 7 up: %v", err)
+	}
+	// The fence raised by the plain read holds: an older epoch is refused.
+	if err := s.Write(ctx, Write{Key: "st/a", Value: []byte("2"), Epoch: 6}); !errors.Is(err, ErrFenced) {
+		t.Errorf("write below the fence: %v", err)
+	}
+}

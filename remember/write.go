@@ -105,6 +105,7 @@ type writeOp struct {
 	done   chan error // buffered 1
 
 	// Owned by the round (under its mutex).
+	need    int // replicas that must store every write of the op (writeNeed)
 	t       tally
 	fenced  *FencedError
 	cause   error // a replica's error
@@ -130,7 +131,6 @@ func (s *Store) startWrite(ops []*writeOp, release func()) {
 		s:        s,
 		ops:      ops,
 		asked:    members,
-		need:     Required(len(members), s.cfg.WriteMajorityPlus, s.cfg.MajorityMinCap),
 		answered: make(map[peer.ID]bool, len(members)),
 		release:  release,
 	}
@@ -142,7 +142,9 @@ func (s *Store) startWrite(ops []*writeOp, release func()) {
 	r.recs = make([]entry, 0, n)
 	r.owner = make([]int32, 0, n)
 	for i, op := range ops {
+		op.need = 0
 		for _, w := range op.writes {
+			op.need = max(op.need, s.writeNeed(len(members), w.Key))
 			e := entry{rec: Record{Key: w.Key, Deleted: w.Delete, Version: Version{Epoch: w.Epoch, Counter: s.clock.tick(), Writer: s.writer}}}
 			if !w.Delete {
 				e.rec.Value = w.Value
@@ -195,7 +197,6 @@ type writeRound struct {
 	recs    []entry
 	owner   []int32 // op index of each record
 	asked   []peer.ID
-	need    int
 	timer   *time.Timer
 	release func()
 
@@ -274,7 +275,7 @@ func (r *writeRound) decide(expired bool) {
 		if op.decided {
 			continue
 		}
-		v := op.t.decide(r.need, outstanding)
+		v := op.t.decide(op.need, outstanding)
 		if v == pending && !expired {
 			left++
 			continue
@@ -296,7 +297,7 @@ func (r *writeRound) failure(op *writeOp) error {
 	if op.fenced != nil {
 		return op.fenced
 	}
-	e := &QuorumError{Op: "write", Key: op.writes[0].Key, Got: op.t.ok, Need: r.need, N: len(r.asked), Timeout: r.s.cfg.Timeout,
+	e := &QuorumError{Op: "write", Key: op.writes[0].Key, Got: op.t.ok, Need: op.need, N: len(r.asked), Timeout: r.s.cfg.Timeout,
 		Failed: r.failed, Cause: op.cause}
 	for _, m := range r.asked {
 		if !r.answered[m] {
