@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,15 @@ func WithLogger(l *slog.Logger) Option { return func(c *node.Config) { c.Logger 
 // WithMetrics records the member's Prometheus metrics (and its store's) in reg; give each
 // member its own registry (prometheus.NewRegistry). docs/metrics.md lists them.
 func WithMetrics(reg prometheus.Registerer) Option { return func(c *node.Config) { c.Metrics = reg } }
+
+// WithServingWatch calls fn, in order, when this member starts or stops serving: it
+// serves while it is Up and has heard agreeing heartbeats from a majority of the members
+// within the failure detector's acceptable-heartbeat-pause (a member cut off in a minority
+// stops within that pause, before the majority can remove it). at is when the change took
+// effect. fn runs on the member's loop: keep it quick.
+func WithServingWatch(fn func(serving bool, at time.Time)) Option {
+	return func(c *node.Config) { c.ServingChanged = fn }
+}
 
 // WithLease provides the shards' lease for sharding.use-lease = name: an external lease
 // (a lock service the clusters share, as Akka's Kubernetes lease) instead of the built-in

@@ -76,6 +76,11 @@ type Config struct {
 	// Metrics, when set, receives the member's Prometheus metrics (and its store's); give
 	// each member its own registry. Nil: no metrics are recorded. See docs/metrics.md.
 	Metrics prometheus.Registerer
+	// ServingChanged, when set, is told in order, on the member's loop goroutine, when this
+	// member starts or stops serving (membership.Node.ServingUntil: Up and holding its
+	// majority lease); at is when the change took effect, which for a lease that ran out is
+	// its deadline, up to a tick before the call. Keep it quick.
+	ServingChanged func(serving bool, at time.Time)
 }
 
 // Node is a running member.
@@ -117,6 +122,7 @@ type Node struct {
 	clockBase    time.Time
 	servingMu    sync.Mutex
 	servingCh    chan struct{} // closed when serving may have started
+	servingShown bool          // ServingChanged was last told true (loop goroutine)
 
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
@@ -680,15 +686,45 @@ func (n *Node) execute(now time.Time) {
 	}
 }
 
-// updateServing publishes the lease deadline to the entity workers and wakes those waiting.
+// updateServing publishes the lease deadline to the entity workers, wakes those waiting,
+// and tells when serving started or stopped (logs, Config.ServingChanged).
 func (n *Node) updateServing() {
 	until := int64(n.eng.Membership().ServingUntil().Sub(n.clockBase))
 	prev := n.servingUntil.Swap(until)
-	if now := int64(time.Since(n.clockBase)); until > now && prev <= now {
+	now := int64(time.Since(n.clockBase))
+	if until > now && prev <= now {
 		n.servingMu.Lock()
 		close(n.servingCh)
 		n.servingCh = make(chan struct{})
 		n.servingMu.Unlock()
+	}
+	n.showServing(prev, until, now, func() membership.Status { return n.eng.Membership().Self().Status })
+}
+
+// showServing tells a change of serving: stopped at prev when the lease ran out before now
+// (renewed since or not), at now when it was withdrawn early; started at now. status is
+// this member's (for the log).
+func (n *Node) showServing(prev, until, now int64, status func() membership.Status) {
+	if n.servingShown && (prev <= now || until <= now) {
+		n.servingShown = false
+		at := n.clockBase.Add(time.Duration(min(prev, now)))
+		if st := status(); st == membership.Up {
+			n.log.Warn("stopped serving: no agreeing heartbeats from a majority of the members within acceptable-heartbeat-pause (cut off, or this process was paused); its entities wait",
+				"since", at.Format(time.RFC3339Nano))
+		} else {
+			n.log.Info("stopped serving", "status", st.String(), "since", at.Format(time.RFC3339Nano))
+		}
+		if n.cfg.ServingChanged != nil {
+			n.cfg.ServingChanged(false, at)
+		}
+	}
+	if !n.servingShown && until > now {
+		n.servingShown = true
+		at := n.clockBase.Add(time.Duration(now))
+		n.log.Info("serving: Up and heard by a majority of the members")
+		if n.cfg.ServingChanged != nil {
+			n.cfg.ServingChanged(true, at)
+		}
 	}
 }
 

@@ -3,8 +3,12 @@ package node
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/shardmesh/shardmesh/membership"
 )
 
 // A store call of an entity starts only under the lease: it waits while the lease has run
@@ -43,5 +47,30 @@ func TestServingForWaitsForTheLease(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("servingFor did not return when the member stopped")
+	}
+}
+
+// ServingChanged hears every stop and start in order: a lease that ran out stops at its
+// deadline, even when a renewal came before anyone looked; one withdrawn early stops now.
+func TestServingChangedInOrder(t *testing.T) {
+	type change struct {
+		serving bool
+		at      time.Duration
+	}
+	var got []change
+	base := time.Now()
+	n := &Node{clockBase: base, log: slog.New(slog.DiscardHandler)}
+	n.cfg.ServingChanged = func(serving bool, at time.Time) { got = append(got, change{serving, at.Sub(base)}) }
+	up := func() membership.Status { return membership.Up }
+	n.showServing(0, 0, 10, up)   // not serving yet: nothing
+	n.showServing(0, 50, 20, up)  // serving from 20
+	n.showServing(50, 60, 30, up) // renewed in time: nothing
+	n.showServing(60, 90, 70, up) // ran out at 60, renewed at 70
+	n.showServing(90, 90, 95, up) // ran out at 90
+	n.showServing(90, 200, 99, up)
+	n.showServing(200, 0, 120, func() membership.Status { return membership.Leaving }) // withdrawn at 120
+	want := []change{{true, 20}, {false, 60}, {true, 70}, {false, 90}, {true, 99}, {false, 120}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("changes %v, want %v", got, want)
 	}
 }

@@ -18,8 +18,11 @@ const journalStop = "\x00journal-stop"
 // stopped, or acknowledged a change. The chaos checker (e2e/chaos) reads these lines.
 type JournalRecord struct {
 	// Event is "start" (the incarnation was created), "stop" (it handled its stop message
-	// and ends now), "ack" (a change was saved on a quorum; Value is the value after), or
-	// "halt" (the member stopped serving: every incarnation of the process ends; no entity).
+	// and ends now), "ack" (a change was saved on a quorum; Value is the value after),
+	// "halt" (the member stopped serving: every incarnation of the process ends; no entity),
+	// "lapse" and "serve" (the process stopped or started serving — lost or regained its
+	// majority lease, shardmesh.WithServingWatch — so its entities handle nothing in
+	// between; no entity, no node: the process is PID).
 	Event string `json:"ev"`
 	// Type, Entity: the entity.
 	Type   string `json:"type"`
@@ -71,12 +74,22 @@ func monoNow() int64 {
 // nothing. A failed write is returned: the caller must not acknowledge what it could not
 // record, or the checker would miss it.
 func (j *journal) record(r JournalRecord) error {
+	return j.recordAt(r, time.Time{})
+}
+
+// recordAt is record of something that happened at (the zero time: now).
+func (j *journal) recordAt(r JournalRecord, at time.Time) error {
 	if j == nil {
 		return nil
 	}
 	r.PID = j.pid
 	r.Mono = monoNow()
 	r.Wall = time.Now().UnixNano()
+	if !at.IsZero() {
+		ago := time.Since(at)
+		r.Mono -= int64(ago)
+		r.Wall -= int64(ago)
+	}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err

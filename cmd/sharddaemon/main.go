@@ -181,6 +181,17 @@ func serve(cfg config.Config, journalPath string) int {
 		defer j.Close()
 	}
 	opts := []shardmesh.Option{shardmesh.WithLogger(log)}
+	if j != nil {
+		opts = append(opts, shardmesh.WithServingWatch(func(serving bool, at time.Time) {
+			ev := "lapse"
+			if serving {
+				ev = "serve"
+			}
+			if err := j.recordAt(JournalRecord{Event: ev}, at); err != nil {
+				log.Warn(err.Error())
+			}
+		}))
+	}
 	var met *metricsServer
 	var adminMetrics *admin.Metrics
 	if cfg.Node.MetricsListen != "" {

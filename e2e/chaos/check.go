@@ -112,6 +112,12 @@ type journalCheck struct {
 	// violation, but counted, with the longest such overlap (ns).
 	PausedOverlaps   int
 	MaxPausedOverlap int64
+	// LapsedOverlaps are incarnations of one entity on two members at once that never
+	// served at the same time: whenever both existed, one of their processes had lost its
+	// majority lease (a "lapse" record, cut off in a minority or paused) and handled
+	// nothing. Not violations, counted, with the longest (ns).
+	LapsedOverlaps   int
+	MaxLapsedOverlap int64
 	Violations       []string
 	// Stale are overlaps where the newer incarnation started with an older epoch than the
 	// running one (a stale allocation obeyed): violations, kept apart to name their bug.
@@ -129,7 +135,11 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 	res := journalCheck{MaxAck: map[string]int64{}}
 	byEntity := map[string][]record{}
 	halts := map[int]int64{} // pid → when its member stopped serving
+	leases := servingOf(recs)
 	for _, r := range recs {
+		if r.Event == "lapse" || r.Event == "serve" {
+			continue
+		}
 		if r.Event == "halt" {
 			if t, ok := halts[r.PID]; !ok || r.Mono < t {
 				halts[r.PID] = r.Mono
@@ -216,9 +226,15 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 				if older.node == newer.node || newer.start >= older.end {
 					continue
 				}
+				overlap := min(older.end, newer.end) - newer.start
 				if pausedBetween(pauses, older.pid, lastAck(older), newer.start) && acksAfter(older, newer.start) == 0 {
 					res.PausedOverlaps++
-					res.MaxPausedOverlap = max(res.MaxPausedOverlap, min(older.end, newer.end)-newer.start)
+					res.MaxPausedOverlap = max(res.MaxPausedOverlap, overlap)
+					continue
+				}
+				if leases.together(older.pid, newer.pid, newer.start, min(older.end, newer.end)) == 0 && acksAfter(older, newer.start) == 0 {
+					res.LapsedOverlaps++
+					res.MaxLapsedOverlap = max(res.MaxLapsedOverlap, overlap)
 					continue
 				}
 				activity := "the older began no change after the newer started"
@@ -237,6 +253,54 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 		}
 	}
 	return res
+}
+
+// serving holds, per process, when it gained and lost its majority lease ("serve" and
+// "lapse" records, sorted by time).
+type serving map[int][]record
+
+func servingOf(recs []record) serving {
+	s := serving{}
+	for _, r := range recs {
+		if r.Event == "lapse" || r.Event == "serve" {
+			s[r.PID] = append(s[r.PID], r)
+		}
+	}
+	for _, rs := range s {
+		sort.SliceStable(rs, func(a, b int) bool { return rs[a].Mono < rs[b].Mono })
+	}
+	return s
+}
+
+// at reports whether pid served at t: as its last record before t says; before its first
+// record, unless that is a "serve" (a journal without such records: always).
+func (s serving) at(pid int, t int64) bool {
+	rs := s[pid]
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].Mono > t })
+	if i == 0 {
+		return len(rs) == 0 || rs[0].Event != "serve"
+	}
+	return rs[i-1].Event == "serve"
+}
+
+// together is how long, in [from, to), processes a and b both served (ns).
+func (s serving) together(a, b int, from, to int64) int64 {
+	cuts := []int64{from, to}
+	for _, pid := range []int{a, b} {
+		for _, r := range s[pid] {
+			if r.Mono > from && r.Mono < to {
+				cuts = append(cuts, r.Mono)
+			}
+		}
+	}
+	slices.Sort(cuts)
+	var both int64
+	for i := 0; i+1 < len(cuts); i++ {
+		if cuts[i+1] > cuts[i] && s.at(a, cuts[i]) && s.at(b, cuts[i]) {
+			both += cuts[i+1] - cuts[i]
+		}
+	}
+	return both
 }
 
 // pausedBetween reports whether process pid was paused at some time in [from, to].

@@ -101,6 +101,40 @@ func TestCheckJournalsPausedOverlap(t *testing.T) {
 	}
 }
 
+// lease is a process's serve or lapse record (no entity).
+func lease(ev string, pid int, mono int64) record { return record{Event: ev, PID: pid, Mono: mono} }
+
+func TestCheckJournalsLapsedOverlap(t *testing.T) {
+	recs := []record{
+		lease("serve", 10, 90), rec("start", nodeA, 10, 1, 100, 0), rec("ack", nodeA, 10, 1, 110, 1),
+		lease("serve", 20, 95), rec("start", nodeB, 20, 2, 140, 0), rec("ack", nodeB, 20, 2, 150, 2),
+	}
+	exits := map[int]int64{10: 170, 20: 200}
+	// A's lease lapsed at 130, before B started, and came back only after A's exit: A
+	// served nothing while B ran.
+	lapsed := append(slices.Clone(recs), lease("lapse", 10, 130))
+	jc := checkJournals(lapsed, exits, nil)
+	if len(jc.Violations) != 0 || jc.LapsedOverlaps != 1 || jc.MaxLapsedOverlap != 30 {
+		t.Fatalf("lapsed overlap: %+v", jc)
+	}
+	// Without the lapse, or with A serving again at 160 (while B runs), a violation.
+	if jc = checkJournals(recs, exits, nil); len(jc.Violations) != 1 {
+		t.Fatalf("no lapse: %q", jc.Violations)
+	}
+	again := append(slices.Clone(lapsed), lease("serve", 10, 160))
+	if jc = checkJournals(again, exits, nil); len(jc.Violations) != 1 || jc.LapsedOverlaps != 0 {
+		t.Fatalf("A served again while B ran: %+v", jc)
+	}
+	// B not serving from its start until A's exit: no time both served.
+	bLate := []record{
+		lease("serve", 10, 90), rec("start", nodeA, 10, 1, 100, 0), rec("ack", nodeA, 10, 1, 110, 1),
+		lease("serve", 20, 95), lease("lapse", 20, 135), rec("start", nodeB, 20, 2, 140, 0), lease("serve", 20, 175), rec("ack", nodeB, 20, 2, 180, 2),
+	}
+	if jc = checkJournals(bLate, exits, nil); len(jc.Violations) != 0 || jc.LapsedOverlaps != 1 {
+		t.Fatalf("B not serving while A ran: %+v", jc)
+	}
+}
+
 func TestCheckJournalsLostAck(t *testing.T) {
 	// B's first ack repeats a value A acknowledged: an acknowledged increment was lost.
 	recs := []record{

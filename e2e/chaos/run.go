@@ -146,6 +146,8 @@ type Report struct {
 	Acked, Attempted, FinalSum                int64
 	Incarnations, JournalAcks, PausedOverlaps int
 	MaxPausedOverlap                          time.Duration
+	LapsedOverlaps                            int
+	MaxLapsedOverlap                          time.Duration
 	BalanceAfter                              time.Duration
 	ShardsPerMember                           []int
 	RestartRecovery                           time.Duration
@@ -183,7 +185,8 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "load: %d asks (%d errors, %.1f%%), %d tells (%d errors), longest ask %v, %d hung\n",
 		r.Asks, r.AskErrors, pct(r.AskErrors, r.Asks), r.Tells, r.TellErrors, r.MaxAsk.Round(time.Millisecond), r.Hangs)
 	fmt.Fprintf(&b, "counters: %d increments acknowledged ≤ %d in the counters ≤ %d attempted\n", r.Acked, r.FinalSum, r.Attempted)
-	fmt.Fprintf(&b, "journals: %d incarnations, %d acknowledged changes, %d overlaps with a paused member (fenced, longest %v)\n", r.Incarnations, r.JournalAcks, r.PausedOverlaps, r.MaxPausedOverlap.Round(time.Millisecond))
+	fmt.Fprintf(&b, "journals: %d incarnations, %d acknowledged changes, %d overlaps with a paused member (fenced, longest %v), %d with a member not serving (lease lapsed, longest %v)\n",
+		r.Incarnations, r.JournalAcks, r.PausedOverlaps, r.MaxPausedOverlap.Round(time.Millisecond), r.LapsedOverlaps, r.MaxLapsedOverlap.Round(time.Millisecond))
 	fmt.Fprintf(&b, "balance: %v after faults stopped, shards per member %v\n", r.BalanceAfter.Round(time.Millisecond), r.ShardsPerMember)
 	fmt.Fprintf(&b, "full restart: remembered entities and values back after %v\n", r.RestartRecovery.Round(time.Millisecond))
 	if len(r.TopErrors) > 0 {
@@ -500,6 +503,7 @@ func Run(cfg Config) (*Report, error) {
 	jc := checkJournals(recs, exits, in.closedPauses())
 	rep.Incarnations, rep.JournalAcks, rep.PausedOverlaps = jc.Incarnations, jc.Acks, jc.PausedOverlaps
 	rep.MaxPausedOverlap = time.Duration(jc.MaxPausedOverlap)
+	rep.LapsedOverlaps, rep.MaxLapsedOverlap = jc.LapsedOverlaps, time.Duration(jc.MaxLapsedOverlap)
 	rep.Violations = append(rep.Violations, jc.Violations...)
 	for i, v := range jc.Stale {
 		if i == 10 {
