@@ -873,6 +873,12 @@ type View struct {
 	Leader      membership.NodeID
 	Oldest      membership.NodeID
 	Converged   bool
+
+	// replicas are the peer ids of the members whose replicas count in store quorums
+	// (replicaMembers), decoded once per change of membership, not per store round;
+	// replicaNodes the members they are of.
+	replicas     []peer.ID
+	replicaNodes []membership.NodeID
 }
 
 // View returns the latest snapshot.
@@ -890,6 +896,7 @@ func (n *Node) publishView() {
 		}
 	}
 	slices.Sort(v.Unreachable)
+	v.replicas, v.replicaNodes = replicasOf(v.Members, n.view.Load())
 	n.view.Store(v)
 	n.metrics.recordView(v)
 }

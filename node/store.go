@@ -76,22 +76,47 @@ func (n *Node) openStore(ctx context.Context) error {
 // leaving, down or removed. A member that leaves gracefully stops counting as soon as it
 // starts to leave, so reads and writes do not wait for it while it goes (with the default
 // quorums, every member of a cluster of up to five must answer). An unreachable member
-// still counts until it is downed, as in Akka.
+// still counts until it is downed, as in Akka. The store copies the slice.
 func (n *Node) replicaMembers() []peer.ID {
-	v := n.View()
-	if v == nil {
-		return nil
+	if v := n.View(); v != nil {
+		return v.replicas
 	}
-	out := make([]peer.ID, 0, len(v.Members))
-	for _, m := range v.Members {
-		if m.Status >= membership.Leaving {
+	return nil
+}
+
+// replicasOf decodes the peer ids of members that count in quorums, reusing prev's when the
+// same members count (decoding a peer id — base58 and a multihash — showed at 4.6% of a
+// store-bound profile when done per round). It returns the ids and the members they are of.
+func replicasOf(members []membership.Member, prev *View) ([]peer.ID, []membership.NodeID) {
+	counts := func(m membership.Member) bool { return m.Status < membership.Leaving }
+	if prev != nil {
+		i := 0
+		for _, m := range members {
+			if !counts(m) {
+				continue
+			}
+			if i >= len(prev.replicaNodes) || prev.replicaNodes[i] != m.Node {
+				i = -1
+				break
+			}
+			i++
+		}
+		if i == len(prev.replicaNodes) {
+			return prev.replicas, prev.replicaNodes
+		}
+	}
+	ids := make([]peer.ID, 0, len(members))
+	nodes := make([]membership.NodeID, 0, len(members))
+	for _, m := range members {
+		if !counts(m) {
 			continue
 		}
 		if id, err := peer.Decode(string(m.Node)); err == nil {
-			out = append(out, id)
+			ids = append(ids, id)
+			nodes = append(nodes, m.Node)
 		}
 	}
-	return out
+	return ids, nodes
 }
 
 // storeOps carries out what the engine asks of the store of remembered entities, off the
