@@ -1,6 +1,9 @@
 package node
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // A restarted member keeps its peer id, so its asks must not reuse the previous process's
 // ids: a late reply to an old ask would answer a new one.
@@ -20,5 +23,34 @@ func TestAskIDsDifferPerProcess(t *testing.T) {
 	a.track(p)
 	if a.take(p.id+1) != nil || a.take(p.id) != p {
 		t.Fatal("take matched the wrong ask")
+	}
+}
+
+// An ask that went to another member and was forwarded back here is answered here: the
+// reply to this member is resolved, not sent over libp2p (which does not dial itself).
+func TestReplyToSelfResolvesTheAsk(t *testing.T) {
+	n := &Node{asks: newAsks()}
+	n.self.Node = "me"
+	ok, failed := n.asks.create(), n.asks.create()
+	n.asks.track(ok)
+	n.asks.track(failed)
+	n.sendReply("me", ok.id, []byte("7"), nil)
+	n.sendReply("me", failed.id, nil, ErrStopped)
+	n.sendReply("me", 12345, []byte("late"), nil) // an ask that timed out: nothing
+	select {
+	case r := <-ok.result:
+		if string(r.encoded) != "7" || r.err != nil {
+			t.Errorf("reply %+v", r)
+		}
+	default:
+		t.Fatal("the ask was not answered")
+	}
+	select {
+	case r := <-failed.result:
+		if !errors.Is(r.err, ErrStopped) {
+			t.Errorf("error reply %+v", r)
+		}
+	default:
+		t.Fatal("the failed ask was not answered")
 	}
 }

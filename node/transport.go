@@ -162,8 +162,21 @@ func (n *Node) forward(f engine.Forward) {
 	})
 }
 
-// sendReply answers an ask from another member.
+// sendReply answers an ask from another member — or from this one, when the ask went to
+// another member and was forwarded back here (a shard home that moved while the ask was on
+// its way): libp2p does not dial itself, so that reply is resolved here, not sent (it was
+// dropped, and the asker timed out: found by the chaos suite after a full restart).
 func (n *Node) sendReply(to membership.NodeID, askID uint64, payload []byte, err error) {
+	if to == n.self.Node {
+		if p := n.asks.take(askID); p != nil {
+			if err != nil {
+				p.resolve(askResult{err: err})
+			} else {
+				p.resolve(askResult{encoded: nonNil(payload)})
+			}
+		}
+		return
+	}
 	r := wire.Reply{AskID: askID, Payload: payload}
 	if err != nil {
 		r.Err = []byte(err.Error())

@@ -1,0 +1,52 @@
+package node
+
+import (
+	"crypto/rand"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/shardmesh/shardmesh/membership"
+)
+
+// The store's replicas are decoded once per change of the members that count, and follow
+// every change: a member leaving drops out, a new one comes in.
+func TestReplicasFollowMembers(t *testing.T) {
+	ids := make([]membership.NodeID, 3)
+	for i := range ids {
+		ids[i] = membership.NodeID(newTestPeerID(t).String())
+	}
+	up := func(id membership.NodeID, st membership.Status) membership.Member {
+		return membership.Member{Node: id, Status: st}
+	}
+	members := []membership.Member{up(ids[0], membership.Up), up(ids[1], membership.Up)}
+	r, nodes := replicasOf(members, nil)
+	if len(r) != 2 || string(nodes[1]) != string(ids[1]) || r[1].String() != string(ids[1]) {
+		t.Fatalf("replicas %v %v", r, nodes)
+	}
+	v := &View{replicas: r, replicaNodes: nodes}
+	again, _ := replicasOf(members, v)
+	if &again[0] != &r[0] {
+		t.Error("the same members decoded again")
+	}
+	members = append(members, up(ids[2], membership.Joining))
+	members[0].Status = membership.Leaving
+	r2, _ := replicasOf(members, v)
+	if len(r2) != 2 || r2[0].String() != string(ids[1]) || r2[1].String() != string(ids[2]) {
+		t.Fatalf("after a leave and a join: %v", r2)
+	}
+}
+
+func newTestPeerID(t *testing.T) peer.ID {
+	t.Helper()
+	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
