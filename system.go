@@ -79,7 +79,7 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 		allow = append(allow, admins...) // admin identities must be able to connect
 	}
 	if cfg.Membership.JoinChecks == nil {
-		cfg.Membership.JoinChecks = map[string]string{"sharding.number-of-shards": fmt.Sprint(cfg.Sharding.NumberOfShards)}
+		cfg.Membership.JoinChecks = config.JoinChecks(cfg)
 	}
 	nc := node.Config{
 		DataDir:         cfg.Node.DataDir,

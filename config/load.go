@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shardmesh/shardmesh/config/value"
+	"github.com/shardmesh/shardmesh/membership"
 )
 
 // Sources are what override the defaults, in increasing precedence: the file, the
@@ -83,10 +84,24 @@ func Load(src Sources) (Config, error) {
 	if err := c.Sharding.Remember.Adaptive.Validate(); err != nil {
 		return c, fmt.Errorf("sharding settings: %w", err)
 	}
-	c.Membership.JoinChecks = map[string]string{
-		"sharding.number-of-shards": strconv.Itoa(c.Sharding.NumberOfShards),
-	}
+	c.Membership.JoinChecks = JoinChecks(c)
 	return c, nil
+}
+
+// JoinChecks are the settings every member of a cluster must share; a member whose values
+// differ is refused at join. number-of-shards maps entities to shards; the acceptable
+// heartbeat pause is both how long a member's majority lease lasts and how long the others'
+// failure detectors wait before marking it unreachable, which the removal of a Down member
+// relies on.
+func JoinChecks(c Config) map[string]string {
+	pause := c.Membership.FailureDetector.AcceptableHeartbeatPause
+	if pause == 0 { // Validate fills it in later
+		pause = membership.DefaultConfig().FailureDetector.AcceptableHeartbeatPause
+	}
+	return map[string]string{
+		"sharding.number-of-shards":                           strconv.Itoa(c.Sharding.NumberOfShards),
+		"cluster.failure-detector.acceptable-heartbeat-pause": pause.String(),
+	}
 }
 
 // readFile decodes a config file into a tree of maps.

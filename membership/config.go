@@ -156,10 +156,17 @@ func (c *Config) Validate() error {
 	check(c.GossipInterval > 0, "gossip-interval = %s: must be positive", c.GossipInterval)
 	check(c.SeedNodeTimeout > 0, "seed-node-timeout = %s: must be positive", c.SeedNodeTimeout)
 	check(fd.HeartbeatInterval > 0, "failure-detector.heartbeat-interval = %s: must be positive", fd.HeartbeatInterval)
-	check(fd.Threshold > 0, "failure-detector.threshold = %g: must be positive", fd.Threshold)
+	// At phi 1 or more a member is marked unreachable only after more than the acceptable
+	// pause without a heartbeat, which the removal of a Down member relies on
+	// (Node.leaseExpired).
+	check(fd.Threshold >= 1, "failure-detector.threshold = %g: must be at least 1 (Akka's default is 8)", fd.Threshold)
 	check(fd.MaxSampleSize > 0, "failure-detector.max-sample-size = %d: must be positive", fd.MaxSampleSize)
 	check(fd.MinStdDeviation > 0, "failure-detector.min-std-deviation = %s: must be positive", fd.MinStdDeviation)
-	check(fd.AcceptableHeartbeatPause >= 0, "failure-detector.acceptable-heartbeat-pause = %s: must not be negative", fd.AcceptableHeartbeatPause)
+	// A member's majority lease is renewed by echoes of its own heartbeats: a grant arrives
+	// up to two heartbeat intervals (one each way) after the heartbeat it is dated by.
+	check(fd.AcceptableHeartbeatPause > 2*fd.HeartbeatInterval,
+		"failure-detector.acceptable-heartbeat-pause = %s: must be more than twice heartbeat-interval (%s), or members lose their majority lease between heartbeats",
+		fd.AcceptableHeartbeatPause, fd.HeartbeatInterval)
 	check(sbr.StableAfter > 0, "split-brain-resolver.stable-after = %s: must be positive", sbr.StableAfter)
 	check(c.DownRemovalMargin >= 0, "down-removal-margin = %s: must not be negative", c.DownRemovalMargin)
 	switch sbr.ActiveStrategy {

@@ -121,12 +121,24 @@ func (n *Node) enoughMembers() bool {
 }
 
 // leaseExpired reports whether a Down member can be removed: down-removal-margin has passed
-// since this member saw it Down, and its majority lease has certainly run out. Once every
-// reachable member has seen it Down (convergence), none sends it a heartbeat that agrees with
-// its view, so its lease ends at most the acceptable heartbeat pause (plus a heartbeat
-// interval for delivery) later. An operator's down skips failure detection and stable-after,
-// so this is what keeps a downed member that is still running (and cut off before it learned
-// of the decision) from serving while its work starts elsewhere.
+// since this member saw it Down, and its majority lease has certainly run out. Called only
+// at convergence: every member that is not Down has seen it Down, so none grants it the
+// lease any more (a grant needs the grantor's view to equal the Down member's, which then
+// has it Down and stops). What the grants given before are worth decides how long to wait:
+//
+//   - When every member that is not Down (this one included) observes it unreachable, at
+//     once. A grant is dated when the grantee sent the heartbeat the grantor echoes (an
+//     Echo), so it ends acceptable-heartbeat-pause after a heartbeat the grantor's failure
+//     detector counted; the detector marks a member unreachable only after more than that
+//     pause without one, and a member that has seen another Down counts none of its
+//     heartbeats. So every grant from those members has ended. This is a member killed or
+//     cut off: removed as soon as it is Down, not a lease later.
+//   - Otherwise (an operator's down of a member still reachable, or one some member still
+//     hears) acceptable-heartbeat-pause plus a heartbeat interval after the convergence.
+//
+// (Grants from members that are themselves Down — cut off on the same side — are not
+// covered by either rule; that side's own split-brain resolver decision stops it, as
+// before.)
 func (n *Node) leaseExpired(id NodeID) bool {
 	converged, ok := n.downConverged[id]
 	if !ok {
@@ -134,6 +146,27 @@ func (n *Node) leaseExpired(id NodeID) bool {
 		converged = n.now
 	}
 	seen, ok := n.downSeen[id]
+	if !ok || n.now.Sub(seen) < n.cfg.DownRemovalMargin {
+		return false
+	}
 	fd := n.cfg.FailureDetector
-	return ok && n.now.Sub(seen) >= n.cfg.DownRemovalMargin && n.now.Sub(converged) >= fd.AcceptableHeartbeatPause+fd.HeartbeatInterval
+	return n.everyoneObservesUnreachable(id) || n.now.Sub(converged) >= fd.AcceptableHeartbeatPause+fd.HeartbeatInterval
+}
+
+// everyoneObservesUnreachable reports whether every member but id that is not Down or
+// Removed, this one included, has id in its reachability row of its current incarnation.
+func (n *Node) everyoneObservesUnreachable(id NodeID) bool {
+	for other, m := range n.v.members {
+		if other == id || !m.countsAsMember() {
+			continue
+		}
+		row := n.v.reach[other]
+		if row == nil || row.Incarnation != m.Incarnation {
+			return false
+		}
+		if _, found := slices.BinarySearch(row.Unreachable, id); !found {
+			return false
+		}
+	}
+	return true
 }

@@ -20,6 +20,18 @@ type Heartbeat struct {
 	// does not feed the failure detector, whose inter-arrival statistics assume the regular
 	// heartbeat-interval.
 	Ack bool
+	// Echoes name, per member, the Seq of its latest regular heartbeat this member's failure
+	// detector counted. A member takes a majority-lease grant from a heartbeat only through
+	// its echo, dated when it sent the echoed heartbeat (see Node.ServingUntil).
+	Echoes []Echo
+}
+
+// Echo is the Seq of member Node's (incarnation Incarnation) latest regular heartbeat that
+// the sender's failure detector counted.
+type Echo struct {
+	Node        NodeID
+	Incarnation uint64
+	Seq         uint64
 }
 
 // Gossip carries a member's whole membership state.
@@ -57,6 +69,9 @@ type ProbeAck struct {
 	Digest          uint64
 	YourIncarnation uint64 // the prober's incarnation as the answering member knows it (0: unknown)
 	YourStatus      Status // the prober's status as the answering member knows it
+	// YourBeat is the Seq of the prober's latest regular heartbeat the answering member's
+	// failure detector counted (0: none), an Echo for the prober.
+	YourBeat uint64
 }
 
 func (Heartbeat) isMessage()   {}

@@ -26,6 +26,7 @@ type Node struct {
 
 	hbSeq         uint64
 	lastHeartbeat time.Time
+	beatsSent     [beatRing]beatSent // when the latest regular heartbeats left, by Seq
 	lastGossip    time.Time
 
 	digest      uint64
@@ -58,17 +59,29 @@ type reported struct {
 	status      Status
 }
 
+// beatRing is how many of its own regular heartbeats a member remembers the send time of:
+// an echo of an older one grants nothing.
+const beatRing = 64
+
+type beatSent struct {
+	seq uint64
+	at  time.Time
+}
+
 type peer struct {
 	incarnation uint64
+	beatSeq     uint64 // Seq of its latest regular heartbeat the failure detector counted
 	fd          *phiDetector
 	digest      uint64
 	hasDigest   bool
 	probeSeq    uint64
 	lastProbe   time.Time
 	freshSeq    uint64 // while suspect: the first probe seq sent after the pause
-	// agreedAt is when a heartbeat (or probe answer) last arrived from this member carrying
-	// this member's own digest: evidence that, then, its view equalled one in which this
-	// member is Up. The majority lease counts only such evidence.
+	// agreedAt dates the latest grant of the majority lease from this member: a heartbeat
+	// (or probe answer) carrying this member's own digest — evidence that its view equalled
+	// one in which this member is Up — and echoing one of this member's heartbeats, dated
+	// when that heartbeat was sent. The echo makes the grant end no later than the granting
+	// member's failure detector can mark this one unreachable (see ServingUntil).
 	agreedAt time.Time
 }
 
@@ -158,11 +171,15 @@ func (n *Node) Step(now time.Time, from NodeID, msg Message) {
 	switch m := msg.(type) {
 	case Heartbeat:
 		if m.From == from {
-			n.heard(m.From, m.Incarnation, m.Digest, !m.Ack)
+			var beat uint64
+			if !m.Ack {
+				beat = m.Seq
+			}
+			n.heard(m.From, m.Incarnation, m.Digest, !m.Ack, beat, n.echoOf(m.Echoes))
 		}
 	case ProbeAck:
 		if m.From == from {
-			n.heard(m.From, m.Incarnation, m.Digest, true)
+			n.heard(m.From, m.Incarnation, m.Digest, true, 0, m.YourBeat)
 			n.confirm(m)
 		}
 	case Probe:
@@ -170,6 +187,9 @@ func (n *Node) Step(now time.Time, from NodeID, msg Message) {
 			ack := ProbeAck{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: m.Seq, Digest: n.digest}
 			if pm, ok := n.v.members[from]; ok {
 				ack.YourIncarnation, ack.YourStatus = pm.Incarnation, pm.Status
+			}
+			if p := n.peers[from]; p != nil && p.incarnation == m.Incarnation {
+				ack.YourBeat = p.beatSeq
 			}
 			n.send(from, ack)
 		}
@@ -311,14 +331,18 @@ func (n *Node) Serving(now time.Time) bool { return now.Before(n.ServingUntil())
 //   - it is not suspect after a pause, and its own last input is within the acceptable
 //     heartbeat pause (a process that was stopped must not serve in the moment between waking
 //     up and noticing);
-//   - it holds a majority lease: heartbeats agreeing with its view (same digest) from a
-//     majority of the members (itself included) arrived within the acceptable heartbeat
-//     pause.
+//   - it holds a majority lease: grants from a majority of the members (itself included),
+//     each valid for the acceptable heartbeat pause. A grant is a heartbeat (or probe
+//     answer) agreeing with this member's view (same digest) that echoes one of this
+//     member's own heartbeats; it is dated when that heartbeat was sent, not when the grant
+//     arrived.
 //
 // The majority lease makes removal safe whatever stable-after and down-removal-margin are: a
-// member cut off in a minority stops serving within the acceptable heartbeat pause, while the
-// majority removes it only after failure detection (which takes longer than that pause),
-// stable-after and the removal margin. The data plane compares this deadline with its own
+// member cut off in a minority stops serving within the acceptable heartbeat pause, and a
+// grant ends no later than the grantor's failure detector could mark this member
+// unreachable (the detector waits more than that pause after the last heartbeat it
+// counted, and grants echo only counted ones), so the majority can remove a member that
+// every one of them observes unreachable as soon as it is Down (Node.leaseExpired). The data plane compares this deadline with its own
 // clock, so the check costs one comparison per message.
 func (n *Node) ServingUntil() time.Time {
 	if !n.joined || n.stopped != nil || n.suspect {
@@ -457,9 +481,10 @@ func (n *Node) peer(id NodeID, inc uint64) *peer {
 	return p
 }
 
-// heard records a heartbeat (or probe answer) from node: its digest, and with beat an arrival
-// for the failure detector.
-func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool) {
+// heard records a heartbeat (or probe answer) from node: its digest; with beat an arrival
+// for the failure detector, beatSeq the Seq of a regular heartbeat (0: not one), echo the Seq
+// of this member's heartbeat it echoes (0: none).
+func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool, beatSeq, echo uint64) {
 	m, ok := n.v.members[node]
 	if !ok || m.Incarnation != incarnation || node == n.self.Node {
 		return
@@ -472,9 +497,14 @@ func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool) {
 	if beat {
 		p.fd.heartbeat(n.now)
 	}
+	if beat && beatSeq > p.beatSeq {
+		p.beatSeq = beatSeq
+	}
 	p.digest, p.hasDigest = digest, true
 	if digest == n.digest {
-		p.agreedAt = n.now
+		if sent, ok := n.beatSentAt(echo); ok && sent.After(p.agreedAt) {
+			p.agreedAt = sent
+		}
 	}
 	if n.observesUnreachable(node) && p.fd.available(n.now) {
 		n.setObservation(node, false)
@@ -633,7 +663,40 @@ func (n *Node) setStatus(node NodeID, s Status) {
 func (n *Node) heartbeat() {
 	n.hbSeq++
 	n.lastHeartbeat = n.now
-	n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest})
+	n.beatsSent[n.hbSeq%beatRing] = beatSent{seq: n.hbSeq, at: n.now}
+	n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Echoes: n.echoes()})
+}
+
+// beatSentAt returns when this member sent its regular heartbeat seq, if it still knows.
+func (n *Node) beatSentAt(seq uint64) (time.Time, bool) {
+	b := n.beatsSent[seq%beatRing]
+	if seq == 0 || b.seq != seq {
+		return time.Time{}, false
+	}
+	return b.at, true
+}
+
+// echoes lists, for every member whose regular heartbeats the failure detector counts, the
+// Seq of the latest one, sorted by member.
+func (n *Node) echoes() []Echo {
+	var out []Echo
+	for id, p := range n.peers {
+		if m, ok := n.v.members[id]; ok && p.beatSeq != 0 && m.Incarnation == p.incarnation && m.countsAsMember() {
+			out = append(out, Echo{Node: id, Incarnation: p.incarnation, Seq: p.beatSeq})
+		}
+	}
+	slices.SortFunc(out, func(a, b Echo) int { return strings.Compare(string(a.Node), string(b.Node)) })
+	return out
+}
+
+// echoOf returns the Seq a heartbeat's echoes give for this member (0: none).
+func (n *Node) echoOf(es []Echo) uint64 {
+	for _, e := range es {
+		if e.Node == n.self.Node && e.Incarnation == n.self.Incarnation {
+			return e.Seq
+		}
+	}
+	return 0
 }
 
 func (n *Node) gossip() {
@@ -706,7 +769,7 @@ func (n *Node) flush() {
 	}
 	if n.digest != prevDigest {
 		n.gossip()
-		n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: true})
+		n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: true, Echoes: n.echoes()})
 	}
 }
 

@@ -15,8 +15,14 @@ func AppendMembership(dst []byte, msg membership.Message) []byte {
 	env := &pb.MemberEnvelope{ProtocolVersion: ProtocolVersion}
 	switch m := msg.(type) {
 	case membership.Heartbeat:
-		env.Msg = &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{
-			From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq, Digest: m.Digest, Ack: m.Ack}}
+		h := &pb.Heartbeat{From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq, Digest: m.Digest, Ack: m.Ack}
+		if len(m.Echoes) > 0 {
+			h.Echoes = make([]*pb.Echo, len(m.Echoes))
+			for i, e := range m.Echoes {
+				h.Echoes[i] = &pb.Echo{Node: string(e.Node), Incarnation: e.Incarnation, Seq: e.Seq}
+			}
+		}
+		env.Msg = &pb.MemberEnvelope_Heartbeat{Heartbeat: h}
 	case membership.Gossip:
 		env.Msg = &pb.MemberEnvelope_Gossip{Gossip: &pb.Gossip{From: string(m.From), State: stateToPB(&m.State)}}
 	case membership.JoinRequest:
@@ -28,7 +34,7 @@ func AppendMembership(dst []byte, msg membership.Message) []byte {
 	case membership.ProbeAck:
 		env.Msg = &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{
 			From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq, Digest: m.Digest,
-			YourIncarnation: m.YourIncarnation, YourStatus: uint32(m.YourStatus)}}
+			YourIncarnation: m.YourIncarnation, YourStatus: uint32(m.YourStatus), YourBeat: m.YourBeat}}
 	default:
 		panic(fmt.Sprintf("wire: unknown membership message %T", msg))
 	}
@@ -54,7 +60,20 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if err := checkID("heartbeat.from", h.From); err != nil {
 			return nil, err
 		}
-		return membership.Heartbeat{From: membership.NodeID(h.From), Incarnation: h.Incarnation, Seq: h.Seq, Digest: h.Digest, Ack: h.Ack}, nil
+		if len(h.Echoes) > maxMembers {
+			return nil, malformed("heartbeat.echoes has %d entries (at most %d)", len(h.Echoes), maxMembers)
+		}
+		hb := membership.Heartbeat{From: membership.NodeID(h.From), Incarnation: h.Incarnation, Seq: h.Seq, Digest: h.Digest, Ack: h.Ack}
+		if len(h.Echoes) > 0 {
+			hb.Echoes = make([]membership.Echo, len(h.Echoes))
+			for i, e := range h.Echoes {
+				if err := checkID(fmt.Sprintf("heartbeat.echoes[%d].node", i), e.GetNode()); err != nil {
+					return nil, err
+				}
+				hb.Echoes[i] = membership.Echo{Node: membership.NodeID(e.Node), Incarnation: e.Incarnation, Seq: e.Seq}
+			}
+		}
+		return hb, nil
 	case *pb.MemberEnvelope_Gossip:
 		if err := checkID("gossip.from", m.Gossip.From); err != nil {
 			return nil, err
@@ -100,7 +119,7 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 			return nil, malformed("probe_ack.your_status = %d is not a member status", a.YourStatus)
 		}
 		return membership.ProbeAck{From: membership.NodeID(a.From), Incarnation: a.Incarnation, Seq: a.Seq, Digest: a.Digest,
-			YourIncarnation: a.YourIncarnation, YourStatus: membership.Status(a.YourStatus)}, nil
+			YourIncarnation: a.YourIncarnation, YourStatus: membership.Status(a.YourStatus), YourBeat: a.YourBeat}, nil
 	case nil:
 		return nil, malformed("membership frame carries no message")
 	default:

@@ -21,12 +21,14 @@ func sampleMessages() []membership.Message {
 	}
 	return []membership.Message{
 		membership.Heartbeat{From: "12D3KooWA", Incarnation: 3, Seq: 99, Digest: 0xdeadbeef, Ack: true},
+		membership.Heartbeat{From: "12D3KooWA", Incarnation: 3, Seq: 100, Digest: 7,
+			Echoes: []membership.Echo{{Node: "12D3KooWB", Incarnation: 2, Seq: 41}, {Node: "12D3KooWC", Incarnation: 1, Seq: 9}}},
 		membership.Gossip{From: "12D3KooWA", State: st},
 		membership.JoinRequest{Member: st.Members[0], Checks: map[string]string{"sharding.number-of-shards": "1000"}},
 		membership.JoinReply{From: "12D3KooWA", State: st},
 		membership.JoinReply{From: "12D3KooWA", Refused: "number-of-shards differs"},
 		membership.Probe{From: "12D3KooWB", Incarnation: 1, Seq: 4},
-		membership.ProbeAck{From: "12D3KooWA", Incarnation: 3, Seq: 4, Digest: 1, YourIncarnation: 1, YourStatus: membership.Down},
+		membership.ProbeAck{From: "12D3KooWA", Incarnation: 3, Seq: 4, Digest: 1, YourIncarnation: 1, YourStatus: membership.Down, YourBeat: 17},
 	}
 }
 
@@ -86,12 +88,14 @@ func TestMembershipRejectsOtherVersions(t *testing.T) {
 
 func TestMembershipRejectsBadInput(t *testing.T) {
 	bad := map[string]*pb.MemberEnvelope{
-		"no message":     {ProtocolVersion: 1},
-		"empty from":     {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{}}},
-		"bad status":     {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: &pb.Member{Node: "a", Status: 9}}}},
-		"missing member": {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{}}},
-		"long id":        {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(make([]byte, 300))}}},
-		"bad ack status": {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{From: "a", YourStatus: 6}}},
+		"no message":        {ProtocolVersion: 1},
+		"empty from":        {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{}}},
+		"bad status":        {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: &pb.Member{Node: "a", Status: 9}}}},
+		"missing member":    {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{}}},
+		"long id":           {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(make([]byte, 300))}}},
+		"bad ack status":    {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{From: "a", YourStatus: 6}}},
+		"echo without node": {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{{Seq: 1}}}}},
+		"nil echo":          {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{nil}}}},
 	}
 	for name, env := range bad {
 		frame, _ := proto.Marshal(env)

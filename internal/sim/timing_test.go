@@ -9,7 +9,9 @@ import (
 
 // TestFailureDetectionTime checks the acceptance bounds with Akka's default detector:
 // a killed member is unreachable on every other member within 5 s, and with keep-majority it
-// is downed after stable-after and removed after the down-removal margin.
+// is downed after stable-after and removed after the down-removal margin (= stable-after):
+// with every member observing it unreachable, removal does not wait a lease on top
+// (membership.Node.leaseExpired).
 func TestFailureDetectionTime(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		cfg := membership.DefaultConfig()
@@ -48,10 +50,10 @@ func TestFailureDetectionTime(t *testing.T) {
 			t.Fatalf("seed %d: %s not unreachable everywhere 5 s after kill -9", seed, id)
 		}
 		detected := s.Now().Sub(killed)
-		// stable-after (2 s), then removal once the downed member's lease has certainly run
-		// out (acceptable pause + a heartbeat interval = 4 s; longer than this test's margin).
-		if !s.RunUntil(allSee(membership.Removed, false), 7*time.Second) {
-			t.Fatalf("seed %d: %s not removed within stable-after + lease after detection", seed, id)
+		// stable-after (2 s) from the first member's detection, the removal margin (2 s) from
+		// the Down, convergence: not the 4 s of a lease after the Down.
+		if !s.RunUntil(allSee(membership.Removed, false), 5*time.Second) {
+			t.Fatalf("seed %d: %s not removed within stable-after + down-removal-margin (+1 s) after detection", seed, id)
 		}
 		t.Logf("seed %d: unreachable after %v, removed after %v", seed, detected.Round(time.Millisecond), s.Now().Sub(killed).Round(time.Millisecond))
 		if s.Err() != nil {
@@ -92,4 +94,64 @@ func TestLeaveSeenQuickly(t *testing.T) {
 		t.Fatalf("leave not complete within 2 s:\n%s", s.Status())
 	}
 	t.Logf("removed everywhere and stopped after %v", s.Now().Sub(start))
+}
+
+// TestRemovedMemberNoLongerServes: a member the others cannot hear, which still hears them
+// (a one-way cut), keeps agreeing with their views — it merges their observation of it —
+// until they down it; cut off completely at that moment, it never learns of the Down. The
+// members remove it as soon as it is Down (each observes it unreachable, and the removal
+// margin is near zero): by then its lease must have run out, which it has because grants
+// are dated by the echoed heartbeat, not by their arrival.
+func TestRemovedMemberNoLongerServes(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		cfg := membership.DefaultConfig()
+		cfg.SplitBrainResolver.StableAfter = time.Second
+		cfg.DownRemovalMargin = time.Millisecond
+		s := New(Options{Seed: seed, Membership: cfg})
+		for range 5 {
+			s.AddNode(nil, "1")
+		}
+		s.Start(1)
+		for i := 2; i <= 5; i++ {
+			s.Start(i, 1)
+		}
+		if !s.RunUntil(s.Converged, 3*time.Second) {
+			t.Fatalf("seed %d: not converged:\n%s", seed, s.Status())
+		}
+		s.RunFor(time.Duration(2+seed%3) * time.Second)
+		const victim = 5
+		id := s.Node(victim).ID
+		for i := 1; i < victim; i++ {
+			s.Net.Cut(victim, i)
+		}
+		seen := func(status membership.Status) bool {
+			for i := 1; i < victim; i++ {
+				if m, _ := s.Node(i).M.Member(id); m.Status >= status {
+					return true
+				}
+			}
+			return false
+		}
+		if !s.RunUntil(func() bool { return seen(membership.Down) }, 20*time.Second) {
+			t.Fatalf("seed %d: %s not downed:\n%s", seed, id, s.Status())
+		}
+		s.Net.Partition([]int{victim})
+		removed := false
+		for range 1000 {
+			s.RunFor(10 * time.Millisecond)
+			if seen(membership.Removed) {
+				removed = true
+				if s.Node(victim).M.Serving(s.Now()) {
+					t.Fatalf("seed %d: %s removed while it still serves (until %v, now %v)", seed, id,
+						s.Node(victim).M.ServingUntil().Format("15:04:05.000"), s.Now().Format("15:04:05.000"))
+				}
+			}
+		}
+		if !removed {
+			t.Fatalf("seed %d: %s never removed:\n%s", seed, id, s.Status())
+		}
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+	}
 }

@@ -181,12 +181,14 @@ func (*MemberEnvelope_Probe) isMemberEnvelope_Msg() {}
 func (*MemberEnvelope_ProbeAck) isMemberEnvelope_Msg() {}
 
 type Heartbeat struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	Incarnation   uint64                 `protobuf:"varint,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
-	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
-	Digest        uint64                 `protobuf:"varint,4,opt,name=digest,proto3" json:"digest,omitempty"`
-	Ack           bool                   `protobuf:"varint,5,opt,name=ack,proto3" json:"ack,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	From        string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	Incarnation uint64                 `protobuf:"varint,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Seq         uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	Digest      uint64                 `protobuf:"varint,4,opt,name=digest,proto3" json:"digest,omitempty"`
+	Ack         bool                   `protobuf:"varint,5,opt,name=ack,proto3" json:"ack,omitempty"`
+	// Per member: the seq of its latest regular heartbeat the sender's failure detector counted.
+	Echoes        []*Echo `protobuf:"bytes,6,rep,name=echoes,proto3" json:"echoes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -256,6 +258,73 @@ func (x *Heartbeat) GetAck() bool {
 	return false
 }
 
+func (x *Heartbeat) GetEchoes() []*Echo {
+	if x != nil {
+		return x.Echoes
+	}
+	return nil
+}
+
+type Echo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Incarnation   uint64                 `protobuf:"varint,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Echo) Reset() {
+	*x = Echo{}
+	mi := &file_membership_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Echo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Echo) ProtoMessage() {}
+
+func (x *Echo) ProtoReflect() protoreflect.Message {
+	mi := &file_membership_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Echo.ProtoReflect.Descriptor instead.
+func (*Echo) Descriptor() ([]byte, []int) {
+	return file_membership_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Echo) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *Echo) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
+	}
+	return 0
+}
+
+func (x *Echo) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 type Member struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -271,7 +340,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_membership_proto_msgTypes[2]
+	mi := &file_membership_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -283,7 +352,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[2]
+	mi := &file_membership_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -296,7 +365,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{2}
+	return file_membership_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Member) GetNode() string {
@@ -360,7 +429,7 @@ type ReachRow struct {
 
 func (x *ReachRow) Reset() {
 	*x = ReachRow{}
-	mi := &file_membership_proto_msgTypes[3]
+	mi := &file_membership_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -372,7 +441,7 @@ func (x *ReachRow) String() string {
 func (*ReachRow) ProtoMessage() {}
 
 func (x *ReachRow) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[3]
+	mi := &file_membership_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -385,7 +454,7 @@ func (x *ReachRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReachRow.ProtoReflect.Descriptor instead.
 func (*ReachRow) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{3}
+	return file_membership_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReachRow) GetObserver() string {
@@ -426,7 +495,7 @@ type State struct {
 
 func (x *State) Reset() {
 	*x = State{}
-	mi := &file_membership_proto_msgTypes[4]
+	mi := &file_membership_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +507,7 @@ func (x *State) String() string {
 func (*State) ProtoMessage() {}
 
 func (x *State) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[4]
+	mi := &file_membership_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +520,7 @@ func (x *State) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use State.ProtoReflect.Descriptor instead.
 func (*State) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{4}
+	return file_membership_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *State) GetMembers() []*Member {
@@ -478,7 +547,7 @@ type Gossip struct {
 
 func (x *Gossip) Reset() {
 	*x = Gossip{}
-	mi := &file_membership_proto_msgTypes[5]
+	mi := &file_membership_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +559,7 @@ func (x *Gossip) String() string {
 func (*Gossip) ProtoMessage() {}
 
 func (x *Gossip) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[5]
+	mi := &file_membership_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +572,7 @@ func (x *Gossip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Gossip.ProtoReflect.Descriptor instead.
 func (*Gossip) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{5}
+	return file_membership_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Gossip) GetFrom() string {
@@ -530,7 +599,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_membership_proto_msgTypes[6]
+	mi := &file_membership_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -542,7 +611,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[6]
+	mi := &file_membership_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -555,7 +624,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{6}
+	return file_membership_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JoinRequest) GetMember() *Member {
@@ -583,7 +652,7 @@ type JoinReply struct {
 
 func (x *JoinReply) Reset() {
 	*x = JoinReply{}
-	mi := &file_membership_proto_msgTypes[7]
+	mi := &file_membership_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -595,7 +664,7 @@ func (x *JoinReply) String() string {
 func (*JoinReply) ProtoMessage() {}
 
 func (x *JoinReply) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[7]
+	mi := &file_membership_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -608,7 +677,7 @@ func (x *JoinReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinReply.ProtoReflect.Descriptor instead.
 func (*JoinReply) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{7}
+	return file_membership_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JoinReply) GetFrom() string {
@@ -643,7 +712,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_membership_proto_msgTypes[8]
+	mi := &file_membership_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -655,7 +724,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[8]
+	mi := &file_membership_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -668,7 +737,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{8}
+	return file_membership_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Probe) GetFrom() string {
@@ -700,13 +769,14 @@ type ProbeAck struct {
 	Digest          uint64                 `protobuf:"varint,4,opt,name=digest,proto3" json:"digest,omitempty"`
 	YourIncarnation uint64                 `protobuf:"varint,5,opt,name=your_incarnation,json=yourIncarnation,proto3" json:"your_incarnation,omitempty"`
 	YourStatus      uint32                 `protobuf:"varint,6,opt,name=your_status,json=yourStatus,proto3" json:"your_status,omitempty"`
+	YourBeat        uint64                 `protobuf:"varint,7,opt,name=your_beat,json=yourBeat,proto3" json:"your_beat,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ProbeAck) Reset() {
 	*x = ProbeAck{}
-	mi := &file_membership_proto_msgTypes[9]
+	mi := &file_membership_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +788,7 @@ func (x *ProbeAck) String() string {
 func (*ProbeAck) ProtoMessage() {}
 
 func (x *ProbeAck) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[9]
+	mi := &file_membership_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +801,7 @@ func (x *ProbeAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeAck.ProtoReflect.Descriptor instead.
 func (*ProbeAck) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{9}
+	return file_membership_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProbeAck) GetFrom() string {
@@ -776,6 +846,13 @@ func (x *ProbeAck) GetYourStatus() uint32 {
 	return 0
 }
 
+func (x *ProbeAck) GetYourBeat() uint64 {
+	if x != nil {
+		return x.YourBeat
+	}
+	return 0
+}
+
 var File_membership_proto protoreflect.FileDescriptor
 
 const file_membership_proto_rawDesc = "" +
@@ -790,13 +867,18 @@ const file_membership_proto_rawDesc = "" +
 	"join_reply\x18\x05 \x01(\v2\x1c.shardmesh.wire.v1.JoinReplyH\x00R\tjoinReply\x120\n" +
 	"\x05probe\x18\x06 \x01(\v2\x18.shardmesh.wire.v1.ProbeH\x00R\x05probe\x12:\n" +
 	"\tprobe_ack\x18\a \x01(\v2\x1b.shardmesh.wire.v1.ProbeAckH\x00R\bprobeAckB\x05\n" +
-	"\x03msg\"}\n" +
+	"\x03msg\"\xae\x01\n" +
 	"\tHeartbeat\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x16\n" +
 	"\x06digest\x18\x04 \x01(\x04R\x06digest\x12\x10\n" +
-	"\x03ack\x18\x05 \x01(\bR\x03ack\"\xc0\x01\n" +
+	"\x03ack\x18\x05 \x01(\bR\x03ack\x12/\n" +
+	"\x06echoes\x18\x06 \x03(\v2\x17.shardmesh.wire.v1.EchoR\x06echoes\"N\n" +
+	"\x04Echo\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12 \n" +
+	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xc0\x01\n" +
 	"\x06Member\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x14\n" +
@@ -830,7 +912,7 @@ const file_membership_proto_rawDesc = "" +
 	"\x05Probe\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xb6\x01\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xd3\x01\n" +
 	"\bProbeAck\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
@@ -838,7 +920,8 @@ const file_membership_proto_rawDesc = "" +
 	"\x06digest\x18\x04 \x01(\x04R\x06digest\x12)\n" +
 	"\x10your_incarnation\x18\x05 \x01(\x04R\x0fyourIncarnation\x12\x1f\n" +
 	"\vyour_status\x18\x06 \x01(\rR\n" +
-	"yourStatusB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
+	"yourStatus\x12\x1b\n" +
+	"\tyour_beat\x18\a \x01(\x04R\byourBeatB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
 
 var (
 	file_membership_proto_rawDescOnce sync.Once
@@ -852,38 +935,40 @@ func file_membership_proto_rawDescGZIP() []byte {
 	return file_membership_proto_rawDescData
 }
 
-var file_membership_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_membership_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_membership_proto_goTypes = []any{
 	(*MemberEnvelope)(nil), // 0: shardmesh.wire.v1.MemberEnvelope
 	(*Heartbeat)(nil),      // 1: shardmesh.wire.v1.Heartbeat
-	(*Member)(nil),         // 2: shardmesh.wire.v1.Member
-	(*ReachRow)(nil),       // 3: shardmesh.wire.v1.ReachRow
-	(*State)(nil),          // 4: shardmesh.wire.v1.State
-	(*Gossip)(nil),         // 5: shardmesh.wire.v1.Gossip
-	(*JoinRequest)(nil),    // 6: shardmesh.wire.v1.JoinRequest
-	(*JoinReply)(nil),      // 7: shardmesh.wire.v1.JoinReply
-	(*Probe)(nil),          // 8: shardmesh.wire.v1.Probe
-	(*ProbeAck)(nil),       // 9: shardmesh.wire.v1.ProbeAck
-	nil,                    // 10: shardmesh.wire.v1.JoinRequest.ChecksEntry
+	(*Echo)(nil),           // 2: shardmesh.wire.v1.Echo
+	(*Member)(nil),         // 3: shardmesh.wire.v1.Member
+	(*ReachRow)(nil),       // 4: shardmesh.wire.v1.ReachRow
+	(*State)(nil),          // 5: shardmesh.wire.v1.State
+	(*Gossip)(nil),         // 6: shardmesh.wire.v1.Gossip
+	(*JoinRequest)(nil),    // 7: shardmesh.wire.v1.JoinRequest
+	(*JoinReply)(nil),      // 8: shardmesh.wire.v1.JoinReply
+	(*Probe)(nil),          // 9: shardmesh.wire.v1.Probe
+	(*ProbeAck)(nil),       // 10: shardmesh.wire.v1.ProbeAck
+	nil,                    // 11: shardmesh.wire.v1.JoinRequest.ChecksEntry
 }
 var file_membership_proto_depIdxs = []int32{
 	1,  // 0: shardmesh.wire.v1.MemberEnvelope.heartbeat:type_name -> shardmesh.wire.v1.Heartbeat
-	5,  // 1: shardmesh.wire.v1.MemberEnvelope.gossip:type_name -> shardmesh.wire.v1.Gossip
-	6,  // 2: shardmesh.wire.v1.MemberEnvelope.join_request:type_name -> shardmesh.wire.v1.JoinRequest
-	7,  // 3: shardmesh.wire.v1.MemberEnvelope.join_reply:type_name -> shardmesh.wire.v1.JoinReply
-	8,  // 4: shardmesh.wire.v1.MemberEnvelope.probe:type_name -> shardmesh.wire.v1.Probe
-	9,  // 5: shardmesh.wire.v1.MemberEnvelope.probe_ack:type_name -> shardmesh.wire.v1.ProbeAck
-	2,  // 6: shardmesh.wire.v1.State.members:type_name -> shardmesh.wire.v1.Member
-	3,  // 7: shardmesh.wire.v1.State.reach:type_name -> shardmesh.wire.v1.ReachRow
-	4,  // 8: shardmesh.wire.v1.Gossip.state:type_name -> shardmesh.wire.v1.State
-	2,  // 9: shardmesh.wire.v1.JoinRequest.member:type_name -> shardmesh.wire.v1.Member
-	10, // 10: shardmesh.wire.v1.JoinRequest.checks:type_name -> shardmesh.wire.v1.JoinRequest.ChecksEntry
-	4,  // 11: shardmesh.wire.v1.JoinReply.state:type_name -> shardmesh.wire.v1.State
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	6,  // 1: shardmesh.wire.v1.MemberEnvelope.gossip:type_name -> shardmesh.wire.v1.Gossip
+	7,  // 2: shardmesh.wire.v1.MemberEnvelope.join_request:type_name -> shardmesh.wire.v1.JoinRequest
+	8,  // 3: shardmesh.wire.v1.MemberEnvelope.join_reply:type_name -> shardmesh.wire.v1.JoinReply
+	9,  // 4: shardmesh.wire.v1.MemberEnvelope.probe:type_name -> shardmesh.wire.v1.Probe
+	10, // 5: shardmesh.wire.v1.MemberEnvelope.probe_ack:type_name -> shardmesh.wire.v1.ProbeAck
+	2,  // 6: shardmesh.wire.v1.Heartbeat.echoes:type_name -> shardmesh.wire.v1.Echo
+	3,  // 7: shardmesh.wire.v1.State.members:type_name -> shardmesh.wire.v1.Member
+	4,  // 8: shardmesh.wire.v1.State.reach:type_name -> shardmesh.wire.v1.ReachRow
+	5,  // 9: shardmesh.wire.v1.Gossip.state:type_name -> shardmesh.wire.v1.State
+	3,  // 10: shardmesh.wire.v1.JoinRequest.member:type_name -> shardmesh.wire.v1.Member
+	11, // 11: shardmesh.wire.v1.JoinRequest.checks:type_name -> shardmesh.wire.v1.JoinRequest.ChecksEntry
+	5,  // 12: shardmesh.wire.v1.JoinReply.state:type_name -> shardmesh.wire.v1.State
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_membership_proto_init() }
@@ -905,7 +990,7 @@ func file_membership_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_membership_proto_rawDesc), len(file_membership_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
