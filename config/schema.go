@@ -152,7 +152,7 @@ var Schema = []Key{
 	intKey("cluster.min-nr-of-members", "members that must have joined before any is moved Up (default 1)", 1, math.MaxInt32, func(c *Config) *int { return &c.Membership.MinNrOfMembers }),
 	durationKey("cluster.gossip-interval", "how often state is re-gossiped while a member is behind (default 1s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.GossipInterval }),
 	durationKey("cluster.seed-node-timeout", "how long to wait for the seeds before asking again (default 5s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.SeedNodeTimeout }),
-	durationKey("cluster.down-removal-margin", "how long a Down member stays before removal (default: stable-after)", 0, func(c *Config) *time.Duration { return &c.Membership.DownRemovalMargin }),
+	durationKey("cluster.down-removal-margin", "how long a Down member stays before removal, on top of what its majority lease needs (default: stable-after, as Akka; none with keep-majority, whose downed side never holds a majority lease)", 0, func(c *Config) *time.Duration { return &c.Membership.DownRemovalMargin }),
 	durationKey("cluster.failure-detector.heartbeat-interval", "heartbeat interval (default 1s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.HeartbeatInterval }),
 	floatKey("cluster.failure-detector.threshold", "phi above which a member is unreachable (default 8)", 0.1, 1000, func(c *Config) *float64 { return &c.Membership.FailureDetector.Threshold }),
 	intKey("cluster.failure-detector.max-sample-size", "heartbeat intervals kept per member (default 1000)", 1, 1_000_000, func(c *Config) *int { return &c.Membership.FailureDetector.MaxSampleSize }),

@@ -23,9 +23,13 @@ type Config struct {
 	FailureDetector FailureDetectorConfig
 	// SplitBrainResolver configures the downing of unreachable members.
 	SplitBrainResolver SBRConfig
-	// DownRemovalMargin is how long the leader keeps a Down member before removing it, so the
-	// downed side has stopped before anything it ran is started elsewhere
-	// (down-removal-margin). Zero means the same as SplitBrainResolver.StableAfter.
+	// DownRemovalMargin is how long the leader keeps a Down member before removing it
+	// (down-removal-margin), on top of what the majority lease needs (Node.leaseExpired), so
+	// that the downed side has stopped before anything it ran starts elsewhere. Zero means
+	// stable-after, as in Akka — except with keep-majority, where it means none: the side
+	// keep-majority downs is never a majority, so the majority lease already stops it
+	// (keep-oldest and static-quorum may down a majority, which keeps its lease until its
+	// own resolver stops it, within stable-after).
 	DownRemovalMargin time.Duration
 	// JoinChecks are settings that must be equal on every member, e.g.
 	// "sharding.number-of-shards" → "1000". A member joining with a different value is refused
@@ -140,7 +144,7 @@ func (c *Config) Validate() error {
 	if sbr.StableAfter == 0 {
 		sbr.StableAfter = d.SplitBrainResolver.StableAfter
 	}
-	if c.DownRemovalMargin == 0 {
+	if c.DownRemovalMargin == 0 && sbr.ActiveStrategy != KeepMajority {
 		c.DownRemovalMargin = sbr.StableAfter
 	}
 	var errs []error

@@ -126,8 +126,8 @@ func (n *Node) enoughMembers() bool {
 // lease any more (a grant needs the grantor's view to equal the Down member's, which then
 // has it Down and stops). What the grants given before are worth decides how long to wait:
 //
-//   - When every member that is not Down (this one included) observes it unreachable, at
-//     once. A grant is dated when the grantee sent the heartbeat the grantor echoes (an
+//   - When every member that is not Down (this one included) observes it unreachable, and
+//     those members are more than half of the members not Removed, at once. A grant is dated when the grantee sent the heartbeat the grantor echoes (an
 //     Echo), so it ends acceptable-heartbeat-pause after a heartbeat the grantor's failure
 //     detector counted; the detector marks a member unreachable only after more than that
 //     pause without one, and a member that has seen another Down counts none of its
@@ -136,9 +136,10 @@ func (n *Node) enoughMembers() bool {
 //   - Otherwise (an operator's down of a member still reachable, or one some member still
 //     hears) acceptable-heartbeat-pause plus a heartbeat interval after the convergence.
 //
-// (Grants from members that are themselves Down — cut off on the same side — are not
-// covered by either rule; that side's own split-brain resolver decision stops it, as
-// before.)
+// Grants from members that are themselves Down — cut off on the same side — are not covered
+// by either rule: with the first they are fewer than half; otherwise that side's own
+// split-brain resolver decision stops it, within stable-after, which down-removal-margin
+// then covers (its default with the strategies that may down a majority).
 func (n *Node) leaseExpired(id NodeID) bool {
 	converged, ok := n.downConverged[id]
 	if !ok {
@@ -154,11 +155,19 @@ func (n *Node) leaseExpired(id NodeID) bool {
 }
 
 // everyoneObservesUnreachable reports whether every member but id that is not Down or
-// Removed, this one included, has id in its reachability row of its current incarnation.
+// Removed, this one included, has id in its reachability row of its current incarnation,
+// and those members are more than half of the members not Removed.
 func (n *Node) everyoneObservesUnreachable(id NodeID) bool {
+	observers, down := 0, 0
 	for other, m := range n.v.members {
+		if m.Status == Down {
+			down++
+		}
 		if other == id || !m.countsAsMember() {
 			continue
+		}
+		if m.counted() {
+			observers++
 		}
 		row := n.v.reach[other]
 		if row == nil || row.Incarnation != m.Incarnation {
@@ -168,5 +177,5 @@ func (n *Node) everyoneObservesUnreachable(id NodeID) bool {
 			return false
 		}
 	}
-	return true
+	return observers > down
 }

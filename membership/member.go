@@ -28,7 +28,7 @@ const (
 	Up                    // full member: may host shards and singletons
 	Leaving               // leaving gracefully; still serving until Exiting
 	Exiting               // done; will be removed once every member has seen it
-	Down                  // declared dead (failure or split-brain decision); removed after down-removal-margin
+	Down                  // declared dead (failure or split-brain decision); removed once its majority lease has run out
 	Removed               // tombstone: no longer a member
 )
 

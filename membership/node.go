@@ -792,7 +792,10 @@ func (n *Node) emitChanges() {
 		n.emit(MemberChanged{Member: *m.clone(), Previous: p.status, New: !p.known})
 		n.reported[id] = reported{known: true, incarnation: m.Incarnation, status: m.Status}
 		if m.Status == Down {
+			// A new Down (of another incarnation than one downed before, too): its
+			// convergence is still to come.
 			n.downSeen[id] = n.now
+			delete(n.downConverged, id)
 		}
 		if id == n.self.Node {
 			n.checkSelf(m, p.status)

@@ -22,8 +22,8 @@ import (
 // whole extent.
 //
 // So Down is only ever written about another member by a side that holds the quorum; the
-// losing side only stops itself. Down members are removed (and their shards moved) only after
-// down-removal-margin, by when the losing side has stopped.
+// losing side only stops itself. Down members are removed (and their shards moved) only once
+// their majority lease has run out (Node.leaseExpired), and after down-removal-margin.
 func (n *Node) resolveSplitBrain() {
 	cfg := n.cfg.SplitBrainResolver
 	if cfg.ActiveStrategy == DownOff || n.dirty {
