@@ -78,7 +78,7 @@ func normalize(m membership.Message) membership.Message {
 }
 
 func TestMembershipRejectsOtherVersions(t *testing.T) {
-	frame, _ := proto.Marshal(&pb.MemberEnvelope{ProtocolVersion: 2, Msg: &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: "x"}}})
+	frame, _ := proto.Marshal(&pb.MemberEnvelope{ProtocolVersion: ProtocolVersion + 1, Msg: &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: "x"}}})
 	_, err := DecodeMembership(frame)
 	if !errors.Is(err, ErrVersion) {
 		t.Fatalf("err = %v, want ErrVersion", err)
@@ -88,14 +88,14 @@ func TestMembershipRejectsOtherVersions(t *testing.T) {
 
 func TestMembershipRejectsBadInput(t *testing.T) {
 	bad := map[string]*pb.MemberEnvelope{
-		"no message":        {ProtocolVersion: 1},
-		"empty from":        {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{}}},
-		"bad status":        {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: &pb.Member{Node: "a", Status: 9}}}},
-		"missing member":    {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{}}},
-		"long id":           {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(make([]byte, 300))}}},
-		"bad ack status":    {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{From: "a", YourStatus: 6}}},
-		"echo without node": {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{{Seq: 1}}}}},
-		"nil echo":          {ProtocolVersion: 1, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{nil}}}},
+		"no message":        {ProtocolVersion: ProtocolVersion},
+		"empty from":        {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{}}},
+		"bad status":        {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: &pb.Member{Node: "a", Status: 9}}}},
+		"missing member":    {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{}}},
+		"long id":           {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(make([]byte, 300))}}},
+		"bad ack status":    {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{From: "a", YourStatus: 6}}},
+		"echo without node": {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{{Seq: 1}}}}},
+		"nil echo":          {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{nil}}}},
 	}
 	for name, env := range bad {
 		frame, _ := proto.Marshal(env)

@@ -84,9 +84,9 @@ func TestReplicaRejects(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	frame, _ := proto.Marshal(&pb.ReplicaEnvelope{ProtocolVersion: 2, RequestId: 1, Msg: &pb.ReplicaEnvelope_Digest{Digest: &pb.ReplicaDigest{Buckets: []uint64{1}}}})
+	frame, _ := proto.Marshal(&pb.ReplicaEnvelope{ProtocolVersion: ProtocolVersion + 1, RequestId: 1, Msg: &pb.ReplicaEnvelope_Digest{Digest: &pb.ReplicaDigest{Buckets: []uint64{1}}}})
 	if _, err := DecodeReplica(frame); !errors.Is(err, ErrVersion) {
-		t.Errorf("version 2: %v", err)
+		t.Errorf("another version: %v", err)
 	}
 	for _, frame := range [][]byte{{}, {0xff}, {0x08, 0x01}, {0x08, 0x01, 0x10, 0x01, 0x1a, 0x03, 0x0a, 0x01, 0x00}} {
 		if _, err := DecodeReplica(frame); err == nil {

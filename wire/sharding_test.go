@@ -40,7 +40,7 @@ func TestCoordRoundTrip(t *testing.T) {
 }
 
 func TestCoordRejects(t *testing.T) {
-	frame, _ := proto.Marshal(&pb.CoordEnvelope{ProtocolVersion: 1, EntityType: "x", Msg: &pb.CoordEnvelope_HostShard{HostShard: &pb.ShardEpoch{}}})
+	frame, _ := proto.Marshal(&pb.CoordEnvelope{ProtocolVersion: ProtocolVersion, EntityType: "x", Msg: &pb.CoordEnvelope_HostShard{HostShard: &pb.ShardEpoch{}}})
 	if _, _, err := DecodeCoord(frame); !errors.Is(err, ErrMalformed) {
 		t.Errorf("empty shard: %v", err)
 	}
@@ -48,7 +48,7 @@ func TestCoordRejects(t *testing.T) {
 	if _, _, err := DecodeCoord(frame); !errors.Is(err, ErrVersion) {
 		t.Errorf("version: %v", err)
 	}
-	frame, _ = proto.Marshal(&pb.CoordEnvelope{ProtocolVersion: 1, Msg: &pb.CoordEnvelope_RequestRegister{RequestRegister: &pb.Empty{}}})
+	frame, _ = proto.Marshal(&pb.CoordEnvelope{ProtocolVersion: ProtocolVersion, Msg: &pb.CoordEnvelope_RequestRegister{RequestRegister: &pb.Empty{}}})
 	if _, _, err := DecodeCoord(frame); !errors.Is(err, ErrMalformed) {
 		t.Errorf("no type: %v", err)
 	}
@@ -67,11 +67,11 @@ func TestRegionFramesAreProtobuf(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := env.GetDeliver()
-	if env.ProtocolVersion != 1 || got.EntityType != "counter" || got.Shard != "17" || got.Entity != "user-1" ||
+	if env.ProtocolVersion != ProtocolVersion || got.EntityType != "counter" || got.Shard != "17" || got.Entity != "user-1" ||
 		string(got.Payload) != "inc 1" || got.Hops != 2 || got.AskId != 99 || got.ReplyTo != "12D3KooWX" {
 		t.Fatalf("generated decoder read %+v", got)
 	}
-	frame, _ := proto.Marshal(&pb.RegionEnvelope{ProtocolVersion: 1, Msg: &pb.RegionEnvelope_Reply{Reply: &pb.Reply{AskId: 5, Payload: []byte("7"), Error: "boom", Code: 2}}})
+	frame, _ := proto.Marshal(&pb.RegionEnvelope{ProtocolVersion: ProtocolVersion, Msg: &pb.RegionEnvelope_Reply{Reply: &pb.Reply{AskId: 5, Payload: []byte("7"), Error: "boom", Code: 2}}})
 	var dd Deliver
 	var r Reply
 	kind, err := DecodeRegion(frame, &dd, &r)

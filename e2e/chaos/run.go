@@ -873,6 +873,10 @@ func askEach(c *cluster, ids []string, msg string, timeout time.Duration, retry 
 	var mu sync.Mutex
 	todo := slices.Clone(ids)
 	deadline := time.Now().Add(timeout)
+	// Every ask ends by the deadline: a cluster that answers nothing fails the check in
+	// timeout, not after 10 s per ask.
+	all, cancelAll := context.WithDeadline(context.Background(), deadline)
+	defer cancelAll()
 	var errs []error
 	for len(todo) > 0 && time.Now().Before(deadline) {
 		live := c.liveMembers()
@@ -885,10 +889,18 @@ func askEach(c *cluster, ids []string, msg string, timeout time.Duration, retry 
 		var wg sync.WaitGroup
 		for i, id := range todo {
 			sem <- struct{}{}
+			if all.Err() != nil { // out of time: what is left is not asked
+				<-sem
+				mu.Lock()
+				failed = append(failed, id)
+				errs = append(errs, fmt.Errorf("%s: not asked, %v spent", id, timeout))
+				mu.Unlock()
+				continue
+			}
 			wg.Go(func() {
 				defer func() { <-sem }()
 				m := live[i%len(live)]
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(all, 10*time.Second)
 				reply, err := m.adminClient().Ask(ctx, "counter", id, []byte(msg))
 				cancel()
 				var v int64
