@@ -329,7 +329,7 @@ func (c *Coordinator) getShardHome(from membership.NodeID, s shard.ID) {
 	if c.dir.Stopped {
 		return // out of service: nothing is allocated, and senders fail fast
 	}
-	if a := c.shards[s]; a != nil && c.active() {
+	if a := c.shards[s]; a != nil && c.active() && !c.downed(a.region) {
 		if a.epoch.Term() < c.term {
 			c.restamp(s, a)
 		}
@@ -342,6 +342,14 @@ func (c *Coordinator) getShardHome(from membership.NodeID, s shard.ID) {
 	c.allocateWaiting(s)
 }
 
+// downed reports whether the member of region node is Down: it is about to be removed, and
+// its shards with it, so a home there is not worth giving (the requester, told it, would
+// refuse it and ask again only after retry-interval). The request waits for the removal.
+func (c *Coordinator) downed(node membership.NodeID) bool {
+	r := c.regions[node]
+	return r != nil && r.lastStatus == membership.Down
+}
+
 // allocateWaiting allocates shard s if regions wait for it and allocation is possible now.
 func (c *Coordinator) allocateWaiting(s shard.ID) {
 	requesters := c.waiting[s]
@@ -349,6 +357,9 @@ func (c *Coordinator) allocateWaiting(s shard.ID) {
 		return
 	}
 	a := c.shards[s]
+	if a != nil && c.downed(a.region) {
+		return // answered once the region terminates and the shard is allocated again
+	}
 	if a != nil && a.epoch.Term() < c.term {
 		c.restamp(s, a)
 	}

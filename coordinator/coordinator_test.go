@@ -307,3 +307,40 @@ func TestMinMembersDefersOnlyTheFirstAllocations(t *testing.T) {
 		t.Fatal("a cluster that shrank below min-nr-of-members stopped allocating")
 	}
 }
+
+// A home on a Down member is not given: the request waits for the member's removal and is
+// answered then with the shard's new home (a requester told the Down one would refuse it
+// and ask again only after retry-interval).
+func TestHomeOnADownMemberWaitsForItsRemoval(t *testing.T) {
+	c := recovered(t, "a", "b", "c")
+	c.Step(t0, "a", GetShardHome{Shard: shard.ID("9")})
+	c.Ready()
+	owner, _, _ := c.Allocation("9")
+	asker := membership.NodeID("a")
+	if owner == asker {
+		asker = "b"
+	}
+	ms := members("a", "b", "c")
+	setStatus := func(st membership.Status) {
+		for i := range ms {
+			if ms[i].Node == owner {
+				ms[i].Status = st
+			}
+		}
+		c.Update(t0, Members{Members: ms, Serving: true})
+	}
+	setStatus(membership.Down)
+	c.Ready()
+	c.Step(t0, asker, GetShardHome{Shard: shard.ID("9")})
+	if got := sent(c.Ready()); got != "" {
+		t.Fatalf("answered with a home on a Down member:\n%s", got)
+	}
+	setStatus(membership.Removed)
+	home, epoch, ok := c.Allocation("9")
+	if !ok || home == owner {
+		t.Fatalf("after the removal: allocated %v to %s", ok, home)
+	}
+	if got, want := sent(c.Ready()), fmt.Sprintf("%s coordinator.ShardHome{Shard:9 Region:%s Epoch:%v}", asker, home, epoch); !strings.Contains(got, want) {
+		t.Fatalf("got\n%s\nwant a line\n%s", got, want)
+	}
+}

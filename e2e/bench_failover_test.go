@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,7 +14,8 @@ import (
 
 // TestBenchFailover (opt in: SHARDMESH_BENCH_FAILOVER=1; scripts/bench runs it): 3 real
 // daemons with durable counters (the sharding flags: 100 shards, split-brain resolver
-// stable-after 2 s, the default failure detector: heartbeat 1 s, acceptable pause 3 s).
+// stable-after 2 s, or SHARDMESH_BENCH_STABLE_AFTER; the default failure detector: heartbeat
+// 1 s, acceptable pause 3 s).
 // Every counter is incremented once, then the member that is not the coordinator's and holds
 // a third of the shards is killed with SIGKILL. Measured from the kill, as the first member
 // sees it: when the failure detector marks the victim unreachable, when the split-brain
@@ -24,7 +26,11 @@ func TestBenchFailover(t *testing.T) {
 	if os.Getenv("SHARDMESH_BENCH_FAILOVER") == "" {
 		t.Skip("set SHARDMESH_BENCH_FAILOVER=1 to run (3 daemons, kill -9)")
 	}
-	c := newCluster(t, shardingFlags...)
+	flags := shardingFlags
+	if sa := os.Getenv("SHARDMESH_BENCH_STABLE_AFTER"); sa != "" { // what the resolver's wait costs
+		flags = append(slices.Clone(flags), "--set", "cluster.split-brain-resolver.stable-after="+sa)
+	}
+	c := newCluster(t, flags...)
 	seed := c.start("m1")
 	ds := []*daemon{seed, c.start("m2", "--join", seed.addr()), c.start("m3", "--join", seed.addr())}
 	if !waitFor(10*time.Second, func() bool { return allAgree(ds, 3) }) {
@@ -135,8 +141,12 @@ func TestBenchFailover(t *testing.T) {
 		t.Logf("killed at %s; the first member's log:\n%s", killed.Format("15:04:05.000"), seed.log.String())
 	}
 	// A benchmark line, for scripts/bench's parser.
-	fmt.Printf("BenchmarkFailoverKill9\t1\t%s detect-s\t%s down-s\t%s removed-s\t%s failover-s\t%s over-detect-s\t%d entities\n",
-		secs(detect), secs(down), secs(removed), secs(last), secs(last-detect), len(onVictim))
+	name := "BenchmarkFailoverKill9"
+	if sa := os.Getenv("SHARDMESH_BENCH_STABLE_AFTER"); sa != "" {
+		name += "/stable-after=" + sa
+	}
+	fmt.Printf("%s\t1\t%s detect-s\t%s down-s\t%s removed-s\t%s failover-s\t%s over-detect-s\t%d entities\n",
+		name, secs(detect), secs(down), secs(removed), secs(last), secs(last-detect), len(onVictim))
 }
 
 func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
