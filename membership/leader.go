@@ -126,12 +126,13 @@ func (n *Node) enoughMembers() bool {
 // lease any more (a grant needs the grantor's view to equal the Down member's, which then
 // has it Down and stops). What the grants given before are worth decides how long to wait:
 //
-//   - When every member that is not Down (this one included) observes it unreachable, and
-//     those members are more than half of the members not Removed, at once. A grant is dated when the grantee sent the heartbeat the grantor echoes (an
-//     Echo), so it ends acceptable-heartbeat-pause after a heartbeat the grantor's failure
-//     detector counted; the detector marks a member unreachable only after more than that
-//     pause without one, and a member that has seen another Down counts none of its
-//     heartbeats. So every grant from those members has ended. This is a member killed or
+//   - At once when every member that is not Down (this one included) observes it
+//     unreachable and those members outnumber the Down ones. A grant is dated when the
+//     grantee sent the heartbeat the grantor echoes (an Echo), so it ends
+//     acceptable-heartbeat-pause after a heartbeat the grantor's failure detector counted;
+//     the detector marks a member unreachable only after more than that pause without one,
+//     and a member that has seen another Down counts none of its heartbeats. So every grant
+//     from those members has ended. This is a member killed or
 //     cut off: removed as soon as it is Down, not a lease later.
 //   - Otherwise (an operator's down of a member still reachable, or one some member still
 //     hears) acceptable-heartbeat-pause plus a heartbeat interval after the convergence.
@@ -156,7 +157,7 @@ func (n *Node) leaseExpired(id NodeID) bool {
 
 // everyoneObservesUnreachable reports whether every member but id that is not Down or
 // Removed, this one included, has id in its reachability row of its current incarnation,
-// and those members are more than half of the members not Removed.
+// and those members (Up or Leaving) outnumber the Down ones.
 func (n *Node) everyoneObservesUnreachable(id NodeID) bool {
 	observers, down := 0, 0
 	for other, m := range n.v.members {

@@ -342,8 +342,9 @@ func (n *Node) Serving(now time.Time) bool { return now.Before(n.ServingUntil())
 // grant ends no later than the grantor's failure detector could mark this member
 // unreachable (the detector waits more than that pause after the last heartbeat it
 // counted, and grants echo only counted ones), so the majority can remove a member that
-// every one of them observes unreachable as soon as it is Down (Node.leaseExpired). The data plane compares this deadline with its own
-// clock, so the check costs one comparison per message.
+// every one of them observes unreachable as soon as it is Down (Node.leaseExpired). The
+// data plane compares this deadline with its own clock, so the check costs one comparison
+// per message.
 func (n *Node) ServingUntil() time.Time {
 	if !n.joined || n.stopped != nil || n.suspect {
 		return time.Time{}
