@@ -30,6 +30,7 @@ type Node struct {
 	lastGossip    time.Time
 
 	digest      uint64
+	pastDigests [pastDigestRing]pastDigest // digests this member's view had before, newest last
 	dirty       bool // the view changed since the last flush
 	leader      NodeID
 	unreachable map[NodeID]bool
@@ -57,6 +58,15 @@ type reported struct {
 	known       bool
 	incarnation uint64
 	status      Status
+}
+
+// pastDigestRing is how many of its earlier digests a member remembers: a peer that has not
+// caught up with its latest change still grants the lease with the one before.
+const pastDigestRing = 8
+
+type pastDigest struct {
+	digest uint64
+	until  time.Time // when the view changed from it
 }
 
 // beatRing is how many of its own regular heartbeats a member remembers the send time of:
@@ -499,10 +509,17 @@ func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool, beatSeq
 		p.fd.heartbeat(n.now)
 	}
 	if beat && beatSeq > p.beatSeq {
+		first := p.beatSeq == 0
 		p.beatSeq = beatSeq
+		if first && n.joined {
+			// The first heartbeat counted from this member (it just joined, or became
+			// known here): echo it at once rather than with the next heartbeat, so that
+			// its lease does not wait an interval.
+			n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: true, Echoes: n.echoes()})
+		}
 	}
 	p.digest, p.hasDigest = digest, true
-	if digest == n.digest {
+	if n.agrees(digest) {
 		if sent, ok := n.beatSentAt(echo); ok && sent.After(p.agreedAt) {
 			p.agreedAt = sent
 		}
@@ -668,6 +685,24 @@ func (n *Node) heartbeat() {
 	n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Echoes: n.echoes()})
 }
 
+// agrees reports whether a peer's digest is this member's view now, or one it had within
+// the acceptable heartbeat pause: a peer that has not yet merged this member's latest
+// change (a member that joined, say) still vouches for a view in which this member is Up,
+// and the lease does not lapse for every view change while it spreads. A view this member
+// never had grants nothing: a member with a stale view cannot count grants from those that
+// know more than it does.
+func (n *Node) agrees(digest uint64) bool {
+	if digest == n.digest {
+		return true
+	}
+	for _, d := range n.pastDigests {
+		if d.digest == digest && !d.until.IsZero() && n.now.Sub(d.until) <= n.cfg.FailureDetector.AcceptableHeartbeatPause {
+			return true
+		}
+	}
+	return false
+}
+
 // beatSentAt returns when this member sent its regular heartbeat seq, if it still knows.
 func (n *Node) beatSentAt(seq uint64) (time.Time, bool) {
 	b := n.beatsSent[seq%beatRing]
@@ -764,6 +799,10 @@ func (n *Node) flush() {
 	n.dirty = false
 	prevDigest := n.digest
 	n.digest = n.v.digest()
+	if n.digest != prevDigest {
+		copy(n.pastDigests[:], n.pastDigests[1:])
+		n.pastDigests[pastDigestRing-1] = pastDigest{digest: prevDigest, until: n.now}
+	}
 	n.emitChanges()
 	if n.stopped != nil {
 		return
@@ -832,5 +871,10 @@ func (n *Node) checkSelf(m *Member, previous Status) {
 		n.stop(StopLeft, "left the cluster")
 	case m.Status == Removed:
 		n.stop(StopRemoved, "this member was removed from the cluster")
+	case m.Status == Up && previous != Up:
+		// A heartbeat now, not up to an interval later: the others echo it, and their
+		// echoes are this member's first lease grants (its earlier heartbeats may have
+		// reached members that did not know it yet).
+		n.heartbeat()
 	}
 }

@@ -155,3 +155,36 @@ func TestRemovedMemberNoLongerServes(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinerServesPromptly: a member that joins serves within a few round trips of becoming
+// Up, not a heartbeat interval later: it sends a heartbeat when it sees itself Up, and a
+// member echoes at once the first heartbeat it counts from another (lease grants are
+// echoes of the grantee's heartbeats; a joiner's earlier ones may have reached members
+// that did not know it yet). A shard moved to it waits for that.
+func TestJoinerServesPromptly(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		s := New(Options{Seed: seed, Membership: membership.DefaultConfig()})
+		for range 4 {
+			s.AddNode(nil, "1")
+		}
+		s.Start(1)
+		for i := 2; i <= 3; i++ {
+			s.Start(i, 1)
+		}
+		if !s.RunUntil(s.Converged, 5*time.Second) {
+			t.Fatalf("seed %d: not converged", seed)
+		}
+		s.RunFor(time.Duration(2+seed%3) * time.Second)
+		s.Start(4, 1)
+		joiner := s.Node(4)
+		up := func() bool { m, _ := s.Node(1).M.Member(joiner.ID); return m.Status == membership.Up }
+		if !s.RunUntil(up, 10*time.Second) {
+			t.Fatalf("seed %d: the joiner never Up", seed)
+		}
+		at := s.Now()
+		if !s.RunUntil(func() bool { return joiner.M.Serving(s.Now()) }, 200*time.Millisecond) {
+			t.Fatalf("seed %d: the joiner does not serve 200 ms after it is Up", seed)
+		}
+		t.Logf("seed %d: serving %v after Up", seed, s.Now().Sub(at).Round(time.Microsecond))
+	}
+}
