@@ -31,7 +31,7 @@ type Node struct {
 
 	digest      uint64
 	pastDigests [pastDigestRing]pastDigest // digests this member's view had before, newest last
-	dirty       bool // the view changed since the last flush
+	dirty       bool                       // the view changed since the last flush
 	leader      NodeID
 	unreachable map[NodeID]bool
 
