@@ -14,8 +14,9 @@ import (
 )
 
 var (
-	soakRuns = flag.Int("soak.runs", 1000, "random schedules TestSoak runs (-short: 100)")
-	soakSeed = flag.Uint64("soak.seed", 0, "run only this schedule seed (replay a failure)")
+	soakRuns  = flag.Int("soak.runs", 1000, "random schedules TestSoak runs (-short: 100)")
+	soakSeed  = flag.Uint64("soak.seed", 0, "run only this schedule seed (replay a failure)")
+	soakFirst = flag.Uint64("soak.first", 1, "the first schedule seed TestSoak runs (explore beyond CI's 1..1000)")
 )
 
 // TestSoak runs random schedules of joins, kills, restarts, pauses, graceful leaves, operator
@@ -31,7 +32,7 @@ func TestSoak(t *testing.T) {
 	if v := os.Getenv("SHARDMESH_SOAK_RUNS"); v != "" {
 		runs, _ = strconv.Atoi(v)
 	}
-	first := uint64(1)
+	first := *soakFirst
 	if *soakSeed != 0 {
 		first, runs = *soakSeed, 1
 	}
