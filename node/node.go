@@ -123,6 +123,8 @@ type Node struct {
 	servingMu    sync.Mutex
 	servingCh    chan struct{} // closed when serving may have started
 	servingShown bool          // ServingChanged was last told true (loop goroutine)
+	lapsedAt     time.Time     // when serving last stopped while Up (loop goroutine; zero: serving or never)
+	lapseWarned  bool          // the lapse was logged at warn level, or was no lapse (loop goroutine)
 
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
@@ -701,17 +703,23 @@ func (n *Node) updateServing() {
 	n.showServing(prev, until, now, func() membership.Status { return n.eng.Membership().Self().Status })
 }
 
+// lapseWarnAfter is how long a member that is Up goes without serving before it warns: a
+// member that joins, or sees another join, may lapse for the moment its first grants take.
+const lapseWarnAfter = time.Second
+
 // showServing tells a change of serving: stopped at prev when the lease ran out before now
 // (renewed since or not), at now when it was withdrawn early; started at now. status is
-// this member's (for the log).
+// this member's (for the log). Config.ServingChanged hears every change at once; the log
+// warns of a lapse while Up only once it has lasted lapseWarnAfter.
 func (n *Node) showServing(prev, until, now int64, status func() membership.Status) {
 	if n.servingShown && (prev <= now || until <= now) {
 		n.servingShown = false
 		at := n.clockBase.Add(time.Duration(min(prev, now)))
+		n.lapsedAt, n.lapseWarned = at, false
 		if st := status(); st == membership.Up {
-			n.log.Warn("stopped serving: no agreeing heartbeats from a majority of the members within acceptable-heartbeat-pause (cut off, or this process was paused); its entities wait",
-				"since", at.Format(time.RFC3339Nano))
+			n.log.Debug("stopped serving: no agreeing heartbeats from a majority of the members yet", "since", at.Format(time.RFC3339Nano))
 		} else {
+			n.lapseWarned = true // not a lapse: leaving, downed, removed
 			n.log.Info("stopped serving", "status", st.String(), "since", at.Format(time.RFC3339Nano))
 		}
 		if n.cfg.ServingChanged != nil {
@@ -721,10 +729,23 @@ func (n *Node) showServing(prev, until, now int64, status func() membership.Stat
 	if !n.servingShown && until > now {
 		n.servingShown = true
 		at := n.clockBase.Add(time.Duration(now))
-		n.log.Info("serving: Up and heard by a majority of the members")
+		if n.lapseWarned && !n.lapsedAt.IsZero() {
+			n.log.Info("serving again: Up and heard by a majority of the members", "after", at.Sub(n.lapsedAt).Round(time.Millisecond).String())
+		} else if n.lapsedAt.IsZero() {
+			n.log.Info("serving: Up and heard by a majority of the members")
+		} else {
+			n.log.Debug("serving again", "after", at.Sub(n.lapsedAt).Round(time.Millisecond).String())
+		}
+		n.lapsedAt, n.lapseWarned = time.Time{}, false
 		if n.cfg.ServingChanged != nil {
 			n.cfg.ServingChanged(true, at)
 		}
+		return
+	}
+	if !n.servingShown && !n.lapseWarned && !n.lapsedAt.IsZero() && time.Duration(now)-n.lapsedAt.Sub(n.clockBase) >= lapseWarnAfter {
+		n.lapseWarned = true
+		n.log.Warn("not serving: no agreeing heartbeats from a majority of the members within acceptable-heartbeat-pause (cut off, or this process was paused); its entities wait",
+			"since", n.lapsedAt.Format(time.RFC3339Nano))
 	}
 }
 

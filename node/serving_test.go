@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,3 +76,48 @@ func TestServingChangedInOrder(t *testing.T) {
 		t.Fatalf("changes %v, want %v", got, want)
 	}
 }
+
+// A lapse while Up is logged as a warning only once it has lasted lapseWarnAfter (a member
+// that joins lapses for the moment its first grants take); its end is logged then too.
+func TestServingLapseWarnsOnlyWhenItLasts(t *testing.T) {
+	var mu sync.Mutex
+	var logs []string
+	h := &recordHandler{add: func(r slog.Record) {
+		mu.Lock()
+		logs = append(logs, r.Level.String()+" "+r.Message)
+		mu.Unlock()
+	}}
+	n := &Node{clockBase: time.Now(), log: slog.New(h)}
+	up := func() membership.Status { return membership.Up }
+	ms := int64(time.Millisecond)
+	n.showServing(0, 500*ms, 10*ms, up)         // serving
+	n.showServing(500*ms, 500*ms, 600*ms, up)   // lapsed at 500 ms
+	n.showServing(500*ms, 900*ms, 700*ms, up)   // back after 200 ms: quiet
+	n.showServing(900*ms, 900*ms, 1000*ms, up)  // lapsed at 900 ms
+	n.showServing(900*ms, 900*ms, 1500*ms, up)  // 0.6 s: not yet
+	n.showServing(900*ms, 900*ms, 2000*ms, up)  // 1.1 s: warn
+	n.showServing(900*ms, 900*ms, 2500*ms, up)  // once
+	n.showServing(900*ms, 5000*ms, 3000*ms, up) // back: info
+	var infoWarn []string
+	for _, l := range logs {
+		if !strings.HasPrefix(l, "DEBUG") {
+			infoWarn = append(infoWarn, l)
+		}
+	}
+	want := []string{"INFO serving: Up and heard by a majority of the members", "WARN not serving", "INFO serving again"}
+	if len(infoWarn) != len(want) {
+		t.Fatalf("logs %q", logs)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(infoWarn[i], w) {
+			t.Fatalf("log %d: %q, want %q (all: %q)", i, infoWarn[i], w, logs)
+		}
+	}
+}
+
+type recordHandler struct{ add func(slog.Record) }
+
+func (h *recordHandler) Enabled(context.Context, slog.Level) bool      { return true }
+func (h *recordHandler) Handle(_ context.Context, r slog.Record) error { h.add(r); return nil }
+func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
+func (h *recordHandler) WithGroup(string) slog.Handler                 { return h }
