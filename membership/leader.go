@@ -170,11 +170,7 @@ func (n *Node) everyoneObservesUnreachable(id NodeID) bool {
 		if m.counted() {
 			observers++
 		}
-		row := n.v.reach[other]
-		if row == nil || row.Incarnation != m.Incarnation {
-			return false
-		}
-		if _, found := slices.BinarySearch(row.Unreachable, id); !found {
+		if !n.v.observes(other, m.Incarnation, id) {
 			return false
 		}
 	}

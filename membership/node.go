@@ -515,7 +515,7 @@ func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool, beatSeq
 			// The first heartbeat counted from this member (it just joined, or became
 			// known here): echo it at once rather than with the next heartbeat, so that
 			// its lease does not wait an interval.
-			n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: true, Echoes: n.echoes()})
+			n.ackHeartbeat()
 		}
 	}
 	p.digest, p.hasDigest = digest, true
@@ -630,13 +630,9 @@ func (n *Node) detectFailures() {
 	}
 }
 
+// observesUnreachable reports whether this member's reachability row has id unreachable.
 func (n *Node) observesUnreachable(id NodeID) bool {
-	row := n.v.reach[n.self.Node]
-	if row == nil || row.Incarnation != n.self.Incarnation {
-		return false
-	}
-	_, found := slices.BinarySearch(row.Unreachable, id)
-	return found
+	return n.v.observes(n.self.Node, n.self.Incarnation, id)
 }
 
 // setObservation writes this member's reachability row.
@@ -683,6 +679,12 @@ func (n *Node) heartbeat() {
 	n.lastHeartbeat = n.now
 	n.beatsSent[n.hbSeq%beatRing] = beatSent{seq: n.hbSeq, at: n.now}
 	n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Echoes: n.echoes()})
+}
+
+// ackHeartbeat reports this member's digest and its echoes at once, between regular
+// heartbeats (Heartbeat.Ack: the failure detectors do not count it).
+func (n *Node) ackHeartbeat() {
+	n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: true, Echoes: n.echoes()})
 }
 
 // agrees reports whether a peer's digest is this member's view now, or one it had within
@@ -809,7 +811,7 @@ func (n *Node) flush() {
 	}
 	if n.digest != prevDigest {
 		n.gossip()
-		n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: true, Echoes: n.echoes()})
+		n.ackHeartbeat()
 	}
 }
 

@@ -142,6 +142,17 @@ func (v *view) digest() uint64 {
 	return h.Sum64()
 }
 
+// observes reports whether the reachability row of observer (of incarnation inc) has id
+// unreachable.
+func (v *view) observes(observer NodeID, inc uint64, id NodeID) bool {
+	row := v.reach[observer]
+	if row == nil || row.Incarnation != inc {
+		return false
+	}
+	_, found := slices.BinarySearch(row.Unreachable, id)
+	return found
+}
+
 // unreachable returns the members that some current observer cannot reach: observers and
 // subjects both counting members (not Down, not Removed), the observer's row from its
 // current incarnation.
