@@ -35,12 +35,14 @@ func (s *Store) majorityOnly(key string) bool {
 	return false
 }
 
-// writeNeed is how many of n replicas must store a write of key.
-func (s *Store) writeNeed(n int, key string) int {
-	if s.majorityOnly(key) {
-		return Required(n, 0, s.cfg.MajorityMinCap)
+// need is how many of n replicas must answer an operation with plus replicas beyond a
+// majority (WriteMajorityPlus or ReadMajorityPlus), or a plain majority (majority): at
+// least MajorityMinCap either way.
+func (s *Store) need(n, plus int, majority bool) int {
+	if majority {
+		plus = 0
 	}
-	return Required(n, s.cfg.WriteMajorityPlus, s.cfg.MajorityMinCap)
+	return Required(n, plus, s.cfg.MajorityMinCap)
 }
 
 // tally counts one operation's answers against its quorum.

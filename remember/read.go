@@ -116,8 +116,6 @@ type readResult struct {
 // batch mixes keys of plain majorities (Config.MajorityPrefixes) with others, so that the
 // former do not wait for the larger quorum.
 func (s *Store) startRead(ops []*readOp, release func()) {
-	s.stats.readRounds.Add(1)
-	s.met.readRound(len(ops))
 	var plain, plus []*readOp
 	for _, op := range ops {
 		if s.majorityOnly(op.key) {
@@ -143,6 +141,8 @@ func (s *Store) startRead(ops []*readOp, release func()) {
 
 // startReadRound starts one round of reads, of plain majorities or not.
 func (s *Store) startReadRound(ops []*readOp, majority bool, release func()) {
+	s.stats.readRounds.Add(1)
+	s.met.readRound(len(ops))
 	keys := make([]string, len(ops))
 	var fences []uint64
 	for i, op := range ops {
@@ -199,13 +199,9 @@ type readRound struct {
 // when the store is closing.
 func (s *Store) newReadRound(op, key string, majority bool, release func(), done func(map[string]entry, error)) *readRound {
 	members := s.members()
-	plus := s.cfg.ReadMajorityPlus
-	if majority {
-		plus = 0
-	}
 	r := &readRound{
 		s: s, op: op, key: key, asked: members, release: release, done: done,
-		need:     Required(len(members), plus, s.cfg.MajorityMinCap),
+		need:     s.need(len(members), s.cfg.ReadMajorityPlus, majority),
 		got:      make(map[peer.ID][]entry, len(members)),
 		answered: make(map[peer.ID]bool, len(members)),
 	}

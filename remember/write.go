@@ -105,7 +105,7 @@ type writeOp struct {
 	done   chan error // buffered 1
 
 	// Owned by the round (under its mutex).
-	need    int // replicas that must store every write of the op (writeNeed)
+	need    int // replicas that must store every write of the op
 	t       tally
 	fenced  *FencedError
 	cause   error // a replica's error
@@ -144,7 +144,7 @@ func (s *Store) startWrite(ops []*writeOp, release func()) {
 	for i, op := range ops {
 		op.need = 0
 		for _, w := range op.writes {
-			op.need = max(op.need, s.writeNeed(len(members), w.Key))
+			op.need = max(op.need, s.need(len(members), s.cfg.WriteMajorityPlus, s.majorityOnly(w.Key)))
 			e := entry{rec: Record{Key: w.Key, Deleted: w.Delete, Version: Version{Epoch: w.Epoch, Counter: s.clock.tick(), Writer: s.writer}}}
 			if !w.Delete {
 				e.rec.Value = w.Value
