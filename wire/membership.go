@@ -67,8 +67,8 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if len(h.Echoes) > 0 {
 			hb.Echoes = make([]membership.Echo, len(h.Echoes))
 			for i, e := range h.Echoes {
-				if err := checkID(fmt.Sprintf("heartbeat.echoes[%d].node", i), e.GetNode()); err != nil {
-					return nil, err
+				if err := checkID("heartbeat.echoes.node", e.GetNode()); err != nil {
+					return nil, fmt.Errorf("echo %d: %w", i, err) // the field name is built only for an error
 				}
 				hb.Echoes[i] = membership.Echo{Node: membership.NodeID(e.Node), Incarnation: e.Incarnation, Seq: e.Seq}
 			}
