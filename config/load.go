@@ -13,7 +13,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shardmesh/shardmesh/config/value"
-	"github.com/shardmesh/shardmesh/membership"
 )
 
 // Sources are what override the defaults, in increasing precedence: the file, the
@@ -94,13 +93,11 @@ func Load(src Sources) (Config, error) {
 // failure detectors wait before marking it unreachable, which the removal of a Down member
 // relies on.
 func JoinChecks(c Config) map[string]string {
-	pause := c.Membership.FailureDetector.AcceptableHeartbeatPause
-	if pause == 0 { // Validate fills it in later
-		pause = membership.DefaultConfig().FailureDetector.AcceptableHeartbeatPause
-	}
+	m := c.Membership
+	_ = m.Validate() // fills in the defaults of a copy: the values in effect; errors come from Load
 	return map[string]string{
 		"sharding.number-of-shards":                           strconv.Itoa(c.Sharding.NumberOfShards),
-		"cluster.failure-detector.acceptable-heartbeat-pause": pause.String(),
+		"cluster.failure-detector.acceptable-heartbeat-pause": m.FailureDetector.AcceptableHeartbeatPause.String(),
 	}
 }
 
