@@ -38,8 +38,9 @@ func WithLogger(l *slog.Logger) Option { return func(c *node.Config) { c.Logger 
 func WithMetrics(reg prometheus.Registerer) Option { return func(c *node.Config) { c.Metrics = reg } }
 
 // WithServingWatch calls fn, in order, when this member starts or stops serving: it
-// serves while it is Up and has heard agreeing heartbeats from a majority of the members
-// within the failure detector's acceptable-heartbeat-pause (a member cut off in a minority
+// serves while it is Up and holds its majority lease — grants from a majority of the
+// members, each an echo of one of its heartbeats, valid for the failure detector's
+// acceptable-heartbeat-pause from when that heartbeat left (a member cut off in a minority
 // stops within that pause, before the majority can remove it). at is when the change took
 // effect. fn runs on the member's loop: keep it quick.
 func WithServingWatch(fn func(serving bool, at time.Time)) Option {

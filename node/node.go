@@ -123,8 +123,8 @@ type Node struct {
 	servingMu    sync.Mutex
 	servingCh    chan struct{} // closed when serving may have started
 	servingShown bool          // ServingChanged was last told true (loop goroutine)
-	lapsedAt     time.Time     // when serving last stopped while Up (loop goroutine; zero: serving or never)
-	lapseWarned  bool          // the lapse was logged at warn level, or was no lapse (loop goroutine)
+	lapsedAt     time.Time     // when serving last stopped (loop goroutine; zero: serving, or never served)
+	lapseLogged  bool          // that stop was logged above debug level (loop goroutine)
 
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
@@ -712,38 +712,37 @@ const lapseWarnAfter = time.Second
 // this member's (for the log). Config.ServingChanged hears every change at once; the log
 // warns of a lapse while Up only once it has lasted lapseWarnAfter.
 func (n *Node) showServing(prev, until, now int64, status func() membership.Status) {
+	clock := func(ns int64) time.Time { return n.clockBase.Add(time.Duration(ns)) }
 	if n.servingShown && (prev <= now || until <= now) {
 		n.servingShown = false
-		at := n.clockBase.Add(time.Duration(min(prev, now)))
-		n.lapsedAt, n.lapseWarned = at, false
-		if st := status(); st == membership.Up {
-			n.log.Debug("stopped serving: no agreeing heartbeats from a majority of the members yet", "since", at.Format(time.RFC3339Nano))
-		} else {
-			n.lapseWarned = true // not a lapse: leaving, downed, removed
-			n.log.Info("stopped serving", "status", st.String(), "since", at.Format(time.RFC3339Nano))
+		n.lapsedAt = clock(min(prev, now))
+		n.lapseLogged = false
+		if st := status(); st != membership.Up { // leaving, downed, removed: no lapse
+			n.lapseLogged = true
+			n.log.Info("stopped serving", "status", st.String(), "since", n.lapsedAt.Format(time.RFC3339Nano))
 		}
 		if n.cfg.ServingChanged != nil {
-			n.cfg.ServingChanged(false, at)
+			n.cfg.ServingChanged(false, n.lapsedAt)
 		}
 	}
-	if !n.servingShown && until > now {
+	switch {
+	case !n.servingShown && until > now:
 		n.servingShown = true
-		at := n.clockBase.Add(time.Duration(now))
-		if n.lapseWarned && !n.lapsedAt.IsZero() {
-			n.log.Info("serving again: Up and heard by a majority of the members", "after", at.Sub(n.lapsedAt).Round(time.Millisecond).String())
-		} else if n.lapsedAt.IsZero() {
+		at := clock(now)
+		switch {
+		case n.lapsedAt.IsZero():
 			n.log.Info("serving: Up and heard by a majority of the members")
-		} else {
-			n.log.Debug("serving again", "after", at.Sub(n.lapsedAt).Round(time.Millisecond).String())
+		case n.lapseLogged:
+			n.log.Info("serving again: Up and heard by a majority of the members", "after", at.Sub(n.lapsedAt).Round(time.Millisecond).String())
+		default:
+			n.log.Debug("serving again after a short lapse", "after", at.Sub(n.lapsedAt).Round(time.Millisecond).String())
 		}
-		n.lapsedAt, n.lapseWarned = time.Time{}, false
+		n.lapsedAt, n.lapseLogged = time.Time{}, false
 		if n.cfg.ServingChanged != nil {
 			n.cfg.ServingChanged(true, at)
 		}
-		return
-	}
-	if !n.servingShown && !n.lapseWarned && !n.lapsedAt.IsZero() && time.Duration(now)-n.lapsedAt.Sub(n.clockBase) >= lapseWarnAfter {
-		n.lapseWarned = true
+	case !n.servingShown && !n.lapseLogged && !n.lapsedAt.IsZero() && clock(now).Sub(n.lapsedAt) >= lapseWarnAfter:
+		n.lapseLogged = true
 		n.log.Warn("not serving: no agreeing heartbeats from a majority of the members within acceptable-heartbeat-pause (cut off, or this process was paused); its entities wait",
 			"since", n.lapsedAt.Format(time.RFC3339Nano))
 	}

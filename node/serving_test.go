@@ -90,6 +90,7 @@ func TestServingLapseWarnsOnlyWhenItLasts(t *testing.T) {
 	n := &Node{clockBase: time.Now(), log: slog.New(h)}
 	up := func() membership.Status { return membership.Up }
 	ms := int64(time.Millisecond)
+	n.showServing(0, 0, 3000*ms, up)            // not serving yet: no lapse to warn of
 	n.showServing(0, 500*ms, 10*ms, up)         // serving
 	n.showServing(500*ms, 500*ms, 600*ms, up)   // lapsed at 500 ms
 	n.showServing(500*ms, 900*ms, 700*ms, up)   // back after 200 ms: quiet
