@@ -26,9 +26,10 @@ func TestBenchFailover(t *testing.T) {
 	if os.Getenv("SHARDMESH_BENCH_FAILOVER") == "" {
 		t.Skip("set SHARDMESH_BENCH_FAILOVER=1 to run (3 daemons, kill -9)")
 	}
-	flags := shardingFlags
+	flags, name := shardingFlags, "BenchmarkFailoverKill9"
 	if sa := os.Getenv("SHARDMESH_BENCH_STABLE_AFTER"); sa != "" { // what the resolver's wait costs
 		flags = append(slices.Clone(flags), "--set", "cluster.split-brain-resolver.stable-after="+sa)
+		name += "/stable-after=" + sa
 	}
 	c := newCluster(t, flags...)
 	seed := c.start("m1")
@@ -141,10 +142,6 @@ func TestBenchFailover(t *testing.T) {
 		t.Logf("killed at %s; the first member's log:\n%s", killed.Format("15:04:05.000"), seed.log.String())
 	}
 	// A benchmark line, for scripts/bench's parser.
-	name := "BenchmarkFailoverKill9"
-	if sa := os.Getenv("SHARDMESH_BENCH_STABLE_AFTER"); sa != "" {
-		name += "/stable-after=" + sa
-	}
 	fmt.Printf("%s\t1\t%s detect-s\t%s down-s\t%s removed-s\t%s failover-s\t%s over-detect-s\t%d entities\n",
 		name, secs(detect), secs(down), secs(removed), secs(last), secs(last-detect), len(onVictim))
 }

@@ -889,13 +889,15 @@ func askEach(c *cluster, ids []string, msg string, timeout time.Duration, retry 
 		var wg sync.WaitGroup
 		for i, id := range todo {
 			sem <- struct{}{}
-			if all.Err() != nil { // out of time: what is left is not asked
+			if all.Err() != nil { // out of time: this and what is left are not asked
 				<-sem
 				mu.Lock()
-				failed = append(failed, id)
-				errs = append(errs, fmt.Errorf("%s: not asked, %v spent", id, timeout))
+				for _, id := range todo[i:] {
+					failed = append(failed, id)
+					errs = append(errs, fmt.Errorf("%s: not asked, %v spent", id, timeout))
+				}
 				mu.Unlock()
-				continue
+				break
 			}
 			wg.Go(func() {
 				defer func() { <-sem }()
