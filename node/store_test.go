@@ -1,11 +1,9 @@
 package node
 
 import (
-	"crypto/rand"
 	"testing"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
+	libp2ptest "github.com/libp2p/go-libp2p/core/test"
 
 	"github.com/shardmesh/shardmesh/membership"
 )
@@ -15,7 +13,7 @@ import (
 func TestReplicasFollowMembers(t *testing.T) {
 	ids := make([]membership.NodeID, 3)
 	for i := range ids {
-		ids[i] = membership.NodeID(newTestPeerID(t).String())
+		ids[i] = membership.NodeID(libp2ptest.RandPeerIDFatal(t).String())
 	}
 	up := func(id membership.NodeID, st membership.Status) membership.Member {
 		return membership.Member{Node: id, Status: st}
@@ -36,17 +34,4 @@ func TestReplicasFollowMembers(t *testing.T) {
 	if len(r2) != 2 || r2[0].String() != string(ids[1]) || r2[1].String() != string(ids[2]) {
 		t.Fatalf("after a leave and a join: %v", r2)
 	}
-}
-
-func newTestPeerID(t *testing.T) peer.ID {
-	t.Helper()
-	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := peer.IDFromPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
 }

@@ -16,17 +16,7 @@ func TestFailureDetectionTime(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		cfg := membership.DefaultConfig()
 		cfg.SplitBrainResolver.StableAfter = 2 * time.Second
-		s := New(Options{Seed: seed, Membership: cfg})
-		for range 5 {
-			s.AddNode(nil, "1")
-		}
-		s.Start(1)
-		for i := 2; i <= 5; i++ {
-			s.Start(i, 1)
-		}
-		if !s.RunUntil(s.Converged, 3*time.Second) {
-			t.Fatalf("seed %d: not converged:\n%s", seed, s.Status())
-		}
+		s := convergedCluster(t, seed, cfg, 5, 5, 3*time.Second)
 		s.RunFor(time.Duration(5+seed%5) * time.Second)
 		victim := 1 + int(seed%5)
 		s.Kill(victim)
@@ -107,17 +97,7 @@ func TestRemovedMemberNoLongerServes(t *testing.T) {
 		cfg := membership.DefaultConfig()
 		cfg.SplitBrainResolver.StableAfter = time.Second
 		cfg.DownRemovalMargin = time.Millisecond
-		s := New(Options{Seed: seed, Membership: cfg})
-		for range 5 {
-			s.AddNode(nil, "1")
-		}
-		s.Start(1)
-		for i := 2; i <= 5; i++ {
-			s.Start(i, 1)
-		}
-		if !s.RunUntil(s.Converged, 3*time.Second) {
-			t.Fatalf("seed %d: not converged:\n%s", seed, s.Status())
-		}
+		s := convergedCluster(t, seed, cfg, 5, 5, 3*time.Second)
 		s.RunFor(time.Duration(2+seed%3) * time.Second)
 		const victim = 5
 		id := s.Node(victim).ID
@@ -163,17 +143,7 @@ func TestRemovedMemberNoLongerServes(t *testing.T) {
 // that did not know it yet). A shard moved to it waits for that.
 func TestJoinerServesPromptly(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
-		s := New(Options{Seed: seed, Membership: membership.DefaultConfig()})
-		for range 4 {
-			s.AddNode(nil, "1")
-		}
-		s.Start(1)
-		for i := 2; i <= 3; i++ {
-			s.Start(i, 1)
-		}
-		if !s.RunUntil(s.Converged, 5*time.Second) {
-			t.Fatalf("seed %d: not converged", seed)
-		}
+		s := convergedCluster(t, seed, membership.DefaultConfig(), 4, 3, 5*time.Second)
 		s.RunFor(time.Duration(2+seed%3) * time.Second)
 		s.Start(4, 1)
 		joiner := s.Node(4)
@@ -187,4 +157,22 @@ func TestJoinerServesPromptly(t *testing.T) {
 		}
 		t.Logf("seed %d: serving %v after Up", seed, s.Now().Sub(at).Round(time.Microsecond))
 	}
+}
+
+// convergedCluster adds nodes nodes and starts the first started of them, joining through
+// the first, and runs until they converge (within the bound).
+func convergedCluster(t *testing.T, seed uint64, cfg membership.Config, nodes, started int, within time.Duration) *Sim {
+	t.Helper()
+	s := New(Options{Seed: seed, Membership: cfg})
+	for range nodes {
+		s.AddNode(nil, "1")
+	}
+	s.Start(1)
+	for i := 2; i <= started; i++ {
+		s.Start(i, 1)
+	}
+	if !s.RunUntil(s.Converged, within) {
+		t.Fatalf("seed %d: not converged within %v:\n%s", seed, within, s.Status())
+	}
+	return s
 }
