@@ -90,3 +90,21 @@ func TestWriteRoundDecisions(t *testing.T) {
 	r.answer("d", nil, nil)
 	r.answer("c", nil, nil)
 }
+
+// A refusal that arrives after an op failed does not change the error its caller holds
+// (the race detector found a late refusal raising FencedError.Need under a caller reading
+// it).
+func TestLateRefusalLeavesADecidedErrorAlone(t *testing.T) {
+	op, other := testOp(Write{Key: "x", Epoch: 2}), testOp(Write{Key: "y", Epoch: 2})
+	r := newTestRound(3, op, other) // other keeps the round open
+	r.answer("a", []refusal{{index: 0, need: 5}}, nil)
+	done, err := outcome(op)
+	var fe *FencedError
+	if !done || !errors.As(err, &fe) || fe.Need != 5 {
+		t.Fatalf("first refusal: %v %v", done, err)
+	}
+	r.answer("b", []refusal{{index: 0, need: 9}}, nil)
+	if fe.Need != 5 {
+		t.Errorf("a late refusal changed the decided error: need %d", fe.Need)
+	}
+}

@@ -240,6 +240,9 @@ func (r *writeRound) answer(from peer.ID, refused []refusal, err error) {
 		}
 		i := r.owner[rf.index]
 		op := r.ops[i]
+		if op.decided {
+			continue // its error, fenced or not, is the caller's now: not to be changed
+		}
 		if !refusedOp[i] {
 			refusedOp[i] = true
 			op.t.refused++
