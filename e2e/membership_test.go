@@ -217,3 +217,57 @@ func TestBadConfigurationStopsTheStart(t *testing.T) {
 		t.Fatalf("code=%d\n%s", code, d.log.String())
 	}
 }
+
+// TestFullRestartWaitsForAMajorityOfTheLastCluster: every member keeps the size of the
+// cluster it was last Up in; after all three are killed, the first one started alone forms
+// a new cluster but stays Joining (saying why) until a second, a majority of three, has
+// joined — so no coordinator reads the store from one stale replica (docs/chaos.md). A
+// member started with cluster.forget-last-cluster=on forms a cluster alone at once.
+func TestFullRestartWaitsForAMajorityOfTheLastCluster(t *testing.T) {
+	c := newCluster(t)
+	m1 := c.start("m1")
+	ds := []*daemon{m1, c.start("m2", "--join", m1.addr()), c.start("m3", "--join", m1.addr())}
+	if !waitFor(10*time.Second, func() bool { return allAgree(ds, 3) }) {
+		t.Fatal("the cluster did not form")
+	}
+	kept := func(d *daemon) string {
+		data, _ := os.ReadFile(filepath.Join(d.dir, "last-cluster-size"))
+		return strings.TrimSpace(string(data))
+	}
+	if !waitFor(5*time.Second, func() bool { return kept(ds[0]) == "3" && kept(ds[1]) == "3" && kept(ds[2]) == "3" }) {
+		t.Fatalf("last-cluster-size: %q %q %q, want 3 in every data directory", kept(ds[0]), kept(ds[1]), kept(ds[2]))
+	}
+	for _, d := range ds {
+		d.kill()
+	}
+	restart := func(name string, args ...string) *daemon {
+		t.Helper()
+		if err := os.Remove(filepath.Join(c.root, name, "addrs")); err != nil { // or the stale one passes for the new
+			t.Fatal(err)
+		}
+		return c.start(name, args...)
+	}
+	status := func(d *daemon) string {
+		v, _ := d.members()
+		return v.status(d.peerID())
+	}
+
+	m1 = restart("m1")
+	if !waitFor(10*time.Second, func() bool { return strings.Contains(m1.log.String(), "waiting for members of the last cluster") }) {
+		t.Fatalf("m1 alone does not say what it waits for:\n%s", m1.log.String())
+	}
+	time.Sleep(3 * time.Second) // a member alone is Up within a second when it need not wait
+	if s := status(m1); s != "Joining" {
+		t.Fatalf("m1 alone after a full restart is %q, want Joining until a majority of the last cluster of 3 has joined", s)
+	}
+	m2 := restart("m2", "--join", m1.addr())
+	if !waitFor(10*time.Second, func() bool { return allAgree([]*daemon{m1, m2}, 2) }) {
+		t.Fatalf("m1 and m2, a majority of the last cluster, did not both move Up: m1 %s, m2 %s", status(m1), status(m2))
+	}
+
+	// m3 was last Up in the cluster of three; told to forget it, it forms a cluster of its own.
+	m3 := restart("m3", "--set", "cluster.forget-last-cluster=on")
+	if !waitFor(10*time.Second, func() bool { return status(m3) == "Up" }) {
+		t.Fatalf("m3 with cluster.forget-last-cluster=on is %q alone, want Up", status(m3))
+	}
+}

@@ -61,6 +61,11 @@ type Member struct {
 	AppVersion  Version
 	Status      Status
 	UpNumber    uint64 // age: assigned by the leader when it moves the member Up; lower is older; 0 until Up
+	// LastClusterSize is how many members (not Down or Removed) the cluster had when this
+	// member's data directory was last Up in one, 0 for a new member. A cluster forming
+	// after a restart moves no member Up before a majority of the largest of these has joined
+	// (Node.RestartQuorum).
+	LastClusterSize uint32
 }
 
 // HasRole reports whether m has role r; the empty role matches every member.

@@ -126,6 +126,13 @@ type Node struct {
 	lapsedAt     time.Time     // when serving last stopped (loop goroutine; zero: serving, or never served)
 	lapseLogged  bool          // that stop was logged above debug level (loop goroutine)
 
+	// The size of the cluster this member is Up in, kept on disk (clustersize.go): the last
+	// size handed to the writer (loop only), the size to write, and a write due.
+	sizeNoted    uint32
+	sizeLatest   atomic.Uint32
+	sizeDue      chan struct{}
+	quorumWarned time.Time // the last warning that a forming cluster waits (loop only)
+
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
 
@@ -211,6 +218,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	lastSize, err := dir.lastClusterSize()
+	if err != nil {
+		return nil, err
+	}
 	pid, err := peer.IDFromPrivateKey(key)
 	if err != nil {
 		return nil, fmt.Errorf("identity in %s: %w", dir.file(identityFile), err)
@@ -243,6 +254,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Addrs:       addrs,
 		Roles:       cfg.Roles,
 		AppVersion:  membership.Version(cfg.AppVersion),
+		// A forming cluster waits for a majority of this member's last cluster.
+		LastClusterSize: lastSize,
 	}
 	topic, err := host.Join("/shardmesh/" + cfg.ClusterName + "/membership/1")
 	if err != nil {
@@ -290,6 +303,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		directivesDue: make(chan struct{}, 1),
 		history:       make(chan PlacementRecord, historyQueue),
 		servingCh:     make(chan struct{}),
+		sizeDue:       make(chan struct{}, 1),
 		clockBase:     time.Now(),
 		ctx:           nctx,
 		cancel:        cancel,
@@ -315,8 +329,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ok = true
 	n.log.Info("member started", "peer", self.Node, "incarnation", incarnation, "addrs", addrs, "roles", cfg.Roles, "app_version", cfg.AppVersion)
-	n.wg.Add(6)
+	n.wg.Add(7)
 	go n.loop()
+	go n.writeClusterSize()
 	if cfg.History.MaxPerShard > 0 { // off: no writer, no pruning scans
 		n.wg.Add(1)
 		go n.writeHistory()
@@ -814,7 +829,11 @@ func (n *Node) join() {
 		seeds = append(seeds, ma)
 	}
 	if len(seeds) == 0 {
-		n.log.Info("no seed to join: forming a new cluster")
+		if last := n.self.LastClusterSize; last > 1 && !n.cfg.Membership.ForgetLastCluster {
+			n.log.Info("no seed to join: forming a new cluster; no member is moved Up before a majority of the cluster this member was last Up in has joined", "last_cluster_size", last, "need", last/2+1)
+		} else {
+			n.log.Info("no seed to join: forming a new cluster")
+		}
 		n.command(func(now time.Time) { n.eng.FormCluster(now) })
 		return
 	}
@@ -918,5 +937,7 @@ func (n *Node) publishView() {
 	slices.Sort(v.Unreachable)
 	v.replicas, v.replicaNodes = replicasOf(v.Members, n.view.Load())
 	n.view.Store(v)
+	n.noteClusterSize()
+	n.warnRestartQuorum()
 	n.metrics.recordView(v)
 }

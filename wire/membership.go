@@ -129,7 +129,7 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 
 func memberToPB(m *membership.Member) *pb.Member {
 	return &pb.Member{Node: string(m.Node), Incarnation: m.Incarnation, Addrs: m.Addrs, Roles: m.Roles,
-		AppVersion: string(m.AppVersion), Status: uint32(m.Status), UpNumber: m.UpNumber}
+		AppVersion: string(m.AppVersion), Status: uint32(m.Status), UpNumber: m.UpNumber, LastClusterSize: m.LastClusterSize}
 }
 
 func memberFromPB(field string, m *pb.Member) (membership.Member, error) {
@@ -154,7 +154,8 @@ func memberFromPB(field string, m *pb.Member) (membership.Member, error) {
 	roles := slices.Clone(m.Roles)
 	slices.Sort(roles)
 	return membership.Member{Node: membership.NodeID(m.Node), Incarnation: m.Incarnation, Addrs: m.Addrs, Roles: slices.Compact(roles),
-		AppVersion: membership.Version(m.AppVersion), Status: membership.Status(m.Status), UpNumber: m.UpNumber}, nil
+		AppVersion: membership.Version(m.AppVersion), Status: membership.Status(m.Status), UpNumber: m.UpNumber,
+		LastClusterSize: m.LastClusterSize}, nil
 }
 
 func stateToPB(s *membership.State) *pb.State {

@@ -14,7 +14,7 @@ import (
 func sampleMessages() []membership.Message {
 	st := membership.State{
 		Members: []membership.Member{
-			{Node: "12D3KooWA", Incarnation: 3, Addrs: []string{"/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWA"}, Roles: []string{"backend", "web"}, AppVersion: "1.2.0", Status: membership.Up, UpNumber: 1},
+			{Node: "12D3KooWA", Incarnation: 3, Addrs: []string{"/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWA"}, Roles: []string{"backend", "web"}, AppVersion: "1.2.0", Status: membership.Up, UpNumber: 1, LastClusterSize: 5},
 			{Node: "12D3KooWB", Incarnation: 1, Status: membership.Removed, UpNumber: 2},
 		},
 		Reach: []membership.ReachRow{{Observer: "12D3KooWA", Incarnation: 3, Version: 7, Unreachable: []membership.NodeID{"12D3KooWB"}}},

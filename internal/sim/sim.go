@@ -78,6 +78,9 @@ type Node struct {
 	Alive   bool  // the process runs (false after kill or stop)
 	Paused  bool  // SIGSTOP: holds its input until resumed
 	Stopped *membership.Stopped
+	// LastClusterSize is what its data directory keeps of the cluster it was last Up in
+	// (membership.Node.ClusterSize), given to its next process.
+	LastClusterSize uint32
 
 	held     []func()             // deliveries that arrived while paused
 	recovery shard.RecoverySample // store rounds answered since the last tick (the adaptive recovery budget's input)
@@ -160,6 +163,8 @@ func (s *Sim) Start(i int, seeds ...int) {
 		Addrs:       []string{"/sim/" + string(n.ID)},
 		Roles:       n.Roles,
 		AppVersion:  n.Version,
+
+		LastClusterSize: n.LastClusterSize,
 	}
 	n.E = engine.New(engine.Config{Membership: s.opts.Membership, Types: s.opts.Types, AwaitDirectives: true}, self, s.now)
 	n.M = n.E.Membership()
@@ -282,6 +287,9 @@ func (s *Sim) schedule(after time.Duration, run func()) {
 func (s *Sim) process(n *Node) {
 	if !n.Alive {
 		return
+	}
+	if size, ok := n.M.ClusterSize(); ok {
+		n.LastClusterSize = size
 	}
 	rd := n.E.Ready()
 	for _, e := range rd.Members {

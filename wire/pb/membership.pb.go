@@ -326,16 +326,18 @@ func (x *Echo) GetSeq() uint64 {
 }
 
 type Member struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Incarnation   uint64                 `protobuf:"varint,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
-	Addrs         []string               `protobuf:"bytes,3,rep,name=addrs,proto3" json:"addrs,omitempty"`
-	Roles         []string               `protobuf:"bytes,4,rep,name=roles,proto3" json:"roles,omitempty"`
-	AppVersion    string                 `protobuf:"bytes,5,opt,name=app_version,json=appVersion,proto3" json:"app_version,omitempty"`
-	Status        uint32                 `protobuf:"varint,6,opt,name=status,proto3" json:"status,omitempty"`
-	UpNumber      uint64                 `protobuf:"varint,7,opt,name=up_number,json=upNumber,proto3" json:"up_number,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Node        string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Incarnation uint64                 `protobuf:"varint,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Addrs       []string               `protobuf:"bytes,3,rep,name=addrs,proto3" json:"addrs,omitempty"`
+	Roles       []string               `protobuf:"bytes,4,rep,name=roles,proto3" json:"roles,omitempty"`
+	AppVersion  string                 `protobuf:"bytes,5,opt,name=app_version,json=appVersion,proto3" json:"app_version,omitempty"`
+	Status      uint32                 `protobuf:"varint,6,opt,name=status,proto3" json:"status,omitempty"`
+	UpNumber    uint64                 `protobuf:"varint,7,opt,name=up_number,json=upNumber,proto3" json:"up_number,omitempty"`
+	// Members of the cluster this member was last Up in (0: none); see Member.LastClusterSize.
+	LastClusterSize uint32 `protobuf:"varint,8,opt,name=last_cluster_size,json=lastClusterSize,proto3" json:"last_cluster_size,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Member) Reset() {
@@ -413,6 +415,13 @@ func (x *Member) GetStatus() uint32 {
 func (x *Member) GetUpNumber() uint64 {
 	if x != nil {
 		return x.UpNumber
+	}
+	return 0
+}
+
+func (x *Member) GetLastClusterSize() uint32 {
+	if x != nil {
+		return x.LastClusterSize
 	}
 	return 0
 }
@@ -878,7 +887,7 @@ const file_membership_proto_rawDesc = "" +
 	"\x04Echo\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xc0\x01\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xec\x01\n" +
 	"\x06Member\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x14\n" +
@@ -887,7 +896,8 @@ const file_membership_proto_rawDesc = "" +
 	"\vapp_version\x18\x05 \x01(\tR\n" +
 	"appVersion\x12\x16\n" +
 	"\x06status\x18\x06 \x01(\rR\x06status\x12\x1b\n" +
-	"\tup_number\x18\a \x01(\x04R\bupNumber\"\x84\x01\n" +
+	"\tup_number\x18\a \x01(\x04R\bupNumber\x12*\n" +
+	"\x11last_cluster_size\x18\b \x01(\rR\x0flastClusterSize\"\x84\x01\n" +
 	"\bReachRow\x12\x1a\n" +
 	"\bobserver\x18\x01 \x01(\tR\bobserver\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x18\n" +

@@ -1,0 +1,87 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The size of the last cluster: how many members (not Down or Removed) the cluster had the
+// last time this member was Up in it, kept in the data directory so that the member's next
+// process can ask a forming cluster to wait for a majority of it (membership.RestartQuorum)
+// before anything reads the replicated store.
+const lastClusterFile = "last-cluster-size"
+
+// lastClusterSize reads the size of the last cluster; 0 when there was none.
+func (d *dataDir) lastClusterSize() (uint32, error) {
+	data, err := os.ReadFile(d.file(lastClusterFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	size, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%s is corrupt (%q): remove it to start as a new member (or set cluster.forget-last-cluster=on)", d.file(lastClusterFile), data)
+	}
+	return uint32(size), nil
+}
+
+// noteClusterSize hands a changed cluster size to writeClusterSize; called by publishView on
+// the loop.
+func (n *Node) noteClusterSize() {
+	size, ok := n.eng.Membership().ClusterSize()
+	if !ok || size == n.sizeNoted {
+		return
+	}
+	n.sizeNoted = size
+	n.sizeLatest.Store(size)
+	select {
+	case n.sizeDue <- struct{}{}:
+	default: // a write is due already; it takes the latest size
+	}
+}
+
+// writeClusterSize keeps the last cluster size on disk, off the loop (a write and an fsync
+// per membership change).
+func (n *Node) writeClusterSize() {
+	defer n.wg.Done()
+	var written uint32
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-n.sizeDue:
+		}
+		size := n.sizeLatest.Load()
+		if size == written {
+			continue
+		}
+		if err := writeFileAtomic(n.dir.file(lastClusterFile), []byte(strconv.FormatUint(uint64(size), 10)+"\n")); err != nil {
+			n.log.Warn("cannot keep the size of the cluster; a restart of the whole cluster may start from a stale coordinator state", "file", n.dir.file(lastClusterFile), "err", err)
+			continue
+		}
+		written = size
+	}
+}
+
+// warnRestartQuorum tells, every 10 s while it lasts, that the forming cluster waits for
+// members of the cluster before it; called by publishView on the loop.
+func (n *Node) warnRestartQuorum() {
+	m := n.eng.Membership()
+	need, joined := m.RestartQuorum()
+	if !m.Joined() || joined >= need {
+		return
+	}
+	now := time.Now()
+	if now.Sub(n.quorumWarned) < 10*time.Second {
+		return
+	}
+	n.quorumWarned = now
+	n.log.Warn("waiting for members of the last cluster: no member is moved Up before a majority of it has joined, so the coordinator reads what that cluster stored; start the others, or, if they are gone for good, restart the members with --set cluster.forget-last-cluster=on",
+		"joined", joined, "need", need, "this_members_last_cluster", n.self.LastClusterSize)
+}
