@@ -12,8 +12,8 @@ import (
 //   - a member that some other member cannot reach (it is indirectly connected or cut off)
 //     downs itself;
 //   - otherwise the counted members (Up or Leaving, with the configured role) split into this
-//     member's side (reachable) and the other side (unreachable), and the strategy picks the
-//     surviving side; on the surviving side the leader marks the other side Down, on the
+//     member's side (reachable) and the other side (unreachable; Down members not yet
+//     removed count there too), and the strategy picks the surviving side; on the surviving side the leader marks the other side Down, on the
 //     losing side each member marks itself Down and stops.
 //
 // A decision waits until the unreachable set has been stable for stable-after and no member
@@ -36,12 +36,20 @@ func (n *Node) resolveSplitBrain() {
 	var side, others []NodeID
 	for _, id := range n.v.sortedIDs() {
 		m := n.v.members[id]
-		if (m.Status != Up && m.Status != Leaving) || !m.HasRole(cfg.Role) {
+		if !m.HasRole(cfg.Role) {
 			continue
 		}
-		if n.unreachable[id] {
+		switch {
+		case m.Status == Down:
+			// Down but not yet removed: it may not know it is Down — downed by an operator
+			// a moment before a partition cut it off — and count itself, and this side,
+			// on its own side (sim seed 2,289: both sides won keep-majority). Counted on
+			// the other side, it can only make this side lose where the two views differ.
 			others = append(others, id)
-		} else {
+		case m.Status != Up && m.Status != Leaving:
+		case n.unreachable[id]:
+			others = append(others, id)
+		default:
 			side = append(side, id)
 		}
 	}
