@@ -77,7 +77,8 @@ func (b *nodeBackend) Self() string { return string(b.n.ID()) }
 
 func (b *nodeBackend) Members() *adminpb.MembersResponse {
 	v := b.n.View()
-	resp := &adminpb.MembersResponse{Self: string(v.Self), Leader: string(v.Leader), Oldest: string(v.Oldest), Converged: v.Converged}
+	resp := &adminpb.MembersResponse{Self: string(v.Self), Leader: string(v.Leader), Oldest: string(v.Oldest), Converged: v.Converged,
+		RestartNeed: uint32(v.RestartNeed), RestartJoined: uint32(v.RestartJoined)}
 	unreachable := map[string]bool{}
 	for _, u := range v.Unreachable {
 		unreachable[string(u)] = true

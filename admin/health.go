@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/node"
 )
 
 // livenessTimeout bounds the turn of the member's loop that proves it live.
@@ -51,7 +52,13 @@ func (s *Server) health(ctx context.Context) *adminpb.Response {
 	}
 	out.Status, out.Serving = st.Status, st.Serving
 	if st.Status != "Up" {
-		out.Reasons = append(out.Reasons, "member is "+st.Status+", not Up")
+		why := "member is " + st.Status + ", not Up"
+		if m := s.backend.Members(); m != nil {
+			if wait := node.RestartWait(int(m.RestartNeed), int(m.RestartJoined)); wait != "" {
+				why += ": " + wait
+			}
+		}
+		out.Reasons = append(out.Reasons, why)
 	}
 	if !st.Serving {
 		out.Reasons = append(out.Reasons, "no majority lease: the member does not hear a majority of the cluster")

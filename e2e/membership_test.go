@@ -260,6 +260,14 @@ func TestFullRestartWaitsForAMajorityOfTheLastCluster(t *testing.T) {
 	if s := status(m1); s != "Joining" {
 		t.Fatalf("m1 alone after a full restart is %q, want Joining until a majority of the last cluster of 3 has joined", s)
 	}
+	// What an operator asks tells why, and what to do.
+	const why = "a restarted cluster moves no member Up before 2 members of its last cluster have joined (a majority), so that its coordinator reads what that cluster stored (joined so far: 1)"
+	if out, _, code := shardctl("members", "--data-dir", m1.dir); code != 0 || !strings.Contains(out, "waiting: "+why) || !strings.Contains(out, "cluster.forget-last-cluster=on") {
+		t.Errorf("members of m1 alone (exit %d):\n%s", code, out)
+	}
+	if out, errOut, code := shardctl("health", "--data-dir", m1.dir); code != 1 || !strings.Contains(out+errOut, "member is Joining, not Up: "+why) {
+		t.Errorf("health of m1 alone (exit %d), want 1 and why:\n%s%s", code, out, errOut)
+	}
 	m2 := restart("m2", "--join", m1.addr())
 	if !waitFor(10*time.Second, func() bool { return allAgree([]*daemon{m1, m2}, 2) }) {
 		t.Fatalf("m1 and m2, a majority of the last cluster, did not both move Up: m1 %s, m2 %s", status(m1), status(m2))

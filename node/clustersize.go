@@ -69,12 +69,20 @@ func (n *Node) writeClusterSize() {
 	}
 }
 
-// warnRestartQuorum tells, every 10 s while it lasts, that the forming cluster waits for
-// members of the cluster before it; called by publishView on the loop.
-func (n *Node) warnRestartQuorum() {
-	m := n.eng.Membership()
-	need, joined := m.RestartQuorum()
-	if !m.Joined() || joined >= need {
+// RestartWait says what a restarted cluster waits for, and what to do about it; "" when
+// need is 0 or met.
+func RestartWait(need, joined int) string {
+	if joined >= need {
+		return ""
+	}
+	return fmt.Sprintf("a restarted cluster moves no member Up before %d members of its last cluster have joined (a majority), so that its coordinator reads what that cluster stored (joined so far: %d). Start the others, or, if they are gone for good, restart the members with --set cluster.forget-last-cluster=on", need, joined)
+}
+
+// warnRestartQuorum logs RestartWait every 10 s while it lasts; called by publishView on
+// the loop.
+func (n *Node) warnRestartQuorum(v *View) {
+	why := RestartWait(v.RestartNeed, v.RestartJoined)
+	if why == "" || !v.Joined {
 		return
 	}
 	now := time.Now()
@@ -82,6 +90,5 @@ func (n *Node) warnRestartQuorum() {
 		return
 	}
 	n.quorumWarned = now
-	n.log.Warn("waiting for members of the last cluster: no member is moved Up before a majority of it has joined, so the coordinator reads what that cluster stored; start the others, or, if they are gone for good, restart the members with --set cluster.forget-last-cluster=on",
-		"joined", joined, "need", need, "this_members_last_cluster", n.self.LastClusterSize)
+	n.log.Warn("waiting for members of the last cluster: " + why)
 }

@@ -912,6 +912,10 @@ type View struct {
 	Leader      membership.NodeID
 	Oldest      membership.NodeID
 	Converged   bool
+	// RestartNeed and RestartJoined: a restarted cluster moves no member Up before
+	// RestartNeed members have joined (membership.Node.RestartQuorum; RestartWait says it
+	// in words); RestartJoined have. RestartNeed is 0 when it does not wait.
+	RestartNeed, RestartJoined int
 
 	// replicas are the peer ids of the members whose replicas count in store quorums
 	// (replicaMembers), decoded once per change of membership, not per store round;
@@ -926,6 +930,7 @@ func (n *Node) View() *View { return n.view.Load() }
 func (n *Node) publishView() {
 	m := n.eng.Membership()
 	v := &View{Self: n.self.Node, Joined: m.Joined(), Members: m.Members(), Leader: m.Leader(), Converged: m.Convergence()}
+	v.RestartNeed, v.RestartJoined = m.RestartQuorum()
 	if o, ok := m.Oldest(""); ok {
 		v.Oldest = o.Node
 	}
@@ -938,6 +943,6 @@ func (n *Node) publishView() {
 	v.replicas, v.replicaNodes = replicasOf(v.Members, n.view.Load())
 	n.view.Store(v)
 	n.noteClusterSize()
-	n.warnRestartQuorum()
+	n.warnRestartQuorum(v)
 	n.metrics.recordView(v)
 }

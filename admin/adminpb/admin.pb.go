@@ -3127,12 +3127,16 @@ func (x *MemberInfo) GetLeader() bool {
 }
 
 type MembersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Self          string                 `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`            // the answering member
-	Leader        string                 `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`        // the leader as it sees it
-	Oldest        string                 `protobuf:"bytes,3,opt,name=oldest,proto3" json:"oldest,omitempty"`        // the oldest Up member
-	Converged     bool                   `protobuf:"varint,4,opt,name=converged,proto3" json:"converged,omitempty"` // every reachable member has seen this view
-	Members       []*MemberInfo          `protobuf:"bytes,5,rep,name=members,proto3" json:"members,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Self      string                 `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`            // the answering member
+	Leader    string                 `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`        // the leader as it sees it
+	Oldest    string                 `protobuf:"bytes,3,opt,name=oldest,proto3" json:"oldest,omitempty"`        // the oldest Up member
+	Converged bool                   `protobuf:"varint,4,opt,name=converged,proto3" json:"converged,omitempty"` // every reachable member has seen this view
+	Members   []*MemberInfo          `protobuf:"bytes,5,rep,name=members,proto3" json:"members,omitempty"`
+	// A restarted cluster waiting for members of its last one (membership.RestartQuorum): no
+	// member is moved Up before restart_need have joined; restart_joined have. 0: not waiting.
+	RestartNeed   uint32 `protobuf:"varint,6,opt,name=restart_need,json=restartNeed,proto3" json:"restart_need,omitempty"`
+	RestartJoined uint32 `protobuf:"varint,7,opt,name=restart_joined,json=restartJoined,proto3" json:"restart_joined,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3200,6 +3204,20 @@ func (x *MembersResponse) GetMembers() []*MemberInfo {
 		return x.Members
 	}
 	return nil
+}
+
+func (x *MembersResponse) GetRestartNeed() uint32 {
+	if x != nil {
+		return x.RestartNeed
+	}
+	return 0
+}
+
+func (x *MembersResponse) GetRestartJoined() uint32 {
+	if x != nil {
+		return x.RestartJoined
+	}
+	return 0
 }
 
 // DirectiveRequest changes one of the operator's standing orders, cluster-wide: stored in
@@ -4949,13 +4967,15 @@ const file_admin_proto_rawDesc = "" +
 	"\treachable\x18\b \x01(\bR\treachable\x12\x16\n" +
 	"\x06oldest\x18\t \x01(\bR\x06oldest\x12\x16\n" +
 	"\x06leader\x18\n" +
-	" \x01(\bR\x06leader\"\xad\x01\n" +
+	" \x01(\bR\x06leader\"\xf7\x01\n" +
 	"\x0fMembersResponse\x12\x12\n" +
 	"\x04self\x18\x01 \x01(\tR\x04self\x12\x16\n" +
 	"\x06leader\x18\x02 \x01(\tR\x06leader\x12\x16\n" +
 	"\x06oldest\x18\x03 \x01(\tR\x06oldest\x12\x1c\n" +
 	"\tconverged\x18\x04 \x01(\bR\tconverged\x128\n" +
-	"\amembers\x18\x05 \x03(\v2\x1e.shardmesh.admin.v1.MemberInfoR\amembers\"\x85\x01\n" +
+	"\amembers\x18\x05 \x03(\v2\x1e.shardmesh.admin.v1.MemberInfoR\amembers\x12!\n" +
+	"\frestart_need\x18\x06 \x01(\rR\vrestartNeed\x12%\n" +
+	"\x0erestart_joined\x18\a \x01(\rR\rrestartJoined\"\x85\x01\n" +
 	"\x10DirectiveRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1f\n" +

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/shardmesh/shardmesh/node"
 )
 
 func membersCommand() *cli.Command {
@@ -73,6 +75,9 @@ Example:
 				state = "not converged (some member has not seen this view yet)"
 			}
 			fmt.Fprintf(c.App.Writer, "%d members, %d up; view %s\n", len(resp.Members), up, state)
+			if wait := node.RestartWait(int(resp.RestartNeed), int(resp.RestartJoined)); wait != "" {
+				fmt.Fprintf(c.App.Writer, "waiting: %s\n", wait)
+			}
 			return nil
 		},
 	}
