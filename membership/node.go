@@ -366,7 +366,43 @@ func (n *Node) ServingUntil() time.Time {
 	if !ok || me.Incarnation != n.self.Incarnation || me.Status != Up {
 		return time.Time{}
 	}
-	return n.majorityLease()
+	until := n.majorityLease()
+	if n.cfg.SplitBrainResolver.ActiveStrategy == KeepOldest {
+		if o, ok := n.oldestLease(); ok && o.Before(until) {
+			until = o
+		}
+	}
+	return until
+}
+
+// oldestLease returns when the grant of the oldest counted member with keep-oldest's role
+// ends (ok false when there is no such member). Under keep-oldest the side of the oldest
+// survives a partition whatever its size, so a majority cut off from it loses — but it
+// downs itself only when its own resolver decides, which a slow failure detector can put
+// after the oldest's side has removed it and started its shards (sim soak seed 6,055: 7 s
+// after; its majority lease, granted among its own members, held all along). Bounded by
+// the oldest's grant too, its lease ends within the acceptable heartbeat pause of the cut,
+// before the oldest's side can decide (it waits longer than that pause to detect, and
+// stable-after on top). The price, under keep-oldest only: when the oldest dies, no member
+// serves until it is downed and removed.
+func (n *Node) oldestLease() (time.Time, bool) {
+	var oldest *Member
+	for _, m := range n.v.members {
+		if m.counted() && m.HasRole(n.cfg.SplitBrainResolver.Role) && (oldest == nil || m.OlderThan(oldest)) {
+			oldest = m
+		}
+	}
+	if oldest == nil {
+		return time.Time{}, false
+	}
+	pause := n.cfg.FailureDetector.AcceptableHeartbeatPause
+	if oldest.Node == n.self.Node {
+		return n.lastInput.Add(pause), true
+	}
+	if p := n.peers[oldest.Node]; p != nil && p.incarnation == oldest.Incarnation {
+		return p.agreedAt.Add(pause), true
+	}
+	return time.Time{}, true // never heard from the oldest: no grant
 }
 
 // majorityLease returns when the majority-th freshest agreeing heartbeat from the counted

@@ -11,10 +11,11 @@ import (
 //
 //   - a member that some other member cannot reach (it is indirectly connected or cut off)
 //     downs itself;
-//   - otherwise the counted members (Up or Leaving, with the configured role) split into this
-//     member's side (reachable) and the other side (unreachable; Down members not yet
-//     removed count there too), and the strategy picks the surviving side; on the surviving side the leader marks the other side Down, on the
-//     losing side each member marks itself Down and stops.
+//   - otherwise the counted members (Up, Leaving or Exiting, with the configured role) split
+//     into this member's side (reachable) and the other side (unreachable; Down members not
+//     yet removed count there too), and the strategy picks the surviving side; on the
+//     surviving side the leader marks the other side Down, on the losing side each member
+//     marks itself Down and stops.
 //
 // A decision waits until the unreachable set has been stable for stable-after and no member
 // counted on this side is late (no heartbeat for two heartbeat intervals, yet not
@@ -46,7 +47,10 @@ func (n *Node) resolveSplitBrain() {
 			// on its own side (sim seed 2,289: both sides won keep-majority). Counted on
 			// the other side, it can only make this side lose where the two views differ.
 			others = append(others, id)
-		case m.Status != Up && m.Status != Leaving:
+		case m.Status != Up && m.Status != Leaving && m.Status != Exiting:
+			// Exiting counts as Leaving does: the two sides can disagree on which of the two
+			// a leaving member is when a partition falls between (sim soak seed 6,284: one
+			// side counted it, the other did not, and both won).
 		case n.unreachable[id]:
 			others = append(others, id)
 		default:
