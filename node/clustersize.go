@@ -24,7 +24,7 @@ func (d *dataDir) lastClusterSize() (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	size, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 32)
+	size, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 16) // up-numbers, and so clusters, stop at 65,535
 	if err != nil {
 		return 0, fmt.Errorf("%s is corrupt (%q): remove it to start as a new member (or set cluster.forget-last-cluster=on)", d.file(lastClusterFile), data)
 	}
@@ -47,25 +47,34 @@ func (n *Node) noteClusterSize() {
 }
 
 // writeClusterSize keeps the last cluster size on disk, off the loop (a write and an fsync
-// per membership change).
+// per membership change); a failed write is tried again every second until one succeeds.
 func (n *Node) writeClusterSize() {
 	defer n.wg.Done()
 	var written uint32
+	failing := false
 	for {
+		if size := n.sizeLatest.Load(); size != written {
+			err := writeFileAtomic(n.dir.file(lastClusterFile), []byte(strconv.FormatUint(uint64(size), 10)+"\n"))
+			if err == nil {
+				written, failing = size, false
+			} else {
+				if !failing {
+					n.log.Warn("cannot keep the size of the cluster; a restart of the whole cluster may read a stale coordinator state; retrying every second", "file", n.dir.file(lastClusterFile), "err", err)
+				}
+				failing = true
+				select {
+				case <-n.ctx.Done():
+					return
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+		}
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-n.sizeDue:
 		}
-		size := n.sizeLatest.Load()
-		if size == written {
-			continue
-		}
-		if err := writeFileAtomic(n.dir.file(lastClusterFile), []byte(strconv.FormatUint(uint64(size), 10)+"\n")); err != nil {
-			n.log.Warn("cannot keep the size of the cluster; a restart of the whole cluster may start from a stale coordinator state", "file", n.dir.file(lastClusterFile), "err", err)
-			continue
-		}
-		written = size
 	}
 }
 

@@ -218,9 +218,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	lastSize, err := dir.lastClusterSize()
-	if err != nil {
-		return nil, err
+	var lastSize uint32 // forget-last-cluster: a new member, whatever the file holds
+	if !cfg.Membership.ForgetLastCluster {
+		if lastSize, err = dir.lastClusterSize(); err != nil {
+			return nil, err
+		}
 	}
 	pid, err := peer.IDFromPrivateKey(key)
 	if err != nil {
@@ -829,11 +831,7 @@ func (n *Node) join() {
 		seeds = append(seeds, ma)
 	}
 	if len(seeds) == 0 {
-		if last := n.self.LastClusterSize; last > 1 && !n.cfg.Membership.ForgetLastCluster {
-			n.log.Info("no seed to join: forming a new cluster; no member is moved Up before a majority of the cluster this member was last Up in has joined", "last_cluster_size", last, "need", last/2+1)
-		} else {
-			n.log.Info("no seed to join: forming a new cluster")
-		}
+		n.log.Info("no seed to join: forming a new cluster", "last_cluster_size", n.self.LastClusterSize)
 		n.command(func(now time.Time) { n.eng.FormCluster(now) })
 		return
 	}

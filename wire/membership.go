@@ -142,6 +142,9 @@ func memberFromPB(field string, m *pb.Member) (membership.Member, error) {
 	if m.Status > uint32(membership.Removed) {
 		return membership.Member{}, malformed("%s.status = %d is not a member status", field, m.Status)
 	}
+	if m.LastClusterSize > maxMembers {
+		return membership.Member{}, malformed("%s.last_cluster_size = %d is more than %d members", field, m.LastClusterSize, maxMembers)
+	}
 	if err := checkStrings(field+".addrs", m.Addrs, maxListLen); err != nil {
 		return membership.Member{}, err
 	}

@@ -91,6 +91,7 @@ func TestMembershipRejectsBadInput(t *testing.T) {
 		"no message":        {ProtocolVersion: ProtocolVersion},
 		"empty from":        {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{}}},
 		"bad status":        {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: &pb.Member{Node: "a", Status: 9}}}},
+		"huge last cluster": {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: &pb.Member{Node: "a", LastClusterSize: 1 << 31}}}},
 		"missing member":    {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{}}},
 		"long id":           {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(make([]byte, 300))}}},
 		"bad ack status":    {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{From: "a", YourStatus: 6}}},
