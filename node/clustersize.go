@@ -87,15 +87,20 @@ func RestartWait(need, joined int) string {
 	return fmt.Sprintf("a restarted cluster moves no member Up before %d members of its last cluster have joined (a majority), so that its coordinator reads what that cluster stored (joined so far: %d). Start the others, or, if they are gone for good, restart the members with --set cluster.forget-last-cluster=on", need, joined)
 }
 
-// warnRestartQuorum logs RestartWait every 10 s while it lasts; called by publishView on
-// the loop.
+// warnRestartQuorum logs RestartWait once the wait has lasted 5 s, and every 10 s while it
+// lasts (a restart of a whole cluster waits a moment for its members as they start, which is
+// no news); called by publishView on the loop.
 func (n *Node) warnRestartQuorum(v *View) {
 	why := RestartWait(v.RestartNeed, v.RestartJoined)
 	if why == "" || !v.Joined {
+		n.quorumWaitSince = time.Time{}
 		return
 	}
 	now := time.Now()
-	if now.Sub(n.quorumWarned) < 10*time.Second {
+	if n.quorumWaitSince.IsZero() {
+		n.quorumWaitSince = now
+	}
+	if now.Sub(n.quorumWaitSince) < 5*time.Second || now.Sub(n.quorumWarned) < 10*time.Second {
 		return
 	}
 	n.quorumWarned = now

@@ -128,10 +128,12 @@ type Node struct {
 
 	// The size of the cluster this member is Up in, kept on disk (clustersize.go): the last
 	// size handed to the writer (loop only), the size to write, and a write due.
-	sizeNoted    uint32
-	sizeLatest   atomic.Uint32
-	sizeDue      chan struct{}
-	quorumWarned time.Time // the last warning that a forming cluster waits (loop only)
+	sizeNoted  uint32
+	sizeLatest atomic.Uint32
+	sizeDue    chan struct{}
+	// A forming cluster waiting for members of the last one (loop only): since when, and the
+	// last warning.
+	quorumWaitSince, quorumWarned time.Time
 
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
