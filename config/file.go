@@ -50,6 +50,12 @@ type Node struct {
 	AdminReadOnlyOpen bool
 	// MDNS turns on discovery of members on the local network. Default off.
 	MDNS bool
+	// ForgetLastCluster starts the member as a new one: it does not read the size of the
+	// cluster it was last Up in, so a cluster forming after a restart does not wait for a
+	// majority of it (cluster.forget-last-cluster). For a cluster restarted for good with
+	// fewer members; the store may then miss writes made on the members that do not come
+	// back. Default off.
+	ForgetLastCluster bool
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string
 	// LogFormat is text or json. Default text.

@@ -150,7 +150,7 @@ var Schema = []Key{
 	flagged(listKey("entity-types", "built-in entity types to run: counter, echo, register, stubborn (comma-separated or repeated)", func(c *Config) *[]string { return &c.Node.EntityTypes })),
 
 	intKey("cluster.min-nr-of-members", "members that must have joined before any is moved Up (default 1)", 1, math.MaxInt32, func(c *Config) *int { return &c.Membership.MinNrOfMembers }),
-	boolKey("cluster.forget-last-cluster", "start as a new member: a cluster forming after a restart does not wait for a majority of the cluster this member was last Up in (default off; for a cluster restarted for good with fewer members)", func(c *Config) *bool { return &c.Membership.ForgetLastCluster }),
+	boolKey("cluster.forget-last-cluster", "start as a new member: a cluster forming after a restart does not wait for a majority of the cluster this member was last Up in (default off; for a cluster restarted for good with fewer members)", func(c *Config) *bool { return &c.Node.ForgetLastCluster }),
 	durationKey("cluster.gossip-interval", "how often state is re-gossiped while a member is behind (default 1s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.GossipInterval }),
 	durationKey("cluster.seed-node-timeout", "how long to wait for the seeds before asking again (default 5s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.SeedNodeTimeout }),
 	durationKey("cluster.down-removal-margin", "how long a Down member stays before removal, on top of what its majority lease needs (default: stable-after, as Akka; none with keep-majority, whose downed side never holds a majority lease)", 0, func(c *Config) *time.Duration { return &c.Membership.DownRemovalMargin }),

@@ -13,12 +13,6 @@ type Config struct {
 	MinNrOfMembers int
 	// RoleMinNrOfMembers is min-nr-of-members per role (role.<name>.min-nr-of-members).
 	RoleMinNrOfMembers map[string]int
-	// ForgetLastCluster starts this member as a new one: it does not ask a forming cluster to
-	// wait for a majority of the cluster it was last Up in (Member.LastClusterSize;
-	// forget-last-cluster). For a cluster restarted for good with fewer members than it
-	// had; the store may then miss writes made on the members that do not come back.
-	// Default off.
-	ForgetLastCluster bool
 	// GossipInterval is how often the full state is re-broadcast while some member reports a
 	// different digest (gossip-interval). Default 1 s.
 	GossipInterval time.Duration

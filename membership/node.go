@@ -100,9 +100,6 @@ type peer struct {
 func New(cfg Config, self Member, now time.Time) *Node {
 	self.Status = Joining
 	self.UpNumber = 0
-	if cfg.ForgetLastCluster {
-		self.LastClusterSize = 0
-	}
 	self.Roles = slices.Clone(self.Roles)
 	slices.Sort(self.Roles)
 	n := &Node{

@@ -53,6 +53,9 @@ type Config struct {
 	AllowPeers []peer.ID
 	// MDNS turns on local-network discovery.
 	MDNS bool
+	// ForgetLastCluster: the member does not read <data-dir>/last-cluster-size and joins as
+	// a new one (cluster.forget-last-cluster; clustersize.go).
+	ForgetLastCluster bool
 	// Membership configures the membership machine.
 	Membership membership.Config
 	// Workers runs entities: how many goroutines (default 2 × GOMAXPROCS) and how many
@@ -221,7 +224,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	var lastSize uint32 // forget-last-cluster: a new member, whatever the file holds
-	if !cfg.Membership.ForgetLastCluster {
+	if !cfg.ForgetLastCluster {
 		if lastSize, err = dir.lastClusterSize(); err != nil {
 			return nil, err
 		}
