@@ -114,11 +114,10 @@ func (n *Node) RestartQuorum() (need, joined int) {
 		}
 		if m.Status == Joining {
 			joined++
-			need = max(need, int(m.LastClusterSize)/2+1)
+			if m.LastClusterSize > 1 { // a cluster of one before: nothing to wait for
+				need = max(need, int(m.LastClusterSize)/2+1)
+			}
 		}
-	}
-	if need == 1 {
-		need = 0 // a cluster of one before: nothing to wait for
 	}
 	return need, joined
 }
@@ -132,7 +131,7 @@ func (n *Node) ClusterSize() (size uint32, ok bool) {
 		return 0, false
 	}
 	for _, m := range n.v.members {
-		if m.Status < Down {
+		if m.countsAsMember() {
 			size++
 		}
 	}

@@ -300,16 +300,21 @@ func (n *Node) Digest() uint64 { return n.digest }
 
 // Oldest returns the oldest Up or Leaving member with role ("" for any), reachable or not.
 func (n *Node) Oldest(role string) (Member, bool) {
+	if best := n.oldest(role); best != nil {
+		return *best.clone(), true
+	}
+	return Member{}, false
+}
+
+// oldest returns the oldest counted member (Up or Leaving) with role, nil when there is none.
+func (n *Node) oldest(role string) *Member {
 	var best *Member
 	for _, m := range n.v.members {
-		if (m.Status == Up || m.Status == Leaving) && m.HasRole(role) && (best == nil || m.OlderThan(best)) {
+		if m.counted() && m.HasRole(role) && (best == nil || m.OlderThan(best)) {
 			best = m
 		}
 	}
-	if best == nil {
-		return Member{}, false
-	}
-	return *best.clone(), true
+	return best
 }
 
 // OldestUp returns the oldest Up member with role ("" for any): where a singleton such as a
@@ -383,12 +388,7 @@ func (n *Node) ServingUntil() time.Time {
 // stable-after on top). The price, under keep-oldest only: when the oldest dies, no member
 // serves until it is downed and removed.
 func (n *Node) oldestLease() (time.Time, bool) {
-	var oldest *Member
-	for _, m := range n.v.members {
-		if m.counted() && m.HasRole(n.cfg.SplitBrainResolver.Role) && (oldest == nil || m.OlderThan(oldest)) {
-			oldest = m
-		}
-	}
+	oldest := n.oldest(n.cfg.SplitBrainResolver.Role)
 	if oldest == nil {
 		return time.Time{}, false
 	}

@@ -47,10 +47,11 @@ func (n *Node) resolveSplitBrain() {
 			// on its own side (sim seed 2,289: both sides won keep-majority). Counted on
 			// the other side, it can only make this side lose where the two views differ.
 			others = append(others, id)
-		case m.Status != Up && m.Status != Leaving && m.Status != Exiting:
-			// Exiting counts as Leaving does: the two sides can disagree on which of the two
-			// a leaving member is when a partition falls between (sim soak seed 6,284: one
-			// side counted it, the other did not, and both won).
+		case m.Status == Joining || m.Status == Removed:
+			// Not counted. Exiting is, as Leaving: the two sides can disagree on which of the
+			// two a leaving member is when a partition falls between (sim soak seed 6,284:
+			// one side counted it, the other did not, and both won).
+			continue
 		case n.unreachable[id]:
 			others = append(others, id)
 		default:
