@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardmesh/shardmesh/membership"
 )
 
 // The size of the last cluster: how many members (not Down or Removed) the cluster had the
@@ -32,13 +34,12 @@ func (d *dataDir) lastClusterSize() (uint32, error) {
 }
 
 // noteClusterSize hands a changed cluster size to writeClusterSize; called by publishView on
-// the loop.
-func (n *Node) noteClusterSize() {
-	size, ok := n.eng.Membership().ClusterSize()
-	if !ok || size == n.sizeNoted {
+// the loop, the only writer of sizeLatest.
+func (n *Node) noteClusterSize(m *membership.Node) {
+	size, ok := m.ClusterSize()
+	if !ok || size == n.sizeLatest.Load() {
 		return
 	}
-	n.sizeNoted = size
 	n.sizeLatest.Store(size)
 	select {
 	case n.sizeDue <- struct{}{}:

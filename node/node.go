@@ -129,9 +129,8 @@ type Node struct {
 	lapsedAt     time.Time     // when serving last stopped (loop goroutine; zero: serving, or never served)
 	lapseLogged  bool          // that stop was logged above debug level (loop goroutine)
 
-	// The size of the cluster this member is Up in, kept on disk (clustersize.go): the last
-	// size handed to the writer (loop only), the size to write, and a write due.
-	sizeNoted  uint32
+	// The size of the cluster this member is Up in, kept on disk (clustersize.go): the size
+	// to write (stored by the loop only), and a write due.
 	sizeLatest atomic.Uint32
 	sizeDue    chan struct{}
 	// A forming cluster waiting for members of the last one (loop only): since when, and the
@@ -945,7 +944,7 @@ func (n *Node) publishView() {
 	slices.Sort(v.Unreachable)
 	v.replicas, v.replicaNodes = replicasOf(v.Members, n.view.Load())
 	n.view.Store(v)
-	n.noteClusterSize()
+	n.noteClusterSize(m)
 	n.warnRestartQuorum(v)
 	n.metrics.recordView(v)
 }
