@@ -220,10 +220,6 @@ func TestRemoveInternalData(t *testing.T) {
 
 	// The cluster starts clean for counter; register restarts its remembered entities and
 	// keeps its values.
-	// m1's stale addrs file would pass for the new process's (start waits for the file).
-	if err := os.Remove(filepath.Join(m1.dir, "addrs")); err != nil {
-		t.Fatal(err)
-	}
 	m1, _ = startData(t, c)
 	var live map[string]int
 	if !waitFor(10*time.Second, func() bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -87,9 +88,14 @@ func newCluster(t *testing.T, flags ...string) *cluster {
 }
 
 // start starts daemon name (its data directory is root/name) with the cluster's flags plus
-// args, and waits until it has written its addrs file.
+// args, and waits until it has written its addrs file. A restart removes the addrs file of
+// the previous process first (a killed one leaves it behind), or it would pass for the new
+// one's.
 func (c *cluster) start(name string, args ...string) *daemon {
 	c.t.Helper()
+	if err := os.Remove(filepath.Join(c.root, name, "addrs")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		c.t.Fatal(err)
+	}
 	d := c.spawn(name, args...)
 	if !waitFor(10*time.Second, func() bool { _, err := os.Stat(filepath.Join(d.dir, "addrs")); return err == nil }) {
 		c.t.Fatalf("%s did not start listening:\n%s", name, d.log.String())

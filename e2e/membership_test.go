@@ -240,19 +240,12 @@ func TestFullRestartWaitsForAMajorityOfTheLastCluster(t *testing.T) {
 	for _, d := range ds {
 		d.kill()
 	}
-	restart := func(name string, args ...string) *daemon {
-		t.Helper()
-		if err := os.Remove(filepath.Join(c.root, name, "addrs")); err != nil { // or the stale one passes for the new
-			t.Fatal(err)
-		}
-		return c.start(name, args...)
-	}
 	status := func(d *daemon) string {
 		v, _ := d.members()
 		return v.status(d.peerID())
 	}
 
-	m1 = restart("m1")
+	m1 = c.start("m1")
 	if !waitFor(20*time.Second, func() bool { return strings.Contains(m1.log.String(), "waiting for members of the last cluster") }) { // warned once the wait has lasted 5 s
 		t.Fatalf("m1 alone does not say what it waits for:\n%s", m1.log.String())
 	}
@@ -268,13 +261,13 @@ func TestFullRestartWaitsForAMajorityOfTheLastCluster(t *testing.T) {
 	if out, errOut, code := shardctl("health", "--data-dir", m1.dir); code != 1 || !strings.Contains(out+errOut, "member is Joining, not Up: "+why) {
 		t.Errorf("health of m1 alone (exit %d), want 1 and why:\n%s%s", code, out, errOut)
 	}
-	m2 := restart("m2", "--join", m1.addr())
+	m2 := c.start("m2", "--join", m1.addr())
 	if !waitFor(10*time.Second, func() bool { return allAgree([]*daemon{m1, m2}, 2) }) {
 		t.Fatalf("m1 and m2, a majority of the last cluster, did not both move Up: m1 %s, m2 %s", status(m1), status(m2))
 	}
 
 	// m3 was last Up in the cluster of three; told to forget it, it forms a cluster of its own.
-	m3 := restart("m3", "--set", "cluster.forget-last-cluster=on")
+	m3 := c.start("m3", "--set", "cluster.forget-last-cluster=on")
 	if !waitFor(10*time.Second, func() bool { return status(m3) == "Up" }) {
 		t.Fatalf("m3 with cluster.forget-last-cluster=on is %q alone, want Up", status(m3))
 	}

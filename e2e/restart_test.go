@@ -2,17 +2,14 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
 // TestFullRestartAfterAStaleMember replays the chaos finding fenced-after-full-restart on
 // three real daemons: the first coordinator claims its term on all three; m1, the oldest,
-// is killed and removed; the coordinator moves to another
-// member and claims the next term on the two left, whose counters' state is then fenced by
-// it; m1 restarts and joins, and before anti-entropy (every 5 s) brings the new term to its
+// is killed and removed; the coordinator moves to another member and claims the next term
+// on the two left, whose counters' state is then fenced by it; m1 restarts and joins, and before anti-entropy (every 5 s) brings the new term to its
 // replica every member is killed. m1 is started first again. Alone it used to form a cluster
 // at once and claim a term from its own stale replica — the same generation as the last
 // coordinator's, below its epochs — and every save of a moved shard was refused. Now the
@@ -54,18 +51,12 @@ func TestFullRestartAfterAStaleMember(t *testing.T) {
 	counters(m2, "inc", func(int) string { return "2" })
 
 	// m1 comes back, and everyone is killed before its replica catches up.
-	if err := os.Remove(filepath.Join(m1.dir, "addrs")); err != nil {
-		t.Fatal(err)
-	}
 	m1 = c.start("m1", "--join", m2.addr())
 	if !waitFor(10*time.Second, func() bool { return allAgree([]*daemon{m1, m2, m3}, 3) }) {
 		t.Fatal("m1 did not rejoin")
 	}
 	for _, d := range []*daemon{m1, m2, m3} {
 		d.kill()
-		if err := os.Remove(filepath.Join(d.dir, "addrs")); err != nil {
-			t.Fatal(err)
-		}
 	}
 
 	m1 = c.start("m1")

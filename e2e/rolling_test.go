@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,7 +40,6 @@ func TestRollingUpdate(t *testing.T) {
 		if code, ok := w.wait(15 * time.Second); !ok || code != 0 {
 			t.Fatalf("%s: exited=%v code=%d", w.name, ok, code)
 		}
-		_ = os.Remove(filepath.Join(w.dir, "addrs"))
 		workers[i] = c.start(w.name, "--roles", "worker", "--app-version", "2", "--join", gw.addr())
 		all = append([]*daemon{gw}, workers...)
 		if !waitFor(20*time.Second, func() bool { return allAgree(all, 4) }) {
