@@ -160,8 +160,8 @@ var Schema = []Key{
 	durationKey("cluster.failure-detector.min-std-deviation", "floor of the heartbeat interval deviation (default 100ms)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.MinStdDeviation }),
 	durationKey("cluster.failure-detector.acceptable-heartbeat-pause", "pause tolerated before phi rises (default 3s)", 0, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.AcceptableHeartbeatPause }),
 	durationKey("cluster.failure-detector.expected-response-after", "first heartbeat interval estimate (default 1s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.FirstHeartbeatEstimate }),
-	{Path: "cluster.split-brain-resolver.active-strategy", Usage: "downing strategy (keep-majority, static-quorum, keep-oldest, off; default keep-majority)", set: func(c *Config, raw any) error {
-		s, err := value.Enum("cluster.split-brain-resolver.active-strategy", raw, "keep-majority", "static-quorum", "keep-oldest", "off")
+	{Path: "cluster.split-brain-resolver.active-strategy", Usage: "downing strategy (keep-majority, static-quorum, keep-oldest, down-all, off; default keep-majority)", set: func(c *Config, raw any) error {
+		s, err := value.Enum("cluster.split-brain-resolver.active-strategy", raw, "keep-majority", "static-quorum", "keep-oldest", "down-all", "off")
 		if err == nil {
 			c.Membership.SplitBrainResolver.ActiveStrategy = membership.Strategy(s)
 		}

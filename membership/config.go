@@ -64,6 +64,7 @@ const (
 	KeepMajority Strategy = "keep-majority" // the side with more members survives; ties go to the side with the lowest node id
 	StaticQuorum Strategy = "static-quorum" // a side with at least QuorumSize members survives
 	KeepOldest   Strategy = "keep-oldest"   // the side with the oldest member survives
+	DownAllNodes Strategy = "down-all"      // every member is downed at any partition (down-all)
 	DownOff      Strategy = "off"           // never down automatically (operators down by hand)
 )
 
@@ -174,11 +175,11 @@ func (c *Config) Validate() error {
 	check(sbr.StableAfter > 0, "split-brain-resolver.stable-after = %s: must be positive", sbr.StableAfter)
 	check(c.DownRemovalMargin >= 0, "down-removal-margin = %s: must not be negative", c.DownRemovalMargin)
 	switch sbr.ActiveStrategy {
-	case KeepMajority, KeepOldest, DownOff:
+	case KeepMajority, KeepOldest, DownAllNodes, DownOff:
 	case StaticQuorum:
 		check(sbr.QuorumSize >= 1, "split-brain-resolver.static-quorum.quorum-size = %d: static-quorum needs a quorum size of at least 1", sbr.QuorumSize)
 	default:
-		check(false, "split-brain-resolver.active-strategy = %q: must be one of keep-majority, static-quorum, keep-oldest, off", sbr.ActiveStrategy)
+		check(false, "split-brain-resolver.active-strategy = %q: must be one of keep-majority, static-quorum, keep-oldest, down-all, off", sbr.ActiveStrategy)
 	}
 	return errors.Join(errs...)
 }

@@ -27,11 +27,14 @@ type LeaderChanged struct{ Leader NodeID }
 
 // Downed reports a split-brain resolver decision taken by this member.
 type Downed struct {
-	Nodes    []NodeID // members marked Down
-	Side     []NodeID // the counted members of the deciding side (reachable from here)
-	Others   []NodeID // the counted members of the other side (unreachable)
-	Strategy Strategy
-	Reason   string
+	Nodes       []NodeID // members marked Down
+	Decision    Decision
+	Side        []NodeID // the counted members of the deciding side (reachable from here)
+	Others      []NodeID // the counted members of the other side (unreachable, or Down)
+	Indirect    []NodeID // the indirectly connected members, if any
+	Unreachable []NodeID // every member some member could not reach
+	Strategy    Strategy
+	Reason      string
 }
 
 // Stopped reports that this member must stop all its work: it was downed, removed, refused

@@ -346,8 +346,9 @@ func (n *Node) Serving(now time.Time) bool { return now.Before(n.ServingUntil())
 //   - it is not suspect after a pause, and its own last input is within the acceptable
 //     heartbeat pause (a process that was stopped must not serve in the moment between waking
 //     up and noticing);
-//   - it holds a majority lease: grants from a majority of the members (itself included),
-//     each valid for the acceptable heartbeat pause. A grant is a heartbeat (or probe
+//   - it holds a majority lease: grants from a majority of the members not Removed (itself
+//     included; see majorityLease for why Joining, Exiting and Down members are in the
+//     whole), each valid for the acceptable heartbeat pause. A grant is a heartbeat (or probe
 //     answer) agreeing with this member's view (same digest) that echoes one of this
 //     member's own heartbeats; it is dated when that heartbeat was sent, not when the grant
 //     arrived.
@@ -402,24 +403,36 @@ func (n *Node) oldestLease() (time.Time, bool) {
 	return time.Time{}, true // never heard from the oldest: no grant
 }
 
-// majorityLease returns when the majority-th freshest agreeing heartbeat from the counted
-// members (Up or Leaving; this member's own last input counting as one) becomes older than
-// the acceptable heartbeat pause. Only
-// heartbeats whose digest equalled this member's count: a member that has downed or removed
-// this one gossips another digest, so its heartbeats prove nothing.
+// majorityLease returns when this member's majority lease ends: when the majority-th
+// freshest grant becomes older than the acceptable heartbeat pause. Grants come from the
+// counted members (Up or Leaving; this member's own last input counting as one), and only
+// heartbeats whose digest equals this member's view (or one it had a moment ago) grant: a
+// member that has downed or removed this one gossips another digest.
+//
+// The majority is taken of every member not Removed — Joining, Exiting and Down members
+// too, although they grant nothing — so that the two sides of any partition cannot both
+// hold it, whatever their views. The views of two sides differ only by changes that one
+// side made and the other did not see, and each such change keeps a member in the whole on
+// both sides: a leader moves a member Joining → Up or Leaving → Exiting only once every
+// member has seen the status before (a member Joining here may be Up and granting there:
+// here it is in the whole), and removes one only once every member has seen it Down or
+// Exiting. So a member that grants on one side is in the whole of the other, the grants of
+// both sides come from one set no larger than either whole, and two majorities of it meet.
+// Counted only among its Up members, the side that had not yet seen its leader move two
+// joining members Up held the lease beside the side that had (issue 25: 3 of 5 there, 4 of
+// 7 here).
 func (n *Node) majorityLease() time.Time {
 	last := make([]time.Time, 0, len(n.v.members))
 	for id, m := range n.v.members {
-		if !m.counted() && id != n.self.Node {
-			continue
-		}
 		switch p := n.peers[id]; {
+		case m.Status == Removed:
+			continue
 		case id == n.self.Node:
 			last = append(last, n.lastInput)
-		case p != nil && p.incarnation == m.Incarnation:
+		case m.counted() && p != nil && p.incarnation == m.Incarnation:
 			last = append(last, p.agreedAt)
 		default:
-			last = append(last, time.Time{}) // never heard: no lease from it
+			last = append(last, time.Time{}) // in the whole, no grant: Joining, Exiting, Down, or never heard
 		}
 	}
 	if len(last) == 0 {
@@ -561,7 +574,11 @@ func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool, beatSeq
 		}
 	}
 	if n.observesUnreachable(node) && p.fd.available(n.now) {
+		// Reachable again: start its detector afresh, as Akka does, so that the history
+		// from before the outage does not bias detection after it.
 		n.setObservation(node, false)
+		p.fd = newPhiDetector(n.cfg.FailureDetector)
+		p.fd.heartbeat(n.now)
 	}
 }
 

@@ -52,9 +52,12 @@ func (d *phiDetector) add(ms float64) {
 	d.sq += ms * ms
 }
 
-// heartbeat records a heartbeat arriving at now.
+// heartbeat records a heartbeat arriving at now. As in Akka, the interval that ends a
+// period in which the member was unavailable is not a sample: one long gap (a pause, a
+// partition) would otherwise widen the distribution for a thousand heartbeats, and a later
+// crash would take minutes to detect instead of seconds.
 func (d *phiDetector) heartbeat(now time.Time) {
-	if !d.last.IsZero() && !d.assumed {
+	if !d.last.IsZero() && !d.assumed && d.available(now) {
 		if gap := now.Sub(d.last); gap > 0 {
 			d.add(float64(gap) / float64(time.Millisecond))
 		}
@@ -66,19 +69,28 @@ func (d *phiDetector) heartbeat(now time.Time) {
 // heartbeat still becomes unreachable; the gap to its first heartbeat is not a sample.
 func (d *phiDetector) assume(now time.Time) { d.last, d.assumed = now, true }
 
+// stats returns the mean and the variance of the inter-arrival samples, in ms.
+func (d *phiDetector) stats() (mean, variance float64) {
+	n := float64(len(d.intervals))
+	mean = d.sum / n
+	return mean, max(d.sq/n-mean*mean, 0)
+}
+
 // phi returns the suspicion level at now; 0 before the first heartbeat.
 func (d *phiDetector) phi(now time.Time) float64 {
 	if d.last.IsZero() {
 		return 0
 	}
-	n := float64(len(d.intervals))
-	mean := d.sum / n
-	variance := d.sq/n - mean*mean
-	std := math.Sqrt(max(variance, 0))
-	std = max(std, float64(d.minStdDev)/float64(time.Millisecond))
+	mean, variance := d.stats()
+	std := max(math.Sqrt(variance), float64(d.minStdDev)/float64(time.Millisecond))
 	mean += float64(d.acceptablePause) / float64(time.Millisecond)
-	elapsed := float64(now.Sub(d.last)) / float64(time.Millisecond)
-	// Logistic approximation of the normal CDF (Akka's): avoids erf and is accurate to ~1e-3.
+	return phiOf(float64(now.Sub(d.last))/float64(time.Millisecond), mean, std)
+}
+
+// phiOf is phi for a silence of elapsed ms under a normal distribution of the
+// inter-arrival times with the given mean and standard deviation (ms), by the logistic
+// approximation of the normal CDF that Akka uses: it avoids erf and is accurate to ~1e-3.
+func phiOf(elapsed, mean, std float64) float64 {
 	y := (elapsed - mean) / std
 	e := math.Exp(-y * (1.5976 + 0.070566*y*y))
 	if elapsed > mean {

@@ -6,25 +6,23 @@ import (
 	"strings"
 )
 
-// resolveSplitBrain downs members once the set of unreachable members has been stable for
-// stable-after. Every member decides for itself from its own view:
+// resolveSplitBrain downs members once the unreachability this member sees has been stable
+// for stable-after. Every member decides for itself, from its own view, with the strategy
+// of Akka's DowningStrategy (partitionView.decide, downing.go):
 //
-//   - a member that some other member cannot reach (it is indirectly connected or cut off)
-//     downs itself;
-//   - otherwise the counted members (Up, Leaving or Exiting, with the configured role) split
-//     into this member's side (reachable) and the other side (unreachable; Down members not
-//     yet removed count there too), and the strategy picks the surviving side; on the
-//     surviving side the leader marks the other side Down, on the losing side each member
-//     marks itself Down and stops.
+//   - the members the decision downs that include this one: it marks itself Down and
+//     stops (the losing side, DownAll, or an indirectly connected member);
+//   - the others: the leader of this side marks them Down.
 //
-// A decision waits until the unreachable set has been stable for stable-after and no member
-// counted on this side is late (no heartbeat for two heartbeat intervals, yet not
-// unreachable), so a partition whose failure detectors fire one by one is decided on its
-// whole extent.
+// So Down is only ever written about another member by a side the strategy keeps; a side
+// that loses only stops itself. Down members are removed (and their shards moved) only
+// once their majority lease has run out (Node.leaseExpired), and after down-removal-margin.
 //
-// So Down is only ever written about another member by a side that holds the quorum; the
-// losing side only stops itself. Down members are removed (and their shards moved) only once
-// their majority lease has run out (Node.leaseExpired), and after down-removal-margin.
+// A decision waits until the unreachability (observations, statuses, and who is indirectly
+// connected) has been stable for stable-after and no member counted on this side is late
+// (no heartbeat for two heartbeat intervals, yet not unreachable), so a partition whose
+// failure detectors fire one by one is decided on its whole extent. Unreachable members
+// that are all Exiting need no decision: they are gone.
 func (n *Node) resolveSplitBrain() {
 	cfg := n.cfg.SplitBrainResolver
 	if cfg.ActiveStrategy == DownOff || n.dirty {
@@ -34,37 +32,12 @@ func (n *Node) resolveSplitBrain() {
 		n.sbrSignature = ""
 		return
 	}
-	var side, others []NodeID
-	for _, id := range n.v.sortedIDs() {
-		m := n.v.members[id]
-		if !m.HasRole(cfg.Role) {
-			continue
-		}
-		switch {
-		case m.Status == Down:
-			// Down but not yet removed: it may not know it is Down — downed by an operator
-			// a moment before a partition cut it off — and count itself, and this side,
-			// on its own side (sim seed 2,289: both sides won keep-majority). Counted on
-			// the other side, it can only make this side lose where the two views differ.
-			others = append(others, id)
-		case m.Status == Joining || m.Status == Removed:
-			// Not counted. Exiting is, as Leaving: the two sides can disagree on which of the
-			// two a leaving member is when a partition falls between (sim soak seed 6,284:
-			// one side counted it, the other did not, and both won).
-			continue
-		case n.unreachable[id]:
-			others = append(others, id)
-		default:
-			side = append(side, id)
-		}
+	p := n.partitionView()
+	if !p.needsDecision() {
+		n.sbrSignature = ""
+		return
 	}
-	unreachable := make([]NodeID, 0, len(n.unreachable))
-	for id := range n.unreachable {
-		unreachable = append(unreachable, id)
-	}
-	slices.Sort(unreachable)
-	sig := fmt.Sprint(unreachable, side, others)
-	if sig != n.sbrSignature {
+	if sig := p.signature(); sig != n.sbrSignature {
 		n.sbrSignature, n.sbrSince = sig, n.now
 		return
 	}
@@ -75,88 +48,130 @@ func (n *Node) resolveSplitBrain() {
 	// same partition with its detector not yet fired (detectors adapt to each peer's history
 	// and fire at different times): deciding now could count it on the wrong side. Wait until
 	// every member of this side is fresh or unreachable.
-	for _, id := range side {
-		if id != n.self.Node && n.late(id) {
+	for _, m := range p.withRole(true, false, +1) {
+		if m.Node != n.self.Node && n.late(m.Node) {
 			return
 		}
 	}
-	decision := Downed{Side: side, Others: others, Strategy: cfg.ActiveStrategy}
-	if n.unreachable[n.self.Node] {
+	d, why := p.decide()
+	nodes, d := p.nodesToDown(d)
+	ic, _, _ := p.indirectlyConnected()
+	decision := Downed{Decision: d, Strategy: cfg.ActiveStrategy, Indirect: sortedSet(ic), Unreachable: sortedSet(p.unreachable)}
+	for _, m := range p.withRole(false, false, +1) {
+		decision.Side = append(decision.Side, m.Node)
+	}
+	for _, m := range p.withRole(false, false, -1) {
+		decision.Others = append(decision.Others, m.Node)
+	}
+	slices.Sort(decision.Side)
+	slices.Sort(decision.Others)
+	if slices.Contains(nodes, n.self.Node) {
 		decision.Nodes = []NodeID{n.self.Node}
-		decision.Reason = "another member cannot reach this one; downing itself"
+		decision.Reason = fmt.Sprintf("%s, %s: %s; downing itself", cfg.ActiveStrategy, d, why)
 		n.emit(decision)
 		n.setStatus(n.self.Node, Down)
 		return
 	}
-	win, why := decide(cfg, side, others, n.v.members)
-	if !win {
-		decision.Nodes = []NodeID{n.self.Node}
-		decision.Reason = fmt.Sprintf("%s: this side lost (%s); downing itself", cfg.ActiveStrategy, why)
-		n.emit(decision)
-		n.setStatus(n.self.Node, Down)
-		return
-	}
-	if n.leader != n.self.Node || n.suspect {
+	// Only a side the strategy keeps downs others. When it keeps none (down-all, or this
+	// side lost), every member downs itself; one that is Exiting (not downable) has left.
+	if d == DownReachable || d == DownAll || n.leader != n.self.Node || n.suspect {
 		return // the leader of this side downs the others; a suspect member decides only about itself
 	}
-	decision.Nodes = unreachable
-	decision.Reason = fmt.Sprintf("%s: this side survives (%s); downing the unreachable members", cfg.ActiveStrategy, why)
+	for _, id := range nodes {
+		if n.v.members[id].Status < Down {
+			decision.Nodes = append(decision.Nodes, id)
+		}
+	}
+	if len(decision.Nodes) == 0 {
+		return
+	}
+	decision.Reason = fmt.Sprintf("%s, %s: %s; downing %s", cfg.ActiveStrategy, d, why, shortIDs(decision.Nodes))
 	n.emit(decision)
-	for _, id := range unreachable {
+	for _, id := range decision.Nodes {
 		n.setStatus(id, Down)
 	}
 }
 
-// decide applies the strategy to this side and the other side (both sorted node ids) and
-// reports whether this side survives, and why in words.
-func decide(cfg SBRConfig, side, others []NodeID, members map[NodeID]*Member) (bool, string) {
-	counts := fmt.Sprintf("%d here, %d unreachable", len(side), len(others))
-	switch cfg.ActiveStrategy {
-	case StaticQuorum:
-		// With more than 2*quorum-1 members, both sides could hold a quorum: no safe decision
-		// exists and, as in Akka, every side downs itself.
-		if total := len(side) + len(others); total > 2*cfg.QuorumSize-1 {
-			return false, fmt.Sprintf("%s: %d members exceed 2*quorum-size-1 = %d, so no side can be trusted", counts, total, 2*cfg.QuorumSize-1)
-		}
-		return len(side) >= cfg.QuorumSize, fmt.Sprintf("%s, quorum %d", counts, cfg.QuorumSize)
-	case KeepOldest:
-		var oldest *Member
-		for _, id := range slices.Concat(side, others) {
-			if m := members[id]; oldest == nil || m.OlderThan(oldest) {
-				oldest = m
-			}
-		}
-		if oldest == nil {
-			return false, counts + ", no counted member"
-		}
-		here := slices.Contains(side, oldest.Node)
-		where := "here"
-		if !here {
-			where = "on the other side"
-		}
-		why := fmt.Sprintf("%s, oldest %s %s", counts, oldest.Node.Short(), where)
-		if cfg.DownIfAlone {
-			if here && len(side) == 1 && len(others) > 0 {
-				return false, why + " and alone"
-			}
-			if !here && len(others) == 1 && len(side) > 0 {
-				return true, why + " and alone"
-			}
-		}
-		return here, why
-	default: // keep-majority
-		switch {
-		case len(side) > len(others):
-			return true, counts
-		case len(side) < len(others):
-			return false, counts
-		case len(side) == 0:
-			return false, counts + ", no counted member"
-		}
-		lowest := slices.Min(slices.Concat(side, others))
-		here := slices.Contains(side, lowest)
-		return here, fmt.Sprintf("%s, a tie: the side with the lowest node id %s wins", counts, strings.TrimSpace(lowest.Short()))
+// partitionView returns what a split-brain decision reads of this member's view: the
+// members not Removed, the observations of the current incarnations of members that are
+// neither Down nor Removed (as Akka leaves out those of downed observers), and the members
+// whose last heartbeat carried this view's digest (they have seen it).
+func (n *Node) partitionView() *partitionView {
+	p := &partitionView{
+		cfg:         n.cfg.SplitBrainResolver,
+		members:     make(map[NodeID]*Member, len(n.v.members)),
+		unreachable: n.unreachable,
+		seen:        map[NodeID]bool{n.self.Node: true},
 	}
+	for id, m := range n.v.members {
+		if m.Status != Removed {
+			p.members[id] = m
+		}
+	}
+	for obs, row := range n.v.reach {
+		om, ok := n.v.members[obs]
+		if !ok || !om.countsAsMember() || om.Incarnation != row.Incarnation {
+			continue
+		}
+		for _, s := range row.Unreachable {
+			if sm, ok := n.v.members[s]; ok && sm.countsAsMember() {
+				p.records = append(p.records, reachRecord{observer: obs, subject: s})
+			}
+		}
+	}
+	slices.SortFunc(p.records, func(a, b reachRecord) int {
+		if c := compareIDs(a.observer, b.observer); c != 0 {
+			return c
+		}
+		return compareIDs(a.subject, b.subject)
+	})
+	for id, pr := range n.peers {
+		if m, ok := n.v.members[id]; ok && pr.incarnation == m.Incarnation && pr.hasDigest && pr.digest == n.digest {
+			p.seen[id] = true
+		}
+	}
+	return p
+}
+
+// needsDecision reports whether some member is unreachable that has not left: Exiting
+// members are gone, Down ones decided already.
+func (p *partitionView) needsDecision() bool {
+	for id := range p.unreachable {
+		if m := p.members[id]; m != nil && m.Status != Exiting {
+			return true
+		}
+	}
+	return false
+}
+
+// signature sums up what a decision depends on, so the resolver can wait until it has
+// been stable: the observations, the status of every member, and who is indirectly
+// connected.
+func (p *partitionView) signature() string {
+	var b strings.Builder
+	for _, r := range p.records {
+		fmt.Fprintf(&b, "%s>%s ", r.observer, r.subject)
+	}
+	ids := make([]NodeID, 0, len(p.members))
+	for id := range p.members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		fmt.Fprintf(&b, "%s=%d ", id, p.members[id].Status)
+	}
+	ic, _, _ := p.indirectlyConnected()
+	fmt.Fprint(&b, sortedSet(ic))
+	return b.String()
+}
+
+func sortedSet(s map[NodeID]bool) []NodeID {
+	out := make([]NodeID, 0, len(s))
+	for id := range s {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // late reports whether no heartbeat from id has arrived for two heartbeat intervals.

@@ -122,17 +122,24 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 	case "status":
 		return s.Status(), nil
 	case "partition":
-		var groups [][]int
-		for _, g := range strings.Split(args["groups"], "/") {
-			var nodes []int
-			for _, f := range strings.Split(g, "-") {
-				x, _ := strconv.Atoi(f)
-				nodes = append(nodes, x)
-			}
-			groups = append(groups, nodes)
-		}
 		s.logf("partition %s", args["groups"])
-		s.Net.Partition(groups...)
+		s.Net.Partition(groups(args["groups"])...)
+	case "partition-at":
+		// partition-at action=up node=6 groups=1-2-6-7/3-4-5: the partition falls at the
+		// instant a leader moves node 6 Up, before its gossip of the change leaves.
+		action, err := ParseLeaderAction(args["action"])
+		if err != nil {
+			return "", err
+		}
+		for len(s.Nodes()) < num("node", 0) {
+			s.AddNode(nil, "1.0.0")
+		}
+		s.PartitionAtLeaderAction(action, num("node", 0), groups(args["groups"])...)
+	case "await-fired":
+		if !s.RunUntil(s.Fired, dur("within", 10*time.Second)) {
+			return "not fired\n", nil
+		}
+		return "fired\n", nil
 	case "heal":
 		s.logf("heal")
 		s.Net.Heal()
@@ -170,6 +177,20 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 		return "", fmt.Errorf("unknown command %q", d.Cmd)
 	}
 	return "", nil
+}
+
+// groups parses partition groups: 1-2-3/4-5.
+func groups(spec string) [][]int {
+	var out [][]int
+	for _, g := range strings.Split(spec, "/") {
+		var nodes []int
+		for _, f := range strings.Split(g, "-") {
+			x, _ := strconv.Atoi(f)
+			nodes = append(nodes, x)
+		}
+		out = append(out, nodes)
+	}
+	return out
 }
 
 // testType configures an entity type with Akka's new rebalance algorithm.

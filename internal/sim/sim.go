@@ -60,6 +60,8 @@ type Sim struct {
 
 	leases map[leaseKey]*simLease // the shards' leases (use-lease), shared by every node
 
+	trigger *trigger // a partition armed to fall at a leader action
+
 	directives engine.Directives // the operator's directives, as the store holds them
 	auxRng     *rand.Rand        // delays of directive reads and lease answers (apart, so the other draws stay as they were)
 }
@@ -410,6 +412,7 @@ func (s *Sim) observe(n *Node, e membership.Event) {
 			s.fail("%s saw %s go back from %s to %s", n.ID, e.Member.Node, e.Previous, e.Member.Status)
 		}
 		s.logf("%s: %s %s", n.ID, e.Member.Node, e.Member.Status)
+		s.fire(n, e)
 	case membership.ReachabilityChanged:
 		if e.Reachable {
 			s.logf("%s: %s reachable", n.ID, e.Node)
@@ -452,8 +455,17 @@ func (s *Sim) checkSafety(n *Node) {
 }
 
 // checkQuorum checks a decision to down other members: the deciding side must hold the quorum
-// of the strategy.
+// of the strategy, or (for indirectly connected members) every member downed must be one
+// that some member cannot reach.
 func (s *Sim) checkQuorum(n *Node, d membership.Downed) {
+	if d.Decision == membership.DownIndirectlyConnected {
+		for _, id := range d.Nodes {
+			if !slices.Contains(d.Indirect, id) && !slices.Contains(d.Unreachable, id) {
+				s.fail("%s downed %s, neither indirectly connected (%v) nor unreachable", n.ID, id, d.Indirect)
+			}
+		}
+		return
+	}
 	cfg := s.opts.Membership.SplitBrainResolver
 	side, others := len(d.Side), len(d.Others)
 	ok := false

@@ -39,7 +39,7 @@ func TestSoak(t *testing.T) {
 	var messages int
 	var virtual time.Duration
 	for seed := first; seed < first+uint64(runs); seed++ {
-		s, err := soakSchedule(seed)
+		s, err := soakSchedule(seed, true)
 		messages += s.Delivered
 		virtual += s.Elapsed()
 		if err != nil {
@@ -51,25 +51,34 @@ func TestSoak(t *testing.T) {
 }
 
 // foundSeeds are schedules beyond CI's 1..1000 that once broke an invariant, each fixed since:
-// they run with every test run (docs/chaos.md, Findings).
-var foundSeeds = []uint64{
-	2289, // an operator's down racing a partition: both sides won keep-majority
-	6055, // keep-oldest: the downed majority kept its own lease past its removal
-	6284, // a graceful leave racing a partition: Leaving on one side, Exiting on the other
+// they run with every test run (docs/chaos.md, Findings). timed: found with partitions
+// timed to leader actions (the first three were found before the soak had them).
+var foundSeeds = []struct {
+	seed  uint64
+	timed bool
+}{
+	{2289, false}, // an operator's down racing a partition: both sides won keep-majority
+	{6055, false}, // keep-oldest: the downed majority kept its own lease past its removal
+	{6284, false}, // a graceful leave racing a partition: Leaving on one side, Exiting on the other
+	{4755, true},  // keep-oldest: a member admitted after the partition counted on one side only
 }
 
 // TestSoakFoundSeeds replays foundSeeds.
 func TestSoakFoundSeeds(t *testing.T) {
-	for _, seed := range foundSeeds {
-		if s, err := soakSchedule(seed); err != nil {
-			t.Errorf("schedule seed %d failed: %v\ntimeline:\n%s", seed, err, strings.Join(s.Timeline(), "\n"))
+	for _, f := range foundSeeds {
+		if s, err := soakSchedule(f.seed, f.timed); err != nil {
+			t.Errorf("schedule seed %d failed: %v\ntimeline:\n%s", f.seed, err, strings.Join(s.Timeline(), "\n"))
 		}
 	}
 }
 
-// soakSchedule runs one random schedule.
-func soakSchedule(seed uint64) (*Sim, error) {
+// soakSchedule runs one random schedule. With timed, half of its partitions fall at the
+// instant a leader takes an action (Joining → Up, Leaving → Exiting, a removal) that the
+// schedule provokes, the moment when the two sides' views differ most (issue 25); their
+// draws come from a stream of their own, so the other draws of a seed stay as they were.
+func soakSchedule(seed uint64, timed bool) (*Sim, error) {
 	r := rand.New(rand.NewPCG(seed, 0xfa17))
+	rt := rand.New(rand.NewPCG(seed, 0x7137ed))
 	cfg := membership.DefaultConfig()
 	cfg.SplitBrainResolver.StableAfter = time.Duration(2+r.IntN(4)) * time.Second
 	switch r.IntN(6) {
@@ -149,8 +158,12 @@ func soakSchedule(seed uint64) (*Sim, error) {
 					b = append(b, n.Index)
 				}
 			}
-			s.logf("partition %v / %v", a, b)
-			s.Net.Partition(a, b)
+			if timed && rt.IntN(2) == 0 {
+				partitionAtLeaderAction(s, rt, a, b)
+			} else {
+				s.logf("partition %v / %v", a, b)
+				s.Net.Partition(a, b)
+			}
 			s.RunFor(settle)
 			if err := s.RunningSidesConnected(); err != nil {
 				s.fail("%v after the partition held %v", err, settle)
@@ -181,4 +194,43 @@ func soakSchedule(seed uint64) (*Sim, error) {
 		return s, fmt.Errorf("survivors did not converge within %v after healing:\n%s", settle+10*time.Second, s.Status())
 	}
 	return s, s.Err()
+}
+
+// partitionAtLeaderAction arms a partition into a and b for the next leader action of a
+// random kind, provokes that action (a member joins, leaves, or is killed so that it is
+// downed and removed), and runs until the partition has fallen or the action did not come.
+func partitionAtLeaderAction(s *Sim, r *rand.Rand, a, b []int) {
+	var live, dead []int
+	for _, n := range s.Nodes() {
+		switch {
+		case n.Running():
+			live = append(live, n.Index)
+		case !n.Alive:
+			dead = append(dead, n.Index)
+		}
+	}
+	if len(live) < 2 {
+		s.Net.Partition(a, b)
+		return
+	}
+	action := []LeaderAction{ActionUp, ActionExiting, ActionRemoved}[r.IntN(3)]
+	s.PartitionAtLeaderAction(action, 0, a, b)
+	s.logf("armed: partition %v / %v at the next %s", a, b, action)
+	pick := func(from []int) int { return from[r.IntN(len(from))] }
+	switch {
+	case action == ActionUp && len(dead) > 0:
+		s.Start(pick(dead), pick(live))
+	case action == ActionUp && len(s.Nodes()) < 9:
+		n := s.AddNode(nil, "1")
+		s.Start(n.Index, pick(live))
+	case action == ActionRemoved && r.IntN(2) == 0:
+		s.Kill(pick(live))
+	default: // Exiting, and Removed after it
+		s.Leave(pick(live))
+	}
+	if !s.RunUntil(s.Fired, 40*time.Second) {
+		s.logf("the armed partition did not fall; partitioning now")
+		s.trigger = nil
+		s.Net.Partition(a, b)
+	}
 }
