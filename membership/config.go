@@ -13,6 +13,12 @@ type Config struct {
 	MinNrOfMembers int
 	// RoleMinNrOfMembers is min-nr-of-members per role (role.<name>.min-nr-of-members).
 	RoleMinNrOfMembers map[string]int
+	// Voters is how many of the oldest Up members (with the split-brain resolver's role)
+	// decide majorities (cluster.voters): they grant the serving lease, and keep-majority
+	// keeps the side that holds most of them (voters.go). A member's cost of the lease is a
+	// heartbeat to each voter, whatever the cluster's size. While the cluster has no more
+	// Up members than this, every member votes, as in Akka. Default 5.
+	Voters int
 	// GossipInterval is how often the full state is re-broadcast while some member reports a
 	// different digest (gossip-interval). Default 1 s.
 	GossipInterval time.Duration
@@ -89,6 +95,7 @@ type SBRConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		MinNrOfMembers:  1,
+		Voters:          5,
 		GossipInterval:  time.Second,
 		SeedNodeTimeout: 5 * time.Second,
 		FailureDetector: FailureDetectorConfig{
@@ -115,6 +122,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GossipInterval == 0 {
 		c.GossipInterval = d.GossipInterval
+	}
+	if c.Voters == 0 {
+		c.Voters = d.Voters
 	}
 	if c.SeedNodeTimeout == 0 {
 		c.SeedNodeTimeout = d.SeedNodeTimeout
@@ -158,6 +168,7 @@ func (c *Config) Validate() error {
 	for role, n := range c.RoleMinNrOfMembers {
 		check(n >= 1, "role.%s.min-nr-of-members = %d: must be at least 1", role, n)
 	}
+	check(c.Voters >= 1, "voters = %d: must be at least 1 (default 5)", c.Voters)
 	check(c.GossipInterval > 0, "gossip-interval = %s: must be positive", c.GossipInterval)
 	check(c.SeedNodeTimeout > 0, "seed-node-timeout = %s: must be positive", c.SeedNodeTimeout)
 	check(fd.HeartbeatInterval > 0, "failure-detector.heartbeat-interval = %s: must be positive", fd.HeartbeatInterval)

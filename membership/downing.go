@@ -51,12 +51,21 @@ type reachRecord struct{ observer, subject NodeID }
 // that falls a moment after it leaves one side knowing and the other not (sim soak seed
 // 2,289). The side that does not know counts the member where it is; the side that knows
 // counts it against itself, so the difference can only make a side lose, never win.
+//
+// Keep-majority counts only voters (voters.go): the side it keeps is the side whose voters
+// grant the serving lease. A member not yet a voter that a leader could have made one in
+// another view (possible) counts as Joining members do in Akka's edge case: possibly there.
+// While the cluster has no more members than cluster.voters, every member votes and this is
+// Akka's count. Static-quorum and keep-oldest count every member, as in Akka; the sides they
+// keep may lack a majority of voters, which down-removal-margin (stable-after by default
+// with them) covers until the other side has stopped.
 type partitionView struct {
 	cfg         SBRConfig
 	members     map[NodeID]*Member // every member not Removed
 	unreachable map[NodeID]bool    // the subjects of records
 	records     []reachRecord      // sorted
 	seen        map[NodeID]bool    // members known to have seen this view, this one included
+	possible    map[NodeID]bool    // members a leader could have made voters elsewhere (view.possiblePromotions)
 }
 
 // counted reports whether m counts in a decision, and with the edge-case flags, as Akka's
@@ -70,7 +79,12 @@ type partitionView struct {
 //     side, which does not count it;
 //   - Exiting never: it has handed everything off and is about to be removed;
 //   - Down always (the difference above), and it is unreachable (isUnreachable).
+//
+// Keep-majority counts voters only, and a possible voter as Akka counts a Joining member.
 func (p *partitionView) counted(m *Member, possiblyUp, possiblyExiting bool) bool {
+	if p.cfg.ActiveStrategy == KeepMajority && !m.Voter {
+		return possiblyUp && p.possible[m.Node]
+	}
 	switch m.Status {
 	case Up, Down:
 		return true
@@ -103,12 +117,7 @@ func (p *partitionView) withRole(possiblyUp, possiblyExiting bool, side int) []*
 		out = append(out, m)
 	}
 	if p.cfg.ActiveStrategy == KeepOldest {
-		slices.SortFunc(out, func(a, b *Member) int {
-			if a.OlderThan(b) {
-				return -1
-			}
-			return 1
-		})
+		slices.SortFunc(out, byAge)
 	} else {
 		slices.SortFunc(out, func(a, b *Member) int { return compareIDs(a.Node, b.Node) })
 	}

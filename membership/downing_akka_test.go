@@ -35,11 +35,11 @@ func akkaMember(spec string) *Member {
 	if !ok {
 		panic("unknown spec member " + spec)
 	}
-	m := &Member{Node: NodeID(id), Status: Up, UpNumber: def.up, Roles: def.roles}
+	m := &Member{Node: NodeID(id), Status: Up, UpNumber: def.up, Roles: def.roles, Voter: true}
 	if len(spec) > 1 {
 		switch spec[1:] {
 		case "j":
-			m.Status, m.UpNumber = Joining, 0
+			m.Status, m.UpNumber, m.Voter = Joining, 0, false
 		case "l":
 			m.Status = Leaving
 		case "e":
@@ -57,8 +57,17 @@ func akkaMember(spec string) *Member {
 // every side; the first member of the deciding side observes every member of the other
 // sides unreachable, plus the indirectly-connected observations ("A>B,B>A"); every member
 // of the deciding side has seen the view.
+//
+// Every member that has been Up votes (Akka counts every member), and every Joining member is
+// a possible voter.
 func akkaView(cfg SBRConfig, sides []string, from int, indirect string) *partitionView {
-	p := &partitionView{cfg: cfg, members: map[NodeID]*Member{}, unreachable: map[NodeID]bool{}, seen: map[NodeID]bool{}}
+	p := &partitionView{cfg: cfg, members: map[NodeID]*Member{}, unreachable: map[NodeID]bool{}, seen: map[NodeID]bool{}, possible: map[NodeID]bool{}}
+	defer func() {
+		v := view{members: p.members}
+		for _, m := range v.possiblePromotions(Config{Voters: len(p.members), SplitBrainResolver: cfg}) {
+			p.possible[m.Node] = true
+		}
+	}()
 	var parsed [][]*Member
 	for _, side := range sides {
 		var ms []*Member

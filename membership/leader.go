@@ -78,6 +78,7 @@ func (n *Node) leaderActions() {
 			}
 		}
 	}
+	n.promoteVoters()
 	for _, id := range ids {
 		m := n.v.members[id]
 		switch m.Status {
@@ -175,14 +176,14 @@ func (n *Node) enoughMembers() bool {
 // lease any more (a grant needs the grantor's view to equal the Down member's, which then
 // has it Down and stops). What the grants given before are worth decides how long to wait:
 //
-//   - At once when every member that is not Down (this one included) observes it
-//     unreachable and those members outnumber the Down ones. A grant is dated when the
-//     grantee sent the heartbeat the grantor echoes (an Echo), so it ends
-//     acceptable-heartbeat-pause after a heartbeat the grantor's failure detector counted;
-//     the detector marks a member unreachable only after more than that pause without one,
-//     and a member that has seen another Down counts none of its heartbeats. So every grant
-//     from those members has ended. This is a member killed or
-//     cut off: removed as soon as it is Down, not a lease later.
+//   - At once when every voter counted here (this one included, if it is one) observes it
+//     unreachable and those voters outnumber the rest of the whole of the voters
+//     (everyoneObservesUnreachable). A grant is dated when the grantee sent the heartbeat
+//     the grantor echoes (an Echo), so it ends acceptable-heartbeat-pause after a heartbeat
+//     the grantor's failure detector counted; the detector marks a member unreachable only
+//     after more than that pause without one, and a member that has seen another Down
+//     counts none of its heartbeats. So every grant from those voters has ended. This is a
+//     member killed or cut off: removed as soon as it is Down, not a lease later.
 //   - Otherwise (an operator's down of a member still reachable, or one some member still
 //     hears) acceptable-heartbeat-pause plus a heartbeat interval after the convergence.
 //
@@ -204,24 +205,26 @@ func (n *Node) leaseExpired(id NodeID) bool {
 	return n.everyoneObservesUnreachable(id) || n.now.Sub(converged) >= fd.AcceptableHeartbeatPause+fd.HeartbeatInterval
 }
 
-// everyoneObservesUnreachable reports whether every member but id that is not Down or
-// Removed, this one included, has id in its reachability row of its current incarnation,
-// and those members (Up or Leaving) outnumber the Down ones.
+// everyoneObservesUnreachable reports whether every voter counted here (Up or Leaving) but
+// id, this member included if it is one, has id in its reachability row of its current
+// incarnation, and those voters outnumber the rest of the whole (voterWhole: Exiting and Down
+// voters, possible voters). id's grants come only from voters of its own view; the voters that
+// observe it unreachable grant it nothing, and every other member of its whole is one of the
+// rest of this whole — fewer than half.
 func (n *Node) everyoneObservesUnreachable(id NodeID) bool {
-	observers, down := 0, 0
-	for other, m := range n.v.members {
-		if m.Status == Down {
-			down++
-		}
-		if other == id || !m.countsAsMember() {
-			continue
-		}
-		if m.counted() {
+	observers, rest := 0, 0
+	for _, m := range n.voterWhole() {
+		switch {
+		case m.Node == id:
+			rest++
+		case m.Voter && m.counted():
+			if !n.v.observes(m.Node, m.Incarnation, id) {
+				return false
+			}
 			observers++
-		}
-		if !n.v.observes(other, m.Incarnation, id) {
-			return false
+		default:
+			rest++
 		}
 	}
-	return observers > down
+	return observers > rest
 }

@@ -61,6 +61,11 @@ type Member struct {
 	AppVersion  Version
 	Status      Status
 	UpNumber    uint64 // age: assigned by the leader when it moves the member Up; lower is older; 0 until Up
+	// Voter marks one of the members whose majority decides: they grant the serving lease,
+	// and keep-majority keeps the side that holds most of them (voters.go). The leader sets
+	// it, at convergence, on the oldest Up members, up to cluster.voters; it stays until the
+	// member is Removed.
+	Voter bool
 	// LastClusterSize is how many members (not Down or Removed) the cluster had when this
 	// member's data directory was last Up in one, 0 for a new member. A cluster forming
 	// after a restart moves no member Up before a majority of the largest of these has joined
@@ -101,7 +106,8 @@ func (m *Member) clone() *Member {
 }
 
 // supersedes reports whether record m should replace record o of the same node in a merge:
-// a newer incarnation, or the same incarnation with a later status or a higher up-number.
+// a newer incarnation, or the same incarnation with a later status or a higher up-number
+// (view.merge then keeps Voter if either had it).
 // Records that agree on all three differ only if the member introduced itself twice with
 // different details in one incarnation (it never does); the content then breaks the tie so
 // the merge stays commutative.
@@ -114,6 +120,9 @@ func (m *Member) supersedes(o *Member) bool {
 	}
 	if m.UpNumber != o.UpNumber {
 		return m.UpNumber > o.UpNumber
+	}
+	if m.Voter != o.Voter {
+		return m.Voter
 	}
 	if c := strings.Compare(string(m.AppVersion), string(o.AppVersion)); c != 0 {
 		return c > 0

@@ -346,9 +346,9 @@ func (n *Node) Serving(now time.Time) bool { return now.Before(n.ServingUntil())
 //   - it is not suspect after a pause, and its own last input is within the acceptable
 //     heartbeat pause (a process that was stopped must not serve in the moment between waking
 //     up and noticing);
-//   - it holds a majority lease: grants from a majority of the members not Removed (itself
-//     included; see majorityLease for why Joining, Exiting and Down members are in the
-//     whole), each valid for the acceptable heartbeat pause. A grant is a heartbeat (or probe
+//   - it holds a majority lease: grants from a majority of the voters (itself included when
+//     it is one; see voters.go, and majorityLease for what is in the whole), each valid for
+//     the acceptable heartbeat pause. A grant is a heartbeat (or probe
 //     answer) agreeing with this member's view (same digest) that echoes one of this
 //     member's own heartbeats; it is dated when that heartbeat was sent, not when the grant
 //     arrived.
@@ -404,35 +404,35 @@ func (n *Node) oldestLease() (time.Time, bool) {
 }
 
 // majorityLease returns when this member's majority lease ends: when the majority-th
-// freshest grant becomes older than the acceptable heartbeat pause. Grants come from the
-// counted members (Up or Leaving; this member's own last input counting as one), and only
-// heartbeats whose digest equals this member's view (or one it had a moment ago) grant: a
-// member that has downed or removed this one gossips another digest.
+// freshest grant becomes older than the acceptable heartbeat pause. The majority is of the
+// whole of the voters (voterWhole); grants come from the voters counted here (Up or Leaving;
+// this member's own last input counting as one when it is one), and only heartbeats whose
+// digest equals this member's view (or one it had a moment ago) grant: a member that has
+// downed or removed this one gossips another digest.
 //
-// The majority is taken of every member not Removed — Joining, Exiting and Down members
-// too, although they grant nothing — so that the two sides of any partition cannot both
-// hold it, whatever their views. The views of two sides differ only by changes that one
-// side made and the other did not see, and each such change keeps a member in the whole on
-// both sides: a leader moves a member Joining → Up or Leaving → Exiting only once every
-// member has seen the status before (a member Joining here may be Up and granting there:
-// here it is in the whole), and removes one only once every member has seen it Down or
-// Exiting. So a member that grants on one side is in the whole of the other, the grants of
-// both sides come from one set no larger than either whole, and two majorities of it meet.
-// Counted only among its Up members, the side that had not yet seen its leader move two
-// joining members Up held the lease beside the side that had (issue 25: 3 of 5 there, 4 of
-// 7 here).
+// The whole holds every voter not Removed — Exiting and Down voters too, although they grant
+// nothing — and every member a leader could have made a voter in another view, so that the
+// two sides of any partition cannot both hold a majority, whatever their views. The views of
+// two sides differ only by changes that one side made and the other did not see, and each
+// such change keeps a member in the whole on both sides: a leader makes members voters (and
+// moves them Up, or from Leaving to Exiting) only once every member has seen the state
+// before, where they were possible voters; and removes one only once every member has seen
+// it Down or Exiting. So a member that grants on one side is in the whole of the other, the
+// grants of both sides come from one set no larger than either whole, and two majorities of
+// it meet. Counted only among the Up members it knew, the side that had not yet seen its
+// leader move two joining members Up held the lease beside the side that had (issue 25: 3 of
+// 5 there, 4 of 7 here).
 func (n *Node) majorityLease() time.Time {
-	last := make([]time.Time, 0, len(n.v.members))
-	for id, m := range n.v.members {
-		switch p := n.peers[id]; {
-		case m.Status == Removed:
-			continue
-		case id == n.self.Node:
+	whole := n.voterWhole()
+	last := make([]time.Time, 0, len(whole))
+	for _, m := range whole {
+		switch p := n.peers[m.Node]; {
+		case m.Node == n.self.Node:
 			last = append(last, n.lastInput)
-		case m.counted() && p != nil && p.incarnation == m.Incarnation:
+		case m.Voter && m.counted() && p != nil && p.incarnation == m.Incarnation:
 			last = append(last, p.agreedAt)
 		default:
-			last = append(last, time.Time{}) // in the whole, no grant: Joining, Exiting, Down, or never heard
+			last = append(last, time.Time{}) // in the whole, no grant: a possible voter, Exiting, Down, or never heard
 		}
 	}
 	if len(last) == 0 {
@@ -475,10 +475,12 @@ func (n *Node) becomeSuspect() {
 	n.countConfirmations()
 }
 
-// probeUnconfirmed probes, while suspect, every member that has not confirmed yet (all of
-// them when force, otherwise those not probed for a heartbeat interval).
+// probeUnconfirmed probes, while suspect, every voter (and possible voter) that has not
+// confirmed yet (all of them when force, otherwise those not probed for a heartbeat
+// interval).
 func (n *Node) probeUnconfirmed(force bool) {
-	for id, m := range n.v.members {
+	for _, m := range n.voterWhole() {
+		id := m.Node
 		if id == n.self.Node || !m.countsAsMember() || n.confirmedBy[id] {
 			continue
 		}
@@ -509,20 +511,19 @@ func (n *Node) confirm(ack ProbeAck) {
 	n.countConfirmations()
 }
 
-// countConfirmations clears suspicion once a majority of the counted members (Up or
-// Leaving; this one included) has confirmed. Joining members do not count: their views are
-// not yet the cluster's, and a stale one would confirm a member the cluster removed.
+// countConfirmations clears suspicion once a majority of the whole of the voters (as the
+// lease counts it; this member included when it is one) has confirmed. Only counted voters
+// confirm: the view of a Joining member is not yet the cluster's, and a stale one would
+// confirm a member the cluster removed.
 func (n *Node) countConfirmations() {
-	total, confirmed := 0, 1
-	for id, m := range n.v.members {
-		if m.counted() {
-			total++
-			if id != n.self.Node && n.confirmedBy[id] {
-				confirmed++
-			}
+	whole := n.voterWhole()
+	confirmed := 0
+	for _, m := range whole {
+		if m.Node == n.self.Node || (m.Voter && m.counted() && n.confirmedBy[m.Node]) {
+			confirmed++
 		}
 	}
-	if confirmed > total/2 {
+	if confirmed > len(whole)/2 {
 		n.suspect = false
 		n.confirmedBy = nil
 		n.emit(Resumed{})

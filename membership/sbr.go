@@ -102,6 +102,10 @@ func (n *Node) partitionView() *partitionView {
 		members:     make(map[NodeID]*Member, len(n.v.members)),
 		unreachable: n.unreachable,
 		seen:        map[NodeID]bool{n.self.Node: true},
+		possible:    map[NodeID]bool{},
+	}
+	for _, m := range n.v.possiblePromotions(n.cfg) {
+		p.possible[m.Node] = true
 	}
 	for id, m := range n.v.members {
 		if m.Status != Removed {

@@ -48,13 +48,30 @@ func newView() view {
 
 // merge folds s into v and reports whether v changed. The merge is commutative, associative
 // and idempotent: per node the record that supersedes (newer incarnation, then later status,
-// then higher up-number) wins; per observer the newer row wins.
+// then higher up-number) wins, with Voter if either record of that incarnation had it; per
+// observer the newer row wins.
 func (v *view) merge(s *State) bool {
 	changed := false
 	for i := range s.Members {
 		m := &s.Members[i]
-		if cur, ok := v.members[m.Node]; !ok || m.supersedes(cur) {
+		cur, ok := v.members[m.Node]
+		switch {
+		case !ok || m.Incarnation > cur.Incarnation:
 			v.members[m.Node] = m.clone()
+			changed = true
+		case m.Incarnation < cur.Incarnation:
+		case m.supersedes(cur):
+			// Within an incarnation, the most advanced record, and Voter once either has it:
+			// the leader may have marked it on an older status than the other side moved on
+			// to, and a join of the two must keep both.
+			c := m.clone()
+			c.Voter = c.Voter || cur.Voter
+			v.members[m.Node] = c
+			changed = true
+		case m.Voter && !cur.Voter:
+			c := cur.clone()
+			c.Voter = true
+			v.members[m.Node] = c
 			changed = true
 		}
 	}
@@ -124,6 +141,11 @@ func (v *view) digest() uint64 {
 		num(m.Incarnation)
 		num(uint64(m.Status))
 		num(m.UpNumber)
+		if m.Voter {
+			num(1)
+		} else {
+			num(0)
+		}
 	}
 	obs := make([]NodeID, 0, len(v.reach))
 	for id := range v.reach {

@@ -8,8 +8,9 @@ import (
 // ProtocolVersion is the version of every shardmesh protocol this build speaks. Each envelope
 // carries it; a frame of another version is refused with an ErrVersion error. 2: heartbeats
 // echo heartbeats, and the majority lease counts only echoed grants (a member of version 1
-// would never grant one, so the two must not share a cluster).
-const ProtocolVersion = 2
+// would never grant one, so the two must not share a cluster). 3: the voters (a member of
+// version 2 would count every member in the lease and the split-brain resolver's majority).
+const ProtocolVersion = 3
 
 // Errors returned by the decoders.
 var (

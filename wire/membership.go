@@ -129,7 +129,7 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 
 func memberToPB(m *membership.Member) *pb.Member {
 	return &pb.Member{Node: string(m.Node), Incarnation: m.Incarnation, Addrs: m.Addrs, Roles: m.Roles,
-		AppVersion: string(m.AppVersion), Status: uint32(m.Status), UpNumber: m.UpNumber, LastClusterSize: m.LastClusterSize}
+		AppVersion: string(m.AppVersion), Status: uint32(m.Status), UpNumber: m.UpNumber, LastClusterSize: m.LastClusterSize, Voter: m.Voter}
 }
 
 func memberFromPB(field string, m *pb.Member) (membership.Member, error) {
@@ -158,7 +158,7 @@ func memberFromPB(field string, m *pb.Member) (membership.Member, error) {
 	slices.Sort(roles)
 	return membership.Member{Node: membership.NodeID(m.Node), Incarnation: m.Incarnation, Addrs: m.Addrs, Roles: slices.Compact(roles),
 		AppVersion: membership.Version(m.AppVersion), Status: membership.Status(m.Status), UpNumber: m.UpNumber,
-		LastClusterSize: m.LastClusterSize}, nil
+		LastClusterSize: m.LastClusterSize, Voter: m.Voter}, nil
 }
 
 func stateToPB(s *membership.State) *pb.State {

@@ -44,7 +44,7 @@ func TestCoordRejects(t *testing.T) {
 	if _, _, err := DecodeCoord(frame); !errors.Is(err, ErrMalformed) {
 		t.Errorf("empty shard: %v", err)
 	}
-	frame, _ = proto.Marshal(&pb.CoordEnvelope{ProtocolVersion: 3, EntityType: "x", Msg: &pb.CoordEnvelope_RequestRegister{RequestRegister: &pb.Empty{}}})
+	frame, _ = proto.Marshal(&pb.CoordEnvelope{ProtocolVersion: ProtocolVersion + 1, EntityType: "x", Msg: &pb.CoordEnvelope_RequestRegister{RequestRegister: &pb.Empty{}}})
 	if _, _, err := DecodeCoord(frame); !errors.Is(err, ErrVersion) {
 		t.Errorf("version: %v", err)
 	}

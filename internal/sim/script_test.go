@@ -86,6 +86,7 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 		}
 		cfg.SplitBrainResolver.QuorumSize = num("quorum", 0)
 		cfg.MinNrOfMembers = num("min-nr", 1)
+		cfg.Voters = num("voters", 0)
 		opts := Options{Seed: uint64(num("seed", 1)), Membership: cfg, NumberOfShards: num("shards", 30)}
 		if typ, ok := args["type"]; ok {
 			opts.Types = []engine.TypeConfig{testType(typ, num("min-nr", 1))}

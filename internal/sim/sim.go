@@ -481,7 +481,11 @@ func (s *Sim) checkQuorum(n *Node, d membership.Downed) {
 	if !ok {
 		s.fail("%s downed %v without a quorum: side %v, others %v", n.ID, d.Nodes, d.Side, d.Others)
 	}
-	if !slices.Contains(d.Side, n.ID) && n.M.Self().Status != membership.Joining {
+	// The decider is counted on its side, unless keep-majority does not count it (not a
+	// voter) or it is still Joining.
+	self := n.M.Self()
+	counted := self.Status != membership.Joining && (self.Voter || cfg.ActiveStrategy != membership.KeepMajority)
+	if slices.Contains(d.Others, n.ID) || (counted && !slices.Contains(d.Side, n.ID)) {
 		s.fail("%s downed %v from a side it is not on: %v", n.ID, d.Nodes, d.Side)
 	}
 }
@@ -579,6 +583,9 @@ func (s *Sim) Describe(i int) string {
 		}
 		if m.Node == n.M.Leader() {
 			mark += " leader"
+		}
+		if m.Voter {
+			mark += " voter"
 		}
 		if n.M.Unreachable(m.Node) {
 			mark += " unreachable"

@@ -336,8 +336,10 @@ type Member struct {
 	UpNumber    uint64                 `protobuf:"varint,7,opt,name=up_number,json=upNumber,proto3" json:"up_number,omitempty"`
 	// Members of the cluster this member was last Up in (0: none); see Member.LastClusterSize.
 	LastClusterSize uint32 `protobuf:"varint,8,opt,name=last_cluster_size,json=lastClusterSize,proto3" json:"last_cluster_size,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// One of the members whose majority decides (the lease, keep-majority); see Member.Voter.
+	Voter         bool `protobuf:"varint,9,opt,name=voter,proto3" json:"voter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Member) Reset() {
@@ -424,6 +426,13 @@ func (x *Member) GetLastClusterSize() uint32 {
 		return x.LastClusterSize
 	}
 	return 0
+}
+
+func (x *Member) GetVoter() bool {
+	if x != nil {
+		return x.Voter
+	}
+	return false
 }
 
 type ReachRow struct {
@@ -887,7 +896,7 @@ const file_membership_proto_rawDesc = "" +
 	"\x04Echo\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xec\x01\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\x82\x02\n" +
 	"\x06Member\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x14\n" +
@@ -897,7 +906,8 @@ const file_membership_proto_rawDesc = "" +
 	"appVersion\x12\x16\n" +
 	"\x06status\x18\x06 \x01(\rR\x06status\x12\x1b\n" +
 	"\tup_number\x18\a \x01(\x04R\bupNumber\x12*\n" +
-	"\x11last_cluster_size\x18\b \x01(\rR\x0flastClusterSize\"\x84\x01\n" +
+	"\x11last_cluster_size\x18\b \x01(\rR\x0flastClusterSize\x12\x14\n" +
+	"\x05voter\x18\t \x01(\bR\x05voter\"\x84\x01\n" +
 	"\bReachRow\x12\x1a\n" +
 	"\bobserver\x18\x01 \x01(\tR\bobserver\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x18\n" +

@@ -1,0 +1,112 @@
+package membership
+
+import "slices"
+
+// Voters: the members whose majority decides.
+//
+// A member serves only while a majority grants it the lease, and keep-majority keeps the side
+// that holds a majority. Taken over every member, a member's lease would cost it a grant from
+// half the cluster every heartbeat interval: a cost that grows with the cluster. So a bounded
+// set decides, the voters: the oldest Up members with the split-brain resolver's role, up to
+// cluster.voters (Config.Voters, 5). A cluster with no more Up members than that is all voters,
+// as a cluster is all counted in Akka.
+//
+// The set changes only by leader actions at convergence, as Up moves do: the leader marks the
+// oldest Up non-voters Voter while fewer than cluster.voters voters are counted (Up or Leaving),
+// and a voter stays one until it is Removed. So two sides of a partition see the voters
+// differently only by the one action a leader took at the instant the partition fell: the
+// members it made voters. The whole of a majority (voterWhole) holds, besides the voters not
+// Removed, every member a leader could have made a voter in another view at that instant;
+// grants come only from the voters counted in this one. Every member that grants on one side
+// is then in the whole of the other, and two majorities, one of each whole, always meet (the
+// argument of majorityLease).
+
+// voterWhole returns the members in the whole of a majority as this member sees it: the
+// voters not Removed, and the possible voters (possiblePromotions).
+func (n *Node) voterWhole() []*Member {
+	whole := make([]*Member, 0, n.cfg.Voters+2)
+	for _, m := range n.v.members {
+		if m.Voter && m.Status != Removed {
+			whole = append(whole, m)
+		}
+	}
+	for _, m := range n.v.possiblePromotions(n.cfg) {
+		whole = append(whole, m)
+	}
+	return whole
+}
+
+// possiblePromotions returns the members a leader could have made voters in a view that
+// parted from this one at a leader action: while fewer than cluster.voters voters are
+// counted, the oldest non-voters with the role that could be Up there (Up, Leaving; Joining
+// members after them, in the order the leader moves them Up), as many as are missing. Down
+// non-voters met on the way are in too, without counting towards that number: Down here,
+// one may not be Down on the other side.
+func (v *view) possiblePromotions(cfg Config) []*Member {
+	role := cfg.SplitBrainResolver.Role
+	missing := cfg.Voters
+	var candidates []*Member
+	for _, m := range v.members {
+		switch {
+		case !m.HasRole(role) || m.Status == Removed || m.Status == Exiting:
+		case m.Voter:
+			if m.counted() {
+				missing--
+			}
+		default:
+			candidates = append(candidates, m)
+		}
+	}
+	if missing <= 0 {
+		return nil
+	}
+	slices.SortFunc(candidates, byAge) // Joining members (no up-number) last, by node id
+	var out []*Member
+	for _, m := range candidates {
+		if missing == 0 {
+			break
+		}
+		out = append(out, m)
+		if m.Status != Down {
+			missing--
+		}
+	}
+	return out
+}
+
+// promoteVoters is the leader's action at convergence: the oldest Up members with the role
+// that are not voters become voters while fewer than cluster.voters are counted.
+func (n *Node) promoteVoters() {
+	role := n.cfg.SplitBrainResolver.Role
+	counted := 0
+	var candidates []*Member
+	for _, m := range n.v.members {
+		switch {
+		case m.Voter && m.counted():
+			counted++
+		case !m.Voter && m.Status == Up && m.HasRole(role):
+			candidates = append(candidates, m)
+		}
+	}
+	if counted >= n.cfg.Voters || len(candidates) == 0 {
+		return
+	}
+	slices.SortFunc(candidates, byAge)
+	for _, m := range candidates[:min(len(candidates), n.cfg.Voters-counted)] {
+		c := m.clone()
+		c.Voter = true
+		n.v.members[m.Node] = c
+		n.dirty = true
+	}
+}
+
+// byAge orders members oldest first (Member.OlderThan).
+func byAge(a, b *Member) int {
+	switch {
+	case a.Node == b.Node:
+		return 0
+	case a.OlderThan(b):
+		return -1
+	}
+	return 1
+}
