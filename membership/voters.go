@@ -30,10 +30,7 @@ func (n *Node) voterWhole() []*Member {
 			whole = append(whole, m)
 		}
 	}
-	for _, m := range n.v.possiblePromotions(n.cfg) {
-		whole = append(whole, m)
-	}
-	return whole
+	return append(whole, n.v.possiblePromotions(n.cfg)...)
 }
 
 // possiblePromotions returns the members a leader could have made voters in a view that
