@@ -1,4 +1,4 @@
-package admin
+package adminserver
 
 import (
 	"github.com/libp2p/go-libp2p/core/peer"

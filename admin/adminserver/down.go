@@ -1,4 +1,4 @@
-package admin
+package adminserver
 
 import (
 	"context"

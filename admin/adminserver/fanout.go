@@ -1,4 +1,4 @@
-package admin
+package adminserver
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 )
 
@@ -13,7 +14,7 @@ import (
 // call's own timeout), else the member's shard-region-query-timeout.
 func (s *Server) queryTimeout(ms uint64) time.Duration {
 	if ms > 0 {
-		return time.Duration(min(ms, uint64(callTimeout.Milliseconds()))) * time.Millisecond
+		return time.Duration(min(ms, uint64(admin.CallTimeout.Milliseconds()))) * time.Millisecond
 	}
 	return s.cfg.QueryTimeout
 }

@@ -1,4 +1,4 @@
-package admin
+package adminserver
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
-	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/membership"
 )
 
 // livenessTimeout bounds the turn of the member's loop that proves it live.
@@ -54,7 +54,7 @@ func (s *Server) health(ctx context.Context) *adminpb.Response {
 	if st.Status != "Up" {
 		why := "member is " + st.Status + ", not Up"
 		if m := s.backend.Members(); m != nil {
-			if wait := node.RestartWait(int(m.RestartNeed), int(m.RestartJoined)); wait != "" {
+			if wait := membership.RestartWait(int(m.RestartNeed), int(m.RestartJoined)); wait != "" {
 				why += ": " + wait
 			}
 		}

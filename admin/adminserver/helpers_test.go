@@ -1,4 +1,4 @@
-package admin
+package adminserver
 
 import (
 	"bytes"
@@ -209,7 +209,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newTestServer(_ testing.TB, b *fakeBackend, cfg ServerConfig) *testServer {
+func newTestServer(_ testing.TB, b *fakeBackend, cfg Config) *testServer {
 	logs := &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	return &testServer{Server: NewServer(b, cfg), backend: b, logs: logs}

@@ -1,4 +1,4 @@
-package admin
+package adminserver
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/node"
 )
 
@@ -57,7 +59,7 @@ func (s *Server) checkDirective(req *adminpb.DirectiveRequest) *adminpb.Response
 		}
 	}
 	if req.Kind == "pin" {
-		if err := checkID("shard id", req.Shard, maxShardLen); err != nil {
+		if err := admin.CheckShardID(req.Shard); err != nil {
 			return refuse(adminpb.Code_BAD_REQUEST, "%v", err)
 		}
 	}
@@ -220,7 +222,7 @@ func (s *Server) dataRemove(ctx context.Context, req *adminpb.DataRemoveRequest,
 }
 
 func prefixes(typ string, state bool) []string {
-	ps := node.TypeDataPrefixes(typ, state)
+	ps := datadir.TypeDataPrefixes(typ, state)
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = fmt.Sprintf("%q", p)

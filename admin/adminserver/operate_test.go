@@ -1,4 +1,4 @@
-package admin
+package adminserver
 
 import (
 	"strings"
@@ -16,7 +16,7 @@ func directiveCall(d *adminpb.DirectiveRequest) *adminpb.Request {
 func TestOperationsNeedAnAdminAndValidInput(t *testing.T) {
 	self, other, adminID, stranger := newID(t), newID(t), newID(t), newID(t)
 	b := newFakeBackend(self.String(), other.String())
-	s := newTestServer(t, b, ServerConfig{Admins: []peer.ID{adminID}, ReadOnlyOpen: true})
+	s := newTestServer(t, b, Config{Admins: []peer.ID{adminID}, ReadOnlyOpen: true})
 	cases := []struct {
 		name   string
 		caller peer.ID

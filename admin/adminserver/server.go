@@ -1,4 +1,4 @@
-package admin
+package adminserver
 
 import (
 	"context"
@@ -10,17 +10,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/wire"
 )
 
-// Protocol is the admin protocol id.
-const Protocol = "/shardmesh/admin/1"
-
 const (
-	// callTimeout bounds how long the server waits for a request and spends on an answer.
-	callTimeout = 30 * time.Second
 	// writeTimeout bounds each response of a streaming call: a caller that stops reading
 	// is cut off.
 	writeTimeout = 10 * time.Second
@@ -30,8 +26,8 @@ const (
 	defaultQueryTimeout = 3 * time.Second
 )
 
-// ServerConfig configures the admin server of a member.
-type ServerConfig struct {
+// Config configures the admin server of a member.
+type Config struct {
 	// Admins are the peer ids of admin identities: the only callers allowed to change the
 	// cluster (admin-allow).
 	Admins []peer.ID
@@ -50,7 +46,7 @@ type ServerConfig struct {
 // Server serves the admin protocol of one member.
 type Server struct {
 	backend Backend
-	cfg     ServerConfig
+	cfg     Config
 	self    peer.ID
 	admins  map[peer.ID]bool
 	log     *slog.Logger
@@ -65,7 +61,7 @@ type Server struct {
 }
 
 // NewServer returns a server answering from backend, without a host: Serve puts it on one.
-func NewServer(backend Backend, cfg ServerConfig) *Server {
+func NewServer(backend Backend, cfg Config) *Server {
 	if cfg.QueryTimeout <= 0 {
 		cfg.QueryTimeout = defaultQueryTimeout
 	}
@@ -84,12 +80,12 @@ func NewServer(backend Backend, cfg ServerConfig) *Server {
 }
 
 // Serve starts answering admin calls on host.
-func Serve(host *p2p.Host, backend Backend, cfg ServerConfig) *Server {
+func Serve(host *p2p.Host, backend Backend, cfg Config) *Server {
 	s := NewServer(backend, cfg)
 	s.callPeer = func(ctx context.Context, to peer.ID, req *adminpb.Request) (*adminpb.Response, error) {
-		return roundTrip(ctx, host, to, req)
+		return admin.Call(ctx, host, to, req)
 	}
-	host.HandleStream(Protocol, s.handle)
+	host.HandleStream(admin.Protocol, s.handle)
 	return s
 }
 
@@ -112,7 +108,7 @@ type emitter func(*adminpb.Response) error
 func (s *Server) handle(st *p2p.Stream) {
 	s.active.Add(1)
 	defer s.active.Done()
-	st.SetDeadline(time.Now().Add(callTimeout))
+	st.SetDeadline(time.Now().Add(admin.CallTimeout))
 	caller := st.RemotePeer()
 	frame, err := st.ReadFrame()
 	if err != nil {
@@ -149,7 +145,11 @@ func (s *Server) handle(st *p2p.Stream) {
 // serve answers one request frame from caller. streaming is called once a call turns out
 // to answer with a stream of responses.
 func (s *Server) serve(ctx context.Context, caller peer.ID, frame []byte, emit emitter, streaming func()) error {
-	req, bad := decodeRequest(frame)
+	req, err := admin.DecodeRequest(frame)
+	var bad *adminpb.Response
+	if err != nil {
+		bad = refuse(adminpb.Code_BAD_REQUEST, "%v", err)
+	}
 	if s.cfg.Metrics != nil {
 		// Counted by the code of the call's last response.
 		start, call, code := time.Now(), "malformed", adminpb.Code_OK
@@ -205,7 +205,7 @@ func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Resp
 		a := call.Ask
 		timeout := askTimeout
 		if a.TimeoutMs > 0 {
-			timeout = time.Duration(min(a.TimeoutMs, uint64(callTimeout.Milliseconds()))) * time.Millisecond
+			timeout = time.Duration(min(a.TimeoutMs, uint64(admin.CallTimeout.Milliseconds()))) * time.Millisecond
 		}
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -262,7 +262,7 @@ func (s *Server) ask(ctx context.Context, to string, req *adminpb.Request) (*adm
 	if to == s.backend.Self() {
 		resp := s.answer(ctx, req)
 		if resp.Code != adminpb.Code_OK && resp.Code != adminpb.Code_PARTIAL {
-			return resp, &CallError{Code: resp.Code, Message: resp.Error}
+			return resp, &admin.CallError{Code: resp.Code, Message: resp.Error}
 		}
 		return resp, nil
 	}

@@ -1,4 +1,4 @@
-package admin
+package adminserver
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/wire"
@@ -32,7 +33,7 @@ func TestAuthorisation(t *testing.T) {
 	self, other, adminID, stranger := newID(t), newID(t), newID(t), newID(t)
 	for _, open := range []bool{true, false} {
 		b := newFakeBackend(self.String(), other.String())
-		s := newTestServer(t, b, ServerConfig{Admins: []peer.ID{adminID}, ReadOnlyOpen: open})
+		s := newTestServer(t, b, Config{Admins: []peer.ID{adminID}, ReadOnlyOpen: open})
 		cases := []struct {
 			name   string
 			caller peer.ID
@@ -74,7 +75,7 @@ func TestAuthorisation(t *testing.T) {
 
 func TestRefusalWithoutAnyAdminSaysHowToAllowOne(t *testing.T) {
 	self := newID(t)
-	s := newTestServer(t, newFakeBackend(self.String()), ServerConfig{ReadOnlyOpen: true})
+	s := newTestServer(t, newFakeBackend(self.String()), Config{ReadOnlyOpen: true})
 	resp := s.one(t, newID(t), leaveCall)
 	if resp.Code != adminpb.Code_REFUSED || !strings.Contains(resp.Error, "--admin-allow") {
 		t.Fatalf("%v", resp)
@@ -90,7 +91,7 @@ func TestDown(t *testing.T) {
 		for _, u := range unreachable {
 			b.member(u.String()).Reachable = false
 		}
-		return newTestServer(t, b, ServerConfig{Admins: []peer.ID{adminID}})
+		return newTestServer(t, b, Config{Admins: []peer.ID{adminID}})
 	}
 	s := setup()
 	if r := s.one(t, adminID, downCall(b1.String(), false, false)); r.Code != adminpb.Code_REFUSED || !strings.Contains(r.Error, "reachable") {
@@ -134,7 +135,7 @@ func TestStatsNamesMembersThatDidNotAnswer(t *testing.T) {
 	b := newFakeBackend(self.String(), fine.String(), stuck.String())
 	b.stats.Regions[0].CoordinatorHere = true
 	b.stats.Regions[0].Allocations = []*adminpb.Allocation{{Shard: "1", Node: self.String()}, {Shard: "2", Node: fine.String()}, {Shard: "3", Node: stuck.String()}, {Shard: "4", Node: stuck.String()}}
-	s := newTestServer(t, b, ServerConfig{QueryTimeout: 50 * time.Millisecond, ReadOnlyOpen: true})
+	s := newTestServer(t, b, Config{QueryTimeout: 50 * time.Millisecond, ReadOnlyOpen: true})
 	s.callPeer = func(ctx context.Context, to peer.ID, _ *adminpb.Request) (*adminpb.Response, error) {
 		if to == stuck {
 			<-ctx.Done()
@@ -168,7 +169,7 @@ func TestLocate(t *testing.T) {
 	self, coord, home := newID(t), newID(t), newID(t)
 	b := newFakeBackend(self.String(), coord.String(), home.String())
 	b.shards["s-u1"] = &adminpb.ShardInfoResponse{Coordinator: coord.String(), Cached: true, CachedHome: self.String(), CachedEpoch: 1}
-	s := newTestServer(t, b, ServerConfig{QueryTimeout: 50 * time.Millisecond, ReadOnlyOpen: true})
+	s := newTestServer(t, b, Config{QueryTimeout: 50 * time.Millisecond, ReadOnlyOpen: true})
 	homeAnswers := true
 	s.callPeer = func(ctx context.Context, to peer.ID, req *adminpb.Request) (*adminpb.Response, error) {
 		info := &adminpb.ShardInfoResponse{Node: to.String()}
@@ -205,7 +206,7 @@ func TestHealthStaysReadyOnceRegistered(t *testing.T) {
 	self := newID(t)
 	b := newFakeBackend(self.String())
 	b.stats.Regions[0].Registered = false
-	s := newTestServer(t, b, ServerConfig{})
+	s := newTestServer(t, b, Config{})
 	health := &adminpb.Request{Call: &adminpb.Request_Health{Health: &adminpb.HealthRequest{}}}
 	if h := s.one(t, self, health).GetHealth(); !h.Live || h.Ready || len(h.Reasons) != 1 {
 		t.Fatalf("before registering: %v", h)
@@ -228,7 +229,7 @@ func TestHealthStaysReadyOnceRegistered(t *testing.T) {
 func TestShutdownFollowsUntilLeft(t *testing.T) {
 	self, adminID := newID(t), newID(t)
 	b := newFakeBackend(self.String())
-	s := newTestServer(t, b, ServerConfig{Admins: []peer.ID{adminID}})
+	s := newTestServer(t, b, Config{Admins: []peer.ID{adminID}})
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		b.reason = "left"
@@ -239,10 +240,10 @@ func TestShutdownFollowsUntilLeft(t *testing.T) {
 		t.Fatalf("%d responses, want progress then the end", len(out))
 	}
 	first, last := out[0].GetShutdown(), out[len(out)-1]
-	if !out[0].More || first.Phase != PhaseHandingOff || first.Shards != 1 {
+	if !out[0].More || first.Phase != admin.PhaseHandingOff || first.Shards != 1 {
 		t.Errorf("first: %v", out[0])
 	}
-	if last.More || last.Code != adminpb.Code_OK || last.GetShutdown().Phase != PhaseLeft {
+	if last.More || last.Code != adminpb.Code_OK || last.GetShutdown().Phase != admin.PhaseLeft {
 		t.Errorf("last: %v", last)
 	}
 }
@@ -264,7 +265,7 @@ func TestWatchEvents(t *testing.T) {
 	}
 
 	b := newFakeBackend(self.String())
-	s := newTestServer(t, b, ServerConfig{})
+	s := newTestServer(t, b, Config{})
 	b.events <- se
 	b.events <- membership.MemberChanged{Member: membership.Member{Node: "m2", Status: membership.Up}, New: true}
 	b.events <- wire.ShardingEvent{Type: "echo", Kind: pb.ShardingEvent_SHARD_ALLOCATED, At: now}
@@ -285,7 +286,7 @@ func TestWatchEvents(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	self := newID(t)
-	s := newTestServer(t, newFakeBackend(self.String()), ServerConfig{ReadOnlyOpen: true})
+	s := newTestServer(t, newFakeBackend(self.String()), Config{ReadOnlyOpen: true})
 	for name, req := range map[string]*adminpb.Request{
 		"empty entity":   {Call: &adminpb.Request_Ask{Ask: &adminpb.AskRequest{EntityType: "counter"}}},
 		"long entity":    {Call: &adminpb.Request_Tell{Tell: &adminpb.TellRequest{EntityType: "counter", Entity: strings.Repeat("x", 1025)}}},
@@ -298,7 +299,7 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("%s: %v", name, r)
 		}
 	}
-	if err := checkID("entity id", "\xff", maxEntityLen); err == nil {
+	if err := admin.CheckEntityID("\xff"); err == nil {
 		t.Error("an entity id that is not UTF-8 passed") // protobuf refuses it too, but shardctl checks first
 	}
 	if r := s.callFrame(context.Background(), self, []byte{0x08, 0x63}); len(r) != 1 || r[0].Code != adminpb.Code_BAD_REQUEST || !strings.Contains(r[0].Error, "version") {

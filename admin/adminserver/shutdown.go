@@ -1,23 +1,17 @@
-package admin
+package adminserver
 
 import (
 	"context"
 	"errors"
 	"time"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/node"
 )
 
 // progressInterval is how often a followed shutdown reports.
 const progressInterval = 250 * time.Millisecond
-
-// Phases of a graceful shutdown.
-const (
-	PhaseHandingOff = "handing-off" // shards still here, or messages buffered
-	PhaseLeaving    = "leaving"     // every shard handed off; leaving the cluster
-	PhaseLeft       = "left"        // the member has left and stopped
-)
 
 // shutdown begins the member's graceful shutdown (hand off every shard, then leave) and
 // answers with its progress: once, or, with follow, every progressInterval until the
@@ -29,8 +23,8 @@ func (s *Server) shutdown(ctx context.Context, req *adminpb.ShutdownRequest, emi
 		p := s.progress(ctx, start)
 		p.Already = already
 		resp := &adminpb.Response{Result: &adminpb.Response_Shutdown{Shutdown: p}}
-		if !req.Follow || p.Phase != PhaseHandingOff && p.Phase != PhaseLeaving {
-			if p.Phase != PhaseHandingOff && p.Phase != PhaseLeaving && p.Phase != PhaseLeft {
+		if !req.Follow || p.Phase != admin.PhaseHandingOff && p.Phase != admin.PhaseLeaving {
+			if p.Phase != admin.PhaseHandingOff && p.Phase != admin.PhaseLeaving && p.Phase != admin.PhaseLeft {
 				resp.Code, resp.Error = adminpb.Code_FAILED, "the member stopped without leaving gracefully: "+p.Phase
 			}
 			return emit(resp)
@@ -54,7 +48,7 @@ func (s *Server) progress(ctx context.Context, start time.Time) *adminpb.Shutdow
 	p := &adminpb.ShutdownProgress{Node: s.backend.Self(), ElapsedMs: uint64(time.Since(start).Milliseconds())}
 	stopped := func() *adminpb.ShutdownProgress {
 		p.Status = "Removed"
-		if p.Phase = PhaseLeft; s.backend.StopReason() != "left" {
+		if p.Phase = admin.PhaseLeft; s.backend.StopReason() != "left" {
 			p.Phase = "stopped (" + orUnknown(s.backend.StopReason()) + ")"
 		}
 		return p
@@ -70,7 +64,7 @@ func (s *Server) progress(ctx context.Context, start time.Time) *adminpb.Shutdow
 	if errors.Is(err, node.ErrStopped) {
 		return stopped()
 	}
-	p.Phase = PhaseHandingOff
+	p.Phase = admin.PhaseHandingOff
 	if err != nil {
 		p.Status = "unknown (" + err.Error() + ")"
 		return p
@@ -81,7 +75,7 @@ func (s *Server) progress(ctx context.Context, start time.Time) *adminpb.Shutdow
 		p.Buffered += r.Buffered
 	}
 	if st.Status == "Leaving" || st.Status == "Exiting" {
-		p.Phase = PhaseLeaving
+		p.Phase = admin.PhaseLeaving
 	}
 	return p
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
-	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/p2p"
 )
 
@@ -125,7 +125,7 @@ func entryPoint(c *cli.Context) (addr, name string, err error) {
 		}
 		return "", "", usagef("which member? set --node MULTIADDR, $SHARDMESH_NODE or --data-dir DIR")
 	}
-	addrs, err := node.ReadAddrs(dir)
+	addrs, err := datadir.ReadAddrs(dir)
 	if err != nil {
 		return "", "", cli.Exit("--data-dir: "+err.Error(), exitUsage)
 	}

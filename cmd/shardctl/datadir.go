@@ -12,7 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
-	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/remember"
 )
@@ -52,7 +52,7 @@ func openStopped(dir string, needStore bool) (*stoppedDir, error) {
 			d.peer = id.String()
 		}
 	}
-	if addrs, err := node.ReadAddrs(dir); err == nil {
+	if addrs, err := datadir.ReadAddrs(dir); err == nil {
 		d.addrs = addrs
 	}
 	if _, err := os.Stat(filepath.Join(storeDir(dir), "MANIFEST")); err != nil {

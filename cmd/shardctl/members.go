@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/membership"
 )
 
 func membersCommand() *cli.Command {
@@ -75,7 +75,7 @@ Example:
 				state = "not converged (some member has not seen this view yet)"
 			}
 			fmt.Fprintf(c.App.Writer, "%d members, %d up; view %s\n", len(resp.Members), up, state)
-			if wait := node.RestartWait(int(resp.RestartNeed), int(resp.RestartJoined)); wait != "" {
+			if wait := membership.RestartWait(int(resp.RestartNeed), int(resp.RestartJoined)); wait != "" {
 				fmt.Fprintf(c.App.Writer, "waiting: %s\n", wait)
 			}
 			return nil

@@ -17,10 +17,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh"
-	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/admin/adminserver"
 	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/membership"
-	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/p2p"
 )
 
@@ -193,7 +193,7 @@ func serve(cfg config.Config, journalPath string) int {
 		}))
 	}
 	var met *metricsServer
-	var adminMetrics *admin.Metrics
+	var adminMetrics *adminserver.Metrics
 	if cfg.Node.MetricsListen != "" {
 		if met, err = listenMetrics(cfg.Node.MetricsListen, log.With("component", "metrics")); err != nil {
 			log.Error("cannot serve metrics", "err", err)
@@ -201,7 +201,7 @@ func serve(cfg config.Config, journalPath string) int {
 		}
 		defer met.close()
 		opts = append(opts, shardmesh.WithMetrics(met.reg))
-		if adminMetrics, err = admin.NewMetrics(met.reg); err != nil {
+		if adminMetrics, err = adminserver.NewMetrics(met.reg); err != nil {
 			log.Error("cannot register metrics", "err", err)
 			return exitFailed
 		}
@@ -209,7 +209,7 @@ func serve(cfg config.Config, journalPath string) int {
 	sys, err := shardmesh.Start(context.Background(), cfg, opts...)
 	if err != nil {
 		log.Error("cannot start", "err", err)
-		if errors.Is(err, node.ErrDataDirInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) {
+		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) {
 			return exitUsage
 		}
 		return exitFailed
@@ -220,7 +220,7 @@ func serve(cfg config.Config, journalPath string) int {
 		sys.Close()
 		return exitFailed
 	}
-	srv := admin.Serve(sys.Node().Host(), admin.NodeBackend(sys.Node()), admin.ServerConfig{
+	srv := adminserver.Serve(sys.Node().Host(), adminserver.NodeBackend(sys.Node()), adminserver.Config{
 		Admins:       admins,
 		ReadOnlyOpen: cfg.Node.AdminReadOnlyOpen,
 		QueryTimeout: cfg.Sharding.ShardRegionQueryTimeout,

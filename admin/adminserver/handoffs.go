@@ -1,4 +1,4 @@
-package admin
+package adminserver
 
 import (
 	"context"
@@ -6,14 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
-)
-
-// Phases of a handoff as `shardctl handoffs` shows them.
-const (
-	HandoffBegun    = "begun"             // regions are being told to buffer; waiting_regions have not yet
-	HandoffStopping = "stopping-entities" // every region buffers; the old home stops its entities (stragglers)
-	HandoffStopped  = "stopped"           // the old home has no entity left; the coordinator re-allocates next
 )
 
 // handoffs answers every handoff in progress: the coordinators' view, with what every member
@@ -47,7 +41,7 @@ func (s *Server) handoffs(ctx context.Context, req *adminpb.HandoffsRequest) *ad
 		for _, t := range a.GetTypes() {
 			for _, h := range t.Coordinated {
 				info := &adminpb.HandoffInfo{EntityType: t.EntityType, Shard: h.Shard, From: h.From, Epoch: h.Epoch, Cause: h.Cause,
-					ElapsedMs: h.ElapsedMs, PhaseElapsedMs: h.PhaseElapsedMs, Coordinator: a.Node, Phase: HandoffBegun}
+					ElapsedMs: h.ElapsedMs, PhaseElapsedMs: h.PhaseElapsedMs, Coordinator: a.Node, Phase: admin.HandoffBegun}
 				if h.Phase == "begun" {
 					info.WaitingRegions = h.Waiting
 				}
@@ -61,9 +55,9 @@ func (s *Server) handoffs(ctx context.Context, req *adminpb.HandoffsRequest) *ad
 					}
 				}
 				if h.Phase == "stopping" {
-					info.Phase = HandoffStopping
+					info.Phase = admin.HandoffStopping
 					if stoppedAtHome {
-						info.Phase = HandoffStopped
+						info.Phase = admin.HandoffStopped
 					}
 				}
 				out.Handoffs = append(out.Handoffs, info)
