@@ -1,4 +1,4 @@
-package dashboard
+package tui
 
 import (
 	"github.com/charmbracelet/lipgloss"
