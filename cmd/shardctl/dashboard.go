@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/tui"
 )
@@ -36,17 +37,17 @@ Example:
 			&cli.DurationFlag{Name: "refresh", Usage: "ask for members and stats every `DURATION`", Value: 2 * time.Second},
 		},
 		Action: func(c *cli.Context) error {
-			if _, err := positional(c, "", 0); err != nil {
+			if _, err := cmdline.Positional(c, "", 0); err != nil {
 				return err
 			}
-			if err := positiveFlag(c, "refresh"); err != nil {
+			if err := cmdline.PositiveFlag(c, "refresh"); err != nil {
 				return err
 			}
-			if err := positiveFlag(c, "timeout"); err != nil {
+			if err := cmdline.PositiveFlag(c, "timeout"); err != nil {
 				return err
 			}
 			if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
-				return usagef("the dashboard needs a terminal; for scripts use members, stats and watch --json")
+				return cmdline.Usagef("the dashboard needs a terminal; for scripts use members, stats and watch --json")
 			}
 			s := &session{}
 			var err error

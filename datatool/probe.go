@@ -1,4 +1,4 @@
-package main
+package datatool
 
 import (
 	"context"
@@ -16,41 +16,41 @@ import (
 	"github.com/shardmesh/shardmesh/admin"
 )
 
-// probeTarget is an address where a member of the cluster may answer, and where it came
+// ProbeTarget is an address where a member of the cluster may answer, and where it came
 // from (a data directory's addrs file, or --node).
-type probeTarget struct {
-	addr, from string
+type ProbeTarget struct {
+	Addr, From string
 }
 
-// probeAnswer is a target where something answered.
-type probeAnswer struct {
-	probeTarget
-	member string // the peer id that answered the admin protocol's dial; "" when only TCP did
-	err    error  // why the libp2p dial failed although TCP answered
+// ProbeAnswer is a target where something answered.
+type ProbeAnswer struct {
+	ProbeTarget
+	Member string // the peer id that answered the admin protocol's dial; "" when only TCP did
+	Err    error  // why the libp2p dial failed although TCP answered
 }
 
-func (a probeAnswer) String() string {
-	if a.member != "" {
-		return fmt.Sprintf("member %s answers at %s (from %s)", a.member, a.addr, a.from)
+func (a ProbeAnswer) String() string {
+	if a.Member != "" {
+		return fmt.Sprintf("member %s answers at %s (from %s)", a.Member, a.Addr, a.From)
 	}
-	return fmt.Sprintf("something accepts connections at %s (from %s) but the libp2p handshake failed (%v): a member with a cluster key (pass --cluster-key), or a stale address another program took (delete the addrs file)", a.addr, a.from, a.err)
+	return fmt.Sprintf("something accepts connections at %s (from %s) but the libp2p handshake failed (%v): a member with a cluster key (pass --cluster-key), or a stale address another program took (delete the addrs file)", a.Addr, a.From, a.Err)
 }
 
-// probeTargets lists the addresses to try: every address in the directories' addrs files
+// ProbeTargets lists the addresses to try: every address in the directories' addrs files
 // (left behind by a daemon that did not exit cleanly, or written by one that runs) and
 // every --node address, each once.
-func probeTargets(dirs []*stoppedDir, nodes []string) []probeTarget {
-	var out []probeTarget
+func ProbeTargets(dirs []*Dir, nodes []string) []ProbeTarget {
+	var out []ProbeTarget
 	seen := map[string]bool{}
 	add := func(addr, from string) {
 		if !seen[addr] {
 			seen[addr] = true
-			out = append(out, probeTarget{addr: addr, from: from})
+			out = append(out, ProbeTarget{Addr: addr, From: from})
 		}
 	}
 	for _, d := range dirs {
-		for _, a := range d.addrs {
-			add(a, d.path+"/addrs")
+		for _, a := range d.Addrs {
+			add(a, d.Path+"/addrs")
 		}
 	}
 	for _, n := range nodes {
@@ -59,31 +59,29 @@ func probeTargets(dirs []*stoppedDir, nodes []string) []probeTarget {
 	return out
 }
 
-// probe tries every target at once, each for at most timeout, and returns those where
+// Probe tries every target at once, each for at most timeout, and returns those where
 // something answered. An address where nothing accepts a TCP connection (or that does not
 // answer within timeout) does not count.
-func probe(targets []probeTarget, psk pnet.PSK, timeout time.Duration) []probeAnswer {
+func Probe(targets []ProbeTarget, psk pnet.PSK, timeout time.Duration) []ProbeAnswer {
 	var mu sync.Mutex
-	var out []probeAnswer
+	var out []ProbeAnswer
 	var wg sync.WaitGroup
 	for _, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if a, ok := probeOne(t, psk, timeout); ok {
 				mu.Lock()
 				out = append(out, a)
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return out
 }
 
-func probeOne(t probeTarget, psk pnet.PSK, timeout time.Duration) (probeAnswer, bool) {
-	a := probeAnswer{probeTarget: t}
-	ma, err := multiaddr.NewMultiaddr(t.addr)
+func probeOne(t ProbeTarget, psk pnet.PSK, timeout time.Duration) (ProbeAnswer, bool) {
+	a := ProbeAnswer{ProbeTarget: t}
+	ma, err := multiaddr.NewMultiaddr(t.Addr)
 	if err != nil {
 		return a, false // checked earlier for --node; a garbled addrs line names nothing
 	}
@@ -102,15 +100,15 @@ func probeOne(t probeTarget, psk pnet.PSK, timeout time.Duration) (probeAnswer, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cl, err := admin.Dial(ctx, admin.ClientConfig{Node: t.addr, ClusterKey: psk})
+	cl, err := admin.Dial(ctx, admin.ClientConfig{Node: t.Addr, ClusterKey: psk})
 	if err != nil {
 		if !tcpAnswered {
 			return a, false // not TCP (QUIC, …): a failed dial cannot tell silence from refusal
 		}
-		a.err = err
+		a.Err = err
 		return a, true
 	}
-	a.member = cl.Node().String()
+	a.Member = cl.Node().String()
 	_ = cl.Close()
 	return a, true
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,41 +17,11 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/shardmesh/shardmesh/datadir"
+	"github.com/shardmesh/shardmesh/datatool"
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/remember"
 )
-
-// TestTypePrefixSelectsOnlyItsType: a type's prefix matches every key of that type and
-// family and no key of another type, even one whose name starts with it or an entity id
-// that contains the other type's name and separators.
-func TestTypePrefixSelectsOnlyItsType(t *testing.T) {
-	types := []string{"count", "counter", "count-x", "c", "count counter"}
-	var keys []string
-	for _, typ := range types {
-		keys = append(keys,
-			"rs\x00"+typ+"\x00"+"7",
-			"re\x00"+typ+"\x00"+"7\x00"+"e1",
-			"re\x00"+typ+"\x00"+"7\x00"+"x\x00counter\x00y",
-			"st\x00"+typ+"\x00"+"\x00count\x00",
-			"st\x00"+typ+"\x00"+"counter",
-		)
-	}
-	for _, typ := range types {
-		for _, f := range families {
-			p := typePrefix(f.code, typ)
-			for _, k := range keys {
-				code, kt, ok := splitKey(k)
-				want := ok && code == f.code && kt == typ
-				if got := strings.HasPrefix(k, p); got != want {
-					t.Errorf("prefix %q on key %q: match %v, want %v", p, k, got, want)
-				}
-			}
-		}
-	}
-	if _, _, ok := splitKey("coordinator"); ok {
-		t.Error("a key without separators split into a type")
-	}
-}
 
 // testDataDir makes a stopped member's data directory like a daemon leaves it: identity,
 // LOCK, and a store written through a real remember.Store (one member), with writes applied
@@ -58,11 +29,11 @@ func TestTypePrefixSelectsOnlyItsType(t *testing.T) {
 func testDataDir(t *testing.T, writes [][]remember.Write, fenced []string) string {
 	t.Helper()
 	dir := t.TempDir()
-	key, err := p2p.CreateIdentity(filepath.Join(dir, "identity.key"))
+	key, err := p2p.CreateIdentity(filepath.Join(dir, datadir.IdentityFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "LOCK"), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, datadir.LockFile), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -73,7 +44,7 @@ func testDataDir(t *testing.T, writes [][]remember.Write, fenced []string) strin
 	}
 	defer h.Close()
 	st, err := remember.Open(ctx, remember.Config{
-		Dir: storeDir(dir), Host: h, Members: func() []peer.ID { return []peer.ID{h.ID()} },
+		Dir: datadir.StorePath(dir), Host: h, Members: func() []peer.ID { return []peer.ID{h.ID()} },
 		WriteMajorityPlus: remember.PlusNone, ReadMajorityPlus: remember.PlusNone, MajorityMinCap: 1,
 	})
 	if err != nil {
@@ -98,7 +69,7 @@ func testDataDir(t *testing.T, writes [][]remember.Write, fenced []string) strin
 // snapshot lists every key of the store in dir with its version and deletion mark.
 func snapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	l, err := remember.OpenLocal(storeDir(dir))
+	l, err := remember.OpenLocal(datadir.StorePath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,19 +85,26 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// plannedKeys is the set of keys planRemoval selects in dir.
-func plannedKeys(t *testing.T, dir string, sel selection) map[string]bool {
-	t.Helper()
-	l, err := remember.OpenLocal(storeDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+// plannedKeys is the set of keys of store snapshot before that a removal of types must
+// take: by each key's own family and type, not by the prefixes the removal scans.
+func plannedKeys(before map[string]string, types []string, includeState bool) map[string]bool {
 	keys := map[string]bool{}
-	if _, _, err := planRemoval(l, sel, func(k string) { keys[k] = true }); err != nil {
-		t.Fatal(err)
+	for k := range before {
+		code, typ, ok := datadir.SplitKey(k)
+		f, known := datadir.TypeFamilyOf(code)
+		if ok && known && slices.Contains(types, typ) && (f.Internal || includeState) {
+			keys[k] = true
+		}
 	}
 	return keys
+}
+
+// runAsShardctl runs sharddaemon as shardctl runs its data commands: under shardctl's name.
+func runAsShardctl(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(append([]string{"shardctl"}, args...), &out, &errOut)
+	return out.String(), errOut.String(), code
 }
 
 // typesData is a store with types whose names are prefixes of each other, tombstones,
@@ -156,18 +134,17 @@ func typesData(t *testing.T) string {
 func TestDryRunIsTheRunsRemovalSet(t *testing.T) {
 	dir := typesData(t)
 	for _, includeState := range []bool{false, true} {
-		sel := selection{types: []string{"count"}, includeState: includeState}
 		args := []string{"remove-internal-data", "--data-dir", dir, "--json", "count"}
 		if includeState {
 			args = append(args, "--include-state")
 		}
 		before := snapshot(t, dir)
-		planned := plannedKeys(t, dir, sel)
-		out, errOut, code := runShardctl(t, append(args, "--dry-run")...)
+		planned := plannedKeys(before, []string{"count"}, includeState)
+		out, errOut, code := runAsShardctl(t, append(args, "--dry-run")...)
 		if code != exitOK {
 			t.Fatalf("dry run: exit %d: %s", code, errOut)
 		}
-		var dry removalReport
+		var dry datatool.Removal
 		if err := json.Unmarshal([]byte(out), &dry); err != nil {
 			t.Fatalf("dry run JSON: %v\n%s", err, out)
 		}
@@ -177,11 +154,11 @@ func TestDryRunIsTheRunsRemovalSet(t *testing.T) {
 		if !dry.DryRun || dry.RemovedKeys != len(planned) {
 			t.Errorf("dry run reports %d keys, the plan selects %d", dry.RemovedKeys, len(planned))
 		}
-		out, errOut, code = runShardctl(t, append(args, "--yes")...)
+		out, errOut, code = runAsShardctl(t, append(args, "--yes")...)
 		if code != exitOK {
 			t.Fatalf("run: exit %d: %s", code, errOut)
 		}
-		var run removalReport
+		var run datatool.Removal
 		if err := json.Unmarshal([]byte(out), &run); err != nil {
 			t.Fatalf("run JSON: %v\n%s", err, out)
 		}
@@ -220,7 +197,7 @@ func TestDryRunIsTheRunsRemovalSet(t *testing.T) {
 			t.Fatalf("backup at %q", backup)
 		}
 		restored := t.TempDir()
-		if _, errOut, code := runShardctl(t, "data", "restore", "--data-dir", restored, "--in", backup); code != exitOK {
+		if _, errOut, code := runAsShardctl(t, "data", "restore", "--data-dir", restored, "--in", backup); code != exitOK {
 			t.Fatalf("restore: exit %d: %s", code, errOut)
 		}
 		if got := snapshot(t, restored); !maps.Equal(got, before) {
@@ -228,21 +205,21 @@ func TestDryRunIsTheRunsRemovalSet(t *testing.T) {
 		}
 	}
 	// Flags after the types apply; the store directory itself is not a data directory.
-	if out, errOut, code := runShardctl(t, "remove-internal-data", "count", "--data-dir", dir, "--dry-run"); code != exitOK || !strings.Contains(out, "total: would remove 0 keys") {
+	if out, errOut, code := runAsShardctl(t, "remove-internal-data", "count", "--data-dir", dir, "--dry-run"); code != exitOK || !strings.Contains(out, "total: would remove 0 keys") {
 		t.Errorf("flags after TYPE: exit %d\n%s%s", code, out, errOut)
 	}
-	if _, errOut, code := runShardctl(t, "data", "inspect", "--data-dir", storeDir(dir)); code != exitUsage || !strings.Contains(errOut, "is a store itself") {
+	if _, errOut, code := runAsShardctl(t, "data", "inspect", "--data-dir", datadir.StorePath(dir)); code != exitUsage || !strings.Contains(errOut, "is a store itself") {
 		t.Errorf("inspect of the store directory: exit %d %s", code, errOut)
 	}
 	// Everything of count is gone; counter and count-x keep all of theirs.
-	out, _, code := runShardctl(t, "data", "inspect", "--data-dir", dir, "--json")
+	out, _, code := runAsShardctl(t, "data", "inspect", "--data-dir", dir, "--json")
 	var inv struct {
-		DataDirs []inventory `json:"data_dirs"`
+		DataDirs []datatool.Inventory `json:"data_dirs"`
 	}
 	if code != exitOK || json.Unmarshal([]byte(out), &inv) != nil {
 		t.Fatalf("inspect: exit %d %s", code, out)
 	}
-	want := []typeInventory{
+	want := []datatool.TypeInventory{
 		{EntityType: "count-x", RememberedShards: 1, RememberedEntities: 6, EntityStates: 5, Keys: 12},
 		{EntityType: "counter", RememberedShards: 1, RememberedEntities: 5, EntityStates: 5, Tombstones: 1, FenceOnly: 1, Keys: 13},
 	}
@@ -275,7 +252,7 @@ func TestRemoveRefuses(t *testing.T) {
 	dir := typesData(t)
 	before := snapshot(t, dir)
 	remove := func(extra ...string) (string, string, int) {
-		return runShardctl(t, append([]string{"remove-internal-data", "--data-dir", dir, "--yes", "--no-backup", "count"}, extra...)...)
+		return runAsShardctl(t, append([]string{"remove-internal-data", "--data-dir", dir, "--yes", "--no-backup", "count"}, extra...)...)
 	}
 	refused := func(what, want string, extra ...string) {
 		t.Helper()
@@ -303,7 +280,7 @@ func TestRemoveRefuses(t *testing.T) {
 	unchanged("LOCK held")
 	lock.Close()
 
-	l, err := remember.OpenLocal(storeDir(dir))
+	l, err := remember.OpenLocal(datadir.StorePath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +322,7 @@ func TestRemoveRefuses(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "addrs"), []byte(stale+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runShardctl(t, "remove-internal-data", "--data-dir", dir, "--yes", "--no-backup", "count", "nosuchtype")
+	out, errOut, code := runAsShardctl(t, "remove-internal-data", "--data-dir", dir, "--yes", "--no-backup", "count", "nosuchtype")
 	if code != exitOK {
 		t.Fatalf("stale addrs: exit %d: %s", code, errOut)
 	}
@@ -380,7 +357,7 @@ func TestDataUsage(t *testing.T) {
 		{[]string{"data", "restore", "--data-dir", dir}, "needs --in FILE"},
 		{[]string{"data", "restore", "--data-dir", dir, "--in", filepath.Join(dir, "nope")}, "no such file"},
 	} {
-		out, errOut, code := runShardctl(t, c.args...)
+		out, errOut, code := runAsShardctl(t, c.args...)
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
 		if code != exitUsage || len(lines) != 1 || !strings.Contains(errOut, c.want) || out != "" {
 			t.Errorf("shardctl %q: exit %d, stderr %q, stdout %q; want exit 2 and one line with %q", c.args, code, errOut, out, c.want)
@@ -394,21 +371,21 @@ func TestBackupRestore(t *testing.T) {
 	dir := typesData(t)
 	before := snapshot(t, dir)
 	file := filepath.Join(t.TempDir(), "a.backup")
-	out, errOut, code := runShardctl(t, "data", "backup", "--data-dir", dir, "--out", file)
+	out, errOut, code := runAsShardctl(t, "data", "backup", "--data-dir", dir, "--out", file)
 	if code != exitOK || !strings.Contains(out, "backed up the store of "+dir) {
 		t.Fatalf("backup: exit %d %q %q", code, out, errOut)
 	}
-	if _, errOut, code := runShardctl(t, "data", "backup", "--data-dir", dir, "--out", file); code != exitUsage || !strings.Contains(errOut, "exists already") {
+	if _, errOut, code := runAsShardctl(t, "data", "backup", "--data-dir", dir, "--out", file); code != exitUsage || !strings.Contains(errOut, "exists already") {
 		t.Errorf("backup over a file: exit %d %q", code, errOut)
 	}
-	if _, _, code := runShardctl(t, "remove-internal-data", "--data-dir", dir, "--yes", "--no-backup", "--include-state", "counter"); code != exitOK {
+	if _, _, code := runAsShardctl(t, "remove-internal-data", "--data-dir", dir, "--yes", "--no-backup", "--include-state", "counter"); code != exitOK {
 		t.Fatal("remove")
 	}
-	if _, errOut, code := runShardctl(t, "data", "restore", "--data-dir", dir, "--in", file); code != exitRefused || !strings.Contains(errOut, "holds a store already") {
+	if _, errOut, code := runAsShardctl(t, "data", "restore", "--data-dir", dir, "--in", file); code != exitRefused || !strings.Contains(errOut, "holds a store already") {
 		t.Errorf("restore over a store: exit %d %q", code, errOut)
 	}
-	out, errOut, code = runShardctl(t, "data", "restore", "--data-dir", dir, "--in", file, "--replace", "--json")
-	var res restoreJSON
+	out, errOut, code = runAsShardctl(t, "data", "restore", "--data-dir", dir, "--in", file, "--replace", "--json")
+	var res datatool.Restored
 	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil {
 		t.Fatalf("restore --replace: exit %d %q %q", code, out, errOut)
 	}
@@ -436,14 +413,14 @@ func TestOtherWritersWarning(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "identity.key")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p2p.CreateIdentity(filepath.Join(dir, "identity.key")); err != nil {
+	if _, err := p2p.CreateIdentity(filepath.Join(dir, datadir.IdentityFile)); err != nil {
 		t.Fatal(err)
 	}
-	_, errOut, code := runShardctl(t, "remove-internal-data", "--data-dir", dir, "--dry-run", "counter")
+	_, errOut, code := runAsShardctl(t, "remove-internal-data", "--data-dir", dir, "--dry-run", "counter")
 	if code != exitOK || !strings.Contains(errOut, "not named here wrote some of this data: "+id.String()+" (7 keys)") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
-	if _, errOut, _ := runShardctl(t, "remove-internal-data", "--data-dir", dir, "--dry-run", "--include-state", "counter"); !strings.Contains(errOut, id.String()+" (12 keys)") { // the fence-only key has no writer
+	if _, errOut, _ := runAsShardctl(t, "remove-internal-data", "--data-dir", dir, "--dry-run", "--include-state", "counter"); !strings.Contains(errOut, id.String()+" (12 keys)") { // the fence-only key has no writer
 		t.Errorf("with state: stderr %q", errOut)
 	}
 }
