@@ -2,7 +2,7 @@ package datadir
 
 import "strings"
 
-// The store's keys: parts joined with Sep, a family code first. Entity ids come last, so
+// Sep joins the parts of the store's keys, a family code first. Entity ids come last, so
 // they may contain anything; entity type names may not contain Sep (the runtime refuses
 // them at registration), so the prefix of a type ends with Sep and never matches a key of
 // another type whose name starts with it.

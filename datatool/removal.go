@@ -57,13 +57,13 @@ type DirRemoval struct {
 }
 
 // Removes reports whether anything is to be removed in the directory.
-func (d DirRemoval) Removes() bool {
-	return slices.ContainsFunc(d.Items, func(it RemovalItem) bool { return it.Removed })
+func (dr DirRemoval) Removes() bool {
+	return slices.ContainsFunc(dr.Items, func(it RemovalItem) bool { return it.Removed })
 }
 
 // Removed totals the keys and bytes removed in the directory.
-func (d DirRemoval) Removed() (keys int, bytes int64) {
-	for _, it := range d.Items {
+func (dr DirRemoval) Removed() (keys int, bytes int64) {
+	for _, it := range dr.Items {
 		if it.Removed {
 			keys, bytes = keys+it.Keys, bytes+it.Bytes
 		}
@@ -157,8 +157,8 @@ func planStore(l *remember.Local, sel Selection) ([]RemovalItem, map[string]int,
 // calling progress after each batch of keys of an item. It returns a warning for each item
 // whose removed keys differ from the plan's count (which cannot happen while d is held).
 // A removal that fails part way says how far it got; restoring the backup starts again.
-func (p DirRemoval) Remove(d *Dir, progress func(it RemovalItem, done int)) (warnings []string, err error) {
-	for _, it := range p.Items {
+func (dr DirRemoval) Remove(d *Dir, progress func(it RemovalItem, done int)) (warnings []string, err error) {
+	for _, it := range dr.Items {
 		if !it.Removed {
 			continue
 		}

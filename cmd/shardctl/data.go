@@ -91,8 +91,8 @@ func execDaemon(args []string) error {
 func findDaemon() (string, error) {
 	var beside string
 	if self, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(self); err == nil {
-			self = real
+		if resolved, err := filepath.EvalSymlinks(self); err == nil {
+			self = resolved
 		}
 		beside = filepath.Join(filepath.Dir(self), daemonName)
 		if st, err := os.Stat(beside); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -75,7 +74,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 			shardCommand(),
 			rebalanceCommand(),
 			dashboardCommand(),
-		), offline(
+		), cmdline.Offline(
 			shardIDCommand(),
 			keygenCommand(),
 			simCommand(),
@@ -91,7 +90,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 func networked(cmds ...*cli.Command) []*cli.Command {
 	for _, c := range cmds {
 		for _, f := range globalFlags() {
-			if !hasFlag(c, f.Names()[0]) { // a command may give a flag its own default (--timeout)
+			if !cmdline.HasFlag(c, f.Names()[0]) { // a command may give a flag its own default (--timeout)
 				c.Flags = append(c.Flags, f)
 			}
 		}
@@ -130,21 +129,4 @@ func inheritGlobalFlags(c *cli.Context) error {
 		}
 	}
 	return nil
-}
-
-// offline gives commands that need no member one-line usage errors (and --json).
-func offline(cmds ...*cli.Command) []*cli.Command {
-	for _, c := range cmds {
-		if !hasFlag(c, "json") && c.Action != nil {
-			c.Flags = append(c.Flags, &cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"})
-		}
-		c.OnUsageError = cmdline.UsageError
-		c.Subcommands = offline(c.Subcommands...)
-	}
-	return cmds
-}
-
-// hasFlag reports whether command c defines flag name.
-func hasFlag(c *cli.Command, name string) bool {
-	return slices.ContainsFunc(c.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), name) })
 }

@@ -31,6 +31,7 @@ Example:
    shardctl data inspect --data-dir /tmp/a
    shardctl data backup --data-dir /tmp/a --out a.backup
    shardctl data restore --data-dir /tmp/a --in a.backup --replace`,
+		Flags:           []cli.Flag{&cli.BoolFlag{Name: "json", Hidden: true}}, // the subcommands have it
 		HideHelpCommand: true,
 		// Without a known subcommand: help, or one line naming the unknown one (exit 2).
 		Action: func(c *cli.Context) error {
@@ -41,18 +42,6 @@ Example:
 		},
 		Subcommands: []*cli.Command{dataInspectCommand(), dataBackupCommand(), dataRestoreCommand()},
 	}
-}
-
-// offline gives the data commands --json and one-line usage errors.
-func offline(cmds ...*cli.Command) []*cli.Command {
-	for _, c := range cmds {
-		if c.Action != nil && c.Subcommands == nil {
-			c.Flags = append(c.Flags, &cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"})
-		}
-		c.OnUsageError = cmdline.UsageError
-		c.Subcommands = offline(c.Subcommands...)
-	}
-	return cmds
 }
 
 // dataError gives an error of datatool its exit code: 4 refused, 2 bad input, 1 otherwise.

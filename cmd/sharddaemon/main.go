@@ -108,7 +108,7 @@ for a setting that must be equal on every member), 3 downed or removed by the cl
 			Name:   "config",
 			Usage:  "list every configuration key with its environment variable",
 			Action: listKeys,
-		}}, offline(dataCommand(), removeInternalDataCommand())...),
+		}}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cli.Exit(fmt.Sprintf("unexpected argument %q (see --help)", c.Args().First()), exitUsage)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -92,6 +93,24 @@ func commandFlag(c *cli.Context, name string) cli.Flag {
 		}
 	}
 	return nil
+}
+
+// Offline gives commands that need no member, and their subcommands, --json (those that
+// act and have none) and one-line usage errors.
+func Offline(cmds ...*cli.Command) []*cli.Command {
+	for _, c := range cmds {
+		if !HasFlag(c, "json") && c.Action != nil {
+			c.Flags = append(c.Flags, &cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"})
+		}
+		c.OnUsageError = UsageError
+		c.Subcommands = Offline(c.Subcommands...)
+	}
+	return cmds
+}
+
+// HasFlag reports whether command c defines flag name.
+func HasFlag(c *cli.Command, name string) bool {
+	return slices.ContainsFunc(c.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), name) })
 }
 
 // PositiveFlag checks that duration flag name, when set, is positive.
