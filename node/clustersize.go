@@ -53,9 +53,9 @@ func (n *Node) writeClusterSize() {
 	}
 }
 
-// warnRestartQuorum logs membership.RestartWait once the wait has lasted 5 s, and every 10 s while it
-// lasts (a restart of a whole cluster waits a moment for its members as they start, which is
-// no news); called by publishView on the loop.
+// warnRestartQuorum logs membership.RestartWait once the wait has lasted 5 s, and every 10 s
+// while it lasts (a restart of a whole cluster waits a moment for its members as they start,
+// which is no news); called by publishView on the loop.
 func (n *Node) warnRestartQuorum(v *View) {
 	why := membership.RestartWait(v.RestartNeed, v.RestartJoined)
 	if why == "" || !v.Joined {

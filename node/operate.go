@@ -74,9 +74,8 @@ func (n *Node) RememberedCounts(ctx context.Context, typ string) (map[shard.ID]i
 const removeBatch = 4096
 
 // RemoveTypeData removes the stored data of entity type typ (datadir.TypeDataPrefixes, with
-// state if asked) through the
-// replicated store: every record gets a tombstone, acknowledged by a write quorum, so a
-// member that is down now drops the data when it catches up. It refuses unless the type is
+// state if asked) through the replicated store: every record gets a tombstone, acknowledged
+// by a write quorum, so a member that is down now drops the data when it catches up. It refuses unless the type is
 // out of service here (`shardctl types stop`; the caller checks the other members). With
 // dryRun it only counts. progress is called after each batch.
 func (n *Node) RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error) {
