@@ -13,9 +13,9 @@ import (
 	"github.com/shardmesh/shardmesh"
 	"github.com/shardmesh/shardmesh/config"
 	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/internal/testlog"
-	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -266,7 +266,7 @@ func benchRebalanceJoin(b *testing.B) {
 // seedAddr returns an address of s to join.
 func seedAddr(tb testing.TB, s *shardmesh.System) string {
 	tb.Helper()
-	addrs, err := node.ReadAddrs(s.Config().Node.DataDir)
+	addrs, err := datadir.ReadAddrs(s.Config().Node.DataDir)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/shardmesh/shardmesh"
-	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/admin/adminserver"
 	"github.com/shardmesh/shardmesh/config"
 	"github.com/shardmesh/shardmesh/passivation"
 )
@@ -240,7 +240,7 @@ func (d *describing) Register(c prometheus.Collector) error {
 func TestMetricsDocumented(t *testing.T) {
 	reg := &describing{Registerer: prometheus.NewRegistry(), names: map[string]bool{}}
 	startMembersOpts(t, 1, nil, func(int) []shardmesh.Option { return []shardmesh.Option{shardmesh.WithMetrics(reg)} })
-	if _, err := admin.NewMetrics(reg); err != nil {
+	if _, err := adminserver.NewMetrics(reg); err != nil {
 		t.Fatal(err)
 	}
 	if len(reg.names) < 30 {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/shardmesh/shardmesh"
 	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/internal/testlog"
-	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/wire"
 	"github.com/shardmesh/shardmesh/wire/pb"
 )
@@ -91,7 +91,7 @@ func startMembersOpts(t testing.TB, n int, tweak func(*config.Config), opts func
 		}
 		t.Cleanup(func() { sys.Close() })
 		if seed == "" {
-			addrs, err := node.ReadAddrs(cfg.Node.DataDir)
+			addrs, err := datadir.ReadAddrs(cfg.Node.DataDir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,7 +24,7 @@ type CallError struct {
 func (e *CallError) Error() string { return e.Message }
 
 // openCall opens an admin stream to member to and sends req on it. The stream's deadline is
-// ctx's, or callTimeout.
+// ctx's, or CallTimeout.
 func openCall(ctx context.Context, host *p2p.Host, to peer.ID, req *adminpb.Request) (*p2p.Stream, error) {
 	req.ProtocolVersion = wire.ProtocolVersion
 	frame, err := proto.Marshal(req)
@@ -38,7 +38,7 @@ func openCall(ctx context.Context, host *p2p.Host, to peer.ID, req *adminpb.Requ
 	if dl, ok := ctx.Deadline(); ok {
 		st.SetDeadline(dl)
 	} else {
-		st.SetDeadline(time.Now().Add(callTimeout))
+		st.SetDeadline(time.Now().Add(CallTimeout))
 	}
 	if err := st.WriteFrame(frame); err != nil {
 		st.Reset()
@@ -83,8 +83,9 @@ func decodeResponse(frame []byte) (*adminpb.Response, error) {
 	return &resp, nil
 }
 
-// roundTrip makes one request to member to and reads its one response.
-func roundTrip(ctx context.Context, host *p2p.Host, to peer.ID, req *adminpb.Request) (*adminpb.Response, error) {
+// Call makes one request to member to over host and reads its one response: how a member's
+// admin server asks the others, and what Client does over its own host.
+func Call(ctx context.Context, host *p2p.Host, to peer.ID, req *adminpb.Request) (*adminpb.Response, error) {
 	st, err := openCall(ctx, host, to, req)
 	if err != nil {
 		return nil, err

@@ -70,7 +70,7 @@ func (c *Client) Close() error { return c.host.Close() }
 
 // call makes one request and reads one response.
 func (c *Client) call(ctx context.Context, req *adminpb.Request) (*adminpb.Response, error) {
-	return roundTrip(ctx, c.host, c.node, req)
+	return Call(ctx, c.host, c.node, req)
 }
 
 // stream makes a streaming request and hands each response but the last to fn (keepalives

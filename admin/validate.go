@@ -20,23 +20,25 @@ const (
 	maxTypes     = 64   // entity types named in one request
 )
 
-// decodeRequest decodes and checks a request frame. The error is the answer to give.
-func decodeRequest(frame []byte) (*adminpb.Request, *adminpb.Response) {
+// DecodeRequest decodes a request frame and checks its protocol version and the ids it
+// names (Validate); the error says what is wrong, for the BAD_REQUEST answer.
+func DecodeRequest(frame []byte) (*adminpb.Request, error) {
 	var req adminpb.Request
 	if err := proto.Unmarshal(frame, &req); err != nil {
-		return nil, refuse(adminpb.Code_BAD_REQUEST, "malformed admin request: %v", err)
+		return nil, fmt.Errorf("malformed admin request: %w", err)
 	}
 	if req.ProtocolVersion != wire.ProtocolVersion {
-		return nil, refuse(adminpb.Code_BAD_REQUEST, "admin protocol version %d is not supported (this member speaks %d)", req.ProtocolVersion, wire.ProtocolVersion)
+		return nil, fmt.Errorf("admin protocol version %d is not supported (this member speaks %d)", req.ProtocolVersion, wire.ProtocolVersion)
 	}
-	if err := validate(&req); err != nil {
-		return nil, refuse(adminpb.Code_BAD_REQUEST, "%v", err)
+	if err := Validate(&req); err != nil {
+		return nil, err
 	}
 	return &req, nil
 }
 
-// validate checks the ids a request names.
-func validate(req *adminpb.Request) error {
+// Validate checks the ids a request names, as members accept them: a client may check
+// before it calls, and the server refuses what fails.
+func Validate(req *adminpb.Request) error {
 	switch call := req.Call.(type) {
 	case nil:
 		return fmt.Errorf("admin request without a call: is shardctl newer than this member?")
@@ -162,6 +164,9 @@ func CheckEntityID(id string) error { return checkID("entity id", id, maxEntityL
 
 // CheckTypeName reports whether name is an entity type name members accept.
 func CheckTypeName(name string) error { return checkType(name) }
+
+// CheckShardID reports whether id is a shard id members accept.
+func CheckShardID(id string) error { return checkID("shard id", id, maxShardLen) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

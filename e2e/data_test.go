@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -242,4 +244,45 @@ func TestRemoveInternalData(t *testing.T) {
 		}
 	}
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestDataCommandsRunInSharddaemon: shardctl links no store; its offline data commands run
+// in the sharddaemon beside it, else the one on $PATH, else fail naming what to install.
+// (The other data tests run them beside, as installed together.)
+func TestDataCommandsRunInSharddaemon(t *testing.T) {
+	alone := t.TempDir()
+	exe, err := os.ReadFile(filepath.Join(bin, "shardctl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(alone, "shardctl"), exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := func(path string) (string, string, int) {
+		cmd := exec.Command(filepath.Join(alone, "shardctl"), "data", "inspect", "--data-dir", dir)
+		cmd.Env = append(os.Environ(), "PATH="+path)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+	if out, errOut, code := run(t.TempDir()); code != 1 || out != "" || !strings.Contains(errOut, "runs in sharddaemon") || !strings.Contains(errOut, "install the sharddaemon") {
+		t.Errorf("without sharddaemon: exit %d, stdout %q, stderr %q; want exit 1 naming sharddaemon", code, out, errOut)
+	}
+	if out, errOut, code := run(bin); code != 0 || !strings.Contains(out, dir+": no store yet") {
+		t.Errorf("with sharddaemon on $PATH: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// Help and bad usage come from sharddaemon, under shardctl's name.
+	out, _, code := shardctl("remove-internal-data", "--help")
+	if code != 0 || !strings.Contains(out, "shardctl remove-internal-data [command options]") {
+		t.Errorf("remove-internal-data --help: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := shardctl("data", "backup", "--data-dir", dir); code != 2 || errOut != "shardctl: data backup needs --out FILE (or --out - for standard output)\n" {
+		t.Errorf("data backup without --out: exit %d, stderr %q", code, errOut)
+	}
 }

@@ -188,62 +188,6 @@ func (e *Engine) ShardConfig(typ string) shard.Config {
 // Types returns the configured entity type names, sorted.
 func (e *Engine) Types() []string { return e.names }
 
-// Ready returns and clears what the engine wants done.
-func (e *Engine) Ready() Ready {
-	r := e.out
-	e.out = Ready{}
-	return r
-}
-
-// Drain moves what the engine wants done into dst (appending), keeping the engine's own
-// buffers for reuse: the runtime calls it with one reused Ready, so steady traffic allocates
-// no output slices.
-func (e *Engine) Drain(dst *Ready) {
-	dst.Membership = append(dst.Membership, e.out.Membership...)
-	dst.Coordination = append(dst.Coordination, e.out.Coordination...)
-	dst.Forwards = append(dst.Forwards, e.out.Forwards...)
-	dst.Entities = append(dst.Entities, e.out.Entities...)
-	dst.Rejected = append(dst.Rejected, e.out.Rejected...)
-	dst.Members = append(dst.Members, e.out.Members...)
-	dst.Events = append(dst.Events, e.out.Events...)
-	dst.Store = append(dst.Store, e.out.Store...)
-	dst.Leases = append(dst.Leases, e.out.Leases...)
-	clear(e.out.Forwards)
-	clear(e.out.Entities)
-	clear(e.out.Rejected)
-	e.out = Ready{
-		Membership:   e.out.Membership[:0],
-		Coordination: e.out.Coordination[:0],
-		Forwards:     e.out.Forwards[:0],
-		Entities:     e.out.Entities[:0],
-		Rejected:     e.out.Rejected[:0],
-		Members:      e.out.Members[:0],
-		Events:       e.out.Events[:0],
-		Store:        e.out.Store[:0],
-		Leases:       e.out.Leases[:0],
-	}
-}
-
-// Reset empties r for reuse, dropping references to what it held.
-func (r *Ready) Reset() {
-	clear(r.Forwards)
-	clear(r.Entities)
-	clear(r.Rejected)
-	clear(r.Members)
-	clear(r.Events)
-	*r = Ready{
-		Membership:   r.Membership[:0],
-		Coordination: r.Coordination[:0],
-		Forwards:     r.Forwards[:0],
-		Entities:     r.Entities[:0],
-		Rejected:     r.Rejected[:0],
-		Members:      r.Members[:0],
-		Events:       r.Events[:0],
-		Store:        r.Store[:0],
-		Leases:       r.Leases[:0],
-	}
-}
-
 // FormCluster starts a new cluster with this member.
 func (e *Engine) FormCluster(now time.Time) { e.now = now; e.m.FormCluster(now); e.settle() }
 

@@ -114,22 +114,3 @@ type (
 		Entity shard.EntityID
 	}
 )
-
-// Ready is what the engine wants done since the last call to Ready.
-type Ready struct {
-	Membership   []membership.Envelope
-	Coordination []Coordination
-	Forwards     []Forward
-	Entities     []EntityOp
-	Rejected     []Rejected
-	Members      []membership.Event
-	Events       []TypedEvent
-	Store        []StoreOp
-	Leases       []LeaseOp
-}
-
-// Empty reports whether there is nothing to do.
-func (r *Ready) Empty() bool {
-	return len(r.Membership) == 0 && len(r.Coordination) == 0 && len(r.Forwards) == 0 && len(r.Entities) == 0 &&
-		len(r.Rejected) == 0 && len(r.Members) == 0 && len(r.Events) == 0 && len(r.Store) == 0 && len(r.Leases) == 0
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/remember"
 )
 
@@ -65,7 +66,7 @@ func NewStoreProvider(store Store, cfg StoreConfig) *StoreProvider {
 
 // Lease returns the lease called name for owner.
 func (p *StoreProvider) Lease(name, owner string) Lease {
-	return &storeLease{p: p, key: "ls\x00" + name, name: name, owner: owner, salt: xxhash.Sum64String(owner) & (1<<24 - 1)}
+	return &storeLease{p: p, key: datadir.Key(datadir.FamilyLease, name), name: name, owner: owner, salt: xxhash.Sum64String(owner) & (1<<24 - 1)}
 }
 
 // record is a lease's value in the store.

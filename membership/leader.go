@@ -1,6 +1,9 @@
 package membership
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // computeLeader returns the first member in node id order that is reachable and Up or
 // Leaving; while no member is Up yet, the first reachable Joining member (so the first member
@@ -121,6 +124,15 @@ func (n *Node) RestartQuorum() (need, joined int) {
 		}
 	}
 	return need, joined
+}
+
+// RestartWait says what a restarted cluster waits for (RestartQuorum's need and joined),
+// and what an operator can do about it; "" when need is 0 or met.
+func RestartWait(need, joined int) string {
+	if joined >= need {
+		return ""
+	}
+	return fmt.Sprintf("a restarted cluster moves no member Up before %d members of its last cluster have joined (a majority), so that its coordinator reads what that cluster stored (joined so far: %d). Start the others, or, if they are gone for good, restart the members with --set cluster.forget-last-cluster=on", need, joined)
 }
 
 // ClusterSize reports how many members (not Down or Removed) the cluster has while this

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/remember"
@@ -17,8 +18,9 @@ import (
 	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
-// The operator's directives live in the replicated store under the "op" prefix, one key per
-// directive so that concurrent changes of different directives never overwrite each other:
+// The operator's directives live in the replicated store under the "op" prefix
+// (datadir.FamilyDirective), one key per directive so that concurrent changes of different
+// directives never overwrite each other:
 //
 //	op␀drain␀NODE          the member is drained
 //	op␀pause               automatic rebalancing is paused
@@ -29,7 +31,6 @@ import (
 // it starts, when a coordinator starts here, when a member announces a change on the
 // sharding-events topic, and every directiveRefresh in case an announcement was lost.
 const (
-	keyDirective     = "op"
 	directiveDrain   = "drain"
 	directivePause   = "pause"
 	directivePin     = "pin"
@@ -56,19 +57,19 @@ func (c DirectiveChange) key() (string, error) {
 		if c.Node == "" {
 			return "", errors.New("drain: no member named")
 		}
-		return storeKey(keyDirective, directiveDrain, string(c.Node)), nil
+		return datadir.Key(datadir.FamilyDirective, directiveDrain, string(c.Node)), nil
 	case directivePause:
-		return storeKey(keyDirective, directivePause), nil
+		return datadir.Key(datadir.FamilyDirective, directivePause), nil
 	case directivePin:
 		if c.Type == "" || c.Shard == "" || (!c.Undo && c.Node == "") {
 			return "", errors.New("pin: type, shard and member are required")
 		}
-		return storeKey(keyDirective, directivePin, c.Type, string(c.Shard)), nil
+		return datadir.Key(datadir.FamilyDirective, directivePin, c.Type, string(c.Shard)), nil
 	case directiveStop:
 		if c.Type == "" {
 			return "", errors.New("stop: no entity type named")
 		}
-		return storeKey(keyDirective, directiveStop, c.Type), nil
+		return datadir.Key(datadir.FamilyDirective, directiveStop, c.Type), nil
 	}
 	return "", fmt.Errorf("unknown directive %q", c.Kind)
 }
@@ -127,20 +128,20 @@ func (n *Node) Directives(ctx context.Context) (d engine.Directives, ok bool, er
 
 // loadDirectives reads every directive from a read quorum of the store.
 func (n *Node) loadDirectives(ctx context.Context) (engine.Directives, error) {
-	recs, err := n.store.Scan(ctx, keyDirective+sep)
+	recs, err := n.store.Scan(ctx, datadir.Prefix(datadir.FamilyDirective))
 	if err != nil {
 		return engine.Directives{}, err
 	}
 	d := engine.Directives{Draining: map[membership.NodeID]bool{}, Pins: map[string]map[shard.ID]membership.NodeID{}, Stopped: map[string]bool{}}
 	for _, r := range recs {
-		parts := strings.Split(strings.TrimPrefix(r.Key, keyDirective+sep), sep)
+		parts := strings.Split(strings.TrimPrefix(r.Key, datadir.Prefix(datadir.FamilyDirective)), datadir.Sep)
 		switch {
 		case parts[0] == directiveDrain && len(parts) == 2:
 			d.Draining[membership.NodeID(parts[1])] = true
 		case parts[0] == directivePause && len(parts) == 1:
 			d.RebalancePaused = true
 		case parts[0] == directivePin && len(parts) >= 3:
-			typ, s := parts[1], shard.ID(strings.Join(parts[2:], sep))
+			typ, s := parts[1], shard.ID(strings.Join(parts[2:], datadir.Sep))
 			if d.Pins[typ] == nil {
 				d.Pins[typ] = map[shard.ID]membership.NodeID{}
 			}

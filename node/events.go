@@ -96,7 +96,7 @@ func (n *Node) logTypedEvent(ev engine.TypedEvent) {
 // gossipEvent publishes a coordinator event on the sharding-events topic (and to local
 // subscribers as a wire.ShardingEvent, as other members will see it).
 func (n *Node) gossipEvent(ev engine.TypedEvent, now time.Time) {
-	se, ok := wire.EventFrom(ev, now)
+	se, ok := shardingEvent(ev, now)
 	if !ok {
 		return
 	}
@@ -150,4 +150,39 @@ func (n *Node) receiveEvents() {
 			n.enqueue(input{typ: se.Type, ctl: &control{kind: inCoord, from: se.Origin, coord: coordinator.ShardHome{Shard: se.Shard, Region: se.To, Epoch: se.Epoch}}})
 		}
 	}
+}
+
+// shardingEvent converts an engine event into a publishable one; ok is false for events
+// that are not published.
+func shardingEvent(ev engine.TypedEvent, at time.Time) (wire.ShardingEvent, bool) {
+	out := wire.ShardingEvent{Type: ev.Type, At: at}
+	switch e := ev.Event.(type) {
+	case engine.CoordinatorStarted:
+		out.Kind, out.Term = pb.ShardingEvent_COORDINATOR_STARTED, e.Term
+	case coordinator.Recovered:
+		out.Kind, out.Term, out.Took = pb.ShardingEvent_COORDINATOR_RECOVERED, e.Term, e.Took
+	case coordinator.RegionRegistered:
+		out.Kind, out.To = pb.ShardingEvent_REGION_REGISTERED, e.Region
+	case coordinator.RegionTerminated:
+		out.Kind, out.To, out.Shards = pb.ShardingEvent_REGION_TERMINATED, e.Region, e.Shards
+	case coordinator.ShardAllocated:
+		out.Kind, out.Shard, out.To, out.Epoch = pb.ShardingEvent_SHARD_ALLOCATED, e.Shard, e.Region, e.Epoch
+		out.From, out.Cause, out.Took, out.Entities = e.From, string(e.Cause), e.Took, e.Entities
+	case coordinator.HandoffStarted:
+		out.Kind, out.Shard, out.From, out.Epoch, out.Cause = pb.ShardingEvent_HANDOFF_STARTED, e.Shard, e.From, e.Epoch, string(e.Cause)
+	case coordinator.HandoffPhase:
+		out.Kind, out.Shard, out.Epoch, out.Phase = pb.ShardingEvent_HANDOFF_PHASE, e.Shard, e.Epoch, e.Phase.String()
+	case coordinator.HandoffCompleted:
+		out.Kind, out.Shard, out.From, out.Epoch, out.Took = pb.ShardingEvent_HANDOFF_COMPLETED, e.Shard, e.From, e.Epoch, e.Took
+		out.Entities = e.Entities
+	case engine.EntityForceStopped:
+		out.Kind, out.Shard, out.Entity = pb.ShardingEvent_ENTITY_FORCE_STOPPED, e.Shard, e.Entity
+	case coordinator.HandoffFailed:
+		out.Kind, out.Shard, out.Epoch, out.Phase = pb.ShardingEvent_HANDOFF_FAILED, e.Shard, e.Epoch, e.Phase.String()
+	case coordinator.RebalanceRound:
+		out.Kind, out.Shards = pb.ShardingEvent_REBALANCE_ROUND, e.Shards
+	default:
+		return out, false
+	}
+	return out, true
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/remember"
 	"github.com/shardmesh/shardmesh/shard"
@@ -23,7 +24,6 @@ import (
 // HistoryConfig.MaxPerShard records per shard and HistoryConfig.Retention. Recording never
 // holds the member's loop: records queue for a writer that batches them; when the queue is
 // full they are dropped and counted (the history is for people; nothing depends on it).
-const keyHistory = "hi"
 
 // HistoryConfig bounds the placement history (sharding.placement-history.*).
 type HistoryConfig struct {
@@ -48,7 +48,7 @@ type PlacementRecord struct {
 }
 
 func historyKey(typ string, s shard.ID, epoch coordinator.Epoch) string {
-	return storeKey(keyHistory, typ, string(s), fmt.Sprintf("%016x", uint64(epoch)))
+	return datadir.Key(datadir.FamilyHistory, typ, string(s), fmt.Sprintf("%016x", uint64(epoch)))
 }
 
 const (
@@ -153,7 +153,7 @@ func (n *Node) pruneHistory() {
 func expiredHistory(recs []PlacementRecord, now time.Time, cfg HistoryConfig) []PlacementRecord {
 	byShard := map[string][]PlacementRecord{}
 	for _, r := range recs {
-		k := r.Type + sep + string(r.Shard)
+		k := r.Type + datadir.Sep + string(r.Shard)
 		byShard[k] = append(byShard[k], r)
 	}
 	var out []PlacementRecord
@@ -184,9 +184,9 @@ func (n *Node) History(ctx context.Context, q HistoryQuery) ([]PlacementRecord, 
 	}
 	var out []PlacementRecord
 	for _, typ := range types {
-		prefix := storeKey(keyHistory, typ, "")
+		prefix := datadir.Prefix(datadir.FamilyHistory, typ)
 		if q.Shard != "" {
-			prefix = storeKey(keyHistory, typ, string(q.Shard), "")
+			prefix = datadir.Prefix(datadir.FamilyHistory, typ, string(q.Shard))
 		}
 		recs, err := n.store.Scan(ctx, prefix)
 		if err != nil {

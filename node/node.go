@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/internal/mailbox"
 	"github.com/shardmesh/shardmesh/lease"
@@ -90,7 +91,7 @@ type Config struct {
 type Node struct {
 	cfg   Config
 	log   *slog.Logger
-	dir   *dataDir
+	dir   *datadir.Dir
 	host  *p2p.Host
 	store *remember.Store // remembered entities and durable entity state, replicated
 	// recovery measures store rounds and remembered entity starts for the adaptive
@@ -204,33 +205,37 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Workers.Validate(); err != nil {
 		return nil, err
 	}
-	dir, err := openDataDir(cfg.DataDir)
+	dir, err := datadir.Open(cfg.DataDir)
+	if inUse := (*datadir.InUseError)(nil); errors.As(err, &inUse) {
+		return nil, fmt.Errorf("%w: %s is held by another sharddaemon (pid %s); stop it or use another --data-dir", datadir.ErrInUse, inUse.Dir, inUse.PID)
+	}
 	if err != nil {
 		return nil, err
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			dir.close()
+			dir.RemoveAddrs()
+			dir.Close()
 		}
 	}()
-	key, err := p2p.LoadOrCreateIdentity(dir.file(identityFile))
+	key, err := p2p.LoadOrCreateIdentity(dir.File(datadir.IdentityFile))
 	if err != nil {
 		return nil, err
 	}
-	incarnation, err := dir.nextIncarnation()
+	incarnation, err := dir.NextIncarnation()
 	if err != nil {
 		return nil, err
 	}
 	var lastSize uint32 // forget-last-cluster: a new member, whatever the file holds
 	if !cfg.ForgetLastCluster {
-		if lastSize, err = dir.lastClusterSize(); err != nil {
+		if lastSize, err = dir.LastClusterSize(); err != nil {
 			return nil, err
 		}
 	}
 	pid, err := peer.IDFromPrivateKey(key)
 	if err != nil {
-		return nil, fmt.Errorf("identity in %s: %w", dir.file(identityFile), err)
+		return nil, fmt.Errorf("identity in %s: %w", dir.File(datadir.IdentityFile), err)
 	}
 	log := cfg.Logger.With("node", membership.NodeID(pid.String()).Short()) // on every line of the member
 	host, err := p2p.New(ctx, p2p.Config{
@@ -328,10 +333,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Leases != nil {
 		n.leases.provider = cfg.Leases(n.store)
 	}
-	if err := dir.writeAddrs(addrs); err != nil {
+	if err := dir.WriteAddrs(addrs); err != nil {
 		cancel()
 		n.store.Close()
-		return nil, fmt.Errorf("write %s: %w", dir.file(addrsFile), err)
+		return nil, fmt.Errorf("write %s: %w", dir.File(datadir.AddrsFile), err)
 	}
 	ok = true
 	n.log.Info("member started", "peer", self.Node, "incarnation", incarnation, "addrs", addrs, "roles", cfg.Roles, "app_version", cfg.AppVersion)
@@ -370,7 +375,7 @@ func (n *Node) StopReason() *membership.Stopped { return n.stopped.Load() }
 // RegisterType starts hosting an entity type on this member (or proxying it, on a member
 // without the type's role).
 func (n *Node) RegisterType(spec EntityType) error {
-	if strings.Contains(spec.Name, sep) {
+	if strings.Contains(spec.Name, datadir.Sep) {
 		return fmt.Errorf("entity type %q: a name may not contain a 0 byte", spec.Name)
 	}
 	if spec.Name == "" || spec.New == nil || spec.Extractor == nil || spec.EncodeMessage == nil || spec.DecodeMessage == nil ||
@@ -569,7 +574,8 @@ func (n *Node) Close() error {
 		n.log.Warn("closing the store", "err", err)
 	}
 	err := n.host.Close()
-	n.dir.close()
+	n.dir.RemoveAddrs()
+	n.dir.Close()
 	return err
 }
 

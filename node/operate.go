@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardmesh/shardmesh/allocation"
 	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/remember"
 	"github.com/shardmesh/shardmesh/shard"
@@ -54,14 +55,14 @@ func (n *Node) Plan(ctx context.Context, typ string, change coordinator.PlanChan
 // RememberedCounts counts the remembered entities of each shard of entity type typ (a
 // majority read of the store).
 func (n *Node) RememberedCounts(ctx context.Context, typ string) (map[shard.ID]int, error) {
-	prefix := storeKey(keyEntity, typ, "")
+	prefix := datadir.Prefix(datadir.FamilyEntity, typ)
 	recs, err := n.store.Scan(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
 	out := map[shard.ID]int{}
 	for _, r := range recs {
-		s, _, ok := strings.Cut(strings.TrimPrefix(r.Key, prefix), sep)
+		s, _, ok := strings.Cut(strings.TrimPrefix(r.Key, prefix), datadir.Sep)
 		if ok {
 			out[shard.ID(s)]++
 		}
@@ -69,24 +70,12 @@ func (n *Node) RememberedCounts(ctx context.Context, typ string) (map[shard.ID]i
 	return out, nil
 }
 
-// TypeDataPrefixes are the store key prefixes of an entity type's internal data — its
-// remembered entities and shards and its placement history — and with state, of its
-// entities' durable state (application data).
-func TypeDataPrefixes(typ string, state bool) []string {
-	out := []string{storeKey(keyEntity, typ, ""), storeKey(keyShard, typ, ""), storeKey(keyHistory, typ, "")}
-	if state {
-		out = append(out, storeKey(keyState, typ, ""))
-	}
-	return out
-}
-
 // removeBatch is how many tombstones one store write carries.
 const removeBatch = 4096
 
-// RemoveTypeData removes the stored data of entity type typ (TypeDataPrefixes, with state
-// if asked) through the
-// replicated store: every record gets a tombstone, acknowledged by a write quorum, so a
-// member that is down now drops the data when it catches up. It refuses unless the type is
+// RemoveTypeData removes the stored data of entity type typ (datadir.TypeDataPrefixes, with
+// state if asked) through the replicated store: every record gets a tombstone, acknowledged
+// by a write quorum, so a member that is down now drops the data when it catches up. It refuses unless the type is
 // out of service here (`shardctl types stop`; the caller checks the other members). With
 // dryRun it only counts. progress is called after each batch.
 func (n *Node) RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error) {
@@ -94,7 +83,7 @@ func (n *Node) RemoveTypeData(ctx context.Context, typ string, state, dryRun boo
 		return 0, 0, fmt.Errorf("entity type %s is in service: stop it first (shardctl types stop %s)", typ, typ)
 	}
 	var recs []remember.Record
-	for _, prefix := range TypeDataPrefixes(typ, state) {
+	for _, prefix := range datadir.TypeDataPrefixes(typ, state) {
 		rs, err := n.store.Scan(ctx, prefix)
 		if err != nil {
 			return 0, 0, fmt.Errorf("read the data of %s: %w", typ, err)

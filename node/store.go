@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/remember"
@@ -28,24 +29,13 @@ type StoreConfig struct {
 	Timeout time.Duration
 }
 
-// Keys of the store: parts joined with a 0 byte. Entity ids come last, so they may contain
-// anything; type names may not contain a 0 byte (RegisterType checks).
-const (
-	keyEntity = "re" // re␀type␀shard␀entity: a remembered entity
-	keyShard  = "rs" // rs␀type␀shard: a shard that has remembered entities
-	keyState  = "st" // st␀type␀entity: an entity's durable state
-	sep       = "\x00"
-)
-
 // majorityPrefixes are the keys written and read with plain majorities (at least
 // majority-min-cap): remembered entities and shards, as Pekko's remember-entities store
 // writes them, and entity state with them. The plus of coordinator-state is for coordinator
 // state: terms, directives, placement history, leases. With the defaults a 7-member
 // cluster then saves entity state on 5 replicas, not all 7, so one slow or dead member does
 // not hold every save until it is downed.
-var majorityPrefixes = []string{keyEntity + sep, keyShard + sep, keyState + sep}
-
-func storeKey(parts ...string) string { return strings.Join(parts, sep) }
+var majorityPrefixes = []string{datadir.Prefix(datadir.FamilyEntity), datadir.Prefix(datadir.FamilyShard), datadir.Prefix(datadir.FamilyState)}
 
 // openStore opens the member's replica in <data-dir>/store.
 func (n *Node) openStore(ctx context.Context) error {
@@ -54,7 +44,7 @@ func (n *Node) openStore(ctx context.Context) error {
 		timeout = 5 * time.Second
 	}
 	st, err := remember.Open(ctx, remember.Config{
-		Dir:               n.dir.file("store"),
+		Dir:               n.dir.Store(),
 		Host:              n.host,
 		Members:           n.replicaMembers,
 		WriteMajorityPlus: n.cfg.Store.WriteMajorityPlus,
@@ -66,7 +56,7 @@ func (n *Node) openStore(ctx context.Context) error {
 		Metrics:           n.cfg.Metrics,
 	})
 	if err != nil {
-		return fmt.Errorf("open the store in %s: %w", n.dir.file("store"), err)
+		return fmt.Errorf("open the store in %s: %w", n.dir.Store(), err)
 	}
 	n.store = st
 	return nil
@@ -147,9 +137,9 @@ func (n *Node) storeOps(ops []engine.StoreOp) {
 func (n *Node) rememberEntities(ops []engine.StoreOp) {
 	ws := make([]remember.Write, 0, len(ops))
 	for _, op := range ops {
-		ws = append(ws, remember.Write{Key: storeKey(keyEntity, op.Type, string(op.Shard), string(op.Entity))})
+		ws = append(ws, remember.Write{Key: datadir.Key(datadir.FamilyEntity, op.Type, string(op.Shard), string(op.Entity))})
 		if op.NewShard {
-			ws = append(ws, remember.Write{Key: storeKey(keyShard, op.Type, string(op.Shard))})
+			ws = append(ws, remember.Write{Key: datadir.Key(datadir.FamilyShard, op.Type, string(op.Shard))})
 		}
 	}
 	err := n.recovery.timed(func() error { return n.store.Write(n.ctx, ws...) })
@@ -180,7 +170,7 @@ func (n *Node) rememberEntities(ops []engine.StoreOp) {
 func (n *Node) forgetEntities(ops []engine.StoreOp) {
 	ws := make([]remember.Write, len(ops))
 	for i, op := range ops {
-		ws[i] = remember.Write{Key: storeKey(keyEntity, op.Type, string(op.Shard), string(op.Entity)), Delete: true}
+		ws[i] = remember.Write{Key: datadir.Key(datadir.FamilyEntity, op.Type, string(op.Shard), string(op.Entity)), Delete: true}
 	}
 	if err := n.recovery.timed(func() error { return n.store.Write(n.ctx, ws...) }); err != nil && n.ctx.Err() == nil {
 		// Still remembered: the entity starts again with its shard, and passivates again.
@@ -189,7 +179,7 @@ func (n *Node) forgetEntities(ops []engine.StoreOp) {
 }
 
 func (n *Node) loadEntities(op engine.StoreOp) {
-	ids, err := scanIDs[shard.EntityID](n, storeKey(keyEntity, op.Type, string(op.Shard))+sep)
+	ids, err := scanIDs[shard.EntityID](n, datadir.Prefix(datadir.FamilyEntity, op.Type, string(op.Shard)))
 	if err != nil && n.ctx.Err() == nil {
 		n.log.Warn("loading remembered entities failed; retried after shard-failure-backoff", "type", op.Type, "shard", op.Shard, "err", err)
 	}
@@ -197,7 +187,7 @@ func (n *Node) loadEntities(op engine.StoreOp) {
 }
 
 func (n *Node) loadShards(op engine.StoreOp) {
-	ids, err := scanIDs[shard.ID](n, storeKey(keyShard, op.Type)+sep)
+	ids, err := scanIDs[shard.ID](n, datadir.Prefix(datadir.FamilyShard, op.Type))
 	if err != nil && n.ctx.Err() == nil {
 		n.log.Warn("loading remembered shards failed; retried after waiting-for-state-timeout", "type", op.Type, "err", err)
 	}
@@ -230,7 +220,7 @@ func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
 	var rec remember.Record
 	var found bool
 	err := n.stateRound(ctx, func() (err error) {
-		rec, found, err = n.store.GetFenced(ctx, storeKey(keyState, c.Type, string(c.Entity)), uint64(c.Epoch))
+		rec, found, err = n.store.GetFenced(ctx, datadir.Key(datadir.FamilyState, c.Type, string(c.Entity)), uint64(c.Epoch))
 		return err
 	})
 	switch {
@@ -248,7 +238,7 @@ func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
 func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
 	n := c.e.n
 	err := n.stateRound(ctx, func() error {
-		return n.store.Write(ctx, remember.Write{Key: storeKey(keyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
+		return n.store.Write(ctx, remember.Write{Key: datadir.Key(datadir.FamilyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
 	})
 	if err != nil {
 		return fmt.Errorf("save the state of %s %s: %w", c.Type, c.Entity, err)

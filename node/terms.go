@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/remember"
 )
 
@@ -22,7 +23,6 @@ import (
 // which is above every term claimed before (a majority write, read back by every later
 // majority read), and differs between two coordinators of one generation (their
 // up-numbers differ), so no two coordinators ever issue the same epoch.
-const keyTerm = "ct"
 
 // nextTerm returns the term a coordinator on member up-number up claims after stored.
 func nextTerm(stored, up uint64) (uint64, error) {
@@ -72,7 +72,7 @@ func (n *Node) claimTerm(typ string, up uint64) {
 // storeTerm reads the last claimed term of typ from a read quorum and writes the next one
 // to a write quorum.
 func (n *Node) storeTerm(ctx context.Context, typ string, up uint64) (uint64, error) {
-	key := storeKey(keyTerm, typ)
+	key := datadir.Key(datadir.FamilyTerm, typ)
 	rec, found, err := n.store.Get(ctx, key)
 	if err != nil {
 		return 0, err

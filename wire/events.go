@@ -7,7 +7,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shardmesh/shardmesh/coordinator"
-	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/shard"
 	"github.com/shardmesh/shardmesh/wire/pb"
@@ -31,41 +30,6 @@ type ShardingEvent struct {
 	Entities int            // incarnations a handoff stopped
 	// Origin is the member that published it (set by the receiver from the gossip origin).
 	Origin membership.NodeID
-}
-
-// EventFrom converts an engine event into a publishable one; ok is false for events that are
-// not published.
-func EventFrom(ev engine.TypedEvent, at time.Time) (ShardingEvent, bool) {
-	out := ShardingEvent{Type: ev.Type, At: at}
-	switch e := ev.Event.(type) {
-	case engine.CoordinatorStarted:
-		out.Kind, out.Term = pb.ShardingEvent_COORDINATOR_STARTED, e.Term
-	case coordinator.Recovered:
-		out.Kind, out.Term, out.Took = pb.ShardingEvent_COORDINATOR_RECOVERED, e.Term, e.Took
-	case coordinator.RegionRegistered:
-		out.Kind, out.To = pb.ShardingEvent_REGION_REGISTERED, e.Region
-	case coordinator.RegionTerminated:
-		out.Kind, out.To, out.Shards = pb.ShardingEvent_REGION_TERMINATED, e.Region, e.Shards
-	case coordinator.ShardAllocated:
-		out.Kind, out.Shard, out.To, out.Epoch = pb.ShardingEvent_SHARD_ALLOCATED, e.Shard, e.Region, e.Epoch
-		out.From, out.Cause, out.Took, out.Entities = e.From, string(e.Cause), e.Took, e.Entities
-	case coordinator.HandoffStarted:
-		out.Kind, out.Shard, out.From, out.Epoch, out.Cause = pb.ShardingEvent_HANDOFF_STARTED, e.Shard, e.From, e.Epoch, string(e.Cause)
-	case coordinator.HandoffPhase:
-		out.Kind, out.Shard, out.Epoch, out.Phase = pb.ShardingEvent_HANDOFF_PHASE, e.Shard, e.Epoch, e.Phase.String()
-	case coordinator.HandoffCompleted:
-		out.Kind, out.Shard, out.From, out.Epoch, out.Took = pb.ShardingEvent_HANDOFF_COMPLETED, e.Shard, e.From, e.Epoch, e.Took
-		out.Entities = e.Entities
-	case engine.EntityForceStopped:
-		out.Kind, out.Shard, out.Entity = pb.ShardingEvent_ENTITY_FORCE_STOPPED, e.Shard, e.Entity
-	case coordinator.HandoffFailed:
-		out.Kind, out.Shard, out.Epoch, out.Phase = pb.ShardingEvent_HANDOFF_FAILED, e.Shard, e.Epoch, e.Phase.String()
-	case coordinator.RebalanceRound:
-		out.Kind, out.Shards = pb.ShardingEvent_REBALANCE_ROUND, e.Shards
-	default:
-		return out, false
-	}
-	return out, true
 }
 
 // AppendEvent appends the frame of e.

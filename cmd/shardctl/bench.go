@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // benchJSON is bench --json.
@@ -86,24 +87,24 @@ type benchRun struct {
 }
 
 func runBench(c *cli.Context) error {
-	if _, err := positional(c, "", 0); err != nil {
+	if _, err := cmdline.Positional(c, "", 0); err != nil {
 		return err
 	}
 	typ := c.String("type")
 	switch {
 	case typ == "":
-		return usagef("bench needs --type T (shardctl types lists them)")
+		return cmdline.Usagef("bench needs --type T (shardctl types lists them)")
 	case c.Int("entities") < 1:
-		return usagef("--entities %d: must be at least 1", c.Int("entities"))
+		return cmdline.Usagef("--entities %d: must be at least 1", c.Int("entities"))
 	case c.Int("concurrency") < 1 || c.Int("concurrency") > maxBenchConcurrency:
-		return usagef("--concurrency %d: must be between 1 and %d", c.Int("concurrency"), maxBenchConcurrency)
+		return cmdline.Usagef("--concurrency %d: must be between 1 and %d", c.Int("concurrency"), maxBenchConcurrency)
 	case c.Duration("duration") <= 0:
-		return usagef("--duration %v: must be positive", c.Duration("duration"))
+		return cmdline.Usagef("--duration %v: must be positive", c.Duration("duration"))
 	case c.Bool("ask") && c.Bool("tell"):
-		return usagef("--ask and --tell exclude each other")
+		return cmdline.Usagef("--ask and --tell exclude each other")
 	}
 	if err := admin.CheckTypeName(typ); err != nil {
-		return usagef("--type: %v", err)
+		return cmdline.Usagef("--type: %v", err)
 	}
 	s, err := connect(c)
 	if err != nil {
@@ -115,7 +116,7 @@ func runBench(c *cli.Context) error {
 		return callError(err)
 	}
 	if !slices.Contains(types, typ) {
-		return usagef("unknown entity type %q: %s runs %s", typ, shortID(s.cl.Node().String()), orDash(strings.Join(types, ", ")))
+		return cmdline.Usagef("unknown entity type %q: %s runs %s", typ, cmdline.ShortID(s.cl.Node().String()), cmdline.OrDash(strings.Join(types, ", ")))
 	}
 	mode := "ask"
 	if c.Bool("tell") {
@@ -127,7 +128,7 @@ func runBench(c *cli.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Duration("duration"))
 	defer cancel()
 	fmt.Fprintf(progress, "bench %s: %s %q to %d entities, %d concurrent, for %v through %s\n",
-		typ, mode, c.String("message"), c.Int("entities"), c.Int("concurrency"), c.Duration("duration"), shortID(s.cl.Node().String()))
+		typ, mode, c.String("message"), c.Int("entities"), c.Int("concurrency"), c.Duration("duration"), cmdline.ShortID(s.cl.Node().String()))
 
 	run := &benchRun{hist: hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)}
 	start := time.Now()
@@ -142,7 +143,7 @@ func runBench(c *cli.Context) error {
 
 	out := run.result(typ, mode, c, elapsed)
 	if c.Bool("json") {
-		if err := printJSON(c.App.Writer, out); err != nil {
+		if err := cmdline.PrintJSON(c.App.Writer, out); err != nil {
 			return err
 		}
 	} else {
@@ -222,13 +223,13 @@ func (r *benchRun) result(typ, mode string, c *cli.Context, elapsed time.Duratio
 
 func printBench(w io.Writer, b benchJSON) {
 	us := func(v int64) string { return (time.Duration(v) * time.Microsecond).String() }
-	t := newTable(w)
-	t.row("ops", fmt.Sprintf("%d in %v (%d errors)", b.Ops, (time.Duration(b.DurationMs)*time.Millisecond).Round(time.Millisecond), b.Errors))
-	t.row("throughput", fmt.Sprintf("%.0f %ss/s", b.Throughput, b.Mode))
-	t.row("latency", fmt.Sprintf("p50 %s  p90 %s  p99 %s  max %s  (min %s, mean %s)", us(b.LatencyUs.P50), us(b.LatencyUs.P90),
+	t := cmdline.NewTable(w)
+	t.Row("ops", fmt.Sprintf("%d in %v (%d errors)", b.Ops, (time.Duration(b.DurationMs)*time.Millisecond).Round(time.Millisecond), b.Errors))
+	t.Row("throughput", fmt.Sprintf("%.0f %ss/s", b.Throughput, b.Mode))
+	t.Row("latency", fmt.Sprintf("p50 %s  p90 %s  p99 %s  max %s  (min %s, mean %s)", us(b.LatencyUs.P50), us(b.LatencyUs.P90),
 		us(b.LatencyUs.P99), us(b.LatencyUs.Max), us(b.LatencyUs.Min), us(int64(b.LatencyUs.Mean))))
 	if b.FirstError != "" {
-		t.row("first error", b.FirstError)
+		t.Row("first error", b.FirstError)
 	}
-	t.flush()
+	t.Flush()
 }

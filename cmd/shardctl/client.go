@@ -15,7 +15,8 @@ import (
 
 	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
-	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/datadir"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 	"github.com/shardmesh/shardmesh/p2p"
 )
 
@@ -56,7 +57,7 @@ func (s *session) close() {
 // connect connects to the member the global flags name; the session's context is bounded
 // by --timeout.
 func connect(c *cli.Context) (*session, error) {
-	if err := positiveFlag(c, "timeout"); err != nil {
+	if err := cmdline.PositiveFlag(c, "timeout"); err != nil {
 		return nil, err
 	}
 	s := &session{}
@@ -121,11 +122,11 @@ func entryPoint(c *cli.Context) (addr, name string, err error) {
 	dir := c.String("data-dir")
 	if dir == "" {
 		if name != "" {
-			return "", "", usagef("--node %q is not a multiaddr; to name a member by its peer id, also give --data-dir DIR or $SHARDMESH_NODE of a member to ask", name)
+			return "", "", cmdline.Usagef("--node %q is not a multiaddr; to name a member by its peer id, also give --data-dir DIR or $SHARDMESH_NODE of a member to ask", name)
 		}
-		return "", "", usagef("which member? set --node MULTIADDR, $SHARDMESH_NODE or --data-dir DIR")
+		return "", "", cmdline.Usagef("which member? set --node MULTIADDR, $SHARDMESH_NODE or --data-dir DIR")
 	}
-	addrs, err := node.ReadAddrs(dir)
+	addrs, err := datadir.ReadAddrs(dir)
 	if err != nil {
 		return "", "", cli.Exit("--data-dir: "+err.Error(), exitUsage)
 	}
@@ -173,7 +174,7 @@ func (s *session) dialMember(m *adminpb.MemberInfo) (*admin.Client, error) {
 // connectToMember connects for a command whose one argument is a member (NODE) and finds
 // that member.
 func connectToMember(c *cli.Context) (*session, *adminpb.MemberInfo, error) {
-	args, err := positional(c, "NODE", 1)
+	args, err := cmdline.Positional(c, "NODE", 1)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -222,13 +223,13 @@ func findMember(view *adminpb.MembersResponse, name string) (*adminpb.MemberInfo
 		var ids []string
 		for _, m := range view.GetMembers() {
 			if m.Status != "Removed" {
-				ids = append(ids, shortID(m.Node))
+				ids = append(ids, cmdline.ShortID(m.Node))
 			}
 		}
 		slices.Sort(ids)
-		return nil, usagef("unknown member %q: %s knows %s", truncate(name, 80), shortID(view.Self), strings.Join(ids, ", "))
+		return nil, cmdline.Usagef("unknown member %q: %s knows %s", cmdline.Truncate(name, 80), cmdline.ShortID(view.Self), strings.Join(ids, ", "))
 	}
-	return nil, usagef("member name %q is ambiguous: it ends %d members' ids; give more of it", name, len(found))
+	return nil, cmdline.Usagef("member name %q is ambiguous: it ends %d members' ids; give more of it", name, len(found))
 }
 
 // callError turns a failed admin call into the documented exit code (nil stays nil).
@@ -252,11 +253,4 @@ func callError(err error) error {
 		return cli.Exit("no answer within --timeout", exitFailed)
 	}
 	return cli.Exit(err.Error(), exitFailed)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -12,8 +12,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/shardmesh/shardmesh/admin"
-	"github.com/shardmesh/shardmesh/cmd/shardctl/dashboard"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 	"github.com/shardmesh/shardmesh/p2p"
+	"github.com/shardmesh/shardmesh/tui"
 )
 
 func dashboardCommand() *cli.Command {
@@ -36,17 +37,17 @@ Example:
 			&cli.DurationFlag{Name: "refresh", Usage: "ask for members and stats every `DURATION`", Value: 2 * time.Second},
 		},
 		Action: func(c *cli.Context) error {
-			if _, err := positional(c, "", 0); err != nil {
+			if _, err := cmdline.Positional(c, "", 0); err != nil {
 				return err
 			}
-			if err := positiveFlag(c, "refresh"); err != nil {
+			if err := cmdline.PositiveFlag(c, "refresh"); err != nil {
 				return err
 			}
-			if err := positiveFlag(c, "timeout"); err != nil {
+			if err := cmdline.PositiveFlag(c, "timeout"); err != nil {
 				return err
 			}
 			if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
-				return usagef("the dashboard needs a terminal; for scripts use members, stats and watch --json")
+				return cmdline.Usagef("the dashboard needs a terminal; for scripts use members, stats and watch --json")
 			}
 			s := &session{}
 			var err error
@@ -72,22 +73,22 @@ Example:
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 			defer stop()
-			cfg := dashboard.Config{
+			cfg := tui.Config{
 				Target:      target,
 				Refresh:     c.Duration("refresh"),
 				CallTimeout: c.Duration("timeout"),
-				Connect: func(ctx context.Context) (dashboard.Source, error) {
+				Connect: func(ctx context.Context) (tui.Source, error) {
 					return dashboardSource(ctx, *s, addr, name)
 				},
 			}
-			return dashboard.Run(ctx, cfg, os.Stdin, os.Stdout)
+			return tui.Run(ctx, cfg, os.Stdin, os.Stdout)
 		},
 	}
 }
 
 // dashboardSource connects to the entry member (the one --node names) with the session's
 // identity and cluster key.
-func dashboardSource(ctx context.Context, s session, addr, name string) (dashboard.Source, error) {
+func dashboardSource(ctx context.Context, s session, addr, name string) (tui.Source, error) {
 	s.ctx = ctx
 	cl, err := s.dial(addr)
 	if err != nil {
@@ -109,7 +110,7 @@ func dashboardSource(ctx context.Context, s session, addr, name string) (dashboa
 			cl = target
 		}
 	}
-	src, err := dashboard.NewAdminSource(cl, admin.ClientConfig{Identity: s.key, ClusterKey: s.psk})
+	src, err := tui.NewAdminSource(cl, admin.ClientConfig{Identity: s.key, ClusterKey: s.psk})
 	if err != nil {
 		cl.Close()
 		return nil, err

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"os"
-	"strings"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
+
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // downJSON is down --json.
@@ -57,7 +54,7 @@ Example:
 				if check.Reachable {
 					reach = "REACHABLE"
 				}
-				ok, err := confirm(c, fmt.Sprintf("Down member %s (%s, %s, %s)? It is removed from the cluster and its shards start elsewhere", shortID(m.Node), m.Node, m.Status, reach))
+				ok, err := cmdline.Confirm(c, fmt.Sprintf("Down member %s (%s, %s, %s)? It is removed from the cluster and its shards start elsewhere", cmdline.ShortID(m.Node), m.Node, m.Status, reach))
 				if err != nil {
 					return err
 				}
@@ -76,31 +73,12 @@ Example:
 
 func report(c *cli.Context, d downJSON) error {
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, d)
+		return cmdline.PrintJSON(c.App.Writer, d)
 	}
 	if !d.Downed {
-		fmt.Fprintf(c.App.Writer, "%s is %s already\n", shortID(d.Node), d.Status)
+		fmt.Fprintf(c.App.Writer, "%s is %s already\n", cmdline.ShortID(d.Node), d.Status)
 		return nil
 	}
-	fmt.Fprintf(c.App.Writer, "%s is Down; the cluster removes it and allocates its shards elsewhere\n", shortID(d.Node))
+	fmt.Fprintf(c.App.Writer, "%s is Down; the cluster removes it and allocates its shards elsewhere\n", cmdline.ShortID(d.Node))
 	return nil
-}
-
-// confirm asks question on the terminal and reads y or n. Without a terminal (or with
-// input that is not one) it is bad usage: the caller must say --yes.
-func confirm(c *cli.Context, question string) (bool, error) {
-	in := c.App.Reader
-	if in == nil {
-		in = os.Stdin
-	}
-	if f, ok := in.(*os.File); ok && !term.IsTerminal(int(f.Fd())) {
-		return false, usagef("%s needs confirmation and stdin is not a terminal: pass --yes", c.Command.Name)
-	}
-	fmt.Fprintf(c.App.ErrWriter, "%s [y/N] ", question)
-	line, err := bufio.NewReader(in).ReadString('\n')
-	if err != nil && err != io.EOF {
-		return false, err
-	}
-	answer := strings.ToLower(strings.TrimSpace(line))
-	return answer == "y" || answer == "yes", nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -37,7 +38,7 @@ Example, with the daemon's built-in counter type (sharddaemon --entity-types cou
 				return callError(err)
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, map[string]any{"type": typ, "entity": id, "sent": true})
+				return cmdline.PrintJSON(c.App.Writer, map[string]any{"type": typ, "entity": id, "sent": true})
 			}
 			return nil
 		},
@@ -80,7 +81,7 @@ Example, with the daemon's built-in counter type:
 				default:
 					out["reply_bytes"] = reply
 				}
-				return printJSON(c.App.Writer, out)
+				return cmdline.PrintJSON(c.App.Writer, out)
 			}
 			fmt.Fprintln(c.App.Writer, string(reply))
 			return nil
@@ -95,10 +96,10 @@ func entityArgs(c *cli.Context) (typ, id, msg string, err error) {
 		return "", "", "", cli.Exit(fmt.Sprintf("%s needs TYPE ENTITY_ID MESSAGE... (got %d arguments; see 'shardctl %s --help')", c.Command.Name, len(args), c.Command.Name), exitUsage)
 	}
 	if err := admin.CheckTypeName(args[0]); err != nil {
-		return "", "", "", usagef("TYPE: %v", err)
+		return "", "", "", cmdline.Usagef("TYPE: %v", err)
 	}
 	if err := admin.CheckEntityID(args[1]); err != nil {
-		return "", "", "", usagef("ENTITY_ID: %v", err)
+		return "", "", "", cmdline.Usagef("ENTITY_ID: %v", err)
 	}
 	words := args[2:]
 	if len(words) > 0 && words[0] == "--" {
@@ -165,7 +166,7 @@ Example:
 				rows = append(rows, row{Entity: id, Shard: string(ex.ShardID(shard.EntityID(id)))})
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, rows)
+				return cmdline.PrintJSON(c.App.Writer, rows)
 			}
 			for _, r := range rows {
 				fmt.Fprintf(c.App.Writer, "%s\t%s\n", r.Entity, r.Shard)
@@ -196,7 +197,7 @@ Example:
 				return callError(err)
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, names)
+				return cmdline.PrintJSON(c.App.Writer, names)
 			}
 			for _, n := range names {
 				fmt.Fprintln(c.App.Writer, n)

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // handoffJSON is one handoff of handoffs --json.
@@ -63,7 +64,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			if err := positiveFlag(c, "query-timeout"); err != nil {
+			if err := cmdline.PositiveFlag(c, "query-timeout"); err != nil {
 				return err
 			}
 			s, err := connect(c)
@@ -77,7 +78,7 @@ Example:
 			}
 			out := handoffsView(h)
 			if c.Bool("json") {
-				if err := printJSON(c.App.Writer, out); err != nil {
+				if err := cmdline.PrintJSON(c.App.Writer, out); err != nil {
 					return err
 				}
 			} else {
@@ -108,14 +109,14 @@ func printHandoffs(w io.Writer, h handoffsJSON) {
 	if len(h.Handoffs) == 0 {
 		fmt.Fprintln(w, "no handoff in progress")
 	} else {
-		t := newTable(w, "TYPE", "SHARD", "FROM", "PHASE", "CAUSE", "ELAPSED", "IN PHASE", "BUFFERED", "HELD UP BY")
+		t := cmdline.NewTable(w, "TYPE", "SHARD", "FROM", "PHASE", "CAUSE", "ELAPSED", "IN PHASE", "BUFFERED", "HELD UP BY")
 		for _, x := range h.Handoffs {
-			t.row(x.Type, x.Shard, shortID(x.From), x.Phase, x.Cause, ms(x.ElapsedMs).String(), ms(x.PhaseElapsedMs).String(), fmt.Sprint(x.Buffered), heldUpBy(x))
+			t.Row(x.Type, x.Shard, cmdline.ShortID(x.From), x.Phase, x.Cause, ms(x.ElapsedMs).String(), ms(x.PhaseElapsedMs).String(), fmt.Sprint(x.Buffered), heldUpBy(x))
 		}
-		t.flush()
+		t.Flush()
 	}
 	for _, f := range h.Failed {
-		fmt.Fprintf(w, "DID NOT ANSWER: %s (%s)\n", shortID(f.Node), f.Error)
+		fmt.Fprintf(w, "DID NOT ANSWER: %s (%s)\n", cmdline.ShortID(f.Node), f.Error)
 	}
 }
 

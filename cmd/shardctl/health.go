@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // healthJSON is health --json.
@@ -50,12 +51,12 @@ Example:
 			&cli.BoolFlag{Name: "live", Usage: "check liveness only"},
 		},
 		Action: func(c *cli.Context) error {
-			if _, err := positional(c, "", 0); err != nil {
+			if _, err := cmdline.Positional(c, "", 0); err != nil {
 				return err
 			}
 			wait := c.Duration("wait")
 			if wait < 0 {
-				return usagef("--wait %v: must not be negative", wait)
+				return cmdline.Usagef("--wait %v: must not be negative", wait)
 			}
 			ok := func(h *adminpb.HealthResponse) bool { return h.Live && (h.Ready || c.Bool("live")) }
 			deadline := time.Now().Add(wait)
@@ -82,7 +83,7 @@ Example:
 				if c.Bool("live") {
 					what = "live"
 				}
-				return cli.Exit(fmt.Sprintf("%s is not %s: %s", shortID(h.Node), what, strings.Join(h.Reasons, "; ")), exitFailed)
+				return cli.Exit(fmt.Sprintf("%s is not %s: %s", cmdline.ShortID(h.Node), what, strings.Join(h.Reasons, "; ")), exitFailed)
 			}
 			return nil
 		},
@@ -110,36 +111,36 @@ func printHealth(c *cli.Context, h *adminpb.HealthResponse) error {
 		out.Regions = append(out.Regions, regionHealthJSON{EntityType: r.EntityType, Registered: r.Registered, Ready: r.Ready, Proxy: r.Proxy, Coordinator: r.Coordinator})
 	}
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, out)
+		return cmdline.PrintJSON(c.App.Writer, out)
 	}
-	t := newTable(c.App.Writer)
-	t.row("member", shortID(out.Node)+"  ("+out.Node+")")
-	t.row("live", yesNo(out.Live))
-	t.row("ready", yesNo(out.Ready))
-	status := orDash(out.Status)
+	t := cmdline.NewTable(c.App.Writer)
+	t.Row("member", cmdline.ShortID(out.Node)+"  ("+out.Node+")")
+	t.Row("live", yesNo(out.Live))
+	t.Row("ready", yesNo(out.Ready))
+	status := cmdline.OrDash(out.Status)
 	if out.Serving {
 		status += ", serving"
 	} else if out.Live {
 		status += ", not serving"
 	}
-	t.row("status", status)
+	t.Row("status", status)
 	var regions []string
 	for _, r := range out.Regions {
 		s := r.EntityType + ": "
 		switch {
 		case r.Registered:
-			s += "registered with " + shortID(r.Coordinator)
+			s += "registered with " + cmdline.ShortID(r.Coordinator)
 		case r.Ready:
-			s += "was registered (re-registering with " + orDash(shortID(r.Coordinator)) + ")"
+			s += "was registered (re-registering with " + cmdline.OrDash(cmdline.ShortID(r.Coordinator)) + ")"
 		default:
 			s += "not registered"
 		}
 		regions = append(regions, s)
 	}
-	t.row("regions", orDash(strings.Join(regions, "; ")))
+	t.Row("regions", cmdline.OrDash(strings.Join(regions, "; ")))
 	for _, r := range out.Reasons {
-		t.row("why not", r)
+		t.Row("why not", r)
 	}
-	t.flush()
+	t.Flush()
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // historyJSON is one record of history --json.
@@ -48,11 +49,11 @@ Example:
 			if err != nil {
 				return err
 			}
-			if err := positiveFlag(c, "since"); err != nil {
+			if err := cmdline.PositiveFlag(c, "since"); err != nil {
 				return err
 			}
 			if c.Int("limit") < 1 {
-				return usagef("--limit %d: must be at least 1", c.Int("limit"))
+				return cmdline.Usagef("--limit %d: must be at least 1", c.Int("limit"))
 			}
 			var since time.Time
 			if c.IsSet("since") {
@@ -72,7 +73,7 @@ Example:
 				out = append(out, historyView(r))
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, out)
+				return cmdline.PrintJSON(c.App.Writer, out)
 			}
 			printHistory(c.App.Writer, out, h.Truncated)
 			return nil
@@ -93,13 +94,13 @@ func printHistory(w io.Writer, recs []historyJSON, truncated bool) {
 	if truncated {
 		fmt.Fprintln(w, "(older records left out: raise --limit)")
 	}
-	t := newTable(w, "AT", "TYPE", "SHARD", "FROM", "TO", "EPOCH", "CAUSE", "HANDOFF", "ENTITIES")
+	t := cmdline.NewTable(w, "AT", "TYPE", "SHARD", "FROM", "TO", "EPOCH", "CAUSE", "HANDOFF", "ENTITIES")
 	for _, r := range recs {
 		handoff := "-"
 		if r.HandoffMs > 0 {
 			handoff = ms(r.HandoffMs).String()
 		}
-		t.row(r.At, r.Type, r.Shard, orDash(shortID(r.From)), shortID(r.To), r.Epoch, r.Cause, handoff, fmt.Sprint(r.Entities))
+		t.Row(r.At, r.Type, r.Shard, cmdline.OrDash(cmdline.ShortID(r.From)), cmdline.ShortID(r.To), r.Epoch, r.Cause, handoff, fmt.Sprint(r.Entities))
 	}
-	t.flush()
+	t.Flush()
 }

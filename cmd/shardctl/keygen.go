@@ -6,6 +6,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 	"github.com/shardmesh/shardmesh/p2p"
 )
 
@@ -50,7 +51,7 @@ Example:
 					return cli.Exit(err.Error(), exitFailed)
 				}
 				if c.Bool("json") {
-					return printJSON(c.App.Writer, map[string]string{"file": c.String("out"), "peer_id": id.String()})
+					return cmdline.PrintJSON(c.App.Writer, map[string]string{"file": c.String("out"), "peer_id": id.String()})
 				}
 				fmt.Fprintf(c.App.Writer, "wrote admin identity %s\npeer id: %s\nallow it on each daemon with --admin-allow %s\n", c.String("out"), id, id)
 				return nil

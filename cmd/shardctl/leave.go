@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 func leaveCommand() *cli.Command {
@@ -36,13 +38,13 @@ Example:
 				return callError(err)
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, shutdownView(p))
+				return cmdline.PrintJSON(c.App.Writer, shutdownView(p))
 			}
 			switch {
 			case p.Already:
-				fmt.Fprintf(c.App.Writer, "%s is already shutting down: %s, %d shards left\n", shortID(m.Node), p.Phase, p.Shards)
+				fmt.Fprintf(c.App.Writer, "%s is already shutting down: %s, %d shards left\n", cmdline.ShortID(m.Node), p.Phase, p.Shards)
 			default:
-				fmt.Fprintf(c.App.Writer, "%s is leaving: it hands off its %d shards, then leaves the cluster (shardctl members shows it Leaving, then gone)\n", shortID(m.Node), p.Shards)
+				fmt.Fprintf(c.App.Writer, "%s is leaving: it hands off its %d shards, then leaves the cluster (shardctl members shows it Leaving, then gone)\n", cmdline.ShortID(m.Node), p.Shards)
 			}
 			return nil
 		},

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // locateJSON is locate --json.
@@ -39,16 +40,16 @@ Example:
    shardctl locate --data-dir /tmp/a counter user-42
    shardctl locate --data-dir /tmp/a counter user-42 --json`,
 		Action: func(c *cli.Context) error {
-			args, err := positional(c, "TYPE ENTITY_ID", 2)
+			args, err := cmdline.Positional(c, "TYPE ENTITY_ID", 2)
 			if err != nil {
 				return err
 			}
 			typ, id := args[0], args[1]
 			if err := admin.CheckTypeName(typ); err != nil {
-				return usagef("TYPE: %v", err)
+				return cmdline.Usagef("TYPE: %v", err)
 			}
 			if err := admin.CheckEntityID(id); err != nil {
-				return usagef("ENTITY_ID: %v", err)
+				return cmdline.Usagef("ENTITY_ID: %v", err)
 			}
 			s, err := connect(c)
 			if err != nil {
@@ -66,7 +67,7 @@ Example:
 				out.Epoch = epoch(l.Epoch)
 			}
 			if c.Bool("json") {
-				if err := printJSON(c.App.Writer, out); err != nil {
+				if err := cmdline.PrintJSON(c.App.Writer, out); err != nil {
 					return err
 				}
 			} else {
@@ -81,25 +82,25 @@ Example:
 }
 
 func printLocation(c *cli.Context, l locateJSON) {
-	t := newTable(c.App.Writer)
-	t.row("entity", l.EntityType+" "+l.Entity)
-	t.row("shard", l.Shard)
+	t := cmdline.NewTable(c.App.Writer)
+	t.Row("entity", l.EntityType+" "+l.Entity)
+	t.Row("shard", l.Shard)
 	switch {
 	case l.Allocated:
-		t.row("home", shortID(l.Home)+"  ("+l.Home+")")
-		t.row("epoch", l.Epoch+"  (from the "+l.Source+")")
+		t.Row("home", cmdline.ShortID(l.Home)+"  ("+l.Home+")")
+		t.Row("epoch", l.Epoch+"  (from the "+l.Source+")")
 		alive := "no (it starts on its next message)"
 		if l.Alive {
 			alive = "yes (" + l.EntityState + ")"
 		}
-		t.row("alive", alive)
+		t.Row("alive", alive)
 	case l.Complete:
-		t.row("home", "none yet: no message has reached the shard (the next one allocates it)")
+		t.Row("home", "none yet: no message has reached the shard (the next one allocates it)")
 	default:
-		t.row("home", "unknown")
+		t.Row("home", "unknown")
 	}
-	t.row("coordinator", orDash(shortID(l.Coordinator)))
-	t.flush()
+	t.Row("coordinator", cmdline.OrDash(cmdline.ShortID(l.Coordinator)))
+	t.Flush()
 	for _, p := range l.Problems {
 		fmt.Fprintln(c.App.Writer, "not answered: "+p)
 	}

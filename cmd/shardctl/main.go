@@ -3,22 +3,22 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // Exit codes, documented in docs/cli.md.
 const (
-	exitOK      = 0
-	exitFailed  = 1
-	exitUsage   = 2
-	exitPartial = 3
-	exitRefused = 4
+	exitOK      = cmdline.ExitOK
+	exitFailed  = cmdline.ExitFailed
+	exitUsage   = cmdline.ExitUsage
+	exitPartial = 3 // a member did not answer: the result is partial
+	exitRefused = cmdline.ExitRefused
 )
 
 func main() {
@@ -31,7 +31,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	app.Writer, app.ErrWriter = stdout, stderr
 	if err := app.Run(args); err != nil {
 		fmt.Fprintln(stderr, "shardctl:", err)
-		return exitCode(err)
+		return cmdline.ExitCode(err, exitFailed)
 	}
 	return exitOK
 }
@@ -74,14 +74,14 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 			shardCommand(),
 			rebalanceCommand(),
 			dashboardCommand(),
-		), offline(
+		), cmdline.Offline(
 			shardIDCommand(),
 			keygenCommand(),
 			simCommand(),
 			dataCommand(networked(dataRemoveCommand())...),
 			removeInternalDataCommand(),
 		)...),
-		OnUsageError: usageError,
+		OnUsageError: cmdline.UsageError,
 	}
 }
 
@@ -90,11 +90,11 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 func networked(cmds ...*cli.Command) []*cli.Command {
 	for _, c := range cmds {
 		for _, f := range globalFlags() {
-			if !hasFlag(c, f.Names()[0]) { // a command may give a flag its own default (--timeout)
+			if !cmdline.HasFlag(c, f.Names()[0]) { // a command may give a flag its own default (--timeout)
 				c.Flags = append(c.Flags, f)
 			}
 		}
-		c.OnUsageError = usageError
+		c.OnUsageError = cmdline.UsageError
 		if before := c.Before; before != nil {
 			c.Before = func(ctx *cli.Context) error {
 				if err := inheritGlobalFlags(ctx); err != nil {
@@ -122,47 +122,11 @@ func inheritGlobalFlags(c *cli.Context) error {
 		for _, p := range c.Lineage()[1:] {
 			if p.IsSet(name) {
 				if err := c.Set(name, fmt.Sprint(p.Value(name))); err != nil {
-					return usagef("invalid value for --%s: %v", name, err)
+					return cmdline.Usagef("invalid value for --%s: %v", name, err)
 				}
 				break
 			}
 		}
 	}
 	return nil
-}
-
-// offline gives commands that need no member one-line usage errors (and --json).
-func offline(cmds ...*cli.Command) []*cli.Command {
-	for _, c := range cmds {
-		if !hasFlag(c, "json") && c.Action != nil {
-			c.Flags = append(c.Flags, &cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"})
-		}
-		c.OnUsageError = usageError
-		c.Subcommands = offline(c.Subcommands...)
-	}
-	return cmds
-}
-
-// hasFlag reports whether command c defines flag name.
-func hasFlag(c *cli.Command, name string) bool {
-	return slices.ContainsFunc(c.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), name) })
-}
-
-// usagef is a one-line bad-usage error (exit code 2).
-func usagef(format string, args ...any) error {
-	return cli.Exit(fmt.Sprintf(format, args...), exitUsage)
-}
-
-// usageError reports bad usage in one line with exit code 2, pointing at --help.
-func usageError(c *cli.Context, err error, _ bool) error {
-	return cli.Exit(fmt.Sprintf("%v (see '%s --help')", err, c.Command.HelpName), exitUsage)
-}
-
-// exitCode maps an error to the documented exit codes.
-func exitCode(err error) int {
-	var ec cli.ExitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	return exitFailed
 }

@@ -8,7 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
+	"github.com/shardmesh/shardmesh/membership"
 )
 
 func membersCommand() *cli.Command {
@@ -33,7 +34,7 @@ Example:
 				return callError(err)
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, resp)
+				return cmdline.PrintJSON(c.App.Writer, resp)
 			}
 			// Oldest first: members not Up yet (up-number 0) last.
 			sort.SliceStable(resp.Members, func(i, j int) bool {
@@ -43,7 +44,7 @@ Example:
 				}
 				return a < b
 			})
-			t := newTable(c.App.Writer, "MEMBER", "STATUS", "AGE", "ROLES", "VERSION", "REACHABLE", "")
+			t := cmdline.NewTable(c.App.Writer, "MEMBER", "STATUS", "AGE", "ROLES", "VERSION", "REACHABLE", "")
 			up := 0
 			for _, m := range resp.Members {
 				if m.Status == "Up" {
@@ -67,15 +68,15 @@ Example:
 				if !m.Reachable {
 					reach = "NO"
 				}
-				t.row(shortID(m.Node), m.Status, age, orDash(strings.Join(m.Roles, ",")), orDash(m.AppVersion), reach, strings.Join(notes, " "))
+				t.Row(cmdline.ShortID(m.Node), m.Status, age, cmdline.OrDash(strings.Join(m.Roles, ",")), cmdline.OrDash(m.AppVersion), reach, strings.Join(notes, " "))
 			}
-			t.flush()
+			t.Flush()
 			state := "converged"
 			if !resp.Converged {
 				state = "not converged (some member has not seen this view yet)"
 			}
 			fmt.Fprintf(c.App.Writer, "%d members, %d up; view %s\n", len(resp.Members), up, state)
-			if wait := node.RestartWait(int(resp.RestartNeed), int(resp.RestartJoined)); wait != "" {
+			if wait := membership.RestartWait(int(resp.RestartNeed), int(resp.RestartJoined)); wait != "" {
 				fmt.Fprintf(c.App.Writer, "waiting: %s\n", wait)
 			}
 			return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // operateTimeout is the default --timeout of operations that wait for handoffs: the default
@@ -43,7 +44,7 @@ func directivesView(d *adminpb.DirectivesResponse) directivesJSON {
 // printDirectives prints the directives in force, for people or as JSON.
 func printDirectives(c *cli.Context, d *adminpb.DirectivesResponse) error {
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, directivesView(d))
+		return cmdline.PrintJSON(c.App.Writer, directivesView(d))
 	}
 	w := c.App.Writer
 	state := "active"
@@ -51,20 +52,20 @@ func printDirectives(c *cli.Context, d *adminpb.DirectivesResponse) error {
 		state = "PAUSED (shardctl rebalance resume)"
 	}
 	fmt.Fprintf(w, "rebalancing:   %s\n", state)
-	fmt.Fprintf(w, "draining:      %s\n", orDash(strings.Join(shortIDs(d.Draining), ", ")))
-	fmt.Fprintf(w, "stopped types: %s\n", orDash(strings.Join(d.StoppedTypes, ", ")))
+	fmt.Fprintf(w, "draining:      %s\n", cmdline.OrDash(strings.Join(shortIDs(d.Draining), ", ")))
+	fmt.Fprintf(w, "stopped types: %s\n", cmdline.OrDash(strings.Join(d.StoppedTypes, ", ")))
 	if len(d.Pins) == 0 {
 		fmt.Fprintln(w, "pinned shards: -")
 	} else {
 		fmt.Fprintln(w, "pinned shards:")
-		t := newTable(w, "  TYPE", "SHARD", "MEMBER")
+		t := cmdline.NewTable(w, "  TYPE", "SHARD", "MEMBER")
 		for _, p := range d.Pins {
-			t.row("  "+p.EntityType, p.Shard, shortID(p.Node))
+			t.Row("  "+p.EntityType, p.Shard, cmdline.ShortID(p.Node))
 		}
-		t.flush()
+		t.Flush()
 	}
 	if !d.Known {
-		fmt.Fprintf(w, "(member %s has not read the directives from the store yet)\n", shortID(d.Node))
+		fmt.Fprintf(w, "(member %s has not read the directives from the store yet)\n", cmdline.ShortID(d.Node))
 	}
 	return nil
 }
@@ -74,7 +75,7 @@ func printDirectives(c *cli.Context, d *adminpb.DirectivesResponse) error {
 // force afterwards.
 func directiveAction(usage string, n int, do func(c *cli.Context, s *session, args []string) (*adminpb.DirectivesResponse, error)) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		args, err := positional(c, usage, n)
+		args, err := cmdline.Positional(c, usage, n)
 		if err != nil {
 			return err
 		}
@@ -190,13 +191,13 @@ Example:
 				return callError(err)
 			}
 			if !c.Bool("no-wait") {
-				err := waitFor(c, s, "drain of "+shortID(m.Node), func() (bool, string, error) {
+				err := waitFor(c, s, "drain of "+cmdline.ShortID(m.Node), func() (bool, string, error) {
 					homes, err := shardsOn(s, nil)
 					if err != nil {
 						return false, "", err
 					}
 					n := countOn(homes, m.Node)
-					return n == 0, fmt.Sprintf("draining %s: %d shards left", shortID(m.Node), n), nil
+					return n == 0, fmt.Sprintf("draining %s: %d shards left", cmdline.ShortID(m.Node), n), nil
 				})
 				if err != nil {
 					return err
@@ -252,7 +253,7 @@ Example:
    shardctl shard move --data-dir /tmp/a --identity admin.key counter 17 …Xy3kLm9q`,
 				Flags: []cli.Flag{noWaitFlag, timeoutFlag(operateTimeout, "give up waiting (exit 1) after this long; the move goes on")},
 				Action: func(c *cli.Context) error {
-					args, err := positional(c, "TYPE SHARD NODE", 3)
+					args, err := cmdline.Positional(c, "TYPE SHARD NODE", 3)
 					if err != nil {
 						return err
 					}
@@ -268,12 +269,12 @@ it now, so that rebalancing never moves it.
 Example:
    shardctl shard pin --data-dir /tmp/a --identity admin.key counter 17`,
 				Action: func(c *cli.Context) error {
-					args, err := positional(c, "TYPE SHARD [NODE]", -2)
+					args, err := cmdline.Positional(c, "TYPE SHARD [NODE]", -2)
 					if err != nil {
 						return err
 					}
 					if len(args) > 3 {
-						return usagef("shard pin needs TYPE SHARD [NODE] (got %d arguments)", len(args))
+						return cmdline.Usagef("shard pin needs TYPE SHARD [NODE] (got %d arguments)", len(args))
 					}
 					node := ""
 					if len(args) == 3 {
@@ -333,9 +334,9 @@ func pinShard(c *cli.Context, typ, shardID, node string, wait bool) error {
 			}
 			at := homes[typ][shardID]
 			if at == node {
-				return true, fmt.Sprintf("%s/%s runs on %s", typ, shardID, shortID(node)), nil
+				return true, fmt.Sprintf("%s/%s runs on %s", typ, shardID, cmdline.ShortID(node)), nil
 			}
-			return false, fmt.Sprintf("moving %s/%s to %s (now on %s)", typ, shardID, shortID(node), orDash(shortID(at))), nil
+			return false, fmt.Sprintf("moving %s/%s to %s (now on %s)", typ, shardID, cmdline.ShortID(node), cmdline.OrDash(cmdline.ShortID(at))), nil
 		})
 		if err != nil {
 			return err
@@ -414,15 +415,15 @@ Example:
 			&cli.StringFlag{Name: "if-leave", Usage: "preview the moves when this member leaves"},
 		},
 		Action: func(c *cli.Context) error {
-			if _, err := positional(c, "", 0); err != nil {
+			if _, err := cmdline.Positional(c, "", 0); err != nil {
 				return err
 			}
 			join := c.Int("if-join")
 			if join < 0 || join > 1000 {
-				return usagef("--if-join %d: must be between 0 and 1000", join)
+				return cmdline.Usagef("--if-join %d: must be between 0 and 1000", join)
 			}
 			if join > 0 && c.String("if-leave") != "" {
-				return usagef("--if-join and --if-leave: give one of them")
+				return cmdline.Usagef("--if-join and --if-leave: give one of them")
 			}
 			s, err := connect(c)
 			if err != nil {
@@ -458,7 +459,7 @@ Example:
 				plans = append(plans, pj)
 			}
 			if c.Bool("json") {
-				if err := printJSON(c.App.Writer, plans); err != nil {
+				if err := cmdline.PrintJSON(c.App.Writer, plans); err != nil {
 					return err
 				}
 			} else {
@@ -485,11 +486,11 @@ func printPlans(w io.Writer, plans []planJSON) {
 		}
 		fmt.Fprintf(w, "%s: %d shards would move, restarting %d live and %d remembered entities%s\n", p.Type, len(p.Moves), live, remembered, note)
 		if len(p.Moves) > 0 {
-			t := newTable(w, "  SHARD", "FROM", "TO", "LIVE", "REMEMBERED")
+			t := cmdline.NewTable(w, "  SHARD", "FROM", "TO", "LIVE", "REMEMBERED")
 			for _, m := range p.Moves {
-				t.row("  "+m.Shard, shortID(m.From), orDash(shortID(m.To)), fmt.Sprint(m.Live), fmt.Sprint(m.Remembered))
+				t.Row("  "+m.Shard, cmdline.ShortID(m.From), cmdline.OrDash(cmdline.ShortID(m.To)), fmt.Sprint(m.Live), fmt.Sprint(m.Remembered))
 			}
-			t.flush()
+			t.Flush()
 		}
 		for _, pr := range p.Problems {
 			fmt.Fprintln(w, "  missing: "+pr)
@@ -572,7 +573,7 @@ Example:
 			timeoutFlag(10*time.Minute, "give up (exit 1) after this long"),
 		},
 		Action: func(c *cli.Context) error {
-			types, err := positional(c, "TYPE...", -1)
+			types, err := cmdline.Positional(c, "TYPE...", -1)
 			if err != nil {
 				return err
 			}
@@ -593,7 +594,7 @@ Example:
 				if err != nil {
 					return callError(err)
 				}
-				ok, err := confirm(c, "Remove the stored data of "+strings.Join(lines, ", ")+"? This cannot be undone")
+				ok, err := cmdline.Confirm(c, "Remove the stored data of "+strings.Join(lines, ", ")+"? This cannot be undone")
 				if err != nil {
 					return err
 				}
@@ -615,7 +616,7 @@ Example:
 				return callError(err)
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, results)
+				return cmdline.PrintJSON(c.App.Writer, results)
 			}
 			for _, r := range results {
 				if dry {

@@ -1,52 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
-
-// printJSON writes v as indented JSON to w.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// table writes rows aligned in columns under a header.
-type table struct{ w *tabwriter.Writer }
-
-func newTable(out io.Writer, header ...string) *table {
-	t := &table{w: tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)}
-	if len(header) > 0 {
-		t.row(header...)
-	}
-	return t
-}
-
-func (t *table) row(cells ...string) { fmt.Fprintln(t.w, strings.Join(cells, "\t")) }
-func (t *table) flush()              { t.w.Flush() }
-
-// shortID shortens a peer id for tables: its last 8 characters.
-func shortID(id string) string {
-	if len(id) <= 10 {
-		return id
-	}
-	return "…" + id[len(id)-8:]
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
 
 // listSome joins up to n items, noting how many more there are beyond them.
 func listSome(items []string, n int, total int) string {
@@ -60,7 +23,7 @@ func listSome(items []string, n int, total int) string {
 		}
 		s += fmt.Sprintf("… (+%d)", more)
 	}
-	return orDash(s)
+	return cmdline.OrDash(s)
 }
 
 func yesNo(b bool) string {
@@ -84,7 +47,7 @@ func progressOut(c *cli.Context) io.Writer {
 func shortIDs(ids []string) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
-		out[i] = shortID(id)
+		out[i] = cmdline.ShortID(id)
 	}
 	return out
 }

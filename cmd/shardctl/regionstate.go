@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // regionStateJSON is one region in region-state --json.
@@ -40,12 +41,12 @@ Example:
 			&cli.IntFlag{Name: "ids", Value: 5, Usage: "entity ids to show per shard in the table (`N`; --json lists all)"},
 		},
 		Action: func(c *cli.Context) error {
-			if _, err := positional(c, "", 0); err != nil {
+			if _, err := cmdline.Positional(c, "", 0); err != nil {
 				return err
 			}
 			if t := c.String("type"); c.IsSet("type") {
 				if err := admin.CheckTypeName(t); err != nil {
-					return usagef("--type: %v", err)
+					return cmdline.Usagef("--type: %v", err)
 				}
 			}
 			s, err := connect(c)
@@ -72,19 +73,19 @@ Example:
 				out = append(out, r)
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, out)
+				return cmdline.PrintJSON(c.App.Writer, out)
 			}
-			t := newTable(c.App.Writer, "TYPE", "SHARD", "ENTITIES", "STATE", "ENTITY IDS")
+			t := cmdline.NewTable(c.App.Writer, "TYPE", "SHARD", "ENTITIES", "STATE", "ENTITY IDS")
 			for _, r := range out {
 				for _, sh := range r.Shards {
 					state := "active"
 					if sh.Stopping {
 						state = "stopping"
 					}
-					t.row(r.EntityType, sh.Shard, strconv.FormatUint(sh.Entities, 10), state, listSome(sh.IDs, c.Int("ids"), int(sh.Entities)))
+					t.Row(r.EntityType, sh.Shard, strconv.FormatUint(sh.Entities, 10), state, listSome(sh.IDs, c.Int("ids"), int(sh.Entities)))
 				}
 			}
-			t.flush()
+			t.Flush()
 			for _, r := range out {
 				var n uint64
 				for _, sh := range r.Shards {
@@ -94,7 +95,7 @@ Example:
 				if r.Proxy {
 					note = " (proxy: this member does not host the type)"
 				}
-				fmt.Fprintf(c.App.Writer, "member %s, %s: %d shards, %d live entities%s\n", shortID(r.Node), r.EntityType, len(r.Shards), n, note)
+				fmt.Fprintf(c.App.Writer, "member %s, %s: %d shards, %d live entities%s\n", cmdline.ShortID(r.Node), r.EntityType, len(r.Shards), n, note)
 			}
 			return nil
 		},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // shutdownJSON is shutdown --json and leave --json.
@@ -48,7 +49,7 @@ Example:
    shardctl shutdown --data-dir /tmp/a --node …Xy3kLm9q --identity admin.key --json`,
 		Flags: []cli.Flag{timeoutFlag(shutdownTimeout, "fail (exit 1) if the member has not left within this long; the shutdown goes on")},
 		Action: func(c *cli.Context) error {
-			if _, err := positional(c, "", 0); err != nil {
+			if _, err := cmdline.Positional(c, "", 0); err != nil {
 				return err // shutdown shuts down the member named by --node; for another: leave NODE
 			}
 			s, err := connect(c)
@@ -70,12 +71,12 @@ Example:
 				if errors.Is(err, context.DeadlineExceeded) || s.ctx.Err() != nil {
 					why = "not finished within --timeout " + c.Duration("timeout").String()
 				}
-				return cli.Exit(fmt.Sprintf("%s: %s (last seen %s: %d shards left, %d messages buffered); the member goes on shutting down", shortID(p.Node), why, p.Phase, p.Shards, p.Buffered), exitFailed)
+				return cli.Exit(fmt.Sprintf("%s: %s (last seen %s: %d shards left, %d messages buffered); the member goes on shutting down", cmdline.ShortID(p.Node), why, p.Phase, p.Shards, p.Buffered), exitFailed)
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, shutdownView(p))
+				return cmdline.PrintJSON(c.App.Writer, shutdownView(p))
 			}
-			fmt.Fprintf(c.App.Writer, "%s handed off every shard and left the cluster in %v\n", shortID(p.Node), ms(p.ElapsedMs))
+			fmt.Fprintf(c.App.Writer, "%s handed off every shard and left the cluster in %v\n", cmdline.ShortID(p.Node), ms(p.ElapsedMs))
 			return nil
 		},
 	}
@@ -94,7 +95,7 @@ func progressPrinter(w io.Writer) func(*adminpb.ShutdownProgress) {
 		if p.Already && p.ElapsedMs < 500 {
 			note = "  (a shutdown was already under way)"
 		}
-		fmt.Fprintf(w, "%s  %-11s  shards left %-5d  buffered %-6d  status %-8s  %v%s\n", shortID(p.Node), p.Phase, p.Shards, p.Buffered, p.Status, ms(p.ElapsedMs), note)
+		fmt.Fprintf(w, "%s  %-11s  shards left %-5d  buffered %-6d  status %-8s  %v%s\n", cmdline.ShortID(p.Node), p.Phase, p.Shards, p.Buffered, p.Status, ms(p.ElapsedMs), note)
 	}
 }
 

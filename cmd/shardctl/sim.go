@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 	"github.com/shardmesh/shardmesh/passivation"
 	"github.com/shardmesh/shardmesh/passivation/simulator"
 )
@@ -124,55 +125,55 @@ type simResult struct {
 
 func runSimPassivation(c *cli.Context) error {
 	if c.Args().Present() {
-		return usagef("unexpected argument %q", c.Args().First())
+		return cmdline.Usagef("unexpected argument %q", c.Args().First())
 	}
 	path := c.String("trace")
 	if path == "" {
-		return usagef("--trace FILE is required")
+		return cmdline.Usagef("--trace FILE is required")
 	}
 	format, err := simulator.ParseFormat(c.String("format"))
 	if err != nil {
-		return usagef("--format: %v", err)
+		return cmdline.Usagef("--format: %v", err)
 	}
 	regions, shards := c.Int("regions"), c.Int("shards")
 	if regions < 1 {
-		return usagef("--regions %d: must be at least 1", regions)
+		return cmdline.Usagef("--regions %d: must be at least 1", regions)
 	}
 	if shards < 1 || shards > 1<<20 {
-		return usagef("--shards %d: must be between 1 and %d", shards, 1<<20)
+		return cmdline.Usagef("--shards %d: must be between 1 and %d", shards, 1<<20)
 	}
 	if tick := c.Duration("tick"); tick <= 0 {
-		return usagef("--tick %s: must be positive", tick)
+		return cmdline.Usagef("--tick %s: must be positive", tick)
 	}
 	var tree map[string]any
 	if file := c.String("config"); file != "" {
 		if tree, err = loadPassivationBlock(file); err != nil {
-			return usagef("--config %s: %v", file, err)
+			return cmdline.Usagef("--config %s: %v", file, err)
 		}
 	}
 	runs, err := simRuns(c.StringSlice("strategy"), c.IntSlice("limit"), tree)
 	if err != nil {
-		return usagef("%v", err)
+		return cmdline.Usagef("%v", err)
 	}
 
 	f, err := os.Open(path)
 	if err != nil {
-		return usagef("--trace: %v", err)
+		return cmdline.Usagef("--trace: %v", err)
 	}
 	ids, err := simulator.ReadTrace(f, format)
 	_ = f.Close()
 	if err != nil {
-		return usagef("--trace %s (%s): %v", path, format, err)
+		return cmdline.Usagef("--trace %s (%s): %v", path, format, err)
 	}
 	if len(ids) == 0 {
-		return usagef("--trace %s (%s): no accesses", path, format)
+		return cmdline.Usagef("--trace %s (%s): no accesses", path, format)
 	}
 
 	results := make([]simResult, 0, len(runs))
 	for _, run := range runs {
 		stats, err := simulator.Run(simulator.Config{Settings: run.settings, Regions: regions, Shards: shards, Tick: c.Duration("tick")}, ids)
 		if err != nil {
-			return usagef("strategy %s: %v", run.name, err)
+			return cmdline.Usagef("strategy %s: %v", run.name, err)
 		}
 		results = append(results, simResult{
 			Strategy: run.name, Limit: run.settings.ActiveEntityLimit, ActiveRate: stats.ActiveRate(),

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // statsJSON is stats --json.
@@ -78,7 +79,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			if err := positiveFlag(c, "query-timeout"); err != nil {
+			if err := cmdline.PositiveFlag(c, "query-timeout"); err != nil {
 				return err
 			}
 			s, err := connect(c)
@@ -92,7 +93,7 @@ Example:
 			}
 			out := statsView(st)
 			if c.Bool("json") {
-				if err := printJSON(c.App.Writer, out); err != nil {
+				if err := cmdline.PrintJSON(c.App.Writer, out); err != nil {
 					return err
 				}
 			} else {
@@ -149,7 +150,7 @@ func statsView(st *adminpb.StatsResponse) statsJSON {
 
 func printStats(c *cli.Context, out statsJSON) {
 	w := c.App.Writer
-	t := newTable(w, "TYPE", "MEMBER", "STATUS", "SHARDS", "ENTITIES", "BUFFERED", "")
+	t := cmdline.NewTable(w, "TYPE", "MEMBER", "STATUS", "SHARDS", "ENTITIES", "BUFFERED", "")
 	for _, r := range out.Regions {
 		var notes []string
 		if r.CoordinatorHere {
@@ -164,25 +165,25 @@ func printStats(c *cli.Context, out statsJSON) {
 		if r.Node == out.Node {
 			notes = append(notes, "(answering)")
 		}
-		t.row(r.EntityType, shortID(r.Node), r.Status, strconv.Itoa(r.Shards), strconv.FormatUint(r.Entities, 10), strconv.FormatUint(r.Buffered, 10), strings.Join(notes, " "))
+		t.Row(r.EntityType, cmdline.ShortID(r.Node), r.Status, strconv.Itoa(r.Shards), strconv.FormatUint(r.Entities, 10), strconv.FormatUint(r.Buffered, 10), strings.Join(notes, " "))
 	}
-	t.flush()
+	t.Flush()
 	if len(out.Failed) > 0 {
 		fmt.Fprintf(w, "\nDID NOT ANSWER within %v:\n", time.Duration(out.TimeoutMs)*time.Millisecond)
-		t := newTable(w, "MEMBER", "TYPE", "SHARDS THERE", "ERROR")
+		t := cmdline.NewTable(w, "MEMBER", "TYPE", "SHARDS THERE", "ERROR")
 		for _, f := range out.Failed {
 			for _, s := range f.Shards {
 				there := "unknown (no coordinator answered)"
 				if !s.Unknown {
 					there = fmt.Sprintf("%d: %s", len(s.Shards), listSome(s.Shards, 8, len(s.Shards)))
 				}
-				t.row(shortID(f.Node), s.EntityType, there, f.Error)
+				t.Row(cmdline.ShortID(f.Node), s.EntityType, there, f.Error)
 			}
 			if len(f.Shards) == 0 {
-				t.row(shortID(f.Node), "-", "-", f.Error)
+				t.Row(cmdline.ShortID(f.Node), "-", "-", f.Error)
 			}
 		}
-		t.flush()
+		t.Flush()
 		fmt.Fprintln(w)
 	}
 	for _, tot := range out.Totals {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // TestBadInputIsOneLineExitTwo: bad input is refused before any member is asked, in one
@@ -69,7 +70,7 @@ func TestFindMember(t *testing.T) {
 		"xyz":   "unknown member", // too short to match a suffix
 		"nope!": "unknown member",
 	} {
-		if _, err := findMember(view, name); err == nil || !strings.Contains(err.Error(), want) || exitCode(err) != exitUsage {
+		if _, err := findMember(view, name); err == nil || !strings.Contains(err.Error(), want) || cmdline.ExitCode(err, exitFailed) != exitUsage {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
 // watchEventJSON is one line of watch --json.
@@ -64,11 +65,11 @@ Example:
 			if err != nil {
 				return err
 			}
-			if err := positiveFlag(c, "for"); err != nil {
+			if err := cmdline.PositiveFlag(c, "for"); err != nil {
 				return err
 			}
 			if c.Int("count") < 0 {
-				return usagef("--count %d: must not be negative", c.Int("count"))
+				return cmdline.Usagef("--count %d: must not be negative", c.Int("count"))
 			}
 			s, err := connect(c)
 			if err != nil {
@@ -85,7 +86,9 @@ Example:
 			seen, limit := 0, c.Int("count")
 			errEnough := errors.New("enough events")
 			enc := json.NewEncoder(c.App.Writer)
-			ready := func() { fmt.Fprintf(c.App.ErrWriter, "watching %s (Ctrl-C to stop)\n", shortID(s.cl.Node().String())) }
+			ready := func() {
+				fmt.Fprintf(c.App.ErrWriter, "watching %s (Ctrl-C to stop)\n", cmdline.ShortID(s.cl.Node().String()))
+			}
 			err = s.cl.Watch(ctx, types, c.Bool("no-members"), ready, func(ev *adminpb.WatchEvent) error {
 				if c.Bool("json") {
 					if err := enc.Encode(watchView(ev)); err != nil {
@@ -128,8 +131,8 @@ func watchLine(ev *adminpb.WatchEvent) string {
 	}
 	add("type", ev.EntityType)
 	add("shard", ev.Shard)
-	add("from", shortID(ev.From))
-	add("to", shortID(ev.To))
+	add("from", cmdline.ShortID(ev.From))
+	add("to", cmdline.ShortID(ev.To))
 	if ev.Epoch != 0 {
 		add("epoch", epoch(ev.Epoch))
 	}
@@ -148,9 +151,9 @@ func watchLine(ev *adminpb.WatchEvent) string {
 	if ev.Term != 0 {
 		add("term", strconv.FormatUint(ev.Term, 10))
 	}
-	add("member", shortID(ev.Member))
+	add("member", cmdline.ShortID(ev.Member))
 	add("was", ev.Previous)
-	add("by", shortID(ev.Origin))
+	add("by", cmdline.ShortID(ev.Origin))
 	if ev.Detail != "" {
 		parts = append(parts, strconv.Quote(ev.Detail))
 	}

@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,35 +19,40 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh"
-	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/admin/adminserver"
 	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/datadir"
+	"github.com/shardmesh/shardmesh/internal/cmdline"
 	"github.com/shardmesh/shardmesh/membership"
-	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/p2p"
 )
 
 // Exit codes.
 const (
-	exitOK      = 0 // left the cluster gracefully
-	exitFailed  = 1 // failed at start or while running
-	exitUsage   = 2 // bad flags or configuration; refused at join for a setting that differs
-	exitStopped = 3 // downed or removed by the cluster: restart it to join again
+	exitOK      = cmdline.ExitOK      // left the cluster gracefully
+	exitFailed  = cmdline.ExitFailed  // failed at start or while running
+	exitUsage   = cmdline.ExitUsage   // bad flags or configuration; refused at join for a setting that differs
+	exitStopped = 3                   // downed or removed by the cluster: restart it to join again
+	exitRefused = cmdline.ExitRefused // a data command refused: a daemon holds the directory, a member answers, …
 )
 
 func main() {
-	os.Exit(run(os.Args))
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+// run runs sharddaemon with args, writing to stdout and stderr, and returns the exit code.
+// The program calls itself what args[0] names: shardctl runs its offline data commands here
+// as "shardctl", so their help and errors name the command the operator typed.
+func run(args []string, stdout, stderr io.Writer) int {
 	code := exitOK
 	app := newApp(&code)
+	if len(args) > 0 && filepath.Base(args[0]) == "shardctl" {
+		app.Name, app.HelpName = "shardctl", "shardctl"
+	}
+	app.Writer, app.ErrWriter = stdout, stderr
 	if err := app.Run(args); err != nil {
-		fmt.Fprintln(os.Stderr, "sharddaemon:", err)
-		var ec cli.ExitCoder
-		if errors.As(err, &ec) {
-			return ec.ExitCode()
-		}
-		return exitUsage
+		fmt.Fprintln(stderr, app.Name+":", err)
+		return cmdline.ExitCode(err, exitUsage)
 	}
 	return code
 }
@@ -79,6 +86,10 @@ Every configuration key can be set in the --config file, with SHARDMESH_<KEY> (u
 dots and dashes as underscores), or with --set key=value; flags win over the environment,
 which wins over the file. 'sharddaemon config' lists every key with its default.
 
+'sharddaemon data inspect|backup|restore' and 'sharddaemon remove-internal-data' work on
+stopped members' data directories: this binary owns their format and links the store, and
+shardctl's commands of the same names run them here.
+
 Example: a three-member cluster on one machine
    shardctl keygen --out cluster.key
    sharddaemon --data-dir /tmp/a --cluster-key cluster.key &
@@ -93,11 +104,11 @@ for a setting that must be equal on every member), 3 downed or removed by the cl
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
 		ExitErrHandler: func(*cli.Context, error) {},
-		Commands: []*cli.Command{{
+		Commands: append([]*cli.Command{{
 			Name:   "config",
 			Usage:  "list every configuration key with its environment variable",
 			Action: listKeys,
-		}},
+		}}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cli.Exit(fmt.Sprintf("unexpected argument %q (see --help)", c.Args().First()), exitUsage)
@@ -193,7 +204,7 @@ func serve(cfg config.Config, journalPath string) int {
 		}))
 	}
 	var met *metricsServer
-	var adminMetrics *admin.Metrics
+	var adminMetrics *adminserver.Metrics
 	if cfg.Node.MetricsListen != "" {
 		if met, err = listenMetrics(cfg.Node.MetricsListen, log.With("component", "metrics")); err != nil {
 			log.Error("cannot serve metrics", "err", err)
@@ -201,7 +212,7 @@ func serve(cfg config.Config, journalPath string) int {
 		}
 		defer met.close()
 		opts = append(opts, shardmesh.WithMetrics(met.reg))
-		if adminMetrics, err = admin.NewMetrics(met.reg); err != nil {
+		if adminMetrics, err = adminserver.NewMetrics(met.reg); err != nil {
 			log.Error("cannot register metrics", "err", err)
 			return exitFailed
 		}
@@ -209,7 +220,7 @@ func serve(cfg config.Config, journalPath string) int {
 	sys, err := shardmesh.Start(context.Background(), cfg, opts...)
 	if err != nil {
 		log.Error("cannot start", "err", err)
-		if errors.Is(err, node.ErrDataDirInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) {
+		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) {
 			return exitUsage
 		}
 		return exitFailed
@@ -220,7 +231,7 @@ func serve(cfg config.Config, journalPath string) int {
 		sys.Close()
 		return exitFailed
 	}
-	srv := admin.Serve(sys.Node().Host(), admin.NodeBackend(sys.Node()), admin.ServerConfig{
+	srv := adminserver.Serve(sys.Node().Host(), adminserver.NodeBackend(sys.Node()), adminserver.Config{
 		Admins:       admins,
 		ReadOnlyOpen: cfg.Node.AdminReadOnlyOpen,
 		QueryTimeout: cfg.Sharding.ShardRegionQueryTimeout,

@@ -14,12 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-)
 
-// metricsAddrFile, in the data directory, holds the address the metrics are served on
-// (host:port, one line), written once listening and removed at exit: with
-// --metrics-listen 127.0.0.1:0 it is how scripts and tests find the port the system chose.
-const metricsAddrFile = "metrics-addr"
+	"github.com/shardmesh/shardmesh/datadir"
+)
 
 // metricsServer serves the member's registry on /metrics.
 type metricsServer struct {
@@ -44,10 +41,12 @@ func listenMetrics(addr string, log *slog.Logger) (*metricsServer, error) {
 	return &metricsServer{reg: reg, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, log: log}, nil
 }
 
-// serve starts serving and writes the bound address to dataDir/metrics-addr.
+// serve starts serving and writes the bound address to dataDir/metrics-addr
+// (datadir.MetricsAddrFile), removed at close: with --metrics-listen 127.0.0.1:0 it is how
+// scripts and tests find the port the system chose.
 func (m *metricsServer) serve(dataDir string) error {
 	addr := m.ln.Addr().String()
-	m.file = filepath.Join(dataDir, metricsAddrFile)
+	m.file = filepath.Join(dataDir, datadir.MetricsAddrFile)
 	tmp := m.file + ".tmp"
 	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", m.file, err)

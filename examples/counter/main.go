@@ -17,7 +17,7 @@ import (
 
 	"github.com/shardmesh/shardmesh"
 	"github.com/shardmesh/shardmesh/config"
-	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/datadir"
 )
 
 // Command is a counter's message.
@@ -68,7 +68,7 @@ func main() {
 		cfg.Node.DataDir = fmt.Sprintf("%s/member-%d", root, i+1)
 		cfg.Sharding.NumberOfShards = 30
 		if i > 0 { // join through the first member
-			addrs, err := node.ReadAddrs(members[0].Config().Node.DataDir)
+			addrs, err := datadir.ReadAddrs(members[0].Config().Node.DataDir)
 			if err != nil {
 				log.Fatal(err)
 			}

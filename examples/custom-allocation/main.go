@@ -51,8 +51,8 @@ import (
 	"github.com/shardmesh/shardmesh"
 	"github.com/shardmesh/shardmesh/allocation"
 	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/membership"
-	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -210,7 +210,7 @@ func (c *cluster) start(ctx context.Context, roles ...string) error {
 	cfg.Sharding.NumberOfShards = 30
 	cfg.Sharding.RebalanceInterval = 500 * time.Millisecond
 	if len(c.members) > 0 {
-		addrs, err := node.ReadAddrs(c.members[0].Config().Node.DataDir)
+		addrs, err := datadir.ReadAddrs(c.members[0].Config().Node.DataDir)
 		if err != nil {
 			return err
 		}

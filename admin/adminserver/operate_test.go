@@ -1,0 +1,53 @@
+package adminserver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/shardmesh/shardmesh/admin/adminpb"
+)
+
+func directiveCall(d *adminpb.DirectiveRequest) *adminpb.Request {
+	return &adminpb.Request{Call: &adminpb.Request_Directive{Directive: d}}
+}
+
+func TestOperationsNeedAnAdminAndValidInput(t *testing.T) {
+	self, other, adminID, stranger := newID(t), newID(t), newID(t), newID(t)
+	b := newFakeBackend(self.String(), other.String())
+	s := newTestServer(t, b, Config{Admins: []peer.ID{adminID}, ReadOnlyOpen: true})
+	cases := []struct {
+		name   string
+		caller peer.ID
+		req    *adminpb.Request
+		want   adminpb.Code
+		errHas string
+	}{
+		{"stranger drains", stranger, directiveCall(&adminpb.DirectiveRequest{Kind: "drain", Node: other.String()}), adminpb.Code_REFUSED, "drain changes the cluster"},
+		{"member stops a type", other, directiveCall(&adminpb.DirectiveRequest{Kind: "stop", EntityType: "counter"}), adminpb.Code_REFUSED, "types-stop"},
+		{"stranger moves a shard", stranger, directiveCall(&adminpb.DirectiveRequest{Kind: "pin", EntityType: "counter", Shard: "1", Node: other.String()}), adminpb.Code_REFUSED, "shard-pin"},
+		{"stranger removes data", stranger, &adminpb.Request{Call: &adminpb.Request_DataRemove{DataRemove: &adminpb.DataRemoveRequest{EntityTypes: []string{"counter"}}}}, adminpb.Code_REFUSED, "data-remove"},
+		{"stranger reads directives", stranger, &adminpb.Request{Call: &adminpb.Request_Directives{Directives: &adminpb.DirectivesRequest{}}}, adminpb.Code_OK, ""},
+		{"unknown type", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "stop", EntityType: "nope"}), adminpb.Code_BAD_REQUEST, `unknown entity type "nope"`},
+		{"unknown member", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "drain", Node: newID(t).String()}), adminpb.Code_BAD_REQUEST, "unknown member"},
+		{"not a peer id", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "drain", Node: "node-3"}), adminpb.Code_BAD_REQUEST, "not a member id"},
+		{"unknown directive", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "explode"}), adminpb.Code_BAD_REQUEST, "unknown directive"},
+		{"empty shard", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "pin", EntityType: "counter", Node: other.String()}), adminpb.Code_BAD_REQUEST, "shard id"},
+		{"data remove of a running type", adminID, &adminpb.Request{Call: &adminpb.Request_DataRemove{DataRemove: &adminpb.DataRemoveRequest{EntityTypes: []string{"counter"}}}}, adminpb.Code_REFUSED, "in service"},
+		{"admin drains", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "drain", Node: other.String()}), adminpb.Code_OK, ""},
+	}
+	for _, c := range cases {
+		out := s.call(t, c.caller, c.req)
+		last := out[len(out)-1]
+		if last.Code != c.want || !strings.Contains(last.Error, c.errHas) {
+			t.Errorf("%s: %v %q, want %v containing %q", c.name, last.Code, last.Error, c.want, c.errHas)
+		}
+	}
+	if b.directives != 1 {
+		t.Errorf("%d directives stored, want 1 (the admin's drain)", b.directives)
+	}
+	if b.removals != 0 {
+		t.Errorf("refused data removals removed something (%d calls)", b.removals)
+	}
+}

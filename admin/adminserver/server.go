@@ -1,0 +1,303 @@
+package adminserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shardmesh/shardmesh/admin"
+	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/p2p"
+	"github.com/shardmesh/shardmesh/wire"
+)
+
+const (
+	// writeTimeout bounds each response of a streaming call: a caller that stops reading
+	// is cut off.
+	writeTimeout = 10 * time.Second
+	// askTimeout is the default bound of an admin ask and of local queries.
+	askTimeout = 10 * time.Second
+	// defaultQueryTimeout is shard-region-query-timeout's default.
+	defaultQueryTimeout = 3 * time.Second
+)
+
+// Config configures the admin server of a member.
+type Config struct {
+	// Admins are the peer ids of admin identities: the only callers allowed to change the
+	// cluster (admin-allow).
+	Admins []peer.ID
+	// ReadOnlyOpen answers calls that only read, and messages to entities, to any peer that
+	// reaches the member (admin-read-only-open); off, only to admins and members.
+	ReadOnlyOpen bool
+	// QueryTimeout bounds each member's answer to stats and locate
+	// (shard-region-query-timeout). Default 3 s.
+	QueryTimeout time.Duration
+	// Logger receives refusals and admin operations; default slog.Default().
+	Logger *slog.Logger
+	// Metrics, when set, counts and times the calls (NewMetrics). Nil: not recorded.
+	Metrics *Metrics
+}
+
+// Server serves the admin protocol of one member.
+type Server struct {
+	backend Backend
+	cfg     Config
+	self    peer.ID
+	admins  map[peer.ID]bool
+	log     *slog.Logger
+	// callPeer makes a call to another member's admin server.
+	callPeer func(ctx context.Context, to peer.ID, req *adminpb.Request) (*adminpb.Response, error)
+
+	ready readyRegions
+
+	quit     chan struct{}
+	quitOnce sync.Once
+	active   sync.WaitGroup
+}
+
+// NewServer returns a server answering from backend, without a host: Serve puts it on one.
+func NewServer(backend Backend, cfg Config) *Server {
+	if cfg.QueryTimeout <= 0 {
+		cfg.QueryTimeout = defaultQueryTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	self, _ := peer.Decode(backend.Self())
+	s := &Server{backend: backend, cfg: cfg, self: self, admins: map[peer.ID]bool{}, log: cfg.Logger, quit: make(chan struct{})}
+	for _, a := range cfg.Admins {
+		s.admins[a] = true
+	}
+	s.callPeer = func(context.Context, peer.ID, *adminpb.Request) (*adminpb.Response, error) {
+		return nil, fmt.Errorf("no host to reach other members")
+	}
+	return s
+}
+
+// Serve starts answering admin calls on host.
+func Serve(host *p2p.Host, backend Backend, cfg Config) *Server {
+	s := NewServer(backend, cfg)
+	s.callPeer = func(ctx context.Context, to peer.ID, req *adminpb.Request) (*adminpb.Response, error) {
+		return admin.Call(ctx, host, to, req)
+	}
+	host.HandleStream(admin.Protocol, s.handle)
+	return s
+}
+
+// Close ends the streaming calls (watch, shutdown progress) with a last response and waits
+// for every call in progress to finish, or ctx. A daemon calls it after its member stopped
+// and before it closes the host, so a shutdown's caller hears that the member left.
+func (s *Server) Close(ctx context.Context) {
+	s.quitOnce.Do(func() { close(s.quit) })
+	done := make(chan struct{})
+	go func() { s.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// emitter sends one response of a call.
+type emitter func(*adminpb.Response) error
+
+func (s *Server) handle(st *p2p.Stream) {
+	s.active.Add(1)
+	defer s.active.Done()
+	st.SetDeadline(time.Now().Add(admin.CallTimeout))
+	caller := st.RemotePeer()
+	frame, err := st.ReadFrame()
+	if err != nil {
+		s.log.Debug("admin call: no request", "caller", caller, "err", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	emit := func(resp *adminpb.Response) error {
+		resp.ProtocolVersion = wire.ProtocolVersion
+		out, err := proto.Marshal(resp)
+		if err != nil {
+			return err
+		}
+		if err := st.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+			return err
+		}
+		return st.WriteFrame(out)
+	}
+	started := func() {
+		// A streaming call: no read deadline any more, and the caller closing its end
+		// ends the call.
+		_ = st.SetReadDeadline(time.Time{})
+		go func() {
+			_, _ = st.ReadFrame()
+			cancel()
+		}()
+	}
+	if err := s.serve(ctx, caller, frame, emit, started); err != nil {
+		s.log.Debug("admin call: answer not delivered", "caller", caller, "err", err)
+	}
+}
+
+// serve answers one request frame from caller. streaming is called once a call turns out
+// to answer with a stream of responses.
+func (s *Server) serve(ctx context.Context, caller peer.ID, frame []byte, emit emitter, streaming func()) error {
+	req, err := admin.DecodeRequest(frame)
+	var bad *adminpb.Response
+	if err != nil {
+		bad = refuse(adminpb.Code_BAD_REQUEST, "%v", err)
+	}
+	if s.cfg.Metrics != nil {
+		// Counted by the code of the call's last response.
+		start, call, code := time.Now(), "malformed", adminpb.Code_OK
+		if bad == nil {
+			call, _ = callInfo(req)
+		}
+		inner := emit
+		emit = func(resp *adminpb.Response) error {
+			code = resp.GetCode()
+			return inner(resp)
+		}
+		defer func() { s.cfg.Metrics.record(call, code, time.Since(start)) }()
+	}
+	if bad != nil {
+		return emit(bad)
+	}
+	if refused := s.authorize(caller, req); refused != nil {
+		return emit(refused)
+	}
+	if name, acc := callInfo(req); acc == accessAdmin && !req.GetDown().GetCheck() {
+		s.log.Info("admin call", "call", name, "caller", caller.String())
+	}
+	switch call := req.Call.(type) {
+	case *adminpb.Request_Watch:
+		streaming()
+		return s.watch(ctx, call.Watch, emit)
+	case *adminpb.Request_Shutdown:
+		if call.Shutdown.Follow {
+			streaming()
+		}
+		return s.shutdown(ctx, call.Shutdown, emit)
+	case *adminpb.Request_DataRemove:
+		streaming()
+		return s.dataRemove(ctx, call.DataRemove, emit)
+	}
+	return emit(s.answer(ctx, req))
+}
+
+// answer answers a call that has one response.
+func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Response {
+	switch call := req.Call.(type) {
+	case *adminpb.Request_Members:
+		return &adminpb.Response{Result: &adminpb.Response_Members{Members: s.backend.Members()}}
+	case *adminpb.Request_Types:
+		return &adminpb.Response{Result: &adminpb.Response_Types{Types: &adminpb.TypesResponse{Names: s.backend.Types()}}}
+	case *adminpb.Request_Tell:
+		t := call.Tell
+		if err := s.backend.Tell(t.EntityType, t.Entity, t.Payload); err != nil {
+			return callError(err)
+		}
+		return &adminpb.Response{}
+	case *adminpb.Request_Ask:
+		a := call.Ask
+		timeout := askTimeout
+		if a.TimeoutMs > 0 {
+			timeout = time.Duration(min(a.TimeoutMs, uint64(admin.CallTimeout.Milliseconds()))) * time.Millisecond
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		reply, err := s.backend.Ask(ctx, a.EntityType, a.Entity, a.Payload)
+		if err != nil {
+			return callError(err)
+		}
+		return &adminpb.Response{Result: &adminpb.Response_Ask{Ask: &adminpb.AskResponse{Payload: reply}}}
+	case *adminpb.Request_RegionState:
+		return s.regionState(ctx, call.RegionState)
+	case *adminpb.Request_LocalStats:
+		ctx, cancel := context.WithTimeout(ctx, askTimeout)
+		defer cancel()
+		st, err := s.backend.LocalStats(ctx, call.LocalStats.EntityTypes, call.LocalStats.WithAllocations)
+		if err != nil {
+			return callError(err)
+		}
+		return &adminpb.Response{Result: &adminpb.Response_LocalStats{LocalStats: st}}
+	case *adminpb.Request_Stats:
+		return s.stats(ctx, call.Stats)
+	case *adminpb.Request_ShardInfo:
+		ctx, cancel := context.WithTimeout(ctx, askTimeout)
+		defer cancel()
+		si := call.ShardInfo
+		info, err := s.backend.ShardInfo(ctx, si.EntityType, si.Shard, si.Entity)
+		if err != nil {
+			return callError(err)
+		}
+		return &adminpb.Response{Result: &adminpb.Response_ShardInfo{ShardInfo: info}}
+	case *adminpb.Request_Locate:
+		return s.locate(ctx, call.Locate)
+	case *adminpb.Request_Health:
+		return s.health(ctx)
+	case *adminpb.Request_Down:
+		return s.down(ctx, call.Down)
+	case *adminpb.Request_Directive:
+		return s.directive(ctx, call.Directive)
+	case *adminpb.Request_Directives:
+		return s.directives(ctx)
+	case *adminpb.Request_Plan:
+		return s.plan(ctx, call.Plan)
+	case *adminpb.Request_Handoffs:
+		return s.handoffs(ctx, call.Handoffs)
+	case *adminpb.Request_LocalHandoffs:
+		return s.localHandoffs(ctx, call.LocalHandoffs)
+	case *adminpb.Request_History:
+		return s.history(ctx, call.History)
+	}
+	return refuse(adminpb.Code_BAD_REQUEST, "unknown admin call %T: is shardctl newer than this member?", req.Call)
+}
+
+// ask makes a call to member to: answered here when to is this member.
+func (s *Server) ask(ctx context.Context, to string, req *adminpb.Request) (*adminpb.Response, error) {
+	if to == s.backend.Self() {
+		resp := s.answer(ctx, req)
+		if resp.Code != adminpb.Code_OK && resp.Code != adminpb.Code_PARTIAL {
+			return resp, &admin.CallError{Code: resp.Code, Message: resp.Error}
+		}
+		return resp, nil
+	}
+	id, err := peer.Decode(to)
+	if err != nil {
+		return nil, fmt.Errorf("member %q has no valid peer id", to)
+	}
+	return s.callPeer(ctx, id, req)
+}
+
+// regionStateBudget bounds the entity ids listed in one region-state answer, well below
+// the maximum frame size; entity counts stay exact beyond it.
+const regionStateBudget = 3 << 20
+
+func (s *Server) regionState(ctx context.Context, req *adminpb.RegionStateRequest) *adminpb.Response {
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	st, err := s.backend.RegionState(ctx, req.EntityType)
+	if err != nil {
+		return callError(err)
+	}
+	budget := regionStateBudget
+	for _, sh := range st.Shards {
+		for i, e := range sh.Entities {
+			budget -= len(e) + 4
+			if budget < 0 {
+				sh.Entities = sh.Entities[:i]
+				st.Truncated = true
+				break
+			}
+		}
+	}
+	return &adminpb.Response{Result: &adminpb.Response_RegionState{RegionState: st}}
+}
+
+func refuse(code adminpb.Code, format string, args ...any) *adminpb.Response {
+	return &adminpb.Response{Code: code, Error: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,11 @@
+// Package datatool works on the data directories of stopped members: it inventories their
+// stores per entity type and family, backs a store up and restores it, and removes the
+// internal sharding data of named entity types (Akka's RemoveInternalClusterShardingData),
+// refusing while a daemon holds a directory or a member of the cluster answers.
+//
+// It opens stores (Badger, through remember.Local), so it belongs to the binary that owns
+// the disk: sharddaemon runs these tools (sharddaemon data …, sharddaemon
+// remove-internal-data), and shardctl's commands of the same names hand over to it, so that
+// shardctl links no store. What a data directory holds, and how the store's keys are laid
+// out, is package datadir's.
+package datatool
