@@ -60,6 +60,10 @@ type FailureDetectorConfig struct {
 	// FirstHeartbeatEstimate bootstraps the inter-arrival distribution
 	// (expected-response-after). Default 1 s.
 	FirstHeartbeatEstimate time.Duration
+	// MonitoredByNrOfMembers is how many members watch each member: the nearest on a ring
+	// by node-id hash, half on either side (monitored-by-nr-of-members; topology.go).
+	// Default 9, as in Akka.
+	MonitoredByNrOfMembers int
 }
 
 // Strategy is a split-brain resolver strategy.
@@ -105,6 +109,7 @@ func DefaultConfig() Config {
 			MinStdDeviation:          100 * time.Millisecond,
 			AcceptableHeartbeatPause: 3 * time.Second,
 			FirstHeartbeatEstimate:   time.Second,
+			MonitoredByNrOfMembers:   9,
 		},
 		SplitBrainResolver: SBRConfig{
 			ActiveStrategy: KeepMajority,
@@ -148,6 +153,9 @@ func (c *Config) Validate() error {
 	if fd.FirstHeartbeatEstimate == 0 {
 		fd.FirstHeartbeatEstimate = dfd.FirstHeartbeatEstimate
 	}
+	if fd.MonitoredByNrOfMembers == 0 {
+		fd.MonitoredByNrOfMembers = dfd.MonitoredByNrOfMembers
+	}
 	sbr := &c.SplitBrainResolver
 	if sbr.ActiveStrategy == "" {
 		sbr.ActiveStrategy = KeepMajority
@@ -177,6 +185,7 @@ func (c *Config) Validate() error {
 	// (Node.leaseExpired).
 	check(fd.Threshold >= 1, "failure-detector.threshold = %g: must be at least 1 (Akka's default is 8)", fd.Threshold)
 	check(fd.MaxSampleSize > 0, "failure-detector.max-sample-size = %d: must be positive", fd.MaxSampleSize)
+	check(fd.MonitoredByNrOfMembers >= 1, "failure-detector.monitored-by-nr-of-members = %d: must be at least 1 (Akka's default is 9)", fd.MonitoredByNrOfMembers)
 	check(fd.MinStdDeviation > 0, "failure-detector.min-std-deviation = %s: must be positive", fd.MinStdDeviation)
 	// A member's majority lease is renewed by echoes of its own heartbeats: a grant arrives
 	// up to two heartbeat intervals (one each way) after the heartbeat it is dated by.

@@ -5,12 +5,15 @@ import (
 	"slices"
 )
 
-// computeLeader returns the first member in node id order that is reachable and Up or
-// Leaving; while no member is Up yet, the first reachable Joining member (so the first member
-// of a new cluster can move itself Up); and when only Exiting members are left, the first of
-// them (so the last member of a cluster that leaves can remove itself).
+// computeLeader returns the first voter in node id order that is reachable and Up or
+// Leaving; when no voter is, the first such member; while no member is Up yet, the first
+// reachable Joining member (so the first member of a new cluster can move itself Up); and
+// when only Exiting members are left, the first of them (so the last member of a cluster that
+// leaves can remove itself). The leader is a voter whenever one is reachable: a voter
+// exchanges heartbeats with every member (topology.go), so it learns from them that every
+// member has seen its view. In a cluster where every member votes this is Akka's leader.
 func (n *Node) computeLeader() NodeID {
-	var leader, joining, exiting NodeID
+	var voter, leader, joining, exiting NodeID
 	first := func(cur *NodeID, id NodeID) {
 		if *cur == "" || id < *cur {
 			*cur = id
@@ -23,6 +26,9 @@ func (n *Node) computeLeader() NodeID {
 		switch m.Status {
 		case Up, Leaving:
 			first(&leader, id)
+			if m.Voter {
+				first(&voter, id)
+			}
 		case Joining:
 			first(&joining, id)
 		case Exiting:
@@ -30,6 +36,8 @@ func (n *Node) computeLeader() NodeID {
 		}
 	}
 	switch {
+	case voter != "":
+		return voter
 	case leader != "":
 		return leader
 	case joining != "":
@@ -39,7 +47,8 @@ func (n *Node) computeLeader() NodeID {
 }
 
 // convergence reports whether every reachable member that is not Down has reported this
-// member's digest. An unreachable member blocks convergence unless it is Exiting (it has
+// member's digest, of the members it exchanges heartbeats with (the leader exchanges them
+// with every member). An unreachable member blocks convergence unless it is Exiting (it has
 // gone) — Down members never count.
 func (n *Node) convergence() bool {
 	for id, m := range n.v.members {
@@ -51,6 +60,12 @@ func (n *Node) convergence() bool {
 				continue
 			}
 			return false
+		}
+		if !n.neighbors[id] {
+			if n.leader == n.self.Node {
+				return false // not yet a neighbor: the topology follows the view
+			}
+			continue
 		}
 		p := n.peers[id]
 		if p == nil || p.incarnation != m.Incarnation || !p.hasDigest || p.digest != n.digest {
@@ -225,7 +240,7 @@ func (n *Node) leaseExpired(id NodeID) bool {
 // rest of this whole — fewer than half.
 func (n *Node) everyoneObservesUnreachable(id NodeID) bool {
 	observers, rest := 0, 0
-	for _, m := range n.voterWhole() {
+	for _, m := range n.whole {
 		switch {
 		case m.Node == id:
 			rest++

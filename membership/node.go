@@ -22,7 +22,14 @@ type Node struct {
 	seeds        []NodeID
 	lastJoinSent time.Time
 
-	peers map[NodeID]*peer // failure detection and last reported digest per other member
+	peers map[NodeID]*peer // failure detection and last reported digest per member heartbeats go to or come from
+
+	// The topology (topology.go), recomputed at every change of the view: the ring of members
+	// by hash, the members this one exchanges heartbeats with, and the whole of the voters.
+	ring         []NodeID
+	neighbors    map[NodeID]bool
+	neighborList []NodeID // neighbors, sorted: what iterates them must be deterministic
+	whole        []*Member
 
 	hbSeq         uint64
 	lastHeartbeat time.Time
@@ -107,6 +114,7 @@ func New(cfg Config, self Member, now time.Time) *Node {
 		self:          self,
 		v:             newView(),
 		peers:         map[NodeID]*peer{},
+		neighbors:     map[NodeID]bool{},
 		unreachable:   map[NodeID]bool{},
 		downSeen:      map[NodeID]time.Time{},
 		downConverged: map[NodeID]time.Time{},
@@ -405,8 +413,8 @@ func (n *Node) oldestLease() (time.Time, bool) {
 
 // majorityLease returns when this member's majority lease ends: when the majority-th
 // freshest grant becomes older than the acceptable heartbeat pause. The majority is of the
-// whole of the voters (voterWhole); grants come from the voters counted here (Up or Leaving;
-// this member's own last input counting as one when it is one), and only heartbeats whose
+// whole of the voters (voterWhole); grants come from the voters Up here (this member's own
+// last input counting as one when it is one), and only heartbeats whose
 // digest equals this member's view (or one it had a moment ago) grant: a member that has
 // downed or removed this one gossips another digest.
 //
@@ -423,16 +431,17 @@ func (n *Node) oldestLease() (time.Time, bool) {
 // leader move two joining members Up held the lease beside the side that had (issue 25: 3 of
 // 5 there, 4 of 7 here).
 func (n *Node) majorityLease() time.Time {
-	whole := n.voterWhole()
-	last := make([]time.Time, 0, len(whole))
-	for _, m := range whole {
+	last := make([]time.Time, 0, len(n.whole))
+	for _, m := range n.whole {
 		switch p := n.peers[m.Node]; {
+		case !m.Voter || m.Status != Up:
+			last = append(last, time.Time{}) // in the whole, no grant: a possible voter, Leaving, Exiting or Down
 		case m.Node == n.self.Node:
 			last = append(last, n.lastInput)
-		case m.Voter && m.counted() && p != nil && p.incarnation == m.Incarnation:
+		case p != nil && p.incarnation == m.Incarnation:
 			last = append(last, p.agreedAt)
 		default:
-			last = append(last, time.Time{}) // in the whole, no grant: a possible voter, Exiting, Down, or never heard
+			last = append(last, time.Time{}) // never heard
 		}
 	}
 	if len(last) == 0 {
@@ -479,7 +488,7 @@ func (n *Node) becomeSuspect() {
 // confirmed yet (all of them when force, otherwise those not probed for a heartbeat
 // interval).
 func (n *Node) probeUnconfirmed(force bool) {
-	for _, m := range n.voterWhole() {
+	for _, m := range n.whole {
 		id := m.Node
 		if id == n.self.Node || !m.countsAsMember() || n.confirmedBy[id] {
 			continue
@@ -512,18 +521,17 @@ func (n *Node) confirm(ack ProbeAck) {
 }
 
 // countConfirmations clears suspicion once a majority of the whole of the voters (as the
-// lease counts it; this member included when it is one) has confirmed. Only counted voters
-// confirm: the view of a Joining member is not yet the cluster's, and a stale one would
-// confirm a member the cluster removed.
+// lease counts it; this member included when it is one) has confirmed. Only Up voters
+// confirm, as only they grant the lease: the view of a Joining member is not yet the
+// cluster's, and a stale one would confirm a member the cluster removed.
 func (n *Node) countConfirmations() {
-	whole := n.voterWhole()
 	confirmed := 0
-	for _, m := range whole {
-		if m.Node == n.self.Node || (m.Voter && m.counted() && n.confirmedBy[m.Node]) {
+	for _, m := range n.whole {
+		if m.Voter && m.Status == Up && (m.Node == n.self.Node || n.confirmedBy[m.Node]) {
 			confirmed++
 		}
 	}
-	if confirmed > len(whole)/2 {
+	if confirmed > len(n.whole)/2 {
 		n.suspect = false
 		n.confirmedBy = nil
 		n.emit(Resumed{})
@@ -660,8 +668,9 @@ func (n *Node) handleJoinReply(from NodeID, r JoinReply) {
 // detectFailures updates this member's reachability row from its failure detectors and
 // probes members whose heartbeats are late.
 func (n *Node) detectFailures() {
-	for id, m := range n.v.members {
-		if id == n.self.Node || !m.countsAsMember() {
+	for _, id := range n.neighborList {
+		m, ok := n.v.members[id]
+		if !ok || !m.countsAsMember() {
 			continue
 		}
 		p := n.peer(id, m.Incarnation) // a member never heard from still becomes unreachable
@@ -677,9 +686,10 @@ func (n *Node) detectFailures() {
 			n.send(id, Probe{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: p.probeSeq})
 		}
 	}
-	for id := range n.peers {
-		if m, ok := n.v.members[id]; !ok || !m.countsAsMember() {
-			delete(n.peers, id)
+	for id, p := range n.peers {
+		if m, ok := n.v.members[id]; !ok || !m.countsAsMember() ||
+			(!n.neighbors[id] && n.now.Sub(p.fd.last) > 2*n.cfg.FailureDetector.AcceptableHeartbeatPause) {
+			delete(n.peers, id) // gone, or no longer a neighbor and silent
 		}
 	}
 }
@@ -728,17 +738,23 @@ func (n *Node) setStatus(node NodeID, s Status) {
 	n.dirty = true
 }
 
+// heartbeat sends this member's regular heartbeat to each of its heartbeat targets
+// (topology.go), with the echo of the target's own latest heartbeat.
 func (n *Node) heartbeat() {
 	n.hbSeq++
 	n.lastHeartbeat = n.now
 	n.beatsSent[n.hbSeq%beatRing] = beatSent{seq: n.hbSeq, at: n.now}
-	n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Echoes: n.echoes()})
+	n.sendHeartbeats(false)
 }
 
 // ackHeartbeat reports this member's digest and its echoes at once, between regular
 // heartbeats (Heartbeat.Ack: the failure detectors do not count it).
-func (n *Node) ackHeartbeat() {
-	n.send("", Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: true, Echoes: n.echoes()})
+func (n *Node) ackHeartbeat() { n.sendHeartbeats(true) }
+
+func (n *Node) sendHeartbeats(ack bool) {
+	for _, id := range n.heartbeatTargets() {
+		n.send(id, Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: ack, Echoes: n.echoFor(id)})
+	}
 }
 
 // agrees reports whether a peer's digest is this member's view now, or one it had within
@@ -768,17 +784,14 @@ func (n *Node) beatSentAt(seq uint64) (time.Time, bool) {
 	return b.at, true
 }
 
-// echoes lists, for every member whose regular heartbeats the failure detector counts, the
-// Seq of the latest one, sorted by member.
-func (n *Node) echoes() []Echo {
-	var out []Echo
-	for id, p := range n.peers {
-		if m, ok := n.v.members[id]; ok && p.beatSeq != 0 && m.Incarnation == p.incarnation && m.countsAsMember() {
-			out = append(out, Echo{Node: id, Incarnation: p.incarnation, Seq: p.beatSeq})
-		}
+// echoFor returns the echo for member id: the Seq of its latest regular heartbeat the failure
+// detector counted (none before the first).
+func (n *Node) echoFor(id NodeID) []Echo {
+	p := n.peers[id]
+	if m, ok := n.v.members[id]; ok && p != nil && p.beatSeq != 0 && m.Incarnation == p.incarnation && m.countsAsMember() {
+		return []Echo{{Node: id, Incarnation: p.incarnation, Seq: p.beatSeq}}
 	}
-	slices.SortFunc(out, func(a, b Echo) int { return strings.Compare(string(a.Node), string(b.Node)) })
-	return out
+	return nil
 }
 
 // echoOf returns the Seq a heartbeat's echoes give for this member (0: none).
@@ -863,6 +876,7 @@ func (n *Node) flush() {
 	if n.stopped != nil {
 		return
 	}
+	n.refreshTopology()
 	if n.digest != prevDigest {
 		n.gossip()
 		n.ackHeartbeat()

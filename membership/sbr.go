@@ -47,9 +47,9 @@ func (n *Node) resolveSplitBrain() {
 	// A member counted on this side whose heartbeats are late may be on the other side of the
 	// same partition with its detector not yet fired (detectors adapt to each peer's history
 	// and fire at different times): deciding now could count it on the wrong side. Wait until
-	// every member of this side is fresh or unreachable.
+	// every member of this side it exchanges heartbeats with is fresh or unreachable.
 	for _, m := range p.withRole(true, false, +1) {
-		if m.Node != n.self.Node && n.late(m.Node) {
+		if m.Node != n.self.Node && n.neighbors[m.Node] && n.late(m.Node) {
 			return
 		}
 	}

@@ -12,12 +12,14 @@ import "slices"
 // as a cluster is all counted in Akka.
 //
 // The set changes only by leader actions at convergence, as Up moves do: the leader marks the
-// oldest Up non-voters Voter while fewer than cluster.voters voters are counted (Up or Leaving),
-// and a voter stays one until it is Removed. So two sides of a partition see the voters
+// oldest Up non-voters Voter while fewer than cluster.voters voters are not Removed, and a
+// voter stays one until it is Removed. So two sides of a partition see the voters
 // differently only by the one action a leader took at the instant the partition fell: the
 // members it made voters. The whole of a majority (voterWhole) holds, besides the voters not
 // Removed, every member a leader could have made a voter in another view at that instant;
-// grants come only from the voters counted in this one. Every member that grants on one side
+// grants come only from the voters Up in this one — not Leaving: a Leaving voter may be
+// Exiting on the other side, where it is in the whole but grants nothing, as keep-majority's
+// edge case does not count it on this side. Every member that grants on one side
 // is then in the whole of the other, and two majorities, one of each whole, always meet (the
 // argument of majorityLease).
 
@@ -35,10 +37,11 @@ func (n *Node) voterWhole() []*Member {
 
 // possiblePromotions returns the members a leader could have made voters in a view that
 // parted from this one at a leader action: while fewer than cluster.voters voters are
-// counted, the oldest non-voters with the role that could be Up there (Up, Leaving; Joining
-// members after them, in the order the leader moves them Up), as many as are missing. Down
-// non-voters met on the way are in too, without counting towards that number: Down here,
-// one may not be Down on the other side.
+// counted (Up or Leaving: an Exiting or Down voter here may have been removed there, freeing
+// its place), the oldest non-voters with the role that could be Up there (Up, Leaving;
+// Joining members after them, in the order the leader moves them Up), as many as are
+// missing. Down non-voters met on the way are in too, without counting towards that number:
+// Down here, one may not be Down on the other side.
 func (v *view) possiblePromotions(cfg Config) []*Member {
 	role := cfg.SplitBrainResolver.Role
 	missing := cfg.Voters
@@ -72,24 +75,27 @@ func (v *view) possiblePromotions(cfg Config) []*Member {
 }
 
 // promoteVoters is the leader's action at convergence: the oldest Up members with the role
-// that are not voters become voters while fewer than cluster.voters are counted.
+// that are not voters become voters while fewer than cluster.voters voters are not Removed.
+// A voter that is Leaving, Exiting or Down keeps its place until it is Removed: a side cut
+// off with it may still count it, and the members its grants came from must stay the whole
+// until it is gone (leaseExpired judges its removal against that whole).
 func (n *Node) promoteVoters() {
 	role := n.cfg.SplitBrainResolver.Role
-	counted := 0
+	placed := 0
 	var candidates []*Member
 	for _, m := range n.v.members {
 		switch {
-		case m.Voter && m.counted():
-			counted++
+		case m.Voter && m.Status != Removed:
+			placed++
 		case !m.Voter && m.Status == Up && m.HasRole(role):
 			candidates = append(candidates, m)
 		}
 	}
-	if counted >= n.cfg.Voters || len(candidates) == 0 {
+	if placed >= n.cfg.Voters || len(candidates) == 0 {
 		return
 	}
 	slices.SortFunc(candidates, byAge)
-	for _, m := range candidates[:min(len(candidates), n.cfg.Voters-counted)] {
+	for _, m := range candidates[:min(len(candidates), n.cfg.Voters-placed)] {
 		c := m.clone()
 		c.Voter = true
 		n.v.members[m.Node] = c
