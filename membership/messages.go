@@ -34,10 +34,23 @@ type Echo struct {
 	Seq         uint64
 }
 
-// Gossip carries a member's whole membership state.
+// GossipStatus opens a push-pull exchange (gossip.go): the sender's view digest and the
+// digest of each bucket of its state.
+type GossipStatus struct {
+	From    NodeID
+	Digest  uint64
+	Buckets []uint64
+}
+
+// Gossip carries membership state: the records of the buckets that differ in a push-pull
+// exchange, a member's own record to tell it it is Down, or the whole state.
 type Gossip struct {
 	From  NodeID
 	State State
+	// Reply marks the answer to a GossipStatus, with the answering member's bucket
+	// digests: the receiver sends back what still differs.
+	Reply   bool
+	Buckets []uint64
 }
 
 // JoinRequest asks a member of a cluster to admit Member.
@@ -74,9 +87,10 @@ type ProbeAck struct {
 	YourBeat uint64
 }
 
-func (Heartbeat) isMessage()   {}
-func (Gossip) isMessage()      {}
-func (JoinRequest) isMessage() {}
-func (JoinReply) isMessage()   {}
-func (Probe) isMessage()       {}
-func (ProbeAck) isMessage()    {}
+func (Heartbeat) isMessage()    {}
+func (Gossip) isMessage()       {}
+func (GossipStatus) isMessage() {}
+func (JoinRequest) isMessage()  {}
+func (JoinReply) isMessage()    {}
+func (Probe) isMessage()        {}
+func (ProbeAck) isMessage()     {}

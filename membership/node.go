@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -47,7 +48,9 @@ type Node struct {
 	downSeen      map[NodeID]time.Time
 	downConverged map[NodeID]time.Time // when the leader first saw convergence with the member Down
 	reported      map[NodeID]reported  // what emitChanges last reported per node
-	pushed        map[NodeID]time.Time // when this member last pushed its state to each member
+	lastExchange  map[NodeID]time.Time // when this member last started an exchange with each member, or told it its status
+	viewChangedAt time.Time            // when this member's view last changed
+	rng           *rand.Rand           // whom to gossip with; seeded by the member's id and incarnation
 
 	lastInput time.Time
 	// suspect is set when this member notices it was paused (a gap between ticks longer than
@@ -119,7 +122,8 @@ func New(cfg Config, self Member, now time.Time) *Node {
 		downSeen:      map[NodeID]time.Time{},
 		downConverged: map[NodeID]time.Time{},
 		reported:      map[NodeID]reported{},
-		pushed:        map[NodeID]time.Time{},
+		lastExchange:  map[NodeID]time.Time{},
+		rng:           rand.New(rand.NewPCG(ringHash(self.Node), self.Incarnation)),
 		now:           now,
 	}
 	return n
@@ -211,6 +215,10 @@ func (n *Node) Step(now time.Time, from NodeID, msg Message) {
 			}
 			n.send(from, ack)
 		}
+	case GossipStatus:
+		if n.joined && m.From == from {
+			n.answerStatus(m)
+		}
 	case Gossip:
 		if !n.joined {
 			break
@@ -218,8 +226,8 @@ func (n *Node) Step(now time.Time, from NodeID, msg Message) {
 		if n.v.merge(&m.State) {
 			n.dirty = true
 		}
-		if n.v.digest() != stateDigest(&m.State) {
-			n.pushState(m.From) // the sender lacks something this member knows
+		if m.Reply && m.From == from {
+			n.answerReply(m)
 		}
 	case JoinRequest:
 		n.handleJoin(from, m)
@@ -255,9 +263,7 @@ func (n *Node) Tick(now time.Time) {
 	if now.Sub(n.lastHeartbeat) >= n.cfg.FailureDetector.HeartbeatInterval {
 		n.heartbeat()
 	}
-	if now.Sub(n.lastGossip) >= n.cfg.GossipInterval && n.someoneBehind() {
-		n.gossip()
-	}
+	n.gossipTick()
 	n.afterInput()
 }
 
@@ -559,7 +565,7 @@ func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool, beatSeq
 		return
 	}
 	if !m.countsAsMember() {
-		n.pushState(node) // a downed or removed member still running: tell it
+		n.tellStatus(node) // a downed or removed member still running: tell it
 		return
 	}
 	p := n.peer(node, incarnation)
@@ -804,31 +810,6 @@ func (n *Node) echoOf(es []Echo) uint64 {
 	return 0
 }
 
-func (n *Node) gossip() {
-	n.lastGossip = n.now
-	n.send("", Gossip{From: n.self.Node, State: n.v.snapshot()})
-}
-
-// someoneBehind reports whether a reachable member last reported a different digest.
-func (n *Node) someoneBehind() bool {
-	for id, p := range n.peers {
-		if p.hasDigest && p.digest != n.digest && !n.unreachable[id] {
-			return true
-		}
-	}
-	return false
-}
-
-// pushState sends this member's state directly to a member that is behind, at most once per
-// gossip interval per member.
-func (n *Node) pushState(to NodeID) {
-	if to == n.self.Node || n.now.Sub(n.pushed[to]) < n.cfg.GossipInterval {
-		return
-	}
-	n.pushed[to] = n.now
-	n.send(to, Gossip{From: n.self.Node, State: n.v.snapshot()})
-}
-
 func (n *Node) send(to NodeID, msg Message) {
 	n.out.Messages = append(n.out.Messages, Envelope{To: to, Msg: msg})
 }
@@ -878,7 +859,7 @@ func (n *Node) flush() {
 	}
 	n.refreshTopology()
 	if n.digest != prevDigest {
-		n.gossip()
+		n.gossipChange()
 		n.ackHeartbeat()
 	}
 }
@@ -901,6 +882,11 @@ func (n *Node) emitChanges() {
 		}
 		n.emit(MemberChanged{Member: *m.clone(), Previous: p.status, New: !p.known})
 		n.reported[id] = reported{known: true, incarnation: m.Incarnation, status: m.Status}
+		if id != n.self.Node && n.leader == n.self.Node && p.known && !n.unreachable[id] {
+			// The leader tells a member of its own move at once (Up, Exiting, Removed):
+			// it is the member that acts on it.
+			n.startExchange(id)
+		}
 		if m.Status == Down {
 			// A new Down (of another incarnation than one downed before, too): its
 			// convergence is still to come.

@@ -115,13 +115,6 @@ func (v *view) sortedIDs() []NodeID {
 	return ids
 }
 
-// stateDigest returns the digest of the view s describes.
-func stateDigest(s *State) uint64 {
-	v := newView()
-	v.merge(s)
-	return v.digest()
-}
-
 // digest hashes everything that merge compares, so two members report the same digest
 // exactly when their views are equal.
 func (v *view) digest() uint64 {

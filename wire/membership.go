@@ -24,7 +24,9 @@ func AppendMembership(dst []byte, msg membership.Message) []byte {
 		}
 		env.Msg = &pb.MemberEnvelope_Heartbeat{Heartbeat: h}
 	case membership.Gossip:
-		env.Msg = &pb.MemberEnvelope_Gossip{Gossip: &pb.Gossip{From: string(m.From), State: stateToPB(&m.State)}}
+		env.Msg = &pb.MemberEnvelope_Gossip{Gossip: &pb.Gossip{From: string(m.From), State: stateToPB(&m.State), Reply: m.Reply, Buckets: m.Buckets}}
+	case membership.GossipStatus:
+		env.Msg = &pb.MemberEnvelope_GossipStatus{GossipStatus: &pb.GossipStatus{From: string(m.From), Digest: m.Digest, Buckets: m.Buckets}}
 	case membership.JoinRequest:
 		env.Msg = &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: memberToPB(&m.Member), Checks: m.Checks}}
 	case membership.JoinReply:
@@ -82,7 +84,19 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		return membership.Gossip{From: membership.NodeID(m.Gossip.From), State: st}, nil
+		if err := checkBuckets("gossip.buckets", m.Gossip.Buckets, m.Gossip.Reply); err != nil {
+			return nil, err
+		}
+		return membership.Gossip{From: membership.NodeID(m.Gossip.From), State: st, Reply: m.Gossip.Reply, Buckets: m.Gossip.Buckets}, nil
+	case *pb.MemberEnvelope_GossipStatus:
+		g := m.GossipStatus
+		if err := checkID("gossip_status.from", g.From); err != nil {
+			return nil, err
+		}
+		if err := checkBuckets("gossip_status.buckets", g.Buckets, true); err != nil {
+			return nil, err
+		}
+		return membership.GossipStatus{From: membership.NodeID(g.From), Digest: g.Digest, Buckets: g.Buckets}, nil
 	case *pb.MemberEnvelope_JoinRequest:
 		mem, err := memberFromPB("join_request.member", m.JoinRequest.Member)
 		if err != nil {
@@ -210,4 +224,22 @@ func stateFromPB(field string, s *pb.State) (membership.State, error) {
 		out.Reach = append(out.Reach, membership.ReachRow{Observer: membership.NodeID(r.Observer), Incarnation: r.Incarnation, Version: r.Version, Unreachable: slices.Compact(ids)})
 	}
 	return out, nil
+}
+
+// maxBuckets bounds the buckets of a push-pull exchange (membership.bucketCount's largest).
+const maxBuckets = 256
+
+// checkBuckets validates the bucket digests of a push-pull exchange: a power of two up to
+// maxBuckets when required, none otherwise allowed too.
+func checkBuckets(field string, buckets []uint64, required bool) error {
+	n := len(buckets)
+	switch {
+	case n == 0 && !required:
+		return nil
+	case n == 0:
+		return malformed("%s is empty", field)
+	case n > maxBuckets || n&(n-1) != 0:
+		return malformed("%s has %d entries (a power of two up to %d)", field, n, maxBuckets)
+	}
+	return nil
 }

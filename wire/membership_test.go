@@ -14,7 +14,7 @@ import (
 func sampleMessages() []membership.Message {
 	st := membership.State{
 		Members: []membership.Member{
-			{Node: "12D3KooWA", Incarnation: 3, Addrs: []string{"/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWA"}, Roles: []string{"backend", "web"}, AppVersion: "1.2.0", Status: membership.Up, UpNumber: 1, LastClusterSize: 5},
+			{Node: "12D3KooWA", Incarnation: 3, Addrs: []string{"/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWA"}, Roles: []string{"backend", "web"}, AppVersion: "1.2.0", Status: membership.Up, UpNumber: 1, LastClusterSize: 5, Voter: true},
 			{Node: "12D3KooWB", Incarnation: 1, Status: membership.Removed, UpNumber: 2},
 		},
 		Reach: []membership.ReachRow{{Observer: "12D3KooWA", Incarnation: 3, Version: 7, Unreachable: []membership.NodeID{"12D3KooWB"}}},
@@ -24,6 +24,8 @@ func sampleMessages() []membership.Message {
 		membership.Heartbeat{From: "12D3KooWA", Incarnation: 3, Seq: 100, Digest: 7,
 			Echoes: []membership.Echo{{Node: "12D3KooWB", Incarnation: 2, Seq: 41}, {Node: "12D3KooWC", Incarnation: 1, Seq: 9}}},
 		membership.Gossip{From: "12D3KooWA", State: st},
+		membership.Gossip{From: "12D3KooWA", State: st, Reply: true, Buckets: []uint64{1, 2, 3, 4}},
+		membership.GossipStatus{From: "12D3KooWB", Digest: 9, Buckets: []uint64{5, 6}},
 		membership.JoinRequest{Member: st.Members[0], Checks: map[string]string{"sharding.number-of-shards": "1000"}},
 		membership.JoinReply{From: "12D3KooWA", State: st},
 		membership.JoinReply{From: "12D3KooWA", Refused: "number-of-shards differs"},
@@ -97,6 +99,10 @@ func TestMembershipRejectsBadInput(t *testing.T) {
 		"bad ack status":    {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{From: "a", YourStatus: 6}}},
 		"echo without node": {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{{Seq: 1}}}}},
 		"nil echo":          {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{nil}}}},
+		"status no buckets": {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_GossipStatus{GossipStatus: &pb.GossipStatus{From: "a"}}},
+		"3 buckets":         {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_GossipStatus{GossipStatus: &pb.GossipStatus{From: "a", Buckets: []uint64{1, 2, 3}}}},
+		"512 buckets":       {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Gossip{Gossip: &pb.Gossip{From: "a", Reply: true, Buckets: make([]uint64, 512)}}},
+		"reply no buckets":  {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Gossip{Gossip: &pb.Gossip{From: "a", Reply: true}}},
 	}
 	for name, env := range bad {
 		frame, _ := proto.Marshal(env)

@@ -37,6 +37,7 @@ type MemberEnvelope struct {
 	//	*MemberEnvelope_JoinReply
 	//	*MemberEnvelope_Probe
 	//	*MemberEnvelope_ProbeAck
+	//	*MemberEnvelope_GossipStatus
 	Msg           isMemberEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -140,6 +141,15 @@ func (x *MemberEnvelope) GetProbeAck() *ProbeAck {
 	return nil
 }
 
+func (x *MemberEnvelope) GetGossipStatus() *GossipStatus {
+	if x != nil {
+		if x, ok := x.Msg.(*MemberEnvelope_GossipStatus); ok {
+			return x.GossipStatus
+		}
+	}
+	return nil
+}
+
 type isMemberEnvelope_Msg interface {
 	isMemberEnvelope_Msg()
 }
@@ -168,6 +178,10 @@ type MemberEnvelope_ProbeAck struct {
 	ProbeAck *ProbeAck `protobuf:"bytes,7,opt,name=probe_ack,json=probeAck,proto3,oneof"`
 }
 
+type MemberEnvelope_GossipStatus struct {
+	GossipStatus *GossipStatus `protobuf:"bytes,8,opt,name=gossip_status,json=gossipStatus,proto3,oneof"`
+}
+
 func (*MemberEnvelope_Heartbeat) isMemberEnvelope_Msg() {}
 
 func (*MemberEnvelope_Gossip) isMemberEnvelope_Msg() {}
@@ -179,6 +193,8 @@ func (*MemberEnvelope_JoinReply) isMemberEnvelope_Msg() {}
 func (*MemberEnvelope_Probe) isMemberEnvelope_Msg() {}
 
 func (*MemberEnvelope_ProbeAck) isMemberEnvelope_Msg() {}
+
+func (*MemberEnvelope_GossipStatus) isMemberEnvelope_Msg() {}
 
 type Heartbeat struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -556,9 +572,12 @@ func (x *State) GetReach() []*ReachRow {
 }
 
 type Gossip struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	State         *State                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	From  string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	State *State                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// The answer to a GossipStatus, with the answering member's bucket digests.
+	Reply         bool     `protobuf:"varint,3,opt,name=reply,proto3" json:"reply,omitempty"`
+	Buckets       []uint64 `protobuf:"fixed64,4,rep,packed,name=buckets,proto3" json:"buckets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -607,6 +626,82 @@ func (x *Gossip) GetState() *State {
 	return nil
 }
 
+func (x *Gossip) GetReply() bool {
+	if x != nil {
+		return x.Reply
+	}
+	return false
+}
+
+func (x *Gossip) GetBuckets() []uint64 {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+// GossipStatus opens a push-pull exchange: the sender's view digest and the digest of each
+// bucket of its state (membership/gossip.go).
+type GossipStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	Digest        uint64                 `protobuf:"fixed64,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	Buckets       []uint64               `protobuf:"fixed64,3,rep,packed,name=buckets,proto3" json:"buckets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GossipStatus) Reset() {
+	*x = GossipStatus{}
+	mi := &file_membership_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GossipStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GossipStatus) ProtoMessage() {}
+
+func (x *GossipStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_membership_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GossipStatus.ProtoReflect.Descriptor instead.
+func (*GossipStatus) Descriptor() ([]byte, []int) {
+	return file_membership_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GossipStatus) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *GossipStatus) GetDigest() uint64 {
+	if x != nil {
+		return x.Digest
+	}
+	return 0
+}
+
+func (x *GossipStatus) GetBuckets() []uint64 {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
 type JoinRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Member        *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
@@ -617,7 +712,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_membership_proto_msgTypes[7]
+	mi := &file_membership_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +724,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[7]
+	mi := &file_membership_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +737,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{7}
+	return file_membership_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JoinRequest) GetMember() *Member {
@@ -670,7 +765,7 @@ type JoinReply struct {
 
 func (x *JoinReply) Reset() {
 	*x = JoinReply{}
-	mi := &file_membership_proto_msgTypes[8]
+	mi := &file_membership_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +777,7 @@ func (x *JoinReply) String() string {
 func (*JoinReply) ProtoMessage() {}
 
 func (x *JoinReply) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[8]
+	mi := &file_membership_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +790,7 @@ func (x *JoinReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinReply.ProtoReflect.Descriptor instead.
 func (*JoinReply) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{8}
+	return file_membership_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JoinReply) GetFrom() string {
@@ -730,7 +825,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_membership_proto_msgTypes[9]
+	mi := &file_membership_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -742,7 +837,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[9]
+	mi := &file_membership_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -755,7 +850,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{9}
+	return file_membership_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Probe) GetFrom() string {
@@ -794,7 +889,7 @@ type ProbeAck struct {
 
 func (x *ProbeAck) Reset() {
 	*x = ProbeAck{}
-	mi := &file_membership_proto_msgTypes[10]
+	mi := &file_membership_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +901,7 @@ func (x *ProbeAck) String() string {
 func (*ProbeAck) ProtoMessage() {}
 
 func (x *ProbeAck) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[10]
+	mi := &file_membership_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +914,7 @@ func (x *ProbeAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeAck.ProtoReflect.Descriptor instead.
 func (*ProbeAck) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{10}
+	return file_membership_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ProbeAck) GetFrom() string {
@@ -875,7 +970,7 @@ var File_membership_proto protoreflect.FileDescriptor
 
 const file_membership_proto_rawDesc = "" +
 	"\n" +
-	"\x10membership.proto\x12\x11shardmesh.wire.v1\"\xa7\x03\n" +
+	"\x10membership.proto\x12\x11shardmesh.wire.v1\"\xef\x03\n" +
 	"\x0eMemberEnvelope\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12<\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x1c.shardmesh.wire.v1.HeartbeatH\x00R\theartbeat\x123\n" +
@@ -884,7 +979,8 @@ const file_membership_proto_rawDesc = "" +
 	"\n" +
 	"join_reply\x18\x05 \x01(\v2\x1c.shardmesh.wire.v1.JoinReplyH\x00R\tjoinReply\x120\n" +
 	"\x05probe\x18\x06 \x01(\v2\x18.shardmesh.wire.v1.ProbeH\x00R\x05probe\x12:\n" +
-	"\tprobe_ack\x18\a \x01(\v2\x1b.shardmesh.wire.v1.ProbeAckH\x00R\bprobeAckB\x05\n" +
+	"\tprobe_ack\x18\a \x01(\v2\x1b.shardmesh.wire.v1.ProbeAckH\x00R\bprobeAck\x12F\n" +
+	"\rgossip_status\x18\b \x01(\v2\x1f.shardmesh.wire.v1.GossipStatusH\x00R\fgossipStatusB\x05\n" +
 	"\x03msg\"\xae\x01\n" +
 	"\tHeartbeat\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12 \n" +
@@ -915,10 +1011,16 @@ const file_membership_proto_rawDesc = "" +
 	"\vunreachable\x18\x04 \x03(\tR\vunreachable\"o\n" +
 	"\x05State\x123\n" +
 	"\amembers\x18\x01 \x03(\v2\x19.shardmesh.wire.v1.MemberR\amembers\x121\n" +
-	"\x05reach\x18\x02 \x03(\v2\x1b.shardmesh.wire.v1.ReachRowR\x05reach\"L\n" +
+	"\x05reach\x18\x02 \x03(\v2\x1b.shardmesh.wire.v1.ReachRowR\x05reach\"|\n" +
 	"\x06Gossip\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12.\n" +
-	"\x05state\x18\x02 \x01(\v2\x18.shardmesh.wire.v1.StateR\x05state\"\xbf\x01\n" +
+	"\x05state\x18\x02 \x01(\v2\x18.shardmesh.wire.v1.StateR\x05state\x12\x14\n" +
+	"\x05reply\x18\x03 \x01(\bR\x05reply\x12\x18\n" +
+	"\abuckets\x18\x04 \x03(\x06R\abuckets\"T\n" +
+	"\fGossipStatus\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\x06R\x06digest\x12\x18\n" +
+	"\abuckets\x18\x03 \x03(\x06R\abuckets\"\xbf\x01\n" +
 	"\vJoinRequest\x121\n" +
 	"\x06member\x18\x01 \x01(\v2\x19.shardmesh.wire.v1.MemberR\x06member\x12B\n" +
 	"\x06checks\x18\x02 \x03(\v2*.shardmesh.wire.v1.JoinRequest.ChecksEntryR\x06checks\x1a9\n" +
@@ -955,7 +1057,7 @@ func file_membership_proto_rawDescGZIP() []byte {
 	return file_membership_proto_rawDescData
 }
 
-var file_membership_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_membership_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_membership_proto_goTypes = []any{
 	(*MemberEnvelope)(nil), // 0: shardmesh.wire.v1.MemberEnvelope
 	(*Heartbeat)(nil),      // 1: shardmesh.wire.v1.Heartbeat
@@ -964,31 +1066,33 @@ var file_membership_proto_goTypes = []any{
 	(*ReachRow)(nil),       // 4: shardmesh.wire.v1.ReachRow
 	(*State)(nil),          // 5: shardmesh.wire.v1.State
 	(*Gossip)(nil),         // 6: shardmesh.wire.v1.Gossip
-	(*JoinRequest)(nil),    // 7: shardmesh.wire.v1.JoinRequest
-	(*JoinReply)(nil),      // 8: shardmesh.wire.v1.JoinReply
-	(*Probe)(nil),          // 9: shardmesh.wire.v1.Probe
-	(*ProbeAck)(nil),       // 10: shardmesh.wire.v1.ProbeAck
-	nil,                    // 11: shardmesh.wire.v1.JoinRequest.ChecksEntry
+	(*GossipStatus)(nil),   // 7: shardmesh.wire.v1.GossipStatus
+	(*JoinRequest)(nil),    // 8: shardmesh.wire.v1.JoinRequest
+	(*JoinReply)(nil),      // 9: shardmesh.wire.v1.JoinReply
+	(*Probe)(nil),          // 10: shardmesh.wire.v1.Probe
+	(*ProbeAck)(nil),       // 11: shardmesh.wire.v1.ProbeAck
+	nil,                    // 12: shardmesh.wire.v1.JoinRequest.ChecksEntry
 }
 var file_membership_proto_depIdxs = []int32{
 	1,  // 0: shardmesh.wire.v1.MemberEnvelope.heartbeat:type_name -> shardmesh.wire.v1.Heartbeat
 	6,  // 1: shardmesh.wire.v1.MemberEnvelope.gossip:type_name -> shardmesh.wire.v1.Gossip
-	7,  // 2: shardmesh.wire.v1.MemberEnvelope.join_request:type_name -> shardmesh.wire.v1.JoinRequest
-	8,  // 3: shardmesh.wire.v1.MemberEnvelope.join_reply:type_name -> shardmesh.wire.v1.JoinReply
-	9,  // 4: shardmesh.wire.v1.MemberEnvelope.probe:type_name -> shardmesh.wire.v1.Probe
-	10, // 5: shardmesh.wire.v1.MemberEnvelope.probe_ack:type_name -> shardmesh.wire.v1.ProbeAck
-	2,  // 6: shardmesh.wire.v1.Heartbeat.echoes:type_name -> shardmesh.wire.v1.Echo
-	3,  // 7: shardmesh.wire.v1.State.members:type_name -> shardmesh.wire.v1.Member
-	4,  // 8: shardmesh.wire.v1.State.reach:type_name -> shardmesh.wire.v1.ReachRow
-	5,  // 9: shardmesh.wire.v1.Gossip.state:type_name -> shardmesh.wire.v1.State
-	3,  // 10: shardmesh.wire.v1.JoinRequest.member:type_name -> shardmesh.wire.v1.Member
-	11, // 11: shardmesh.wire.v1.JoinRequest.checks:type_name -> shardmesh.wire.v1.JoinRequest.ChecksEntry
-	5,  // 12: shardmesh.wire.v1.JoinReply.state:type_name -> shardmesh.wire.v1.State
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	8,  // 2: shardmesh.wire.v1.MemberEnvelope.join_request:type_name -> shardmesh.wire.v1.JoinRequest
+	9,  // 3: shardmesh.wire.v1.MemberEnvelope.join_reply:type_name -> shardmesh.wire.v1.JoinReply
+	10, // 4: shardmesh.wire.v1.MemberEnvelope.probe:type_name -> shardmesh.wire.v1.Probe
+	11, // 5: shardmesh.wire.v1.MemberEnvelope.probe_ack:type_name -> shardmesh.wire.v1.ProbeAck
+	7,  // 6: shardmesh.wire.v1.MemberEnvelope.gossip_status:type_name -> shardmesh.wire.v1.GossipStatus
+	2,  // 7: shardmesh.wire.v1.Heartbeat.echoes:type_name -> shardmesh.wire.v1.Echo
+	3,  // 8: shardmesh.wire.v1.State.members:type_name -> shardmesh.wire.v1.Member
+	4,  // 9: shardmesh.wire.v1.State.reach:type_name -> shardmesh.wire.v1.ReachRow
+	5,  // 10: shardmesh.wire.v1.Gossip.state:type_name -> shardmesh.wire.v1.State
+	3,  // 11: shardmesh.wire.v1.JoinRequest.member:type_name -> shardmesh.wire.v1.Member
+	12, // 12: shardmesh.wire.v1.JoinRequest.checks:type_name -> shardmesh.wire.v1.JoinRequest.ChecksEntry
+	5,  // 13: shardmesh.wire.v1.JoinReply.state:type_name -> shardmesh.wire.v1.State
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_membership_proto_init() }
@@ -1003,6 +1107,7 @@ func file_membership_proto_init() {
 		(*MemberEnvelope_JoinReply)(nil),
 		(*MemberEnvelope_Probe)(nil),
 		(*MemberEnvelope_ProbeAck)(nil),
+		(*MemberEnvelope_GossipStatus)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1010,7 +1115,7 @@ func file_membership_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_membership_proto_rawDesc), len(file_membership_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
