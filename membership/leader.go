@@ -158,12 +158,7 @@ func (n *Node) ClusterSize() (size uint32, ok bool) {
 	if me, in := n.v.members[n.self.Node]; !in || me.Status != Up || n.stopped != nil {
 		return 0, false
 	}
-	for _, m := range n.v.members {
-		if m.countsAsMember() {
-			size++
-		}
-	}
-	return size, true
+	return uint32(len(n.ring)), true // the ring holds the members that count (topology.go)
 }
 
 // enoughMembers reports whether min-nr-of-members (overall and per role) and the restart

@@ -84,8 +84,9 @@ type Node struct {
 	// (membership.Node.ClusterSize), given to its next process.
 	LastClusterSize uint32
 
-	held     []func()             // deliveries that arrived while paused
-	recovery shard.RecoverySample // store rounds answered since the last tick (the adaptive recovery budget's input)
+	held     []func()                     // deliveries that arrived while paused
+	removed  map[membership.NodeID]uint64 // the incarnation of each member its machine has reported Removed
+	recovery shard.RecoverySample         // store rounds answered since the last tick (the adaptive recovery budget's input)
 	sim      *Sim
 	entities *entityRuntime
 	leases   map[leaseKey]uint64 // the leases its shards believe they hold, by shard generation
@@ -172,6 +173,7 @@ func (s *Sim) Start(i int, seeds ...int) {
 	n.M = n.E.Membership()
 	n.entities = newEntityRuntime(s, n)
 	n.leases = map[leaseKey]uint64{}
+	n.removed = map[membership.NodeID]uint64{}
 	s.logf("start %s (incarnation %d)", n.ID, n.Incarnation)
 	if len(seeds) == 0 {
 		n.E.FormCluster(s.now)
@@ -412,6 +414,11 @@ func (s *Sim) observe(n *Node, e membership.Event) {
 			s.fail("%s saw %s go back from %s to %s", n.ID, e.Member.Node, e.Previous, e.Member.Status)
 		}
 		s.logf("%s: %s %s", n.ID, e.Member.Node, e.Member.Status)
+		if e.Member.Status == membership.Removed {
+			n.removed[e.Member.Node] = e.Member.Incarnation
+		} else if n.removed[e.Member.Node] != 0 && n.removed[e.Member.Node] < e.Member.Incarnation {
+			delete(n.removed, e.Member.Node) // a newer incarnation joined
+		}
 		s.fire(n, e)
 	case membership.ReachabilityChanged:
 		if e.Reachable {
@@ -443,13 +450,10 @@ func (s *Sim) checkSafety(n *Node) {
 	if !n.Running() {
 		return
 	}
-	for _, m := range n.M.Members() {
-		if m.Status != membership.Removed {
-			continue
-		}
-		other := s.byID[m.Node]
-		if other != nil && other.Incarnation == m.Incarnation && other.Running() {
-			s.fail("%s considers %s (incarnation %d) removed while it still runs", n.ID, m.Node, m.Incarnation)
+	for id, inc := range n.removed {
+		other := s.byID[id]
+		if other != nil && other.Incarnation == inc && other.Running() {
+			s.fail("%s considers %s (incarnation %d) removed while it still runs", n.ID, id, inc)
 		}
 	}
 }
