@@ -925,11 +925,9 @@ type View struct {
 	// in words); RestartJoined have. RestartNeed is 0 when it does not wait.
 	RestartNeed, RestartJoined int
 
-	// replicas are the peer ids of the members whose replicas count in store quorums
-	// (replicaMembers), decoded once per change of membership, not per store round;
-	// replicaNodes the members they are of.
-	replicas     []peer.ID
-	replicaNodes []membership.NodeID
+	// replicas are the members whose replicas count in store quorums (replicaMembers): the
+	// same slice while they do not change.
+	replicas []membership.NodeID
 }
 
 // View returns the latest snapshot.
@@ -948,7 +946,7 @@ func (n *Node) publishView() {
 		}
 	}
 	slices.Sort(v.Unreachable)
-	v.replicas, v.replicaNodes = replicasOf(v.Members, n.view.Load())
+	v.replicas = replicasOf(v.Members, n.view.Load())
 	n.view.Store(v)
 	n.noteClusterSize(m)
 	n.warnRestartQuorum(v)

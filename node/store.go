@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
@@ -66,18 +64,18 @@ func (n *Node) openStore(ctx context.Context) error {
 // leaving, down or removed. A member that leaves gracefully stops counting as soon as it
 // starts to leave, so reads and writes do not wait for it while it goes (with the default
 // quorums, every member of a cluster of up to five must answer). An unreachable member
-// still counts until it is downed, as in Akka. The store copies the slice.
-func (n *Node) replicaMembers() []peer.ID {
+// still counts until it is downed, as in Akka. The same slice comes back while the members
+// that count do not change (the store then compares nothing).
+func (n *Node) replicaMembers() []membership.NodeID {
 	if v := n.View(); v != nil {
 		return v.replicas
 	}
 	return nil
 }
 
-// replicasOf decodes the peer ids of members that count in quorums, reusing prev's when the
-// same members count (decoding a peer id — base58 and a multihash — showed at 4.6% of a
-// store-bound profile when done per round). It returns the ids and the members they are of.
-func replicasOf(members []membership.Member, prev *View) ([]peer.ID, []membership.NodeID) {
+// replicasOf returns the members that count in quorums, reusing prev's slice when the same
+// members count.
+func replicasOf(members []membership.Member, prev *View) []membership.NodeID {
 	counts := func(m membership.Member) bool { return m.Status < membership.Leaving }
 	if prev != nil {
 		i := 0
@@ -85,28 +83,23 @@ func replicasOf(members []membership.Member, prev *View) ([]peer.ID, []membershi
 			if !counts(m) {
 				continue
 			}
-			if i >= len(prev.replicaNodes) || prev.replicaNodes[i] != m.Node {
+			if i >= len(prev.replicas) || prev.replicas[i] != m.Node {
 				i = -1
 				break
 			}
 			i++
 		}
-		if i == len(prev.replicaNodes) {
-			return prev.replicas, prev.replicaNodes
+		if i == len(prev.replicas) {
+			return prev.replicas
 		}
 	}
-	ids := make([]peer.ID, 0, len(members))
 	nodes := make([]membership.NodeID, 0, len(members))
 	for _, m := range members {
-		if !counts(m) {
-			continue
-		}
-		if id, err := peer.Decode(string(m.Node)); err == nil {
-			ids = append(ids, id)
+		if counts(m) {
 			nodes = append(nodes, m.Node)
 		}
 	}
-	return ids, nodes
+	return nodes
 }
 
 // storeOps carries out what the engine asks of the store of remembered entities, off the

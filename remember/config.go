@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -80,9 +79,11 @@ type Config struct {
 	Host *p2p.Host
 
 	// Members returns the members that hold replicas now, this one included (Up, Leaving,
-	// …; not Removed or Down). It is called at the start of every round; this member is
-	// added if missing. Required.
-	Members func() []peer.ID
+	// …; not Removed or Down), by the text form of their peer ids. It is called before
+	// every batch of calls the store takes up; this member is added if missing. Return
+	// the same slice while the members do not change: the store then compares nothing.
+	// Required.
+	Members func() []NodeID
 
 	// WriteMajorityPlus: a write must be stored by a majority of Members plus this many,
 	// and at least MajorityMinCap (see Required). 0: DefaultWriteMajorityPlus (3);
@@ -124,7 +125,8 @@ type Config struct {
 	Metrics prometheus.Registerer
 }
 
-// validate fills zero fields with their defaults and rejects what cannot work.
+// validate checks the configuration; the machine's part is checked (and its defaults
+// filled) by machine.
 func (c *Config) validate() error {
 	var errs []error
 	if c.Dir == "" {
@@ -136,31 +138,8 @@ func (c *Config) validate() error {
 	if c.Members == nil {
 		errs = append(errs, configError("Members", "required"))
 	}
-	fill := func(name string, v *int, def int) {
-		switch {
-		case *v == 0:
-			*v = def
-		case *v == PlusNone:
-			*v = 0
-		case *v < 0:
-			errs = append(errs, configError(name, "%d, want >= 0, PlusNone or AllMembers", *v))
-		}
-	}
-	fill("WriteMajorityPlus", &c.WriteMajorityPlus, DefaultWriteMajorityPlus)
-	fill("ReadMajorityPlus", &c.ReadMajorityPlus, DefaultReadMajorityPlus)
-	if c.MajorityMinCap == 0 {
-		c.MajorityMinCap = DefaultMajorityMinCap
-	} else if c.MajorityMinCap < 0 {
-		errs = append(errs, configError("MajorityMinCap", "%d, want >= 1", c.MajorityMinCap))
-	}
-	if c.AntiEntropyInterval == 0 {
-		c.AntiEntropyInterval = DefaultAntiEntropyInterval
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	} else if c.Timeout < 0 {
-		errs = append(errs, configError("Timeout", "%v, want > 0", c.Timeout))
-	}
+	mc := c.machine("self")
+	errs = append(errs, mc.validate()...)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -168,6 +147,20 @@ func (c *Config) validate() error {
 		return fmt.Errorf("remember config: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// machine returns the machine's part of the configuration, for member self (not yet
+// validated).
+func (c *Config) machine(self NodeID) MachineConfig {
+	return MachineConfig{
+		Self:                self,
+		WriteMajorityPlus:   c.WriteMajorityPlus,
+		ReadMajorityPlus:    c.ReadMajorityPlus,
+		MajorityMinCap:      c.MajorityMinCap,
+		MajorityPrefixes:    c.MajorityPrefixes,
+		AntiEntropyInterval: c.AntiEntropyInterval,
+		Timeout:             c.Timeout,
+	}
 }
 
 // configError is an error about the Config field name.

@@ -1,9 +1,6 @@
 package remember
 
-import (
-	"math"
-	"strings"
-)
+import "math"
 
 // Required is how many replicas, this one included, must answer an operation among n
 // replicas with plus replicas beyond a majority and at least minCap: Akka's
@@ -22,27 +19,6 @@ func Required(n, plus, minCap int) int {
 		need = math.MaxInt
 	}
 	return min(n, max(need, minCap))
-}
-
-// majorityOnly reports whether key (or every key under the prefix key) takes plain
-// majorities: Config.MajorityPrefixes.
-func (s *Store) majorityOnly(key string) bool {
-	for _, p := range s.cfg.MajorityPrefixes {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// need is how many of n replicas must answer an operation with plus replicas beyond a
-// majority (WriteMajorityPlus or ReadMajorityPlus), or a plain majority (majority): at
-// least MajorityMinCap either way.
-func (s *Store) need(n, plus int, majority bool) int {
-	if majority {
-		plus = 0
-	}
-	return Required(n, plus, s.cfg.MajorityMinCap)
 }
 
 // tally counts one operation's answers against its quorum.

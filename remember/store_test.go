@@ -55,7 +55,7 @@ func TestWriteWithoutQuorum(t *testing.T) {
 	if !errors.As(err, &qe) || !errors.Is(err, ErrNoQuorum) {
 		t.Fatalf("write with a member gone: %v", err)
 	}
-	if qe.Got != 2 || qe.Need != 3 || len(qe.Missing) != 1 || qe.Missing[0] != c.hosts[2].ID() {
+	if qe.Got != 2 || qe.Need != 3 || len(qe.Missing) != 1 || qe.Missing[0] != NodeID(c.hosts[2].ID().String()) {
 		t.Errorf("quorum error %+v", qe)
 	}
 	if !strings.Contains(err.Error(), c.hosts[2].ID().String()) || !strings.Contains(err.Error(), "2 of 3") {
@@ -98,7 +98,7 @@ func TestCatchUpByAntiEntropy(t *testing.T) {
 		return string(c.local(2, "state/counter/01999").rec.Value) == "1999" && c.local(2, "re/counter/0/e0").rec.Deleted
 	})
 	waitFor(t, "identical digests", func() bool {
-		return *c.stores[0].com.digestSnapshot() == *s.com.digestSnapshot() && *c.stores[1].com.digestSnapshot() == *s.com.digestSnapshot()
+		return *c.stores[0].digestSnapshot() == *s.digestSnapshot() && *c.stores[1].digestSnapshot() == *s.digestSnapshot()
 	})
 	for _, i := range []int{0, 1234, 1999} {
 		if e := c.local(2, fmt.Sprintf("state/counter/%05d", i)); string(e.rec.Value) != fmt.Sprint(i) {
@@ -446,7 +446,7 @@ func TestIndexRebuilt(t *testing.T) {
 	if err := c.stores[0].Write(ctx, ws...); err != nil {
 		t.Fatal(err)
 	}
-	want := *c.stores[0].com.digestSnapshot()
+	want := *c.stores[0].digestSnapshot()
 	c.closeStore(0)
 	db, err := openBadger(c.dirs[0], c.log, nil)
 	if err != nil {
