@@ -73,7 +73,7 @@ type Engine struct {
 // type's coordinator config too.
 func New(cfg Config, self membership.Member, now time.Time) *Engine {
 	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = 60 * time.Second
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	e := &Engine{cfg: cfg, self: self, m: membership.New(cfg.Membership, self, now), types: map[string]*entityType{}, now: now}
 	for _, tc := range cfg.Types {

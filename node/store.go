@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/shardmesh/shardmesh/datadir"
-	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/remember"
-	"github.com/shardmesh/shardmesh/shard"
 )
 
 // StoreConfig configures the member's replica of the replicated store (package remember):
@@ -102,105 +99,6 @@ func replicasOf(members []membership.Member, prev *View) []membership.NodeID {
 	return nodes
 }
 
-// storeOps carries out what the engine asks of the store of remembered entities, off the
-// loop: the remembers of one iteration go out as one write, and every answer comes back to
-// the loop as a command.
-func (n *Node) storeOps(ops []engine.StoreOp) {
-	var remembers, forgets []engine.StoreOp
-	for _, op := range ops {
-		switch op.Kind {
-		case engine.StoreRemember:
-			remembers = append(remembers, op)
-		case engine.StoreForget:
-			forgets = append(forgets, op)
-		case engine.StoreLoadEntities:
-			go n.loadEntities(op)
-		case engine.StoreLoadShards:
-			go n.loadShards(op)
-		}
-	}
-	if len(remembers) > 0 {
-		go n.rememberEntities(remembers)
-	}
-	if len(forgets) > 0 {
-		go n.forgetEntities(forgets)
-	}
-}
-
-func (n *Node) rememberEntities(ops []engine.StoreOp) {
-	ws := make([]remember.Write, 0, len(ops))
-	for _, op := range ops {
-		ws = append(ws, remember.Write{Key: datadir.Key(datadir.FamilyEntity, op.Type, string(op.Shard), string(op.Entity))})
-		if op.NewShard {
-			ws = append(ws, remember.Write{Key: datadir.Key(datadir.FamilyShard, op.Type, string(op.Shard))})
-		}
-	}
-	err := n.recovery.timed(func() error { return n.store.Write(n.ctx, ws...) })
-	if err != nil && n.ctx.Err() == nil {
-		n.log.Warn("remembering entities failed; retried after shard-failure-backoff", "entities", len(ops), "err", err)
-	}
-	n.command(func(now time.Time) {
-		type key struct {
-			typ   string
-			shard shard.ID
-			gen   uint64
-		}
-		groups := map[key][]shard.EntityID{}
-		var order []key
-		for _, op := range ops {
-			k := key{op.Type, op.Shard, op.Gen}
-			if groups[k] == nil {
-				order = append(order, k)
-			}
-			groups[k] = append(groups[k], op.Entity)
-		}
-		for _, k := range order {
-			n.eng.EntitiesRemembered(now, k.typ, k.shard, k.gen, groups[k], err)
-		}
-	})
-}
-
-func (n *Node) forgetEntities(ops []engine.StoreOp) {
-	ws := make([]remember.Write, len(ops))
-	for i, op := range ops {
-		ws[i] = remember.Write{Key: datadir.Key(datadir.FamilyEntity, op.Type, string(op.Shard), string(op.Entity)), Delete: true}
-	}
-	if err := n.recovery.timed(func() error { return n.store.Write(n.ctx, ws...) }); err != nil && n.ctx.Err() == nil {
-		// Still remembered: the entity starts again with its shard, and passivates again.
-		n.log.Warn("forgetting passivated entities failed", "entities", len(ops), "err", err)
-	}
-}
-
-func (n *Node) loadEntities(op engine.StoreOp) {
-	ids, err := scanIDs[shard.EntityID](n, datadir.Prefix(datadir.FamilyEntity, op.Type, string(op.Shard)))
-	if err != nil && n.ctx.Err() == nil {
-		n.log.Warn("loading remembered entities failed; retried after shard-failure-backoff", "type", op.Type, "shard", op.Shard, "err", err)
-	}
-	n.command(func(now time.Time) { n.eng.EntitiesLoaded(now, op.Type, op.Shard, op.Gen, ids, err) })
-}
-
-func (n *Node) loadShards(op engine.StoreOp) {
-	ids, err := scanIDs[shard.ID](n, datadir.Prefix(datadir.FamilyShard, op.Type))
-	if err != nil && n.ctx.Err() == nil {
-		n.log.Warn("loading remembered shards failed; retried after waiting-for-state-timeout", "type", op.Type, "err", err)
-	}
-	n.command(func(now time.Time) { n.eng.ShardsLoaded(now, op.Type, ids, err) })
-}
-
-// scanIDs reads the keys under prefix from a read quorum and returns what follows it.
-func scanIDs[ID ~string](n *Node, prefix string) ([]ID, error) {
-	var recs []remember.Record
-	err := n.recovery.timed(func() (err error) {
-		recs, err = n.store.Scan(n.ctx, prefix)
-		return err
-	})
-	ids := make([]ID, 0, len(recs))
-	for _, r := range recs {
-		ids = append(ids, ID(strings.TrimPrefix(r.Key, prefix)))
-	}
-	return ids, err
-}
-
 // ErrNoState is LoadState finding no durable state for the entity yet.
 var ErrNoState = errors.New("no state stored")
 
@@ -208,8 +106,17 @@ var ErrNoState = errors.New("no state stored")
 // the epoch of the incarnation's shard allocation: from now on a write of the entity's state
 // from an incarnation of an earlier allocation is refused. Load once, when the incarnation
 // starts (its first message), and keep the state in memory.
-func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
-	n := c.e.n
+func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) { return c.e.LoadState(ctx, c) }
+
+// SaveState stores the entity's durable state on a quorum of replicas before it returns:
+// acknowledge what changed only after it. A write from an incarnation whose shard has since
+// moved is refused (remember.ErrFenced).
+func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
+	return c.e.SaveState(ctx, c, state)
+}
+
+// loadState is LoadState on this member's entity workers.
+func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) {
 	var rec remember.Record
 	var found bool
 	err := n.stateRound(ctx, func() (err error) {
@@ -225,11 +132,8 @@ func (c *EntityContext) LoadState(ctx context.Context) ([]byte, error) {
 	return rec.Value, nil
 }
 
-// SaveState stores the entity's durable state on a quorum of replicas before it returns:
-// acknowledge what changed only after it. A write from an incarnation whose shard has since
-// moved is refused (remember.ErrFenced).
-func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
-	n := c.e.n
+// saveState is SaveState on this member's entity workers.
+func (n *Node) saveState(ctx context.Context, c *EntityContext, state []byte) error {
 	err := n.stateRound(ctx, func() error {
 		return n.store.Write(ctx, remember.Write{Key: datadir.Key(datadir.FamilyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
 	})
@@ -249,7 +153,7 @@ func (n *Node) stateRound(ctx context.Context, round func() error) error {
 		if err := n.servingFor(ctx); err != nil {
 			return err
 		}
-		return n.recovery.timed(round) // the adaptive recovery budget watches store latency
+		return n.core.recovery.timed(round) // the adaptive recovery budget watches store latency
 	})
 }
 
