@@ -25,6 +25,11 @@ type Config struct {
 	// SeedNodeTimeout is how long to wait for an answer from the seeds before asking again
 	// (seed-node-timeout). Default 5 s.
 	SeedNodeTimeout time.Duration
+	// ExitTimeout is how long a member that has seen itself Exiting waits to see itself
+	// Removed before it stops anyway: it serves nothing from Leaving on, and one cut off
+	// from the others as it exits would otherwise wait for news that may never come.
+	// Akka's coordinated-shutdown phase cluster-exiting has the same bound. Default 10 s.
+	ExitTimeout time.Duration
 	// FailureDetector configures phi-accrual failure detection.
 	FailureDetector FailureDetectorConfig
 	// SplitBrainResolver configures the downing of unreachable members.
@@ -102,6 +107,7 @@ func DefaultConfig() Config {
 		Voters:          5,
 		GossipInterval:  time.Second,
 		SeedNodeTimeout: 5 * time.Second,
+		ExitTimeout:     10 * time.Second,
 		FailureDetector: FailureDetectorConfig{
 			HeartbeatInterval:        time.Second,
 			Threshold:                8,
@@ -130,6 +136,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Voters == 0 {
 		c.Voters = d.Voters
+	}
+	if c.ExitTimeout == 0 {
+		c.ExitTimeout = d.ExitTimeout
 	}
 	if c.SeedNodeTimeout == 0 {
 		c.SeedNodeTimeout = d.SeedNodeTimeout

@@ -22,6 +22,7 @@ type Node struct {
 
 	seeds        []NodeID
 	lastJoinSent time.Time
+	exitingSince time.Time // when this member saw itself Exiting (ExitTimeout)
 
 	peers map[NodeID]*peer // failure detection and last reported digest per member heartbeats go to or come from
 
@@ -254,6 +255,12 @@ func (n *Node) Tick(now time.Time) {
 			}
 			n.lastJoinSent = now
 		}
+		return
+	}
+	if me := n.v.members[n.self.Node]; me != nil && me.Status == Exiting && !n.exitingSince.IsZero() && now.Sub(n.exitingSince) >= n.cfg.ExitTimeout {
+		// Exiting serves nothing: the member stops, as it would once it saw its removal
+		// (a member cut off from the others as it exits might never see it).
+		n.stop(StopLeft, fmt.Sprintf("left the cluster (its removal not seen within exit-timeout, %v)", n.cfg.ExitTimeout))
 		return
 	}
 	if n.suspect {
@@ -927,6 +934,8 @@ func (n *Node) checkSelf(m *Member, previous Status) {
 		n.stop(StopLeft, "left the cluster")
 	case m.Status == Removed:
 		n.stop(StopRemoved, "this member was removed from the cluster")
+	case m.Status == Exiting:
+		n.exitingSince = n.now
 	case m.Status == Up && previous != Up:
 		// A heartbeat now, not up to an interval later: the others echo it, and their
 		// echoes are this member's first lease grants (its earlier heartbeats may have

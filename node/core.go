@@ -488,6 +488,15 @@ func (c *Core) Sender(typ string) (*RegisteredType, error) {
 	return v.(*RegisteredType), nil
 }
 
+// Registered returns entity type typ as registered here, in service or not (nil when it is
+// not registered). Safe from any goroutine.
+func (c *Core) Registered(typ string) *RegisteredType {
+	if v, ok := c.specs.Load(typ); ok {
+		return v.(*RegisteredType)
+	}
+	return nil
+}
+
 // TypeNames returns the entity types registered on this member, sorted. Safe from any
 // goroutine.
 func (c *Core) TypeNames() []string {

@@ -90,6 +90,16 @@ func (c *Core) applyEntityOp(now time.Time, op engine.EntityOp) {
 	}
 }
 
+// StartTaken reports that an entity runtime took the start signal m of a remembered entity
+// off its mailbox at now: handled (its behaviour created) or dropped. The adaptive
+// recovery budget follows it. Safe from any goroutine.
+func (c *Core) StartTaken(m *Message, now time.Time, handled bool) {
+	c.recovery.inFlight.Add(-1)
+	if handled {
+		c.recovery.started(now.Sub(m.at))
+	}
+}
+
 // enqueue queues m for inc, naming the entity as not running when it cannot take it.
 func enqueue(inc Incarnation, m *Message) error {
 	if inc == nil {

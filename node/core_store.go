@@ -338,7 +338,7 @@ func (c *Core) directivesRead(now time.Time, res StoreResult) {
 		d.next = now.Add(500 * time.Millisecond)
 		err = errors.Join(errors.New("read the operator's directives"), err)
 	} else {
-		dir := parseDirectives(res.Records, c.log)
+		dir := ParseDirectives(res.Records, c.log)
 		if len(dir.Stopped) == 0 {
 			c.stoppedTypes.Store(nil) // the common case: senders check one pointer, no map
 		} else {

@@ -117,8 +117,9 @@ func (n *Node) Directives(ctx context.Context) (d engine.Directives, ok bool, er
 	return d, ok, err
 }
 
-// parseDirectives reads the directives from their records in the store.
-func parseDirectives(recs []remember.Record, log *slog.Logger) engine.Directives {
+// ParseDirectives reads the directives from their records in the store (a scan of
+// datadir.FamilyDirective); records it does not know are logged and left out.
+func ParseDirectives(recs []remember.Record, log *slog.Logger) engine.Directives {
 	d := engine.Directives{Draining: map[membership.NodeID]bool{}, Pins: map[string]map[shard.ID]membership.NodeID{}, Stopped: map[string]bool{}}
 	for _, r := range recs {
 		parts := strings.Split(strings.TrimPrefix(r.Key, datadir.Prefix(datadir.FamilyDirective)), datadir.Sep)

@@ -55,9 +55,10 @@ func (e *entity) SaveState(ctx context.Context, c *EntityContext, state []byte) 
 // Receive handles one message on the entity's turn.
 func (e *entity) Receive(m *Message) {
 	c := e.n.core
+	started := false
 	if m.start {
-		// Handled (or dropped) now: no longer in flight, also if New panics.
-		defer c.recovery.inFlight.Add(-1)
+		// Taken off the mailbox now: no longer in flight, also if New panics.
+		defer func() { c.StartTaken(m, time.Now(), started) }()
 	}
 	if e.finished {
 		c.Reject(e.t.Name, m, ErrStopped)
@@ -74,7 +75,7 @@ func (e *entity) Receive(m *Message) {
 		if e.behavior == nil {
 			e.behavior = e.t.New(&e.ctx)
 		}
-		c.recovery.started(time.Since(m.at))
+		started = true
 	} else if m.stop {
 		if e.t.StopMessage == nil {
 			e.stopAfterTurn = true

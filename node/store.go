@@ -32,21 +32,39 @@ type StoreConfig struct {
 // not hold every save until it is downed.
 var majorityPrefixes = []string{datadir.Prefix(datadir.FamilyEntity), datadir.Prefix(datadir.FamilyShard), datadir.Prefix(datadir.FamilyState)}
 
+// DefaultStoreTimeout bounds one store round by default (updating-state-timeout).
+const DefaultStoreTimeout = 5 * time.Second
+
+// MachineConfig is the store machine's configuration of member self with these settings:
+// the quorums, key prefixes and timeout a member's store runs with (the simulation runs its
+// members' stores with it too).
+func (sc StoreConfig) MachineConfig(self membership.NodeID) remember.MachineConfig {
+	timeout := sc.Timeout
+	if timeout == 0 {
+		timeout = DefaultStoreTimeout
+	}
+	return remember.MachineConfig{
+		Self:              self,
+		WriteMajorityPlus: sc.WriteMajorityPlus,
+		ReadMajorityPlus:  sc.ReadMajorityPlus,
+		MajorityMinCap:    sc.MajorityMinCap,
+		MajorityPrefixes:  majorityPrefixes,
+		Timeout:           timeout,
+	}
+}
+
 // openStore opens the member's replica in <data-dir>/store.
 func (n *Node) openStore(ctx context.Context) error {
-	timeout := n.cfg.Store.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
-	}
+	mc := n.cfg.Store.MachineConfig(n.self.Node)
 	st, err := remember.Open(ctx, remember.Config{
 		Dir:               n.dir.Store(),
 		Host:              n.host,
 		Members:           n.replicaMembers,
-		WriteMajorityPlus: n.cfg.Store.WriteMajorityPlus,
-		ReadMajorityPlus:  n.cfg.Store.ReadMajorityPlus,
-		MajorityMinCap:    n.cfg.Store.MajorityMinCap,
-		MajorityPrefixes:  majorityPrefixes,
-		Timeout:           timeout,
+		WriteMajorityPlus: mc.WriteMajorityPlus,
+		ReadMajorityPlus:  mc.ReadMajorityPlus,
+		MajorityMinCap:    mc.MajorityMinCap,
+		MajorityPrefixes:  mc.MajorityPrefixes,
+		Timeout:           mc.Timeout,
 		Logger:            n.log, // the store adds component=store
 		Metrics:           n.cfg.Metrics,
 	})

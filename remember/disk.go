@@ -75,6 +75,10 @@ func (r DiskResult) Err() error { return r.err }
 // failed returns the result of op failing with err.
 func failed(op DiskOp, err error) DiskResult { return DiskResult{ID: op.ID, err: err} }
 
+// Failed returns the result of op failing with err, nothing of it done (the simulation's
+// disk faults).
+func (op DiskOp) Failed(err error) DiskResult { return failed(op, err) }
+
 // opKind says what an applyOp does to the local replica.
 type opKind uint8
 

@@ -11,6 +11,7 @@ import (
 // carried out or not (see the contract in disk.go), and the simulation draws which.
 type MemDisk struct {
 	entries map[string]entry
+	changes uint64
 }
 
 // NewMemDisk returns an empty disk.
@@ -73,6 +74,10 @@ func (d *MemDisk) Records() []Record {
 	return out
 }
 
+// Changes counts the entries this disk's applies changed: what it holds changed since a
+// look at it when the count did.
+func (d *MemDisk) Changes() uint64 { return d.changes }
+
 // Floor returns key's fence floor on this disk.
 func (d *MemDisk) Floor(key string) uint64 { return d.entries[key].floor }
 
@@ -92,6 +97,7 @@ func (d *MemDisk) load(keys []string) (map[string]entry, error) {
 }
 
 func (d *MemDisk) store(cs []change) error {
+	d.changes += uint64(len(cs))
 	for _, c := range cs {
 		if c.after.absent() {
 			delete(d.entries, c.key)

@@ -84,7 +84,7 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 	}
 	s := New(Options{Seed: seed, Membership: cfg, Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
 	if remember {
-		s.store.FailRate = []float64{0, 0.02, 0.1}[r.IntN(3)]
+		s.DiskFailRate = []float64{0, 0.02, 0.1}[r.IntN(3)]
 	}
 	s.Net.Loss = []float64{0, 0, 0.01}[r.IntN(3)]
 	s.Net.MaxLatency = []time.Duration{2 * time.Millisecond, 20 * time.Millisecond}[r.IntN(2)]
@@ -249,7 +249,7 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 		return s, fmt.Errorf("shards not balanced within %d rebalance rounds:\n%s", rounds, s.DescribeShards("counter"))
 	}
 	if u := s.unaccounted(); len(u) > 0 {
-		return s, fmt.Errorf("%d messages neither handled, rejected nor lost with a cause (first: %d)", len(u), u[0])
+		return s, fmt.Errorf("%d messages neither handled, rejected nor lost with a cause (first: %d, last seen %s)", len(u), u[0], s.traffic.seen[u[0]])
 	}
 	// With an idle timeout, entities that get no more messages all stop.
 	if idle := typ.Passivation.Idle.Timeout; idle > 0 {
