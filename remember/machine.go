@@ -274,7 +274,10 @@ func (m *Machine) Tick(now time.Time) {
 // NextDeadline returns when the machine next needs a Tick (a round's timeout, anti-entropy),
 // so a runtime can sleep until then.
 func (m *Machine) NextDeadline() time.Time {
-	next := m.ae.wake()
+	var next time.Time
+	if m.cfg.AntiEntropyInterval > 0 {
+		next = m.ae.wake()
+	}
 	for _, p := range m.pending {
 		if d := p.deadline(); next.IsZero() || d.Before(next) {
 			next = d

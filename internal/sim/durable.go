@@ -23,8 +23,8 @@ import (
 //   - no acknowledged write is lost: a fenced load returns at least every value the store
 //     acknowledged before (across crashes, restarts, partitions and moves);
 //   - a stale incarnation's write never reaches a quorum once a newer one read with a
-//     fence: a save acknowledged with an epoch below a completed fenced load's is a
-//     violation;
+//     fence: a save acknowledged with an epoch below a completed fenced load's must be one
+//     that load read (its value no more than the value loaded);
 //   - at most one live instance (checkSingleInstance, as for every entity);
 //   - a counter ends between its acknowledged increments and its acknowledged plus unknown
 //     ones (CheckCounters, once the run has settled).
@@ -35,10 +35,10 @@ type durable struct {
 
 // counterBook is what the simulation knows of one counter.
 type counterBook struct {
-	stored   int64             // the highest value a save of it was acknowledged with by the store
-	fenced   coordinator.Epoch // the highest epoch of a completed fenced load
-	saving   map[msgID]bool    // increments whose save began
-	answered map[msgID]bool    // increments whose asker got the new value
+	stored   int64          // the highest value a save of it was acknowledged with by the store
+	fences   []fence        // completed fenced loads
+	saving   map[msgID]bool // increments whose save began
+	answered map[msgID]bool // increments whose asker got the new value
 }
 
 func newDurable(s *Sim) *durable { return &durable{s: s, books: map[entityKey]*counterBook{}} }
@@ -58,6 +58,12 @@ func (d *durable) answered(a *simAsk, r node.Reply) {
 		return
 	}
 	d.book(a.key).answered[a.msg] = true
+}
+
+// fence is a completed fenced load: the epoch it raised the floor to, and the value it read.
+type fence struct {
+	epoch coordinator.Epoch
+	value int64
 }
 
 // counterState is a durable counter's incarnation: its value once loaded, and the message
@@ -127,7 +133,7 @@ func (c *counterState) load(e *simEntity, done func(error)) {
 				d.s.fail("%s on %s (epoch %s) loaded %d, but the store acknowledged %d before: an acknowledged write was lost",
 					e.key, e.r.n.ID, e.epoch, c.value, b.stored)
 			}
-			b.fenced = max(b.fenced, e.epoch)
+			b.fences = append(b.fences, fence{epoch: e.epoch, value: c.value})
 			done(nil)
 		})
 	}
@@ -156,9 +162,14 @@ func (c *counterState) save(e *simEntity, m *node.Message, done func(any, error)
 				done(nil, fmt.Errorf("save the state of %s: %w", e.key, a.Err))
 				return
 			}
-			if e.epoch < b.fenced {
-				d.s.fail("%s: a save of %d with epoch %s was acknowledged after a fenced load with epoch %s: a stale incarnation's write reached a quorum",
-					e.key, next, e.epoch, b.fenced)
+			// A save of an older epoch acknowledged after a newer incarnation's fenced load
+			// must be one that load saw (the replicas in both quorums stored it before the
+			// fence): else the load missed an acknowledged write.
+			for _, f := range b.fences {
+				if e.epoch < f.epoch && next > f.value {
+					d.s.fail("%s: a save of %d with epoch %s was acknowledged after a fenced load with epoch %s that read %d: a stale incarnation's write reached a quorum the fence had not",
+						e.key, next, e.epoch, f.epoch, f.value)
+				}
 			}
 			b.stored = max(b.stored, next)
 			c.value = next

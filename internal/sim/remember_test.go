@@ -67,7 +67,7 @@ func TestAdaptiveRecoveryAfterAFullRestart(t *testing.T) {
 			t.Errorf("the budgets backed off %d times in %d restarts, with 10%% of store operations failing", decreases, seeds)
 		}
 	}()
-	for seed := uint64(1); seed <= 5; seed++ {
+	for seed := uint64(1); seed <= uint64(shortRuns(5, 5, 1)); seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			typ := testType("counter", 3)
 			typ.Shard.Remember = shard.Remember{Enabled: true, FailureBackoff: time.Second,

@@ -33,9 +33,7 @@ var (
 // shards run on their pins.
 func TestShardingSoak(t *testing.T) {
 	runs := *shardingRuns
-	if testing.Short() && runs > 30 {
-		runs = 30
-	}
+	runs = shortRuns(runs, 30, 5)
 	if v := os.Getenv("SHARDMESH_SHARDING_SOAK_RUNS"); v != "" {
 		runs, _ = strconv.Atoi(v)
 	}

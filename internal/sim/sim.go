@@ -68,6 +68,8 @@ type Sim struct {
 	// handoff or the loss of its member).
 	Moves int
 
+	fullRestarts int // whole-cluster restarts (restartAll)
+
 	traffic   *traffic // entity messages and their fate
 	durable   *durable // the durable counters and the store's invariants
 	extractor *shard.HashCodeExtractor
@@ -225,7 +227,7 @@ func (s *Sim) Start(i int, seeds ...int) {
 	n.E = n.Core.Engine()
 	n.M = n.E.Membership()
 	n.store.open()
-	s.logf("start %s (incarnation %d)", n.ID, n.Incarnation)
+	s.logf("start %s (incarnation %d, last cluster size %d)", n.ID, n.Incarnation, n.LastClusterSize)
 	for _, tc := range s.opts.Types {
 		n.Core.Step(s.now, node.RegisterType{Spec: s.entityType(tc), Done: func(err error) {
 			if err != nil {
