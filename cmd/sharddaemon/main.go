@@ -73,7 +73,7 @@ func newApp(code *int) *cli.App {
 			flags = append(flags, &cli.StringFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
 		}
 	}
-	return &cli.App{
+	app := &cli.App{
 		Name:      "sharddaemon",
 		Usage:     "run a shardmesh member",
 		UsageText: "sharddaemon --data-dir DIR [--listen MULTIADDR]... [--join MULTIADDR]... [--cluster-key FILE] [--config FILE]",
@@ -99,8 +99,7 @@ Example: a three-member cluster on one machine
 
 Exit codes: 0 left gracefully, 1 failed, 2 bad usage or configuration (or refused at join
 for a setting that must be equal on every member), 3 downed or removed by the cluster.`,
-		Flags:           flags,
-		HideHelpCommand: true,
+		Flags: flags,
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -111,7 +110,7 @@ for a setting that must be equal on every member), 3 downed or removed by the cl
 		}}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return cli.Exit(fmt.Sprintf("unexpected argument %q (see --help)", c.Args().First()), exitUsage)
+				return cmdline.UnknownCommand(c, c.Args().First())
 			}
 			cfg, err := loadConfig(c)
 			if err != nil {
@@ -121,6 +120,8 @@ for a setting that must be equal on every member), 3 downed or removed by the cl
 			return nil
 		},
 	}
+	cmdline.Conventions(app)
+	return app
 }
 
 // loadConfig merges the file, the environment and the flags.
