@@ -76,7 +76,7 @@ func (e *entity) handle(m *message) {
 		if err != nil {
 			// Per message: debug only; counted (reason undecodable) and answered.
 			e.n.log.Debug("dropped a message the entity type's codec cannot decode", "type", e.t.spec.Name, "shard", e.ctx.Shard, "entity", e.ctx.Entity, "err", err)
-			err = fmt.Errorf("decode message for %s: %w: %w", e.t.spec.Name, errUndecodable, err)
+			err = fmt.Errorf("decode message for %s: %w: %w", e.t.spec.Name, ErrUndecodable, err)
 			e.n.metrics.rejectedMsg(e.t.spec.Name, true, err)
 			e.n.answer(e.t, m, nil, err)
 			return

@@ -172,8 +172,8 @@ func (s *session) dialMember(m *adminpb.MemberInfo) (*admin.Client, error) {
 }
 
 // connectToMember connects for a command whose one argument is a member (NODE) and finds
-// that member.
-func connectToMember(c *cli.Context) (*session, *adminpb.MemberInfo, error) {
+// that member (a Removed one too with removedOK, see findMember).
+func connectToMember(c *cli.Context, removedOK bool) (*session, *adminpb.MemberInfo, error) {
 	args, err := cmdline.Positional(c, "NODE", 1)
 	if err != nil {
 		return nil, nil, err
@@ -182,7 +182,12 @@ func connectToMember(c *cli.Context) (*session, *adminpb.MemberInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := s.member(args[0])
+	view, err := s.cl.Members(s.ctx)
+	if err != nil {
+		s.close()
+		return nil, nil, callError(err)
+	}
+	m, err := findMember(view, args[0], removedOK)
 	if err != nil {
 		s.close()
 		return nil, nil, err
@@ -196,40 +201,53 @@ func (s *session) member(name string) (*adminpb.MemberInfo, error) {
 	if err != nil {
 		return nil, callError(err)
 	}
-	return findMember(view, name)
+	return findMember(view, name, false)
 }
 
 // findMember resolves a member's name: its peer id, or the end of it as tables print it
-// ("…Xy3kLm9q" or "Xy3kLm9q", at least 4 characters). Members that are Removed are left
-// out. An unknown or ambiguous name is bad usage.
-func findMember(view *adminpb.MembersResponse, name string) (*adminpb.MemberInfo, error) {
+// ("…Xy3kLm9q" or "Xy3kLm9q", at least 4 characters). Members that are Removed are found
+// only when no other member has that name, and then only with removedOK (down reports
+// them as Removed already): otherwise it is an error that says they were removed, as
+// 'shardctl members' still lists them. An unknown or ambiguous name is bad usage.
+func findMember(view *adminpb.MembersResponse, name string, removedOK bool) (*adminpb.MemberInfo, error) {
+	live, removed := matchMembers(view, name, false), matchMembers(view, name, true)
+	switch {
+	case len(live) == 1:
+		return live[0], nil
+	case len(live) > 1:
+		return nil, cmdline.Usagef("member name %q is ambiguous: it ends %d members' ids; give more of it", name, len(live))
+	case len(removed) == 1 && removedOK:
+		return removed[0], nil
+	case len(removed) == 1:
+		return nil, cmdline.Usagef("member %s was Removed from the cluster: it no longer runs shards or answers for the cluster (a restarted daemon joins as a new member)", removed[0].Node)
+	}
+	var ids []string
+	for _, m := range view.GetMembers() {
+		if m.Status != "Removed" {
+			ids = append(ids, cmdline.ShortID(m.Node))
+		}
+	}
+	slices.Sort(ids)
+	return nil, cmdline.Usagef("unknown member %q: %s knows %s", cmdline.Truncate(name, 80), cmdline.ShortID(view.Self), strings.Join(ids, ", "))
+}
+
+// matchMembers are the members, Removed or not as removed says, whose id is name or ends
+// with it (at least 4 characters of it); an exact match is the only one.
+func matchMembers(view *adminpb.MembersResponse, name string, removed bool) []*adminpb.MemberInfo {
 	suffix := strings.TrimPrefix(name, "…")
 	var found []*adminpb.MemberInfo
 	for _, m := range view.GetMembers() {
-		if m.Status == "Removed" {
+		if (m.Status == "Removed") != removed {
 			continue
 		}
 		if m.Node == name {
-			return m, nil
+			return []*adminpb.MemberInfo{m}
 		}
 		if len(suffix) >= 4 && strings.HasSuffix(m.Node, suffix) {
 			found = append(found, m)
 		}
 	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		var ids []string
-		for _, m := range view.GetMembers() {
-			if m.Status != "Removed" {
-				ids = append(ids, cmdline.ShortID(m.Node))
-			}
-		}
-		slices.Sort(ids)
-		return nil, cmdline.Usagef("unknown member %q: %s knows %s", cmdline.Truncate(name, 80), cmdline.ShortID(view.Self), strings.Join(ids, ", "))
-	}
-	return nil, cmdline.Usagef("member name %q is ambiguous: it ends %d members' ids; give more of it", name, len(found))
+	return found
 }
 
 // callError turns a failed admin call into the documented exit code (nil stays nil).
