@@ -29,6 +29,10 @@ var (
 	// the peer listening there.
 	ErrHandshake = errors.New("handshake with peer failed")
 
+	// ErrPeerIDMismatch: the peer listening at the address is not the one its /p2p/ id
+	// names (its identity changed, or the address now belongs to another member).
+	ErrPeerIDMismatch = errors.New("peer id mismatch")
+
 	// ErrNotAllowed: our own allow-list (Config.AllowPeers) does not name the peer.
 	ErrNotAllowed = errors.New("peer not on the allow-list")
 

@@ -140,15 +140,23 @@ func entryPoint(c *cli.Context) (addr, name string, err error) {
 func (s *session) dial(addr string) (*admin.Client, error) {
 	cl, err := admin.Dial(s.ctx, admin.ClientConfig{Node: addr, Identity: s.key, ClusterKey: s.psk})
 	if err != nil {
-		if errors.Is(err, p2p.ErrHandshake) {
-			return nil, cli.Exit(fmt.Sprintf("%v (the member refused the connection: check --cluster-key)", err), exitFailed)
-		}
-		if s.ctx.Err() != nil {
-			return nil, cli.Exit(fmt.Sprintf("cannot reach %s within --timeout", addr), exitFailed)
-		}
-		return nil, cli.Exit(err.Error(), exitFailed)
+		return nil, cli.Exit(dialProblem(addr, err), exitFailed)
 	}
 	return cl, nil
+}
+
+// dialProblem says, first, why a connection to addr failed: the wrong member, a timeout, a
+// refusal; then the details.
+func dialProblem(addr string, err error) string {
+	switch {
+	case errors.Is(err, p2p.ErrPeerIDMismatch):
+		return fmt.Sprintf("peer id mismatch: the member at %s is not the one its /p2p/ id names (%v)", addr, err)
+	case errors.Is(err, p2p.ErrHandshake):
+		return fmt.Sprintf("the member at %s refused the connection: check --cluster-key (%v)", addr, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("cannot reach %s within --timeout: nothing answered, or the member accepted the connection and then said nothing (hung or stopped?)", addr)
+	}
+	return err.Error()
 }
 
 // dialMember connects to another member by the addresses it announced.
