@@ -152,12 +152,32 @@ func (h *Host) dialError(ctx context.Context, op string, id peer.ID, err error) 
 			"or the address belongs to another member now: take the address from its addrs file", op, id, ErrPeerIDMismatch, mismatch.Actual)
 	case refusedInHandshake(err):
 		return h.handshakeError(op, id, err)
+	case handshakeTimedOut(err):
+		// Either side of a key mismatch where only one side has a key waits for bytes that
+		// never make sense: it looks exactly like a peer that hangs.
+		return fmt.Errorf("%s to %s: %w: the peer accepted the TCP connection but did not complete the handshake in time: "+
+			"it is hung, stopped or overloaded, or only one side has a --cluster-key (a different key or an allow-list that does not name us fails at once): %w: %w", op, id, context.DeadlineExceeded, ErrHandshake, err)
 	case ctx.Err() != nil || timedOut(err):
-		return fmt.Errorf("%s to %s: %w: the peer did not complete the connection in time (is it hung, stopped or overloaded?): %w",
-			op, id, context.DeadlineExceeded, err)
+		return fmt.Errorf("%s to %s: %w: nothing answered at its address in time: %w", op, id, context.DeadlineExceeded, err)
 	default:
 		return fmt.Errorf("%s to %s: %w", op, id, err)
 	}
+}
+
+// handshakeTimedOut reports whether a dial timed out after the TCP connection was made, in
+// the handshake, on some address.
+func handshakeTimedOut(err error) bool {
+	var dialErr *swarm.DialError
+	if !errors.As(err, &dialErr) {
+		return false
+	}
+	for _, te := range dialErr.DialErrors {
+		var opErr *net.OpError
+		if isTimeout(te.Cause) && !(errors.As(te.Cause, &opErr) && opErr.Op == "dial") {
+			return true
+		}
+	}
+	return false
 }
 
 // timedOut reports whether every address of a dial failed by timing out.

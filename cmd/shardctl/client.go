@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
+	"github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin"
@@ -151,12 +155,34 @@ func dialProblem(addr string, err error) string {
 	switch {
 	case errors.Is(err, p2p.ErrPeerIDMismatch):
 		return fmt.Sprintf("peer id mismatch: the member at %s is not the one its /p2p/ id names (%v)", addr, err)
+	case errors.Is(err, context.DeadlineExceeded) && (errors.Is(err, p2p.ErrHandshake) || acceptsTCP(addr)):
+		return fmt.Sprintf("cannot reach %s within --timeout: it accepted the connection but did not complete the handshake: "+
+			"the member is hung or stopped (kill -STOP, a long pause), or only one side has a --cluster-key", addr)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("cannot reach %s within --timeout: nothing answered there (a wrong address, a firewall, a stopped host?)", addr)
 	case errors.Is(err, p2p.ErrHandshake):
 		return fmt.Sprintf("the member at %s refused the connection: check --cluster-key (%v)", addr, err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("cannot reach %s within --timeout: nothing answered, or the member accepted the connection and then said nothing (hung or stopped?)", addr)
 	}
 	return err.Error()
+}
+
+// acceptsTCP reports whether something accepts TCP connections at addr's host and port.
+func acceptsTCP(addr string) bool {
+	ma, err := multiaddr.NewMultiaddr(addr)
+	if err != nil {
+		return false
+	}
+	transport, _ := peer.SplitAddr(ma)
+	na, err := manet.ToNetAddr(transport)
+	if err != nil {
+		return false
+	}
+	conn, err := net.DialTimeout(na.Network(), na.String(), time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
 }
 
 // dialMember connects to another member by the addresses it announced.
