@@ -66,6 +66,7 @@ func Load(src Sources) (Config, error) {
 	if _, err := PeerIDs("admin-allow", c.Node.AdminAllow); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, checkJoinAddrs(c.Node.Join)...)
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}

@@ -37,6 +37,12 @@ type Config struct {
 	// (keep-oldest and static-quorum may down a majority, which keeps its lease until its
 	// own resolver stops it, within stable-after).
 	DownRemovalMargin time.Duration
+	// ExitingTimeout is how long a member that is Exiting (it has handed everything off)
+	// waits to be Removed by the leader before it stops anyway, as left
+	// (coordinated-shutdown's cluster-exiting phase in Akka, whose timeout this is). When
+	// every member leaves at once, the leader removes the others and itself and stops before
+	// they hear it; without this they would wait for a leader that is gone. Default 10 s.
+	ExitingTimeout time.Duration
 	// JoinChecks are settings that must be equal on every member, e.g.
 	// "sharding.number-of-shards" → "1000". A member joining with a different value is refused
 	// with an error naming the key and both values.
@@ -102,6 +108,7 @@ func DefaultConfig() Config {
 		Voters:          5,
 		GossipInterval:  time.Second,
 		SeedNodeTimeout: 5 * time.Second,
+		ExitingTimeout:  10 * time.Second,
 		FailureDetector: FailureDetectorConfig{
 			HeartbeatInterval:        time.Second,
 			Threshold:                8,
@@ -133,6 +140,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SeedNodeTimeout == 0 {
 		c.SeedNodeTimeout = d.SeedNodeTimeout
+	}
+	if c.ExitingTimeout == 0 {
+		c.ExitingTimeout = d.ExitingTimeout
 	}
 	fd, dfd := &c.FailureDetector, d.FailureDetector
 	if fd.HeartbeatInterval == 0 {

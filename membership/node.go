@@ -18,6 +18,7 @@ type Node struct {
 	v              view
 	joined         bool // formed a cluster or was admitted to one
 	leaveRequested bool
+	exitingSince   time.Time // when this member saw itself Exiting; zero: it has not
 	stopped        *Stopped
 
 	seeds        []NodeID
@@ -258,6 +259,10 @@ func (n *Node) Tick(now time.Time) {
 	}
 	if n.suspect {
 		n.probeUnconfirmed(false)
+	}
+	if !n.exitingSince.IsZero() && now.Sub(n.exitingSince) >= n.cfg.ExitingTimeout {
+		n.stop(StopLeft, fmt.Sprintf("left the cluster: Exiting for %v and not removed by a leader (every member left at once?)", n.cfg.ExitingTimeout))
+		return
 	}
 	n.detectFailures()
 	if now.Sub(n.lastHeartbeat) >= n.cfg.FailureDetector.HeartbeatInterval {
@@ -927,6 +932,8 @@ func (n *Node) checkSelf(m *Member, previous Status) {
 		n.stop(StopLeft, "left the cluster")
 	case m.Status == Removed:
 		n.stop(StopRemoved, "this member was removed from the cluster")
+	case m.Status == Exiting && previous != Exiting:
+		n.exitingSince = n.now
 	case m.Status == Up && previous != Up:
 		// A heartbeat now, not up to an interval later: the others echo it, and their
 		// echoes are this member's first lease grants (its earlier heartbeats may have

@@ -39,6 +39,9 @@ var (
 	// ErrNoPeerID: an address given to Connect does not end in /p2p/<peer id>.
 	ErrNoPeerID = errors.New("address has no /p2p/<peer id>")
 
+	// ErrKeyFile: an identity or cluster key file is missing, unreadable or malformed.
+	ErrKeyFile = errors.New("bad key file")
+
 	// ErrInsecureKeyFile: an identity or cluster key file is readable or writable by
 	// group or others; fix with chmod 600.
 	ErrInsecureKeyFile = errors.New("key file is accessible by group or others")
