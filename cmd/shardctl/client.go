@@ -144,9 +144,28 @@ func entryPoint(c *cli.Context) (addr, name string, err error) {
 func (s *session) dial(addr string) (*admin.Client, error) {
 	cl, err := admin.Dial(s.ctx, admin.ClientConfig{Node: addr, Identity: s.key, ClusterKey: s.psk})
 	if err != nil {
-		return nil, cli.Exit(dialProblem(addr, err), exitFailed)
+		return nil, &dialError{msg: dialProblem(addr, err), err: err}
 	}
 	return cl, nil
+}
+
+// dialError is a failed connection: what dialProblem says, exit code 1, and the cause.
+type dialError struct {
+	msg string
+	err error
+}
+
+func (e *dialError) Error() string { return e.msg }
+func (e *dialError) Unwrap() error { return e.err }
+func (e *dialError) ExitCode() int { return exitFailed }
+
+// configProblem reports whether a failed connection is one that trying again cannot fix:
+// the member refused the handshake at once (another cluster key, its allow-list), the
+// address names another member, our allow-list refuses it, or the command line is wrong.
+func configProblem(err error) bool {
+	return errors.Is(err, p2p.ErrPeerIDMismatch) || errors.Is(err, p2p.ErrNotAllowed) ||
+		errors.Is(err, p2p.ErrHandshake) && !errors.Is(err, context.DeadlineExceeded) ||
+		cmdline.ExitCode(err, exitFailed) == exitUsage
 }
 
 // dialProblem says, first, why a connection to addr failed: the wrong member, a timeout, a

@@ -78,7 +78,11 @@ Example:
 				Refresh:     c.Duration("refresh"),
 				CallTimeout: c.Duration("timeout"),
 				Connect: func(ctx context.Context) (tui.Source, error) {
-					return dashboardSource(ctx, *s, addr, name)
+					src, err := dashboardSource(ctx, *s, addr, name)
+					if err != nil && configProblem(err) {
+						return nil, tui.Permanent(err) // the dashboard stops on it instead of retrying
+					}
+					return src, err
 				},
 			}
 			return tui.Run(ctx, cfg, os.Stdin, os.Stdout)
