@@ -35,6 +35,7 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cluster-key", Usage: "the cluster's key `FILE`, if the cluster has one", EnvVars: []string{"SHARDMESH_CLUSTER_KEY"}},
 		&cli.StringFlag{Name: "identity", Usage: "admin identity key `FILE` (shardctl keygen admin); needed for calls that change the cluster", EnvVars: []string{"SHARDMESH_IDENTITY"}},
 		timeoutFlag(defaultTimeout, "give up after this long"),
+		&cli.StringFlag{Name: "context", Usage: "use saved context `NAME` for this call instead of the current one (shardctl context)", EnvVars: []string{"SHARDMESH_CONTEXT"}},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
 	}
 }
@@ -128,7 +129,7 @@ func entryPoint(c *cli.Context) (addr, name string, err error) {
 		if name != "" {
 			return "", "", cmdline.Usagef("--node %q is not a multiaddr; to name a member by its peer id, also give --data-dir DIR or $SHARDMESH_NODE of a member to ask", name)
 		}
-		return "", "", cmdline.Usagef("which member? set --node MULTIADDR, $SHARDMESH_NODE or --data-dir DIR")
+		return "", "", cmdline.Usagef("which member? set --node MULTIADDR, $SHARDMESH_NODE or --data-dir DIR, or save them in a context (shardctl context set --help)")
 	}
 	addrs, err := datadir.ReadAddrs(dir)
 	if err != nil {

@@ -79,6 +79,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 			simCommand(),
 			dataCommand(networked(dataRemoveCommand())...),
 			removeInternalDataCommand(),
+			contextCommand(),
 		)...),
 	}
 	cmdline.Conventions(app)
@@ -97,17 +98,26 @@ func networked(cmds ...*cli.Command) []*cli.Command {
 		c.OnUsageError = cmdline.UsageError
 		if before := c.Before; before != nil {
 			c.Before = func(ctx *cli.Context) error {
-				if err := inheritGlobalFlags(ctx); err != nil {
+				if err := globalSettings(ctx); err != nil {
 					return err
 				}
 				return before(ctx)
 			}
 		} else {
-			c.Before = inheritGlobalFlags
+			c.Before = globalSettings
 		}
 		c.Subcommands = networked(c.Subcommands...)
 	}
 	return cmds
+}
+
+// globalSettings settles a command's global flags: those written before the command, then
+// those of the saved context (shardctl context) for what is still unset.
+func globalSettings(c *cli.Context) error {
+	if err := inheritGlobalFlags(c); err != nil {
+		return err
+	}
+	return applyContext(c)
 }
 
 // inheritGlobalFlags gives a command the global flags written before it ("shardctl
