@@ -172,10 +172,9 @@ func withSource(err error, source string) error {
 
 // unknownKey explains an unknown key and suggests the closest known one.
 func unknownKey(path, source string) error {
-	best := suggest.Closest(path, knownNames())
 	msg := fmt.Sprintf("unknown key %q (%s)", path, source)
-	if best != "" {
-		msg += fmt.Sprintf("; did you mean %q?", best)
+	if hint := suggest.DidYouMean(path, knownNames()); hint != "" {
+		msg += hint
 	} else {
 		msg += "; `sharddaemon config` lists every key"
 	}

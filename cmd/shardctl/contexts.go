@@ -108,9 +108,9 @@ func (f *contextFile) lookup(name string) (map[string]string, error) {
 	if ctx, ok := f.Contexts[name]; ok {
 		return ctx, nil
 	}
-	hint := "; shardctl context list shows them"
-	if best := suggest.Closest(name, f.names()); best != "" {
-		hint = fmt.Sprintf("; did you mean %q?", best)
+	hint := suggest.DidYouMean(name, f.names())
+	if hint == "" {
+		hint = "; shardctl context list shows them"
 	}
 	if len(f.Contexts) == 0 {
 		hint = "; there is none yet: shardctl context set NAME --node ..."

@@ -180,7 +180,7 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 	p2p.RouteLibp2pLogs(log.Handler())
 	for _, name := range cfg.Node.EntityTypes {
 		if !slices.Contains(builtinNames, name) {
-			return exitUsage, cmdline.Usagef("entity-types: unknown built-in type %q%s (%s)", name, suggestion(name, builtinNames), strings.Join(builtinNames, ", "))
+			return exitUsage, cmdline.Usagef("entity-types: unknown built-in type %q%s (%s)", name, suggest.DidYouMean(name, builtinNames), strings.Join(builtinNames, ", "))
 		}
 	}
 	admins, err := config.PeerIDs("admin-allow", cfg.Node.AdminAllow)
@@ -304,12 +304,4 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 	default:
 		return exitStopped, nil
 	}
-}
-
-// suggestion is "; did you mean X?" for the name closest to word, or "".
-func suggestion(word string, names []string) string {
-	if best := suggest.Closest(word, names); best != "" {
-		return fmt.Sprintf("; did you mean %q?", best)
-	}
-	return ""
 }

@@ -2,6 +2,8 @@
 // of unknown commands, flags and configuration keys.
 package suggest
 
+import "fmt"
+
 // Closest returns the candidate nearest to word by edit distance, or "" when none is near
 // enough to be a likely misspelling: at most 2 edits, or a quarter of word's length for
 // longer words. Ties go to the first candidate.
@@ -13,6 +15,15 @@ func Closest(word string, candidates []string) string {
 		}
 	}
 	return best
+}
+
+// DidYouMean is `; did you mean "X"?` with the candidate X closest to word, or "" when none
+// is near: the end of an error message about an unknown name.
+func DidYouMean(word string, candidates []string) string {
+	if best := Closest(word, candidates); best != "" {
+		return fmt.Sprintf("; did you mean %q?", best)
+	}
+	return ""
 }
 
 // Distance is the Levenshtein edit distance between a and b, in bytes.
