@@ -149,13 +149,13 @@ func (n *Node) ShardOf(typ string, id shard.EntityID) (shard.ID, error) {
 }
 
 // CheckShard returns an error when id cannot be a shard of type typ, for extractors that
-// know their shard ids (shard.ShardChecker); any id passes a custom extractor.
+// know their shard ids (shard.IDChecker); any id passes a custom extractor.
 func (n *Node) CheckShard(typ string, id shard.ID) error {
 	t, err := n.sender(typ)
 	if err != nil {
 		return err
 	}
-	if c, ok := t.spec.Extractor.(shard.ShardChecker); ok {
+	if c, ok := t.spec.Extractor.(shard.IDChecker); ok {
 		return c.CheckShard(id)
 	}
 	return nil

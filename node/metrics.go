@@ -325,7 +325,7 @@ var (
 	errSendFailed = errors.New("not sent to the shard's home")
 )
 
-// ErrUndecodable: a message does not decode in its entity type's message codec.
+// ErrUndecodable means a message does not decode in its entity type's message codec.
 var ErrUndecodable = errors.New("undecodable message")
 
 // frameUnsent counts a frame to another member that could not be written.

@@ -173,7 +173,7 @@ func handshakeTimedOut(err error) bool {
 	}
 	for _, te := range dialErr.DialErrors {
 		var opErr *net.OpError
-		if isTimeout(te.Cause) && !(errors.As(te.Cause, &opErr) && opErr.Op == "dial") {
+		if isTimeout(te.Cause) && (!errors.As(te.Cause, &opErr) || opErr.Op != "dial") {
 			return true
 		}
 	}

@@ -18,9 +18,9 @@ type Extractor interface {
 	NumberOfShards() int
 }
 
-// ShardChecker is implemented by extractors that know every shard id they can produce, so
+// IDChecker is implemented by extractors that know every shard id they can produce, so
 // that a shard an operator names (a pin) can be checked before it is stored.
-type ShardChecker interface {
+type IDChecker interface {
 	// CheckShard returns an error naming the valid ids when id is not one of them.
 	CheckShard(id ID) error
 }

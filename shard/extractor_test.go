@@ -98,7 +98,7 @@ func TestCheckShard(t *testing.T) {
 	hc, _ := NewHashCodeExtractor(10)
 	sc, _ := NewShardcakeExtractor(10)
 	for _, c := range []struct {
-		ex ShardChecker
+		ex IDChecker
 		id ID
 		ok bool
 	}{
