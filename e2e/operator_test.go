@@ -172,7 +172,7 @@ func TestConnectionErrors(t *testing.T) {
 	rs := ctlAll(
 		[]string{"members", "--node", "/ip4/127.0.0.1/tcp/" + strconv.Itoa(port) + "/p2p/" + other, "--timeout", "7s", "--cluster-key", keys + "/a.key"},
 		[]string{"members", "--node", wrongID, "--cluster-key", keys + "/a.key"},
-		[]string{"members", "--node", addr, "--cluster-key", keys + "/b.key"},
+		[]string{"members", "--node", addr, "--cluster-key", keys + "/b.key", "--timeout", "3s"},
 	)
 	if r := rs[0]; r.code != 1 || !strings.HasPrefix(r.err, "shardctl: cannot reach") || !strings.Contains(r.err, "within --timeout: it accepted the connection but did not complete the handshake: the member is hung") {
 		t.Errorf("a hung member:\n%v", r)
@@ -183,7 +183,9 @@ func TestConnectionErrors(t *testing.T) {
 	if r := rs[1]; r.code != 1 || !strings.HasPrefix(r.err, "shardctl: peer id mismatch") {
 		t.Errorf("an address with another member's id:\n%v", r)
 	}
-	if r := rs[2]; r.code != 1 || !strings.Contains(r.err, "check --cluster-key") {
+	// Another key fails at once, or (as the member reads our bytes as garbage and waits for
+	// more) like a member that hangs: either way the message names the key.
+	if r := rs[2]; r.code != 1 || !strings.Contains(r.err, "check --cluster-key") && !strings.Contains(r.err, "its --cluster-key is not this one") {
 		t.Errorf("another cluster key:\n%v", r)
 	}
 }

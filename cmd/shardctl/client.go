@@ -177,7 +177,7 @@ func dialProblem(addr string, err error) string {
 		return fmt.Sprintf("peer id mismatch: the member at %s is not the one its /p2p/ id names (%v)", addr, err)
 	case errors.Is(err, context.DeadlineExceeded) && (errors.Is(err, p2p.ErrHandshake) || acceptsTCP(addr)):
 		return fmt.Sprintf("cannot reach %s within --timeout: it accepted the connection but did not complete the handshake: "+
-			"the member is hung or stopped (kill -STOP, a long pause), or only one side has a --cluster-key", addr)
+			"the member is hung or stopped (kill -STOP, a long pause), or its --cluster-key is not this one (or only one side has one)", addr)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("cannot reach %s within --timeout: nothing answered there (a wrong address, a firewall, a stopped host?)", addr)
 	case errors.Is(err, p2p.ErrHandshake):
