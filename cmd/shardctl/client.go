@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin"
@@ -189,20 +186,7 @@ func dialProblem(addr string, err error) string {
 // acceptsTCP reports whether something accepts TCP connections at addr's host and port.
 func acceptsTCP(addr string) bool {
 	ma, err := multiaddr.NewMultiaddr(addr)
-	if err != nil {
-		return false
-	}
-	transport, _ := peer.SplitAddr(ma)
-	na, err := manet.ToNetAddr(transport)
-	if err != nil {
-		return false
-	}
-	conn, err := net.DialTimeout(na.Network(), na.String(), time.Second)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
+	return err == nil && p2p.AcceptsTCP(ma)
 }
 
 // dialMember connects to another member by the addresses it announced.
