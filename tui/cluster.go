@@ -166,6 +166,14 @@ func (c *clusterState) visible() []*adminpb.MemberInfo {
 	return out
 }
 
+// selectListed moves the selection to the first member the Cluster view lists when the
+// filter hides the selected one, so that an action never targets a member out of sight.
+func (c *clusterState) selectListed() {
+	if visible := c.visible(); len(visible) > 0 && !slices.Contains(visible, c.selectedMember()) {
+		c.selected = visible[0].Node
+	}
+}
+
 // cmpDesc orders larger values first.
 func cmpDesc(a, b uint64) int {
 	switch {

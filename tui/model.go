@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -222,6 +221,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.now = later(m.now, msg.at)
 		m.membersAsked = time.Time{}
 		m.cluster.applyMembers(msg.resp, msg.err, msg.at)
+		m.cluster.selectListed()
 		m.shards.members = m.cluster.members
 		return m, nil
 	case statsMsg:
@@ -484,9 +484,7 @@ func (m *Model) typing() *textFilter {
 func (m *Model) filtered() {
 	m.events.back = 0
 	m.shards.arrange()
-	if visible := m.cluster.visible(); len(visible) > 0 && !slices.Contains(visible, m.cluster.selectedMember()) {
-		m.cluster.selected = visible[0].Node
-	}
+	m.cluster.selectListed()
 }
 
 // listKey handles the keys of a view with a sortable, filterable list: o, / and esc.
