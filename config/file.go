@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
 
 	"github.com/shardmesh/shardmesh/allocation"
 	"github.com/shardmesh/shardmesh/config/value"
@@ -158,6 +159,23 @@ func PeerIDs(key string, ss []string) ([]peer.ID, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// checkJoinAddrs refuses join addresses that cannot be dialled as a member: each must be a
+// multiaddr that ends in /p2p/<peer id>, or the member would retry a join it can never make.
+func checkJoinAddrs(addrs []string) []error {
+	var errs []error
+	for _, a := range addrs {
+		ma, err := multiaddr.NewMultiaddr(a)
+		if err == nil {
+			_, err = peer.AddrInfoFromP2pAddr(ma)
+		}
+		if err != nil {
+			errs = append(errs, &value.Error{Key: "join", Value: a,
+				Allowed: "a member's multiaddr ending in /p2p/<peer id>, e.g. /ip4/10.0.0.1/tcp/4001/p2p/12D3KooW... (the first line of its DIR/addrs)"})
+		}
+	}
+	return errs
 }
 
 // shardmeshLeastShard is Akka's least-shard defaults with the rolling update moves on.

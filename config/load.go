@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shardmesh/shardmesh/config/value"
+	"github.com/shardmesh/shardmesh/internal/suggest"
 )
 
 // Sources are what override the defaults, in increasing precedence: the file, the
@@ -65,6 +66,7 @@ func Load(src Sources) (Config, error) {
 	if _, err := PeerIDs("admin-allow", c.Node.AdminAllow); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, checkJoinAddrs(c.Node.Join)...)
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
@@ -170,15 +172,9 @@ func withSource(err error, source string) error {
 
 // unknownKey explains an unknown key and suggests the closest known one.
 func unknownKey(path, source string) error {
-	best, bestDist := "", max(2, len(path)/4)+1
-	for _, name := range knownNames() {
-		if d := distance(path, name); d < bestDist {
-			best, bestDist = name, d
-		}
-	}
 	msg := fmt.Sprintf("unknown key %q (%s)", path, source)
-	if best != "" {
-		msg += fmt.Sprintf("; did you mean %q?", best)
+	if hint := suggest.DidYouMean(path, knownNames()); hint != "" {
+		msg += hint
 	} else {
 		msg += "; `sharddaemon config` lists every key"
 	}
@@ -199,25 +195,4 @@ func knownNames() []string {
 		}
 	}
 	return names
-}
-
-// distance is the Levenshtein edit distance.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

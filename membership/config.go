@@ -25,11 +25,6 @@ type Config struct {
 	// SeedNodeTimeout is how long to wait for an answer from the seeds before asking again
 	// (seed-node-timeout). Default 5 s.
 	SeedNodeTimeout time.Duration
-	// ExitTimeout is how long a member that has seen itself Exiting waits to see itself
-	// Removed before it stops anyway: it serves nothing from Leaving on, and one cut off
-	// from the others as it exits would otherwise wait for news that may never come.
-	// Akka's coordinated-shutdown phase cluster-exiting has the same bound. Default 10 s.
-	ExitTimeout time.Duration
 	// FailureDetector configures phi-accrual failure detection.
 	FailureDetector FailureDetectorConfig
 	// SplitBrainResolver configures the downing of unreachable members.
@@ -42,6 +37,12 @@ type Config struct {
 	// (keep-oldest and static-quorum may down a majority, which keeps its lease until its
 	// own resolver stops it, within stable-after).
 	DownRemovalMargin time.Duration
+	// ExitingTimeout is how long a member that is Exiting (it has handed everything off)
+	// waits to be Removed by the leader before it stops anyway, as left
+	// (coordinated-shutdown's cluster-exiting phase in Akka, whose timeout this is). When
+	// every member leaves at once, the leader removes the others and itself and stops before
+	// they hear it; without this they would wait for a leader that is gone. Default 10 s.
+	ExitingTimeout time.Duration
 	// JoinChecks are settings that must be equal on every member, e.g.
 	// "sharding.number-of-shards" → "1000". A member joining with a different value is refused
 	// with an error naming the key and both values.
@@ -107,7 +108,7 @@ func DefaultConfig() Config {
 		Voters:          5,
 		GossipInterval:  time.Second,
 		SeedNodeTimeout: 5 * time.Second,
-		ExitTimeout:     10 * time.Second,
+		ExitingTimeout:  10 * time.Second,
 		FailureDetector: FailureDetectorConfig{
 			HeartbeatInterval:        time.Second,
 			Threshold:                8,
@@ -137,11 +138,11 @@ func (c *Config) Validate() error {
 	if c.Voters == 0 {
 		c.Voters = d.Voters
 	}
-	if c.ExitTimeout == 0 {
-		c.ExitTimeout = d.ExitTimeout
-	}
 	if c.SeedNodeTimeout == 0 {
 		c.SeedNodeTimeout = d.SeedNodeTimeout
+	}
+	if c.ExitingTimeout == 0 {
+		c.ExitingTimeout = d.ExitingTimeout
 	}
 	fd, dfd := &c.FailureDetector, d.FailureDetector
 	if fd.HeartbeatInterval == 0 {

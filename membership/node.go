@@ -18,11 +18,11 @@ type Node struct {
 	v              view
 	joined         bool // formed a cluster or was admitted to one
 	leaveRequested bool
+	exitingSince   time.Time // when this member saw itself Exiting; zero: it has not
 	stopped        *Stopped
 
 	seeds        []NodeID
 	lastJoinSent time.Time
-	exitingSince time.Time // when this member saw itself Exiting (ExitTimeout)
 
 	peers map[NodeID]*peer // failure detection and last reported digest per member heartbeats go to or come from
 
@@ -257,14 +257,12 @@ func (n *Node) Tick(now time.Time) {
 		}
 		return
 	}
-	if me := n.v.members[n.self.Node]; me != nil && me.Status == Exiting && !n.exitingSince.IsZero() && now.Sub(n.exitingSince) >= n.cfg.ExitTimeout {
-		// Exiting serves nothing: the member stops, as it would once it saw its removal
-		// (a member cut off from the others as it exits might never see it).
-		n.stop(StopLeft, fmt.Sprintf("left the cluster (its removal not seen within exit-timeout, %v)", n.cfg.ExitTimeout))
-		return
-	}
 	if n.suspect {
 		n.probeUnconfirmed(false)
+	}
+	if !n.exitingSince.IsZero() && now.Sub(n.exitingSince) >= n.cfg.ExitingTimeout {
+		n.stop(StopLeft, fmt.Sprintf("left the cluster: Exiting for %v and not removed by a leader (every member left at once?)", n.cfg.ExitingTimeout))
+		return
 	}
 	n.detectFailures()
 	if now.Sub(n.lastHeartbeat) >= n.cfg.FailureDetector.HeartbeatInterval {
@@ -934,7 +932,7 @@ func (n *Node) checkSelf(m *Member, previous Status) {
 		n.stop(StopLeft, "left the cluster")
 	case m.Status == Removed:
 		n.stop(StopRemoved, "this member was removed from the cluster")
-	case m.Status == Exiting:
+	case m.Status == Exiting && previous != Exiting:
 		n.exitingSince = n.now
 	case m.Status == Up && previous != Up:
 		// A heartbeat now, not up to an interval later: the others echo it, and their

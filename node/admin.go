@@ -148,6 +148,19 @@ func (n *Node) ShardOf(typ string, id shard.EntityID) (shard.ID, error) {
 	return t.spec.Extractor.ShardID(id), nil
 }
 
+// CheckShard returns an error when id cannot be a shard of type typ, for extractors that
+// know their shard ids (shard.IDChecker); any id passes a custom extractor.
+func (n *Node) CheckShard(typ string, id shard.ID) error {
+	t := n.core.Registered(typ)
+	if t == nil {
+		return unknownType(typ)
+	}
+	if c, ok := t.spec.Extractor.(shard.IDChecker); ok {
+		return c.CheckShard(id)
+	}
+	return nil
+}
+
 // Ping waits for one turn of the member's loop: the member is live if it returns nil.
 func (n *Node) Ping(ctx context.Context) error {
 	_, err := onLoop(ctx, n, func(time.Time, *Core) (struct{}, error) { return struct{}{}, nil })

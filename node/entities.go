@@ -97,7 +97,7 @@ func (e *entity) handle(m *Message) {
 	if err != nil {
 		// Per message: debug only; counted (reason undecodable) and answered.
 		e.n.log.Debug("dropped a message the entity type's codec cannot decode", "type", e.t.Name, "shard", e.ctx.Shard, "entity", e.ctx.Entity, "err", err)
-		err = fmt.Errorf("decode message for %s: %w: %w", e.t.Name, errUndecodable, err)
+		err = fmt.Errorf("decode message for %s: %w: %w", e.t.Name, ErrUndecodable, err)
 		c.metrics.rejectedMsg(e.t.Name, true, err)
 		c.Answer(e.t, m, nil, err)
 		return

@@ -313,7 +313,7 @@ func rejectReason(err error) string {
 		return reasonNotRunning
 	case errors.Is(err, errSendFailed):
 		return reasonSendFailed
-	case errors.Is(err, errUndecodable):
+	case errors.Is(err, ErrUndecodable):
 		return reasonUndecodable
 	}
 	return reasonOther
@@ -321,10 +321,12 @@ func rejectReason(err error) string {
 
 // Internal causes of a rejection, wrapped into the errors the sender sees.
 var (
-	errNotRunning  = errors.New("entity not running here")
-	errSendFailed  = errors.New("not sent to the shard's home")
-	errUndecodable = errors.New("undecodable message")
+	errNotRunning = errors.New("entity not running here")
+	errSendFailed = errors.New("not sent to the shard's home")
 )
+
+// ErrUndecodable means a message does not decode in its entity type's message codec.
+var ErrUndecodable = errors.New("undecodable message")
 
 // frameUnsent counts a frame to another member that could not be written.
 func (m *metrics) frameUnsent(proto string) {

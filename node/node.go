@@ -402,17 +402,30 @@ func (n *Node) Ask(ctx context.Context, typ string, id string, msg any) (any, er
 
 // TellEncoded sends a message already in the entity type's message codec (from tools).
 func (n *Node) TellEncoded(typ string, id string, payload []byte) error {
-	t, err := n.core.Sender(typ)
+	t, err := n.checkEncoded(typ, payload)
 	if err != nil {
 		return err
 	}
 	return n.deliver(context.Background(), t, id, NewEncodedMessage(payload, nil))
 }
 
+// checkEncoded returns type typ's runtime once payload decodes in its message codec: a
+// tool's message is checked where it enters, since a tell's failure reaches nobody.
+func (n *Node) checkEncoded(typ string, payload []byte) (*RegisteredType, error) {
+	t, err := n.core.Sender(typ)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := t.spec.DecodeMessage(payload); err != nil {
+		return nil, fmt.Errorf("message for %s: %w: %w", typ, ErrUndecodable, err)
+	}
+	return t, nil
+}
+
 // AskEncoded asks with a message in the type's message codec and returns the reply in the
 // type's reply codec (from tools).
 func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []byte) ([]byte, error) {
-	t, err := n.core.Sender(typ)
+	t, err := n.checkEncoded(typ, payload)
 	if err != nil {
 		return nil, err
 	}

@@ -48,8 +48,8 @@ func LoadClusterKey(path string) (pnet.PSK, error) {
 	}
 	key, err := parseClusterKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("cluster key file %s: %w (expected %q, then /base16/, then 64 hex digits; create one with WriteClusterKey)",
-			path, err, clusterKeyHeader)
+		return nil, keyFileError{fmt.Errorf("cluster key file %s: %w (expected %q, then /base16/, then 64 hex digits; create one with: shardctl keygen --out FILE)",
+			path, err, clusterKeyHeader)}
 	}
 	return key, nil
 }

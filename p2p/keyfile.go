@@ -13,10 +13,10 @@ import (
 func readKeyFile(path, what string) ([]byte, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s file: %w", what, err)
+		return nil, keyFileError{fmt.Errorf("%s file %s: %w", what, path, unwrapPathError(err))}
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s file %s is not a regular file", what, path)
+		return nil, keyFileError{fmt.Errorf("%s file %s is not a regular file", what, path)}
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("%s file %s has mode %04o: %w; fix with: chmod 600 %s",
@@ -24,9 +24,26 @@ func readKeyFile(path, what string) ([]byte, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s file: %w", what, err)
+		return nil, keyFileError{fmt.Errorf("%s file %s: %w", what, path, unwrapPathError(err))}
 	}
 	return data, nil
+}
+
+// keyFileError is a problem with a key file: errors.Is(err, ErrKeyFile), with its own text.
+type keyFileError struct{ err error }
+
+func (e keyFileError) Error() string        { return e.err.Error() }
+func (e keyFileError) Unwrap() error        { return e.err }
+func (e keyFileError) Is(target error) bool { return target == ErrKeyFile }
+
+// unwrapPathError drops the operation and path of an *fs.PathError ("stat /x: no such
+// file") when the message names the path already.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // createKeyFile writes data to a new file at path with mode 0600 and fails with an error

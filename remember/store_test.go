@@ -379,8 +379,10 @@ func TestWriteLimits(t *testing.T) {
 }
 
 // TestLargeScan: answers larger than a frame part come in several parts and are merged.
+// Its rounds may take long (3,000 records of 1 KB from each replica, under the race
+// detector, on a loaded machine): the test is about the parts, not the speed.
 func TestLargeScan(t *testing.T) {
-	c := newCluster(t, 3, nil)
+	c := newCluster(t, 3, func(c *Config) { c.Timeout = time.Minute })
 	ctx := testContext(t)
 	value := make([]byte, 1000)
 	for batch := range 3 {

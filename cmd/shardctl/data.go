@@ -43,7 +43,7 @@ Example:
 			if c.Args().Len() == 0 {
 				return cli.ShowSubcommandHelp(c)
 			}
-			return cmdline.Usagef("unknown command 'data %s' (inspect, backup, restore, remove; see 'shardctl data --help')", cmdline.Truncate(c.Args().First(), 80))
+			return cmdline.UnknownCommand(c, c.Args().First())
 		},
 		Subcommands: append([]*cli.Command{
 			daemonCommand("inspect", "list what a stopped member's store holds, per entity type", "data", "inspect"),

@@ -38,7 +38,7 @@ Example:
 			if c.Args().Len() == 0 {
 				return cli.ShowSubcommandHelp(c)
 			}
-			return cmdline.Usagef("unknown command 'data %s' (inspect, backup, restore; see '%s --help')", cmdline.Truncate(c.Args().First(), 80), c.Command.HelpName)
+			return cmdline.UnknownCommand(c, c.Args().First())
 		},
 		Subcommands: []*cli.Command{dataInspectCommand(), dataBackupCommand(), dataRestoreCommand()},
 	}

@@ -349,7 +349,7 @@ func TestDataUsage(t *testing.T) {
 		{[]string{"remove-internal-data", "--data-dir", dir, "--node", "/ip4/127.0.0.1/tcp/1", "--dry-run", "counter"}, "want a member's multiaddr"},
 		{[]string{"remove-internal-data", "--data-dir", dir, "--probe-timeout", "0s", "--dry-run", "counter"}, "must be positive"},
 		{[]string{"remove-internal-data", "--data-dir", dir, "counter", "--bogus"}, "unknown flag --bogus"},
-		{[]string{"data", "bogus"}, "unknown command 'data bogus'"},
+		{[]string{"data", "bogus"}, `unknown command "bogus" (see 'shardctl data --help')`},
 		{[]string{"data", "inspect"}, "needs --data-dir DIR"},
 		{[]string{"data", "inspect", "--data-dir", dir, "extra"}, "unexpected argument"},
 		{[]string{"data", "backup", "--data-dir", dir}, "needs --out FILE"},

@@ -23,6 +23,7 @@ import (
 	"github.com/shardmesh/shardmesh/config"
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/internal/cmdline"
+	"github.com/shardmesh/shardmesh/internal/suggest"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
 )
@@ -73,7 +74,7 @@ func newApp(code *int) *cli.App {
 			flags = append(flags, &cli.StringFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
 		}
 	}
-	return &cli.App{
+	app := &cli.App{
 		Name:      "sharddaemon",
 		Usage:     "run a shardmesh member",
 		UsageText: "sharddaemon --data-dir DIR [--listen MULTIADDR]... [--join MULTIADDR]... [--cluster-key FILE] [--config FILE]",
@@ -99,8 +100,7 @@ Example: a three-member cluster on one machine
 
 Exit codes: 0 left gracefully, 1 failed, 2 bad usage or configuration (or refused at join
 for a setting that must be equal on every member), 3 downed or removed by the cluster.`,
-		Flags:           flags,
-		HideHelpCommand: true,
+		Flags: flags,
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -111,16 +111,18 @@ for a setting that must be equal on every member), 3 downed or removed by the cl
 		}}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return cli.Exit(fmt.Sprintf("unexpected argument %q (see --help)", c.Args().First()), exitUsage)
+				return cmdline.UnknownCommand(c, c.Args().First())
 			}
 			cfg, err := loadConfig(c)
 			if err != nil {
 				return cli.Exit(err.Error(), exitUsage)
 			}
-			*code = serve(cfg, c.String("entity-journal"))
-			return nil
+			*code, err = serve(cfg, c.String("entity-journal"))
+			return err
 		},
 	}
+	cmdline.Conventions(app)
+	return app
 }
 
 // loadConfig merges the file, the environment and the flags.
@@ -169,25 +171,26 @@ func newLogger(cfg config.Node) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
-// serve runs the member until it stops and returns the exit code.
-func serve(cfg config.Config, journalPath string) int {
+// serve runs the member until it stops and returns the exit code. A member that cannot
+// start returns an error instead, one line for main to print like a usage error, with the
+// exit code of its kind: 2 for what the operator must fix in the flags, the configuration
+// or the files they name, 1 for a failure (storage, the network).
+func serve(cfg config.Config, journalPath string) (int, error) {
 	log := newLogger(cfg.Node)
+	p2p.RouteLibp2pLogs(log.Handler())
 	for _, name := range cfg.Node.EntityTypes {
 		if !slices.Contains(builtinNames, name) {
-			log.Error("entity-types: unknown built-in type ("+strings.Join(builtinNames, ", ")+")", "type", name)
-			return exitUsage
+			return exitUsage, cmdline.Usagef("entity-types: unknown built-in type %q%s (%s)", name, suggest.DidYouMean(name, builtinNames), strings.Join(builtinNames, ", "))
 		}
 	}
 	admins, err := config.PeerIDs("admin-allow", cfg.Node.AdminAllow)
 	if err != nil {
-		log.Error(err.Error())
-		return exitUsage
+		return exitUsage, cmdline.Usagef("%v", err)
 	}
 	var j *journal
 	if journalPath != "" {
 		if j, err = openJournal(journalPath); err != nil {
-			log.Error(err.Error())
-			return exitUsage
+			return exitUsage, cmdline.Usagef("%v", err)
 		}
 		defer j.Close()
 	}
@@ -207,29 +210,25 @@ func serve(cfg config.Config, journalPath string) int {
 	var adminMetrics *adminserver.Metrics
 	if cfg.Node.MetricsListen != "" {
 		if met, err = listenMetrics(cfg.Node.MetricsListen, log.With("component", "metrics")); err != nil {
-			log.Error("cannot serve metrics", "err", err)
-			return exitUsage
+			return exitUsage, cmdline.Usagef("cannot serve metrics: %v", err)
 		}
 		defer met.close()
 		opts = append(opts, shardmesh.WithMetrics(met.reg))
 		if adminMetrics, err = adminserver.NewMetrics(met.reg); err != nil {
-			log.Error("cannot register metrics", "err", err)
-			return exitFailed
+			return exitFailed, cmdline.Failf("cannot register metrics: %v", err)
 		}
 	}
 	sys, err := shardmesh.Start(context.Background(), cfg, opts...)
 	if err != nil {
-		log.Error("cannot start", "err", err)
-		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) {
-			return exitUsage
+		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) || errors.Is(err, p2p.ErrKeyFile) {
+			return exitUsage, cmdline.Usagef("cannot start: %v", err)
 		}
-		return exitFailed
+		return exitFailed, cmdline.Failf("cannot start: %v", err)
 	}
 	log = log.With("node", sys.ID().Short()) // as on the member's own lines
 	if err := builtinTypes(sys, cfg.Node.EntityTypes, j); err != nil {
-		log.Error("cannot start entity types", "err", err)
 		sys.Close()
-		return exitFailed
+		return exitFailed, cmdline.Failf("cannot start entity types: %v", err)
 	}
 	srv := adminserver.Serve(sys.Node().Host(), adminserver.NodeBackend(sys.Node()), adminserver.Config{
 		Admins:       admins,
@@ -240,10 +239,9 @@ func serve(cfg config.Config, journalPath string) int {
 	})
 	if met != nil {
 		if err := met.serve(cfg.Node.DataDir); err != nil {
-			log.Error("cannot serve metrics", "err", err)
 			srv.Close(context.Background())
 			sys.Close()
-			return exitFailed
+			return exitFailed, cmdline.Failf("cannot serve metrics: %v", err)
 		}
 	}
 	if len(admins) == 0 {
@@ -265,6 +263,14 @@ func serve(cfg config.Config, journalPath string) int {
 	select {
 	case <-sys.Done():
 	case sig := <-signals:
+		if !sys.Node().View().Joined {
+			// Nothing to hand off and nobody to tell: a member still looking for its seeds
+			// (a wrong --join address, say) must not wait for a leave that cannot happen.
+			log.Info("not a member of a cluster yet: exiting without leaving", "signal", sig.String())
+			srv.Close(context.Background())
+			sys.Close()
+			return exitOK, nil
+		}
 		log.Info("handing off shards and leaving the cluster (send the signal again to exit at once)", "signal", sig.String())
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Sharding.HandoffTimeout+10*time.Second)
 		go func() {
@@ -280,7 +286,7 @@ func serve(cfg config.Config, journalPath string) int {
 		if err != nil {
 			log.Error("did not leave cleanly", "err", err)
 			sys.Close()
-			return exitFailed
+			return exitFailed, nil
 		}
 	}
 	reason := sys.Node().StopReason()
@@ -292,10 +298,10 @@ func serve(cfg config.Config, journalPath string) int {
 	sys.Close()
 	switch {
 	case reason == nil, reason.Reason == membership.StopLeft:
-		return exitOK
+		return exitOK, nil
 	case reason.Reason == membership.StopJoinRefused:
-		return exitUsage
+		return exitUsage, nil
 	default:
-		return exitStopped
+		return exitStopped, nil
 	}
 }
