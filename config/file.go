@@ -17,6 +17,9 @@ type Config struct {
 	Membership membership.Config
 	Sharding   Sharding
 
+	// origins maps each key set by a source to that source (Origin).
+	origins map[string]string
+
 	// passivation gathers the sharding.passivation keys while loading, flattened to dotted
 	// keys below the block, in the order the sources set them.
 	passivation map[string]any
@@ -30,8 +33,10 @@ type Node struct {
 	// Listen are multiaddrs to listen on. Default: /ip4/127.0.0.1/tcp/0.
 	Listen []string
 	// Join are multiaddrs (ending in /p2p/<peer id>) of members to join through. Empty:
-	// form a new cluster.
+	// form a new cluster, unless JoinDNS finds the members.
 	Join []string
+	// JoinDNS finds the members by DNS (join-dns; discovery.go).
+	JoinDNS JoinDNS
 	// ClusterKey is the path of the cluster's private-network key (shardctl keygen). Empty:
 	// an open mesh.
 	ClusterKey string
@@ -123,6 +128,7 @@ func Default() Config {
 			AppVersion:  "0",
 			LogLevel:    "info",
 			LogFormat:   "text",
+			JoinDNS:     DefaultJoinDNS(),
 
 			AdminReadOnlyOpen: true,
 		},
