@@ -65,7 +65,8 @@ type Node struct {
 	LogLevel string
 	// LogFormat is text or json. Default text.
 	LogFormat string
-	// MetricsListen is the host:port the daemon serves Prometheus metrics on (/metrics);
+	// MetricsListen is the host:port the daemon serves Prometheus metrics (/metrics) and
+	// the probes (/healthz, /readyz) on;
 	// port 0 picks a free one, written to <data-dir>/metrics-addr. Empty: no metrics.
 	MetricsListen string
 	// EntityTypes are the daemon's built-in entity types to run (counter, echo, register, stubborn).

@@ -146,7 +146,7 @@ var Schema = []Key{
 	flagged(boolKey("mdns", "discover members on the local network with mDNS (default off)", func(c *Config) *bool { return &c.Node.MDNS })),
 	flagged(enumKey("log-level", "log level (default info)", func(c *Config) *string { return &c.Node.LogLevel }, "debug", "info", "warn", "error")),
 	flagged(enumKey("log-format", "log format (default text)", func(c *Config) *string { return &c.Node.LogFormat }, "text", "json")),
-	flagged(stringKey("metrics-listen", "host:port to serve Prometheus metrics on at /metrics; port 0 picks one, written to DIR/metrics-addr (default: none)", func(c *Config) *string { return &c.Node.MetricsListen })),
+	flagged(stringKey("metrics-listen", "host:port to serve Prometheus metrics on at /metrics, and the probes /healthz (live) and /readyz (ready, as shardctl health); port 0 picks one, written to DIR/metrics-addr (default: none)", func(c *Config) *string { return &c.Node.MetricsListen })),
 	flagged(listKey("entity-types", "built-in entity types to run: counter, echo, register, stubborn (comma-separated or repeated)", func(c *Config) *[]string { return &c.Node.EntityTypes })),
 
 	intKey("cluster.min-nr-of-members", "members that must have joined before any is moved Up (default 1)", 1, math.MaxInt32, func(c *Config) *int { return &c.Membership.MinNrOfMembers }),

@@ -239,6 +239,7 @@ func serve(cfg config.Config, journalPath string) int {
 		Metrics:      adminMetrics,
 	})
 	if met != nil {
+		probes{node: string(sys.ID()), ping: sys.Node().Ping, health: srv.Health, log: log}.register(met.mux)
 		if err := met.serve(cfg.Node.DataDir); err != nil {
 			log.Error("cannot serve metrics", "err", err)
 			srv.Close(context.Background())

@@ -18,9 +18,10 @@ import (
 	"github.com/shardmesh/shardmesh/datadir"
 )
 
-// metricsServer serves the member's registry on /metrics.
+// metricsServer serves the member's registry on /metrics, and the probes (probes.go).
 type metricsServer struct {
 	reg  *prometheus.Registry
+	mux  *http.ServeMux
 	ln   net.Listener
 	srv  *http.Server
 	file string
@@ -38,7 +39,7 @@ func listenMetrics(addr string, log *slog.Logger) (*metricsServer, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
-	return &metricsServer{reg: reg, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, log: log}, nil
+	return &metricsServer{reg: reg, mux: mux, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, log: log}, nil
 }
 
 // serve starts serving and writes the bound address to dataDir/metrics-addr
