@@ -17,8 +17,8 @@ type Config struct {
 	Membership membership.Config
 	Sharding   Sharding
 
-	// origins maps each key set by a source to that source (Origin).
-	origins map[string]string
+	// origins maps each key set by a source to that source and the value written (Origin).
+	origins map[string]origin
 
 	// passivation gathers the sharding.passivation keys while loading, flattened to dotted
 	// keys below the block, in the order the sources set them.

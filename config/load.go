@@ -169,17 +169,23 @@ func (c *Config) setKey(k Key, raw any, source string) error {
 		return withSource(err, source)
 	}
 	if c.origins == nil {
-		c.origins = map[string]string{}
+		c.origins = map[string]origin{}
 	}
-	c.origins[k.Path] = source
+	c.origins[k.Path] = origin{source: source, raw: raw}
 	return nil
+}
+
+// origin is where a key's value came from, and the value as written there.
+type origin struct {
+	source string
+	raw    any
 }
 
 // Origin says where the value of the key at path came from: the config file's name,
 // "environment SHARDMESH_…", "flag", or "default".
 func (c Config) Origin(path string) string {
 	if o, ok := c.origins[path]; ok {
-		return o
+		return o.source
 	}
 	return "default"
 }

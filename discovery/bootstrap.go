@@ -47,10 +47,10 @@ func (b *Bootstrap) Observe(now time.Time, found map[string]string) Decision {
 	for _, a := range addrs {
 		id := found[a]
 		fmt.Fprintf(&fp, "%s=%s;", a, id)
-		switch {
-		case id == "":
+		switch id {
+		case "":
 			silent = append(silent, a)
-		case id == b.self:
+		case b.self:
 			self = true
 		}
 		if id != "" && !slices.Contains(ids, id) {

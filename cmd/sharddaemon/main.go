@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -58,21 +57,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(code *int) *cli.App {
-	flags := []cli.Flag{
-		&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (YAML, TOML or JSON; keys as in reference.conf: cluster.*, sharding.*)", EnvVars: []string{"SHARDMESH_CONFIG"}},
-		&cli.StringSliceFlag{Name: "set", Usage: "set any configuration key, e.g. --set cluster.split-brain-resolver.stable-after=5s (repeatable)"},
-		&cli.StringFlag{Name: "entity-journal", Usage: "append the built-in counter's incarnation starts, stops and acknowledged changes to `FILE`, one JSON line each (for the chaos checker, e2e/chaos; off by default)"},
-	}
-	for _, k := range config.Schema {
-		if k.Flag == "" {
-			continue
-		}
-		if k.List {
-			flags = append(flags, &cli.StringSliceFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
-		} else {
-			flags = append(flags, &cli.StringFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
-		}
-	}
 	return &cli.App{
 		Name:      "sharddaemon",
 		Usage:     "run a shardmesh member",
@@ -99,16 +83,12 @@ Example: a three-member cluster on one machine
 
 Exit codes: 0 left gracefully, 1 failed, 2 bad usage or configuration (or refused at join
 for a setting that must be equal on every member), 3 downed or removed by the cluster.`,
-		Flags:           flags,
+		Flags:           daemonFlags(),
 		HideHelpCommand: true,
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
 		ExitErrHandler: func(*cli.Context, error) {},
-		Commands: append([]*cli.Command{{
-			Name:   "config",
-			Usage:  "list every configuration key with its environment variable",
-			Action: listKeys,
-		}}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
+		Commands:       append([]*cli.Command{configCommand()}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cli.Exit(fmt.Sprintf("unexpected argument %q (see --help)", c.Args().First()), exitUsage)
@@ -123,8 +103,40 @@ for a setting that must be equal on every member), 3 downed or removed by the cl
 	}
 }
 
+// daemonFlags are the daemon's flags: --config, --set and one per flagged key.
+func daemonFlags() []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (YAML, TOML or JSON; keys as in reference.conf: cluster.*, sharding.*)", EnvVars: []string{"SHARDMESH_CONFIG"}},
+		&cli.StringSliceFlag{Name: "set", Usage: "set any configuration key, e.g. --set cluster.split-brain-resolver.stable-after=5s (repeatable)"},
+		&cli.StringFlag{Name: "entity-journal", Usage: "append the built-in counter's incarnation starts, stops and acknowledged changes to `FILE`, one JSON line each (for the chaos checker, e2e/chaos; off by default)"},
+	}
+	for _, k := range config.Schema {
+		if k.Flag == "" {
+			continue
+		}
+		if k.List {
+			flags = append(flags, &cli.StringSliceFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
+		} else {
+			flags = append(flags, &cli.StringFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
+		}
+	}
+	return flags
+}
+
 // loadConfig merges the file, the environment and the flags.
 func loadConfig(c *cli.Context) (config.Config, error) {
+	cfg, err := config.Load(configSources(c))
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Node.DataDir == "" {
+		return cfg, errors.New("no data directory: set --data-dir (or data-dir in the config file, or SHARDMESH_DATA_DIR)")
+	}
+	return cfg, nil
+}
+
+// configSources are the file, the environment and the flags of the command line.
+func configSources(c *cli.Context) config.Sources {
 	var sets []string
 	for _, k := range config.Schema {
 		if k.Flag == "" || !c.IsSet(k.Flag) {
@@ -137,26 +149,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 		}
 	}
 	sets = append(sets, c.StringSlice("set")...)
-	cfg, err := config.Load(config.Sources{File: c.String("config"), LookupEnv: os.LookupEnv, Flags: sets})
-	if err != nil {
-		return cfg, err
-	}
-	if cfg.Node.DataDir == "" {
-		return cfg, errors.New("no data directory: set --data-dir (or data-dir in the config file, or SHARDMESH_DATA_DIR)")
-	}
-	return cfg, nil
-}
-
-func listKeys(*cli.Context) error {
-	for _, k := range config.Schema {
-		fmt.Printf("%s\n    %s\n    env %s", k.Path, k.Usage, k.Env())
-		if k.Flag != "" {
-			fmt.Printf(", flag --%s", k.Flag)
-		}
-		fmt.Println()
-	}
-	fmt.Println("cluster.role.<role>.min-nr-of-members\n    members with that role needed before any is moved Up")
-	return nil
+	return config.Sources{File: c.String("config"), LookupEnv: os.LookupEnv, Flags: sets}
 }
 
 func newLogger(cfg config.Node) *slog.Logger {
@@ -172,11 +165,9 @@ func newLogger(cfg config.Node) *slog.Logger {
 // serve runs the member until it stops and returns the exit code.
 func serve(cfg config.Config, journalPath string) int {
 	log := newLogger(cfg.Node)
-	for _, name := range cfg.Node.EntityTypes {
-		if !slices.Contains(builtinNames, name) {
-			log.Error("entity-types: unknown built-in type ("+strings.Join(builtinNames, ", ")+")", "type", name)
-			return exitUsage
-		}
+	if err := checkEntityTypes(cfg); err != nil {
+		log.Error(err.Error())
+		return exitUsage
 	}
 	admins, err := config.PeerIDs("admin-allow", cfg.Node.AdminAllow)
 	if err != nil {

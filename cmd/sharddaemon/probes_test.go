@@ -76,4 +76,3 @@ func TestProbes(t *testing.T) {
 		})
 	}
 }
-
