@@ -357,6 +357,9 @@ func TestProbesFollowTheMember(t *testing.T) {
 		t.Fatalf("/readyz of a member waiting for a second one: %d %q, want 503 saying it is not Up", code, reasons)
 	}
 	t.Logf("/readyz while waiting: %q", reasons)
+	if v := a.scrapeMetrics().value("shardmesh_build_info", "version", "dev"); v != 1 {
+		t.Errorf("shardmesh_build_info{version=\"dev\"} = %v, want 1 (an unstamped build)", v)
+	}
 	b := c.start("b", "--join", a.addr())
 	for _, d := range []*daemon{a, b} {
 		if !waitFor(20*time.Second, func() bool { code, _ := d.getProbe("/readyz"); return code == http.StatusOK }) {

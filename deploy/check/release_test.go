@@ -47,9 +47,15 @@ func TestReleaseBuild(t *testing.T) {
 		t.Errorf("SHA256SUMS:\n%s\nwant\n%s", sums, want)
 	}
 	files := archiveFiles(t, data)
-	for _, f := range []string{"sharddaemon", "shardctl", "LICENSE", "README.md", "docs/operations.md", "deploy/kubernetes/shardmesh.yaml"} {
+	for _, f := range []string{"sharddaemon", "shardctl", "LICENSE", "README.md", "docs/operations.md",
+		"deploy/kubernetes/shardmesh.yaml", "deploy/systemd/shardmesh.service", "deploy/compose/compose.yaml"} {
 		if _, ok := files[name+"/"+f]; !ok {
 			t.Errorf("the archive has no %s", f)
+		}
+	}
+	for f := range files {
+		if strings.Contains(f, "deploy/check") {
+			t.Errorf("the archive holds the repository's checks: %s", f)
 		}
 	}
 	for _, bin := range []string{"sharddaemon", "shardctl"} {
@@ -59,11 +65,18 @@ func TestReleaseBuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(info), "internal/version.Version="+version) || !strings.Contains(string(info), "CGO_ENABLED=0") {
-			t.Errorf("%s was not built static and stamped:\n%s", bin, info)
+		if !strings.Contains(string(info), "CGO_ENABLED=0") || !strings.Contains(string(info), "-trimpath=true") {
+			t.Errorf("%s was not built static with -trimpath:\n%s", bin, info)
 		}
-		if !bytes.Contains(files[name+"/"+bin], []byte(version)) {
-			t.Errorf("%s does not hold the version string %s", bin, version)
+		// -trimpath keeps -ldflags out of the build information, so the stamp is looked
+		// for in the binary: the version string is in no source file, only in the -X. The
+		// linker sets it only in a binary that uses internal/version: sharddaemon does
+		// (shardmesh_build_info); shardctl will with its version command.
+		switch stamped := bytes.Contains(files[name+"/"+bin], []byte(version)); {
+		case !stamped && bin == "sharddaemon":
+			t.Errorf("%s does not hold the version string %s: not stamped", bin, version)
+		case !stamped:
+			t.Logf("%s does not use internal/version yet: no stamp to find", bin)
 		}
 		checkVersionOutput(t, path, version)
 	}
@@ -90,7 +103,7 @@ func checkStatic(t *testing.T, path string) {
 
 // checkVersionOutput runs the binary's version command and wants the stamp in its output.
 // The version command belongs to the other half of issue 22; until it is merged, neither
-// form exits 0 and the stamp is checked through the build information above.
+// form exits 0 and the stamp is looked for in the binary above.
 func checkVersionOutput(t *testing.T, path, version string) {
 	t.Helper()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
@@ -103,7 +116,7 @@ func checkVersionOutput(t *testing.T, path, version string) {
 		}
 		return
 	}
-	t.Logf("%s has no version command yet; its stamp was checked in the build information", filepath.Base(path))
+	t.Logf("%s has no version command yet (issue 22's other half adds it)", filepath.Base(path))
 }
 
 func archiveFiles(t *testing.T, data []byte) map[string][]byte {
