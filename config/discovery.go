@@ -56,7 +56,7 @@ func init() {
 			func(c *Config) *string { return &j(c).Server }),
 		durationKey("join-dns-interval", "how often join-dns resolves the name until the member has joined (default 2s)", 10*time.Millisecond,
 			func(c *Config) *time.Duration { return &j(c).Interval }),
-		durationKey("join-dns-stable-margin", "how long the members join-dns finds must stay the same before the one with the lowest peer id forms a new cluster (default 5s)", 0,
+		durationKey("join-dns-stable-margin", "how long the members join-dns finds must stay the same before the one with the lowest peer id forms a new cluster (default 5s)", 100*time.Millisecond,
 			func(c *Config) *time.Duration { return &j(c).StableMargin }),
 	)
 }

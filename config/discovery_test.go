@@ -38,6 +38,7 @@ func TestJoinDNSProblems(t *testing.T) {
 		{[]string{"join-dns=_p2p._tcp.members:4001"}, "SRV name"},
 		{[]string{"join-dns=members:4001", "join=/ip4/10.0.0.1/tcp/4001/p2p/12D3KooWGRUVh6QeF5kVtqLuXuVKE1FBGvmVnTaWBpvaqbxmMjqK"}, "join (flag) and join-dns (flag) are both set"},
 		{[]string{"join-dns-interval=1ms"}, "join-dns-interval"},
+		{[]string{"join-dns-stable-margin=0s"}, "join-dns-stable-margin"},
 	}
 	for _, tt := range tests {
 		_, err := Load(Sources{Flags: tt.flags})
