@@ -18,6 +18,9 @@ type Config struct {
 	Membership membership.Config
 	Sharding   Sharding
 
+	// origins maps each key set by a source to that source and the value written (Origin).
+	origins map[string]origin
+
 	// passivation gathers the sharding.passivation keys while loading, flattened to dotted
 	// keys below the block, in the order the sources set them.
 	passivation map[string]any
@@ -31,8 +34,10 @@ type Node struct {
 	// Listen are multiaddrs to listen on. Default: /ip4/127.0.0.1/tcp/0.
 	Listen []string
 	// Join are multiaddrs (ending in /p2p/<peer id>) of members to join through. Empty:
-	// form a new cluster.
+	// form a new cluster, unless JoinDNS finds the members.
 	Join []string
+	// JoinDNS finds the members by DNS (join-dns; discovery.go).
+	JoinDNS JoinDNS
 	// ClusterKey is the path of the cluster's private-network key (shardctl keygen). Empty:
 	// an open mesh.
 	ClusterKey string
@@ -61,7 +66,8 @@ type Node struct {
 	LogLevel string
 	// LogFormat is text or json. Default text.
 	LogFormat string
-	// MetricsListen is the host:port the daemon serves Prometheus metrics on (/metrics);
+	// MetricsListen is the host:port the daemon serves Prometheus metrics (/metrics) and
+	// the probes (/healthz, /readyz) on;
 	// port 0 picks a free one, written to <data-dir>/metrics-addr. Empty: no metrics.
 	MetricsListen string
 	// EntityTypes are the daemon's built-in entity types to run (counter, echo, register, stubborn).
@@ -124,6 +130,7 @@ func Default() Config {
 			AppVersion:  "0",
 			LogLevel:    "info",
 			LogFormat:   "text",
+			JoinDNS:     DefaultJoinDNS(),
 
 			AdminReadOnlyOpen: true,
 		},

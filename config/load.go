@@ -43,7 +43,7 @@ func Load(src Sources) (Config, error) {
 	if src.LookupEnv != nil {
 		for _, k := range Schema {
 			if v, ok := src.LookupEnv(k.Env()); ok {
-				errs = append(errs, withSource(k.set(&c, v), "environment "+k.Env()))
+				errs = append(errs, c.setKey(k, v, "environment "+k.Env()))
 			}
 		}
 	}
@@ -58,7 +58,7 @@ func Load(src Sources) (Config, error) {
 			errs = append(errs, unknownKey(path, "flag --set"))
 			continue
 		}
-		errs = append(errs, withSource(k.set(&c, v), "flag"))
+		errs = append(errs, c.setKey(k, v, "flag"))
 	}
 	if _, err := PeerIDs("allow-peers", c.Node.AllowPeers); err != nil {
 		errs = append(errs, err)
@@ -67,6 +67,9 @@ func Load(src Sources) (Config, error) {
 		errs = append(errs, err)
 	}
 	errs = append(errs, checkJoinAddrs(c.Node.Join)...)
+	if err := checkJoinDNS(&c); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
@@ -137,7 +140,7 @@ func apply(c *Config, tree map[string]any, prefix, source string) []error {
 		path := prefix + name
 		raw := tree[name]
 		if k, ok := lookup(path); ok {
-			errs = append(errs, withSource(k.set(c, raw), source))
+			errs = append(errs, c.setKey(k, raw, source))
 			continue
 		}
 		if sub, ok := raw.(map[string]any); ok && isSection(path) {
@@ -160,6 +163,33 @@ func isSection(path string) bool {
 		}
 	}
 	return false
+}
+
+// setKey sets key k to raw, read from source, and records where its value came from.
+func (c *Config) setKey(k Key, raw any, source string) error {
+	if err := k.set(c, raw); err != nil {
+		return withSource(err, source)
+	}
+	if c.origins == nil {
+		c.origins = map[string]origin{}
+	}
+	c.origins[k.Path] = origin{source: source, raw: raw}
+	return nil
+}
+
+// origin is where a key's value came from, and the value as written there.
+type origin struct {
+	source string
+	raw    any
+}
+
+// Origin says where the value of the key at path came from: the config file's name,
+// "environment SHARDMESH_…", "flag", or "default".
+func (c Config) Origin(path string) string {
+	if o, ok := c.origins[path]; ok {
+		return o.source
+	}
+	return "default"
 }
 
 func withSource(err error, source string) error {

@@ -49,6 +49,9 @@ type Config struct {
 	AllowPeers []peer.ID
 	// MDNS turns on local-network discovery.
 	MDNS bool
+	// Discovery, when set and Join is empty, finds the members to join and decides when
+	// this member forms a new cluster (discovery.go); nil: with no Join it forms at once.
+	Discovery Discovery
 	// ForgetLastCluster: the member does not read <data-dir>/last-cluster-size and joins as
 	// a new one (cluster.forget-last-cluster; clustersize.go).
 	ForgetLastCluster bool
@@ -714,6 +717,11 @@ func (n *Node) join() {
 			continue // this member itself
 		}
 		seeds = append(seeds, ma)
+	}
+	if len(seeds) == 0 && n.cfg.Discovery != nil {
+		n.wg.Add(1)
+		go n.discoverByConfig()
+		return
 	}
 	if len(seeds) == 0 {
 		n.log.Info("no seed to join: forming a new cluster", "last_cluster_size", n.self.LastClusterSize)

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,7 +22,6 @@ import (
 	"github.com/shardmesh/shardmesh/config"
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/internal/cmdline"
-	"github.com/shardmesh/shardmesh/internal/suggest"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
 )
@@ -59,21 +57,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(code *int) *cli.App {
-	flags := []cli.Flag{
-		&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (YAML, TOML or JSON; keys as in reference.conf: cluster.*, sharding.*)", EnvVars: []string{"SHARDMESH_CONFIG"}},
-		&cli.StringSliceFlag{Name: "set", Usage: "set any configuration key, e.g. --set cluster.split-brain-resolver.stable-after=5s (repeatable)"},
-		&cli.StringFlag{Name: "entity-journal", Usage: "append the built-in counter's incarnation starts, stops and acknowledged changes to `FILE`, one JSON line each (for the chaos checker, e2e/chaos; off by default)"},
-	}
-	for _, k := range config.Schema {
-		if k.Flag == "" {
-			continue
-		}
-		if k.List {
-			flags = append(flags, &cli.StringSliceFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
-		} else {
-			flags = append(flags, &cli.StringFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
-		}
-	}
 	app := &cli.App{
 		Name:      "sharddaemon",
 		Usage:     "run a shardmesh member",
@@ -100,15 +83,11 @@ Example: a three-member cluster on one machine
 
 Exit codes: 0 left gracefully, 1 failed, 2 bad usage or configuration (or refused at join
 for a setting that must be equal on every member), 3 downed or removed by the cluster.`,
-		Flags: flags,
+		Flags: daemonFlags(),
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
 		ExitErrHandler: func(*cli.Context, error) {},
-		Commands: append([]*cli.Command{{
-			Name:   "config",
-			Usage:  "list every configuration key with its environment variable",
-			Action: listKeys,
-		}}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
+		Commands:       append([]*cli.Command{configCommand()}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cmdline.UnknownCommand(c, c.Args().First())
@@ -125,8 +104,40 @@ for a setting that must be equal on every member), 3 downed or removed by the cl
 	return app
 }
 
+// daemonFlags are the daemon's flags: --config, --set and one per flagged key.
+func daemonFlags() []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (YAML, TOML or JSON; keys as in reference.conf: cluster.*, sharding.*)", EnvVars: []string{"SHARDMESH_CONFIG"}},
+		&cli.StringSliceFlag{Name: "set", Usage: "set any configuration key, e.g. --set cluster.split-brain-resolver.stable-after=5s (repeatable)"},
+		&cli.StringFlag{Name: "entity-journal", Usage: "append the built-in counter's incarnation starts, stops and acknowledged changes to `FILE`, one JSON line each (for the chaos checker, e2e/chaos; off by default)"},
+	}
+	for _, k := range config.Schema {
+		if k.Flag == "" {
+			continue
+		}
+		if k.List {
+			flags = append(flags, &cli.StringSliceFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
+		} else {
+			flags = append(flags, &cli.StringFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
+		}
+	}
+	return flags
+}
+
 // loadConfig merges the file, the environment and the flags.
 func loadConfig(c *cli.Context) (config.Config, error) {
+	cfg, err := config.Load(configSources(c))
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Node.DataDir == "" {
+		return cfg, errors.New("no data directory: set --data-dir (or data-dir in the config file, or SHARDMESH_DATA_DIR)")
+	}
+	return cfg, nil
+}
+
+// configSources are the file, the environment and the flags of the command line.
+func configSources(c *cli.Context) config.Sources {
 	var sets []string
 	for _, k := range config.Schema {
 		if k.Flag == "" || !c.IsSet(k.Flag) {
@@ -139,26 +150,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 		}
 	}
 	sets = append(sets, c.StringSlice("set")...)
-	cfg, err := config.Load(config.Sources{File: c.String("config"), LookupEnv: os.LookupEnv, Flags: sets})
-	if err != nil {
-		return cfg, err
-	}
-	if cfg.Node.DataDir == "" {
-		return cfg, errors.New("no data directory: set --data-dir (or data-dir in the config file, or SHARDMESH_DATA_DIR)")
-	}
-	return cfg, nil
-}
-
-func listKeys(*cli.Context) error {
-	for _, k := range config.Schema {
-		fmt.Printf("%s\n    %s\n    env %s", k.Path, k.Usage, k.Env())
-		if k.Flag != "" {
-			fmt.Printf(", flag --%s", k.Flag)
-		}
-		fmt.Println()
-	}
-	fmt.Println("cluster.role.<role>.min-nr-of-members\n    members with that role needed before any is moved Up")
-	return nil
+	return config.Sources{File: c.String("config"), LookupEnv: os.LookupEnv, Flags: sets}
 }
 
 func newLogger(cfg config.Node) *slog.Logger {
@@ -178,10 +170,8 @@ func newLogger(cfg config.Node) *slog.Logger {
 func serve(cfg config.Config, journalPath string) (int, error) {
 	log := newLogger(cfg.Node)
 	p2p.RouteLibp2pLogs(log.Handler())
-	for _, name := range cfg.Node.EntityTypes {
-		if !slices.Contains(builtinNames, name) {
-			return exitUsage, cmdline.Usagef("entity-types: unknown built-in type %q%s (%s)", name, suggest.DidYouMean(name, builtinNames), strings.Join(builtinNames, ", "))
-		}
+	if err := checkEntityTypes(cfg); err != nil {
+		return exitUsage, cmdline.Usagef("%v", err)
 	}
 	admins, err := config.PeerIDs("admin-allow", cfg.Node.AdminAllow)
 	if err != nil {
@@ -238,6 +228,7 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 		Metrics:      adminMetrics,
 	})
 	if met != nil {
+		probes{node: string(sys.ID()), ping: sys.Node().Ping, health: srv.Health, log: log}.register(met.mux)
 		if err := met.serve(cfg.Node.DataDir); err != nil {
 			srv.Close(context.Background())
 			sys.Close()

@@ -7,17 +7,13 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/shardmesh/shardmesh/internal/version"
 )
 
-// Release is the version a release build stamps into both binaries:
-//
-//	go build -ldflags "-X github.com/shardmesh/shardmesh/internal/cmdline.Release=v1.2.3" ./cmd/...
-//
-// Empty in other builds: Version then names the module version or the source revision.
-var Release string
-
-// Version describes the build: the release (or the module version, or "devel"), the
-// source revision when the build recorded one, and the Go version and platform.
+// Version describes the build: the release stamped into it (internal/version; else the
+// module version, or "devel"), the source revision when the build recorded one, and the Go
+// version and platform.
 func Version() string {
 	b := build()
 	parts := []string{b.Version}
@@ -38,7 +34,10 @@ type buildInfo struct {
 }
 
 func build() buildInfo {
-	b := buildInfo{Version: Release, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	b := buildInfo{Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if version.Version != "dev" {
+		b.Version = version.Version
+	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if b.Version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
 			b.Version = info.Main.Version
