@@ -12,6 +12,7 @@ import (
 	"github.com/shardmesh/shardmesh/config"
 	"github.com/shardmesh/shardmesh/config/value"
 	"github.com/shardmesh/shardmesh/internal/cmdline"
+	"github.com/shardmesh/shardmesh/internal/suggest"
 )
 
 // configCommand is config (the keys), config check FILE and config show.
@@ -145,7 +146,7 @@ func checkEntityTypes(cfg config.Config) error {
 	for _, name := range cfg.Node.EntityTypes {
 		if !slices.Contains(builtinNames, name) {
 			errs = append(errs, &value.Error{Key: "entity-types", Value: name, Source: cfg.Origin("entity-types"),
-				Allowed: "a built-in entity type: " + strings.Join(builtinNames, ", ")})
+				Allowed: fmt.Sprintf("unknown built-in type %q%s (%s)", name, suggest.DidYouMean(name, builtinNames), strings.Join(builtinNames, ", "))})
 		}
 	}
 	return errors.Join(errs...)

@@ -45,7 +45,7 @@ entity-types: [counter, countr]
 		`unknown key "cluster.failure-detektor" (` + bad + `); did you mean "cluster.failure-detector"?`,
 		`cluster.min-nr-of-members = 0 (` + bad + `): an integer from 1`,
 		`sharding.handoff-timeout = 10 (` + bad + `): a duration with a unit`,
-		`entity-types = "countr" (` + bad + `): a built-in entity type: counter, echo, register, stubborn`,
+		`entity-types = "countr" (` + bad + `): unknown built-in type "countr"; did you mean "counter"? (counter, echo, register, stubborn)`,
 	}
 	got := strings.Split(strings.TrimSpace(out), "\n")
 	if len(got) != len(want) {

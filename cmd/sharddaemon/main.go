@@ -168,6 +168,11 @@ func newLogger(cfg config.Node) *slog.Logger {
 // exit code of its kind: 2 for what the operator must fix in the flags, the configuration
 // or the files they name, 1 for a failure (storage, the network).
 func serve(cfg config.Config, journalPath string) (int, error) {
+	// Signals are taken from the start: one that comes while the member starts (a
+	// supervisor stopping it at once) is handled below, never the default kill.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(signals)
 	log := newLogger(cfg.Node)
 	p2p.RouteLibp2pLogs(log.Handler())
 	if err := checkEntityTypes(cfg); err != nil {
@@ -249,8 +254,6 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 			}
 		}()
 	}
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case <-sys.Done():
 	case sig := <-signals:
