@@ -16,6 +16,7 @@ type Config struct {
 	Node       Node
 	Membership membership.Config
 	Sharding   Sharding
+	Store      Store
 
 	// passivation gathers the sharding.passivation keys while loading, flattened to dotted
 	// keys below the block, in the order the sources set them.
@@ -144,6 +145,7 @@ func Default() Config {
 			History:                 DefaultPlacementHistory(),
 			Lease:                   DefaultLease(),
 		},
+		Store: DefaultStore(),
 	}
 }
 

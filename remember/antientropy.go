@@ -82,6 +82,23 @@ func (s *Store) randomPeer() peer.ID {
 
 // syncWith runs one anti-entropy round with p and reports whether their states differed.
 func (s *Store) syncWith(p peer.ID) (bool, error) {
+	r, err := s.syncRound(p)
+	return r.differed, err
+}
+
+// syncResult is what an anti-entropy round found.
+type syncResult struct {
+	differed  bool   // records moved, one way or the other
+	pulled    int    // records merged here from the peer
+	buckets   int    // buckets compared
+	differing int    // buckets that differed (more than compared when they did not fit a frame)
+	entries   uint64 // keys the peer holds
+	refilling bool   // the peer is refilling itself (refill.go)
+}
+
+// syncRound runs one anti-entropy round with p.
+func (s *Store) syncRound(p peer.ID) (syncResult, error) {
+	var res syncResult
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
 	defer cancel()
 	d := s.com.digestSnapshot()
@@ -95,8 +112,12 @@ func (s *Store) syncWith(p peer.ID) (bool, error) {
 			sum = m.Summaries
 			return true, nil
 		})
-	if err != nil || len(sum.Buckets) == 0 {
-		return false, err
+	if err != nil {
+		return res, err
+	}
+	res.buckets, res.differing, res.entries, res.refilling = len(sum.Buckets), int(sum.Differing), sum.Entries, sum.Refilling
+	if len(sum.Buckets) == 0 {
+		return res, nil
 	}
 	s.stats.syncRounds.Add(1)
 	remote := fromPBs(sum.Records, true)
@@ -108,7 +129,8 @@ func (s *Store) syncWith(p peer.ID) (bool, error) {
 			return nil
 		})
 		if err != nil {
-			return true, fmt.Errorf("remember: read %s: %w", s.cfg.Dir, err)
+			res.differed = true
+			return res, fmt.Errorf("remember: read %s: %w", s.cfg.Dir, err)
 		}
 	}
 	push, pull := reconcile(local, remote)
@@ -116,7 +138,7 @@ func (s *Store) syncWith(p peer.ID) (bool, error) {
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
 	if len(keys) == 0 {
-		return false, nil
+		return res, nil
 	}
 	// Writes in flight differ between replicas for a moment; under load most differing
 	// buckets differ only by them. Let them land, then compare those keys again, records
@@ -124,15 +146,15 @@ func (s *Store) syncWith(p peer.ID) (bool, error) {
 	select {
 	case <-time.After(settleDelay):
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return res, ctx.Err()
 	}
 	theirs, err := s.fetch(ctx, p, keys)
 	if err != nil {
-		return false, err
+		return res, err
 	}
 	ours, err := readEntries(s.db, keys)
 	if err != nil {
-		return false, fmt.Errorf("remember: read %s: %w", s.cfg.Dir, err)
+		return res, fmt.Errorf("remember: read %s: %w", s.cfg.Dir, err)
 	}
 	var toPush, toMerge []entry
 	for i, key := range keys {
@@ -151,13 +173,14 @@ func (s *Store) syncWith(p peer.ID) (bool, error) {
 	if len(toPush) > 0 {
 		s.repair(map[peer.ID][]entry{p: toPush})
 	}
+	res.differed, res.pulled = len(toPush)+len(toMerge) > 0, len(toMerge)
 	if len(toMerge) > 0 {
 		if err := s.mergeLocal(ctx, toMerge); err != nil {
-			return true, err
+			return res, err
 		}
 	}
 	s.log.Debug("anti-entropy round", "peer", p, "buckets", len(sum.Buckets), "candidates", len(keys), "pushed", len(toPush), "pulled", len(toMerge))
-	return len(toPush)+len(toMerge) > 0, nil
+	return res, nil
 }
 
 // fetch reads keys' entries from p (those it holds).
@@ -208,7 +231,8 @@ func (s *Store) serveDigest(from peer.ID, id uint64, remote []uint64) {
 	differing := d.differing(remote)
 	answer := func(buckets []uint32, recs []entry) {
 		s.out.send(from, wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: id,
-			Msg: &pb.ReplicaEnvelope_Summaries{Summaries: &pb.ReplicaSummaries{Buckets: buckets, Records: toPBs(recs, true)}}}))
+			Msg: &pb.ReplicaEnvelope_Summaries{Summaries: &pb.ReplicaSummaries{Buckets: buckets, Records: toPBs(recs, true),
+				Differing: uint32(len(differing)), Entries: d.entries(), Refilling: s.refill.active.Load()}}}))
 	}
 	if len(differing) == 0 {
 		answer(nil, nil)

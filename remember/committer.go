@@ -73,6 +73,7 @@ type committer struct {
 	commits, refused, merged atomic.Uint64
 	busy                     atomic.Int64  // nanoseconds spent committing
 	met                      *storeMetrics // nil without metrics
+	space                    *diskGuard    // admits each commit (diskspace.go)
 
 	// per commit, reused
 	before, after map[string]entry
@@ -155,6 +156,10 @@ func (c *committer) commit(ops []*applyOp) {
 			c.met.committed(records, took)
 		}
 	}()
+	if err := c.space.admit(commitBytes(ops)); err != nil {
+		c.refuse(ops, err)
+		return
+	}
 	clear(c.before)
 	clear(c.after)
 	results := make([]applyResult, len(ops))

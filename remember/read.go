@@ -436,6 +436,7 @@ func (s *Store) serveReadRequest(from peer.ID, id uint64, m *pb.ReplicaRead) {
 // keys' floors are raised first, durably, through the committer, and emit is called from
 // there.
 func (s *Store) readLocal(keys []string, fences []uint64, emit func([]entry, bool, error)) {
+	emit = s.refill.gate(emit)
 	if len(fences) > 0 {
 		op := &applyOp{kind: opFence, keys: keys, fences: fences, done: func(res applyResult) {
 			if res.err != nil {
@@ -470,6 +471,8 @@ func present(entries []entry, emit func([]entry, bool, error)) {
 
 // scanLocal emits this replica's entries under prefix, in parts.
 func (s *Store) scanLocal(prefix string, emit func([]entry, bool, error)) {
+	emit = s.refill.gate(emit)
+	defer s.recoverScan(emit)
 	var part []entry
 	size := 0
 	err := iterate(s.db, prefix, true, func(e *entry) error {

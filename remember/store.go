@@ -69,8 +69,11 @@ type Store struct {
 	comWG  sync.WaitGroup // the committer, stopped last
 	comEnd chan struct{}
 
-	stats counters
-	met   *storeMetrics // nil without Config.Metrics
+	stats  counters
+	met    *storeMetrics         // nil without Config.Metrics
+	space  *diskGuard            // the reserve of free space (diskspace.go)
+	refill *refiller             // whether its answers count in reads (refill.go)
+	broken atomic.Pointer[error] // why the store broke (panics.go)
 }
 
 // Open opens (creating if needed) the store in cfg.Dir, serves the replica protocol on
@@ -83,7 +86,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	db, err := openBadger(cfg.Dir, cfg.Logger, cfg.Badger)
+	db, err := openBadger(cfg.Dir, cfg.Logger, cfg.Badger, cfg.MinFreeSpace)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +100,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		calls:  newCalls(),
 		serve:  make(chan struct{}, 8),
 		comEnd: make(chan struct{}),
+		space:  newDiskGuard(cfg.Dir, cfg.MinFreeSpace, db.Opts(), cfg.Logger.With("component", "store")),
+		refill: newRefiller(cfg.RefillMarker),
 	}
 	if s.met, err = newStoreMetrics(cfg.Metrics, s); err != nil {
 		_ = db.Close()
@@ -104,7 +109,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.com = newCommitter(db, s.log, &s.clock, s.ctx.Done(), s.comEnd)
-	s.com.met = s.met
+	s.com.met, s.com.space = s.met, s.space
 	maxCounter, n, err := s.loadDigest()
 	if err != nil {
 		s.cancel()
@@ -122,23 +127,32 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.comWG.Add(1)
 	go func() {
 		defer s.comWG.Done()
+		defer s.caught("the committer")
 		s.com.run()
 	}()
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
+		defer s.caught("the write batcher")
 		s.writes.run(s.ctx, s.startWrite)
 	}()
 	go func() {
 		defer s.wg.Done()
+		defer s.caught("the read batcher")
 		s.reads.run(s.ctx, s.startRead)
 	}()
 	if cfg.AntiEntropyInterval > 0 {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer s.caught("anti-entropy")
 			s.runAntiEntropy()
 		}()
+	}
+	s.spawn(s.watchSpace) // diskspace.go
+	s.spawn(s.runRefill)  // refill.go
+	if st := s.refill.state(); st.Active {
+		s.log.Warn("this replica refills from its peers before its answers count in reads", "dir", cfg.Dir, "why", st.Reason)
 	}
 	s.log.Info("store opened", "dir", cfg.Dir, "entries", n,
 		"write_majority_plus", cfg.WriteMajorityPlus, "read_majority_plus", cfg.ReadMajorityPlus, "majority_min_cap", cfg.MajorityMinCap)
@@ -146,19 +160,31 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // openBadger opens the Badger database in dir with the store's options, turning Badger's
-// directory lock error into one wrapping ErrInUse.
-func openBadger(dir string, log *slog.Logger, tune func(badger.Options) badger.Options) (*badger.DB, error) {
+// directory lock error into one wrapping ErrInUse. Before Badger sees them it checks the
+// files (a *DamageError) and that the file system has room for what opening writes (a
+// *DiskFullError; reserve is Config.MinFreeSpace): see checkBeforeOpen.
+func openBadger(dir string, log *slog.Logger, tune func(badger.Options) badger.Options, reserve int64) (*badger.DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("remember: create store directory: %w", err)
 	}
-	db, err := badger.Open(badgerOptions(dir, log, tune))
+	opt := badgerOptions(dir, log, tune)
+	if err := checkBeforeOpen(opt, reserve); err != nil {
+		return nil, err
+	}
+	var db *badger.DB
+	err := guard(func() (err error) { db, err = badger.Open(opt); return err })
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("remember: %w: %s is held by another process (a running sharddaemon, or another store in this one); stop it first", ErrInUse, dir)
+			return nil, inUse(dir)
 		}
 		return nil, fmt.Errorf("remember: open store in %s: %w", dir, err)
 	}
 	return db, nil
+}
+
+// inUse is the ErrInUse of a store directory another process holds.
+func inUse(dir string) error {
+	return fmt.Errorf("remember: %w: %s is held by another process (a running sharddaemon, or another store in this one); stop it first", ErrInUse, dir)
 }
 
 // loadDigest computes the digest of everything stored and returns the highest counter and
@@ -208,7 +234,7 @@ func (s *Store) Close() error {
 	s.wg.Wait()
 	close(s.comEnd)
 	s.comWG.Wait()
-	if err := s.db.Close(); err != nil {
+	if err := s.closeDB(); err != nil {
 		return fmt.Errorf("remember: close store in %s: %w", s.cfg.Dir, err)
 	}
 	s.log.Info("store closed", "dir", s.cfg.Dir)
@@ -252,6 +278,7 @@ func (s *Store) handleFrame(from peer.ID, frame []byte) error {
 		return fmt.Errorf("replica frame from %s: %w", from, ErrClosed)
 	}
 	defer s.wg.Done()
+	defer s.caught("serving a replica frame")
 	env, err := wire.DecodeReplica(frame)
 	if err != nil {
 		s.stats.malformed.Add(1)
@@ -293,6 +320,7 @@ func (s *Store) spawn(fn func()) bool {
 	}
 	go func() {
 		defer s.wg.Done()
+		defer s.caught("a store task")
 		fn()
 	}()
 	return true

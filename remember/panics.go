@@ -1,0 +1,45 @@
+package remember
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+)
+
+// ErrBroken says a goroutine of the store panicked (a bug, or the database failing under it);
+// it answers nothing reliably from then on, and its owner should stop (Config.Broken).
+var ErrBroken = errors.New("store broken")
+
+// caught turns a panic in one of the store's goroutines into the store breaking: it logs
+// the panic with its stack once and tells Config.Broken, rather than letting the process
+// die with the runtime's exit code 2. Call it deferred, at the top of the goroutine.
+func (s *Store) caught(where string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	s.broke(fmt.Errorf("remember: %w: %s panicked: %s", ErrBroken, where, oneLine(fmt.Sprint(r))), debug.Stack())
+}
+
+// broke records that the store broke and tells its owner, once.
+func (s *Store) broke(err error, stack []byte) {
+	if !s.broken.CompareAndSwap(nil, &err) {
+		return
+	}
+	s.log.Error("the store broke: the member must stop", "dir", s.cfg.Dir, "err", err, "stack", string(stack))
+	if s.cfg.Broken != nil {
+		go s.cfg.Broken(err)
+	}
+}
+
+// recoverScan turns a panic of the database while this replica's records are scanned on
+// the caller's goroutine (Scan) into the store breaking and an error answer.
+func (s *Store) recoverScan(emit func([]entry, bool, error)) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	err := fmt.Errorf("remember: %w: scanning %s panicked: %s", ErrBroken, s.cfg.Dir, oneLine(fmt.Sprint(r)))
+	s.broke(err, debug.Stack())
+	emit(nil, true, err)
+}
