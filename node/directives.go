@@ -187,6 +187,7 @@ func (n *Node) wantDirectives() {
 // store answers: coordinators here serve nothing before), on request, and periodically.
 func (n *Node) refreshDirectivesLoop() {
 	defer n.wg.Done()
+	defer n.caught("reading the directives")
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

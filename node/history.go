@@ -77,6 +77,7 @@ func (n *Node) recordPlacement(typ string, e coordinator.ShardAllocated, now tim
 // coordinator runs here now and then.
 func (n *Node) writeHistory() {
 	defer n.wg.Done()
+	defer n.caught("writing the placement history")
 	prune := time.NewTicker(historyPruneEvery)
 	defer prune.Stop()
 	batch := make([]remember.Write, 0, historyBatch)

@@ -155,7 +155,10 @@ type Node struct {
 	done     chan struct{}
 	stopOnce sync.Once
 	stopped  atomic.Pointer[membership.Stopped]
-	wg       sync.WaitGroup
+	failure  atomic.Pointer[error] // why the member failed (storage.go)
+
+	storeFull bool // the store refuses writes for want of disk space, as the engine was told (loop goroutine)
+	wg        sync.WaitGroup
 }
 
 // input is one thing for the loop goroutine to feed the engine: a message for an entity
@@ -614,6 +617,7 @@ func (n *Node) loop() {
 			now := time.Now()
 			n.eng.ObserveRecovery(now, n.recovery.take())
 			n.eng.Tick(now)
+			n.noteStoreSpace(now)
 			n.execute(now)
 			n.updateServing()
 			n.publishView()

@@ -27,6 +27,13 @@ type StoreConfig struct {
 	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
 	// Timeout bounds one store round (updating-state-timeout); default 5 s.
 	Timeout time.Duration
+	// MinFreeSpace is the reserve of free disk space the store keeps (store.min-free-space),
+	// in bytes: below it writes are refused. 0: remember.DefaultMinFreeSpace (256 MiB);
+	// negative: none.
+	MinFreeSpace int64
+	// RebuildDamaged (store.rebuild-damaged): a store found damaged at start is moved aside
+	// and refilled from the peers instead of failing the start.
+	RebuildDamaged bool
 }
 
 // majorityPrefixes are the keys written and read with plain majorities (at least
@@ -43,20 +50,30 @@ func (n *Node) openStore(ctx context.Context) error {
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
-	st, err := remember.Open(ctx, remember.Config{
-		Dir:               n.dir.Store(),
-		Host:              n.host,
-		Members:           n.replicaMembers,
-		WriteMajorityPlus: n.cfg.Store.WriteMajorityPlus,
-		ReadMajorityPlus:  n.cfg.Store.ReadMajorityPlus,
-		MajorityMinCap:    n.cfg.Store.MajorityMinCap,
-		MajorityPrefixes:  majorityPrefixes,
-		Timeout:           timeout,
-		Logger:            n.log, // the store adds component=store
-		Metrics:           n.cfg.Metrics,
+	reserve := n.cfg.Store.MinFreeSpace
+	if reserve < 0 {
+		reserve = remember.NoMinFreeSpace
+	}
+	st, err := n.openStoreRebuilding(func() (*remember.Store, error) {
+		return remember.Open(ctx, remember.Config{
+			Dir:               n.dir.Store(),
+			Host:              n.host,
+			Members:           n.replicaMembers,
+			WriteMajorityPlus: n.cfg.Store.WriteMajorityPlus,
+			ReadMajorityPlus:  n.cfg.Store.ReadMajorityPlus,
+			MajorityMinCap:    n.cfg.Store.MajorityMinCap,
+			MajorityPrefixes:  majorityPrefixes,
+			Timeout:           timeout,
+			Logger:            n.log, // the store adds component=store
+			Metrics:           n.cfg.Metrics,
+			MinFreeSpace:      reserve,
+			RefillMarker:      n.dir.File(datadir.RefillFile),
+			Returning:         n.self.Incarnation > 1,
+			Broken:            n.fail,
+		})
 	})
 	if err != nil {
-		return fmt.Errorf("open the store in %s: %w", n.dir.Store(), err)
+		return n.storeOpenError(err)
 	}
 	n.store = st
 	return nil
@@ -135,6 +152,7 @@ func (n *Node) storeOps(ops []engine.StoreOp) {
 }
 
 func (n *Node) rememberEntities(ops []engine.StoreOp) {
+	defer n.caught("remembering entities")
 	ws := make([]remember.Write, 0, len(ops))
 	for _, op := range ops {
 		ws = append(ws, remember.Write{Key: datadir.Key(datadir.FamilyEntity, op.Type, string(op.Shard), string(op.Entity))})
@@ -168,6 +186,7 @@ func (n *Node) rememberEntities(ops []engine.StoreOp) {
 }
 
 func (n *Node) forgetEntities(ops []engine.StoreOp) {
+	defer n.caught("forgetting entities")
 	ws := make([]remember.Write, len(ops))
 	for i, op := range ops {
 		ws[i] = remember.Write{Key: datadir.Key(datadir.FamilyEntity, op.Type, string(op.Shard), string(op.Entity)), Delete: true}
@@ -179,6 +198,7 @@ func (n *Node) forgetEntities(ops []engine.StoreOp) {
 }
 
 func (n *Node) loadEntities(op engine.StoreOp) {
+	defer n.caught("loading remembered entities")
 	ids, err := scanIDs[shard.EntityID](n, datadir.Prefix(datadir.FamilyEntity, op.Type, string(op.Shard)))
 	if err != nil && n.ctx.Err() == nil {
 		n.log.Warn("loading remembered entities failed; retried after shard-failure-backoff", "type", op.Type, "shard", op.Shard, "err", err)
@@ -187,6 +207,7 @@ func (n *Node) loadEntities(op engine.StoreOp) {
 }
 
 func (n *Node) loadShards(op engine.StoreOp) {
+	defer n.caught("loading remembered shards")
 	ids, err := scanIDs[shard.ID](n, datadir.Prefix(datadir.FamilyShard, op.Type))
 	if err != nil && n.ctx.Err() == nil {
 		n.log.Warn("loading remembered shards failed; retried after waiting-for-state-timeout", "type", op.Type, "err", err)

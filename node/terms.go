@@ -39,6 +39,7 @@ func nextTerm(stored, up uint64) (uint64, error) {
 // another one, or the member stops.
 func (n *Node) claimTerm(typ string, up uint64) {
 	defer n.wg.Done()
+	defer n.caught("claiming a coordinator term")
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
 		term, err := n.storeTerm(ctx, typ, up)

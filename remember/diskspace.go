@@ -6,13 +6,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardmesh/shardmesh/config/value"
 )
 
 // A full disk: Badger writes its write-ahead memtable (the .mem files) and its value log
@@ -49,7 +50,7 @@ type DiskFullError struct {
 
 func (e *DiskFullError) Error() string {
 	return fmt.Sprintf("remember: %v: %s has %s free, which does not leave the reserve of %s (store.min-free-space) for %s more: writes to this replica are refused until space is freed on that file system",
-		ErrDiskFull, e.Dir, sizeText(e.Free), sizeText(e.Reserve), sizeText(e.Need))
+		ErrDiskFull, e.Dir, value.FormatSize(e.Free), value.FormatSize(e.Reserve), value.FormatSize(e.Need))
 }
 
 // Unwrap makes errors.Is(err, ErrDiskFull) hold.
@@ -161,10 +162,10 @@ func (g *diskGuard) look(need uint64) {
 	case !g.cur.Full && free < g.reserve+need:
 		g.cur.Full, g.cur.Since = true, time.Now()
 		g.log.Warn("disk full: the store refuses writes until space is freed on its file system (free space there, or grow it); reads go on",
-			"dir", g.dir, "free", sizeText(free), "min_free_space", sizeText(g.reserve), "commit", sizeText(need))
+			"dir", g.dir, "free", value.FormatSize(free), "min_free_space", value.FormatSize(g.reserve), "commit", value.FormatSize(need))
 	case g.cur.Full && free >= g.reserve+g.reserve/8+need:
-		g.log.Info("disk space is back: the store accepts writes again", "dir", g.dir, "free", sizeText(free),
-			"min_free_space", sizeText(g.reserve), "full_for", time.Since(g.cur.Since).Round(time.Millisecond).String(), "refused_commits", g.refused.Load())
+		g.log.Info("disk space is back: the store accepts writes again", "dir", g.dir, "free", value.FormatSize(free),
+			"min_free_space", value.FormatSize(g.reserve), "full_for", time.Since(g.cur.Since).Round(time.Millisecond).String(), "refused_commits", g.refused.Load())
 		g.cur.Full, g.cur.Since = false, time.Time{}
 	}
 }
@@ -231,7 +232,7 @@ func (g *diskGuard) openRoom(walBytes int64) error {
 		return nil
 	}
 	return fmt.Errorf("remember: cannot open the store in %s: its write-ahead log (%s) is flushed into tables when it opens, and the file system has only %s free: %w",
-		g.dir, sizeText(uint64(walBytes)), sizeText(free), &DiskFullError{Dir: g.dir, Free: free, Reserve: g.reserve, Need: uint64(walBytes)})
+		g.dir, value.FormatSize(uint64(walBytes)), value.FormatSize(free), &DiskFullError{Dir: g.dir, Free: free, Reserve: g.reserve, Need: uint64(walBytes)})
 }
 
 // closeRoom reports whether Badger may flush its memtable at Close: not on a full disk,
@@ -270,20 +271,6 @@ func (c *committer) refuse(ops []*applyOp, err error) {
 // errNoPreallocation: the file system does not preallocate.
 var errNoPreallocation = errors.New("preallocation not supported")
 
-// sizeText renders a byte count for people: "512 B", "3.2 MiB".
-func sizeText(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n)/unit, 0
-	for v >= unit && i < 5 {
-		v /= unit
-		i++
-	}
-	return strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.1f", v), "0"), ".") + " " + [...]string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}[i]
-}
-
 // watchSpace looks at the free space every diskCheckInterval until the store closes.
 func (s *Store) watchSpace() {
 	s.space.check()
@@ -321,6 +308,8 @@ func faultMetrics(s *Store) []prometheus.Collector {
 		gauge("shardmesh_store_disk_full", "1 while the store refuses writes for want of free space (below store.min-free-space), else 0.", func(sp Space) float64 { return boolGauge(sp.Full) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "shardmesh_store_disk_full_refusals_total", Help: "Local commits the store refused for want of free space."},
 			func() float64 { return float64(s.space.refused.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "shardmesh_store_refilling", Help: "1 while this replica refills from its peers (after a rebuild, or found holding far fewer keys): its answers do not count in reads."},
+			func() float64 { return boolGauge(s.refill.active.Load()) }),
 	}
 }
 

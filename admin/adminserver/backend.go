@@ -63,6 +63,8 @@ type Backend interface {
 	// "downed", …; "" while it runs or when it was closed).
 	Done() <-chan struct{}
 	StopReason() string
+	// Store returns the state of the member's replica of the store: its disk, its refill.
+	Store() *adminpb.StoreHealth
 }
 
 // NodeBackend answers admin calls from a member's runtime.

@@ -79,3 +79,19 @@ func Size(key string, v any, allowed string) (int64, error) {
 	}
 	return 0, bad
 }
+
+// FormatSize renders a byte count for people, in the units ParseSize reads: "512 B",
+// "3.2 MiB", "256 MiB".
+func FormatSize(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatUint(n, 10) + " B"
+	}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < 5 {
+		v /= unit
+		i++
+	}
+	s := strings.TrimSuffix(strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), "0"), ".")
+	return s + " " + [...]string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}[i]
+}

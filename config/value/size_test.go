@@ -36,3 +36,14 @@ func TestSize(t *testing.T) {
 		t.Error("-3 accepted")
 	}
 }
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1024: "1 KiB", 3<<20 + 200<<10: "3.2 MiB", 256 << 20: "256 MiB", 1 << 40: "1 TiB"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+		if back, err := ParseSize(FormatSize(n)); err != nil || (n < 1<<20 && uint64(back) != n) {
+			t.Errorf("ParseSize(FormatSize(%d)) = %d, %v", n, back, err)
+		}
+	}
+}
