@@ -312,7 +312,7 @@ func (c *storeCheck) checkLog(name string, created int64) (logScan, bool) {
 func guard(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("panic reading it: %s", oneLine(fmt.Sprint(r)))
+			err = fmt.Errorf("the database fails reading it (%s)", oneLine(fmt.Sprint(r)))
 		}
 	}()
 	return fn()

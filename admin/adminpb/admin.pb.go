@@ -1667,7 +1667,8 @@ type RegionStats struct {
 	CoordinatorHere bool                   `protobuf:"varint,5,opt,name=coordinator_here,json=coordinatorHere,proto3" json:"coordinator_here,omitempty"`
 	Buffered        uint64                 `protobuf:"varint,6,opt,name=buffered,proto3" json:"buffered,omitempty"` // messages waiting for a shard's home
 	Shards          []*ShardStats          `protobuf:"bytes,7,rep,name=shards,proto3" json:"shards,omitempty"`
-	Allocations     []*Allocation          `protobuf:"bytes,8,rep,name=allocations,proto3" json:"allocations,omitempty"` // with_allocations, when the coordinator runs here
+	Allocations     []*Allocation          `protobuf:"bytes,8,rep,name=allocations,proto3" json:"allocations,omitempty"`                       // with_allocations, when the coordinator runs here
+	NoNewShards     bool                   `protobuf:"varint,9,opt,name=no_new_shards,json=noNewShards,proto3" json:"no_new_shards,omitempty"` // its coordinator knows it takes no new shards (the store's disk is full)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1756,6 +1757,13 @@ func (x *RegionStats) GetAllocations() []*Allocation {
 		return x.Allocations
 	}
 	return nil
+}
+
+func (x *RegionStats) GetNoNewShards() bool {
+	if x != nil {
+		return x.NoNewShards
+	}
+	return false
 }
 
 type ShardStats struct {
@@ -2536,6 +2544,7 @@ type RegionHealth struct {
 	Ready         bool                   `protobuf:"varint,3,opt,name=ready,proto3" json:"ready,omitempty"`
 	Proxy         bool                   `protobuf:"varint,4,opt,name=proxy,proto3" json:"proxy,omitempty"`
 	Coordinator   string                 `protobuf:"bytes,5,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	NoNewShards   bool                   `protobuf:"varint,6,opt,name=no_new_shards,json=noNewShards,proto3" json:"no_new_shards,omitempty"` // its coordinator knows it takes no new shards (the store's disk is full)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2603,6 +2612,13 @@ func (x *RegionHealth) GetCoordinator() string {
 		return x.Coordinator
 	}
 	return ""
+}
+
+func (x *RegionHealth) GetNoNewShards() bool {
+	if x != nil {
+		return x.NoNewShards
+	}
+	return false
 }
 
 // WatchRequest streams sharding events (from every member) and member events (as the
@@ -4965,7 +4981,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x18\n" +
 	"\aserving\x18\x03 \x01(\bR\aserving\x129\n" +
 	"\aregions\x18\x04 \x03(\v2\x1f.shardmesh.admin.v1.RegionStatsR\aregions\x12-\n" +
-	"\x12messages_delivered\x18\x05 \x01(\x04R\x11messagesDelivered\"\xc7\x02\n" +
+	"\x12messages_delivered\x18\x05 \x01(\x04R\x11messagesDelivered\"\xeb\x02\n" +
 	"\vRegionStats\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
@@ -4977,7 +4993,8 @@ const file_admin_proto_rawDesc = "" +
 	"\x10coordinator_here\x18\x05 \x01(\bR\x0fcoordinatorHere\x12\x1a\n" +
 	"\bbuffered\x18\x06 \x01(\x04R\bbuffered\x126\n" +
 	"\x06shards\x18\a \x03(\v2\x1e.shardmesh.admin.v1.ShardStatsR\x06shards\x12@\n" +
-	"\vallocations\x18\b \x03(\v2\x1e.shardmesh.admin.v1.AllocationR\vallocations\"Z\n" +
+	"\vallocations\x18\b \x03(\v2\x1e.shardmesh.admin.v1.AllocationR\vallocations\x12\"\n" +
+	"\rno_new_shards\x18\t \x01(\bR\vnoNewShards\"Z\n" +
 	"\n" +
 	"ShardStats\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x1a\n" +
@@ -5055,7 +5072,7 @@ const file_admin_proto_rawDesc = "" +
 	" \x01(\tR\frefillReason\x12#\n" +
 	"\rrefill_synced\x18\v \x01(\rR\frefillSynced\x12\x1f\n" +
 	"\vrefill_need\x18\f \x01(\rR\n" +
-	"refillNeed\"\x9d\x01\n" +
+	"refillNeed\"\xc1\x01\n" +
 	"\fRegionHealth\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x1e\n" +
@@ -5064,7 +5081,8 @@ const file_admin_proto_rawDesc = "" +
 	"registered\x12\x14\n" +
 	"\x05ready\x18\x03 \x01(\bR\x05ready\x12\x14\n" +
 	"\x05proxy\x18\x04 \x01(\bR\x05proxy\x12 \n" +
-	"\vcoordinator\x18\x05 \x01(\tR\vcoordinator\"P\n" +
+	"\vcoordinator\x18\x05 \x01(\tR\vcoordinator\x12\"\n" +
+	"\rno_new_shards\x18\x06 \x01(\bR\vnoNewShards\"P\n" +
 	"\fWatchRequest\x12!\n" +
 	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x1d\n" +
 	"\n" +

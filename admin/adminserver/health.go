@@ -66,7 +66,7 @@ func (s *Server) health(ctx context.Context) *adminpb.Response {
 	out.Store = s.backend.Store()
 	out.Reasons = append(out.Reasons, storeReasons(out.Store)...)
 	for _, r := range st.Regions {
-		rh := &adminpb.RegionHealth{EntityType: r.EntityType, Registered: r.Registered, Proxy: r.Proxy, Coordinator: r.Coordinator}
+		rh := &adminpb.RegionHealth{EntityType: r.EntityType, Registered: r.Registered, Proxy: r.Proxy, Coordinator: r.Coordinator, NoNewShards: r.NoNewShards}
 		rh.Ready = s.ready.check(r.EntityType, r.Registered)
 		if !rh.Ready {
 			why := "region " + r.EntityType + " has not registered with its coordinator"

@@ -46,6 +46,7 @@ type regionHealthJSON struct {
 	Ready       bool   `json:"ready"`
 	Proxy       bool   `json:"proxy"`
 	Coordinator string `json:"coordinator"`
+	NoNewShards bool   `json:"no_new_shards"` // its coordinator knows it takes no new shards (disk full)
 }
 
 // healthPoll is how often health --wait asks again.
@@ -128,7 +129,7 @@ func printHealth(c *cli.Context, h *adminpb.HealthResponse) error {
 	out := healthJSON{Node: h.Node, Live: h.Live, Ready: h.Ready, Status: h.Status, Serving: h.Serving,
 		Regions: []regionHealthJSON{}, Reasons: append([]string{}, h.Reasons...)}
 	for _, r := range h.Regions {
-		out.Regions = append(out.Regions, regionHealthJSON{EntityType: r.EntityType, Registered: r.Registered, Ready: r.Ready, Proxy: r.Proxy, Coordinator: r.Coordinator})
+		out.Regions = append(out.Regions, regionHealthJSON{EntityType: r.EntityType, Registered: r.Registered, Ready: r.Ready, Proxy: r.Proxy, Coordinator: r.Coordinator, NoNewShards: r.NoNewShards})
 	}
 	if s := h.Store; s != nil {
 		out.Store = &storeHealthJSON{Dir: s.Dir, FreeBytes: s.FreeBytes, TotalBytes: s.TotalBytes, MinFreeBytes: s.MinFreeBytes, DiskFull: s.DiskFull,
@@ -156,6 +157,8 @@ func printHealth(c *cli.Context, h *adminpb.HealthResponse) error {
 	for _, r := range out.Regions {
 		s := r.EntityType + ": "
 		switch {
+		case r.Registered && r.NoNewShards:
+			s += "registered with " + cmdline.ShortID(r.Coordinator) + ", taking no new shards (disk full)"
 		case r.Registered:
 			s += "registered with " + cmdline.ShortID(r.Coordinator)
 		case r.Ready:
