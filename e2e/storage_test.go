@@ -121,7 +121,9 @@ func TestDiskFullIsAnErrorNotACrash(t *testing.T) {
 	}) {
 		t.Fatalf("m3 does not report its full disk: %+v", h)
 	}
-	if !slices.ContainsFunc(h.Reasons, func(r string) bool { return strings.Contains(r, "disk full") && strings.Contains(r, "store.min-free-space 8 MiB") }) {
+	if !slices.ContainsFunc(h.Reasons, func(r string) bool {
+		return strings.Contains(r, "disk full") && strings.Contains(r, "store.min-free-space 8 MiB")
+	}) {
 		t.Errorf("health does not say why: %q", h.Reasons)
 	}
 	refused := map[string]int{}

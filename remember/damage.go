@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -332,16 +333,21 @@ func recovered(dir string, err *error) {
 
 // checkBeforeOpen checks a store directory before Badger opens it, under Badger's own
 // lock: its files (a *DamageError), and room for the write-ahead log that opening flushes
-// (a *DiskFullError; reserve is Config.MinFreeSpace).
-func checkBeforeOpen(opt badger.Options, reserve int64) error {
+// (a *DiskFullError; reserve is Config.MinFreeSpace). A check that takes long (a large
+// store: it reads every table) is logged.
+func checkBeforeOpen(opt badger.Options, reserve int64, log *slog.Logger) error {
 	unlock, err := lockDir(opt.Dir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	start := time.Now()
 	c, err := checkStore(opt, true)
 	if err != nil {
 		return err
+	}
+	if took := time.Since(start); took > time.Second {
+		log.Info("checked the store's files before opening it", "dir", opt.Dir, "tables", c.tables, "table_bytes", c.tableBytes, "took", took.Round(time.Millisecond).String())
 	}
 	if err := c.err(); err != nil {
 		return err

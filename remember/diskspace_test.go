@@ -318,3 +318,15 @@ func waitFlushed(t *testing.T, dir string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// BenchmarkDiskGuardAdmit is the check before every local commit: a statfs of the store's
+// directory (and, every eighth of a write-ahead log, a look for new ones to preallocate).
+func BenchmarkDiskGuardAdmit(b *testing.B) {
+	dir := b.TempDir()
+	g := newDiskGuard(dir, 1<<20, badger.DefaultOptions(dir).WithMemTableSize(DefaultMemTableSize), testLogger(b))
+	for b.Loop() {
+		if err := g.admit(4096); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

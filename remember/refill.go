@@ -64,7 +64,8 @@ type refiller struct {
 	since  time.Time
 	synced map[peer.ID]bool
 	need   int
-	turn   int // which unsynced peer the next step tries
+	turn   int // which unsynced peer the next step tries first
+	stuck  int // steps that did not finish
 
 	openKeys uint64 // the keys the replica held when it opened (set before any round)
 }
@@ -186,8 +187,9 @@ func (s *Store) compareWithPeer() bool {
 	return true
 }
 
-// refillStep syncs completely with one more peer, taking them in turns; true once the
-// replica holds what enough of them hold, and counts again.
+// refillStep syncs completely with the peers it still needs, in turns (starting where
+// the last step failed); true once the replica holds what enough of them hold, and counts
+// again.
 func (s *Store) refillStep() bool {
 	members := s.members()
 	need := len(members) - (len(members)/2 + 1) + 1
@@ -200,12 +202,25 @@ func (s *Store) refillStep() bool {
 			unsynced = append(unsynced, m)
 		}
 	}
-	synced := len(members) - 1 - len(unsynced)
-	var next peer.ID
-	if len(unsynced) > 0 {
-		next = unsynced[r.turn%len(unsynced)]
-	}
+	turn := r.turn
 	r.mu.Unlock()
+	synced := len(members) - 1 - len(unsynced)
+	failed := 0
+	for i := range unsynced {
+		if synced >= need {
+			break
+		}
+		p := unsynced[(turn+i)%len(unsynced)]
+		if !s.syncedWith(p) {
+			failed++
+			continue
+		}
+		synced++
+		r.mu.Lock()
+		r.synced[p] = true
+		r.mu.Unlock()
+		s.log.Info("refill: this replica holds what a peer holds", "dir", s.cfg.Dir, "peer", p, "peers", synced, "need", need)
+	}
 	if len(members) > 1 && synced >= need {
 		if err := r.finish(); err != nil {
 			s.log.Error(err.Error())
@@ -215,24 +230,14 @@ func (s *Store) refillStep() bool {
 			"peers", synced, "took", time.Since(r.state().Since).Round(time.Millisecond).String())
 		return true
 	}
-	if next == "" {
-		return false // alone: nobody to refill from yet
-	}
-	ok := s.syncedWith(next)
 	r.mu.Lock()
-	if ok {
-		r.synced[next] = true
-	} else {
-		r.turn++ // another peer next time
-	}
-	stuck := !ok && r.turn%(4*len(unsynced)) == 0
+	r.turn += failed // another peer first next time
+	r.stuck++
+	stuck := failed > 0 && r.stuck%20 == 0
 	r.mu.Unlock()
-	if stuck { // every peer it lacks failed four times
+	if stuck { // ten seconds of steps
 		s.log.Warn("refill: the peers it still needs do not answer, or refill themselves (did a majority of the replicas lose their stores?); it waits, not counting in reads",
 			"dir", s.cfg.Dir, "peers", len(members)-1, "synced", synced, "need", need)
-	}
-	if ok {
-		s.log.Info("refill: this replica holds what a peer holds", "dir", s.cfg.Dir, "peer", next, "peers", synced+1, "need", need)
 	}
 	return false
 }

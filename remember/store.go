@@ -168,7 +168,7 @@ func openBadger(dir string, log *slog.Logger, tune func(badger.Options) badger.O
 		return nil, fmt.Errorf("remember: create store directory: %w", err)
 	}
 	opt := badgerOptions(dir, log, tune)
-	if err := checkBeforeOpen(opt, reserve); err != nil {
+	if err := checkBeforeOpen(opt, reserve, log); err != nil {
 		return nil, err
 	}
 	var db *badger.DB
