@@ -290,7 +290,11 @@ func (c *storeCheck) checkLog(name string, created int64) (logScan, bool) {
 		c.damaged(name, "does not read: %v", err)
 		return logScan{}, false
 	}
-	if len(data) < logHeaderSize {
+	switch {
+	case len(data) == 0:
+		c.damaged(name, "empty (a crash while Badger created it, or truncated): Badger cannot open it; if it was created last, it holds nothing and deleting it is enough")
+		return logScan{}, false
+	case len(data) < logHeaderSize:
 		c.damaged(name, "truncated: %d bytes, shorter than the %d-byte header", len(data), logHeaderSize)
 		return logScan{}, false
 	}

@@ -67,7 +67,7 @@ type refiller struct {
 	turn   int // which unsynced peer the next step tries first
 	stuck  int // steps that did not finish
 
-	openKeys uint64 // the keys the replica held when it opened (set before any round)
+	openKeys uint64 // the keys the replica held when it opened (set by Open)
 }
 
 // newRefiller reads the marker: a refill left unfinished, or asked for.
@@ -140,7 +140,6 @@ func (r *refiller) finish() error {
 // runRefill compares the replica with a peer once (when it is a returning member's), and
 // refills it when it must, until the store closes.
 func (s *Store) runRefill() {
-	s.refill.openKeys = s.com.digestSnapshot().entries()
 	t := time.NewTicker(refillPoll)
 	defer t.Stop()
 	compared := !s.cfg.Returning

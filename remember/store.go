@@ -117,6 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.clock.observe(maxCounter + clockRestartGap)
+	s.refill.openKeys = uint64(n) // before anything can reach it (refill.go)
 	s.out = &outboxes{ctx: s.ctx, host: s.host, timeout: cfg.Timeout, dropped: func() { s.stats.framesDropped.Add(1) }, spawn: s.spawn, by: make(map[peer.ID]chan []byte)}
 	s.writes = newBatcher(writeWindow, (*writeOp).weight, func(op *writeOp, err error) { op.finish(err) })
 	s.reads = newBatcher(readWindow, func(op *readOp) (int, int) { return 1, len(op.key) },
