@@ -11,18 +11,16 @@ import (
 	"github.com/shardmesh/shardmesh/remember"
 )
 
-// Verification is what a check of a stopped member's store found.
+// Verification is what a check of a stopped member's store found: the check's result (the
+// store directory, what was checked, what is damaged), whether the store refills from its
+// peers when the member starts, and the damaged stores earlier rebuilds kept.
 type Verification struct {
-	DataDir    string            `json:"data_dir"`
-	Member     string            `json:"member,omitempty"`
-	Store      bool              `json:"store"`       // false: the directory holds no store
-	Tables     int               `json:"tables"`      // tables the store's MANIFEST lists, checked block by block
-	TableBytes int64             `json:"table_bytes"` // their size
-	Logs       int               `json:"logs"`        // write-ahead memtables and value logs, checked entry by entry
-	LogBytes   int64             `json:"log_bytes"`   // entries in the write-ahead memtables
-	Damaged    []remember.Damage `json:"damaged"`     // empty when the store is sound
-	Refilling  string            `json:"refilling,omitempty"`
-	Aside      []string          `json:"moved_aside,omitempty"` // damaged stores kept from earlier rebuilds
+	DataDir string `json:"data_dir"`
+	Member  string `json:"member,omitempty"`
+	Store   bool   `json:"store"` // false: the directory holds no store
+	remember.Verified
+	Refilling string   `json:"refilling,omitempty"`   // why, when it does
+	Aside     []string `json:"moved_aside,omitempty"` // damaged stores kept from earlier rebuilds
 }
 
 // Verify checks every file of d's store without opening it (remember.VerifyDir): whether
@@ -30,15 +28,14 @@ type Verification struct {
 // still to be refilled (a rebuild the member has not finished) and which damaged stores
 // earlier rebuilds kept.
 func Verify(d *Dir) (Verification, error) {
-	out := Verification{DataDir: d.Path, Member: d.Peer, Damaged: []remember.Damage{}}
+	out := Verification{DataDir: d.Path, Member: d.Peer, Verified: remember.Verified{Dir: d.StorePath(), Damaged: []remember.Damage{}}}
 	if _, err := os.Stat(d.StorePath()); err == nil {
 		out.Store = true
 		v, err := remember.VerifyDir(d.StorePath())
 		if err != nil {
 			return out, err
 		}
-		out.Tables, out.TableBytes, out.Logs, out.LogBytes = v.Tables, v.TableBytes, v.Logs, v.LogBytes
-		out.Damaged = append(out.Damaged, v.Damaged...)
+		out.Verified = v
 	}
 	if b, err := os.ReadFile(d.dir.File(datadir.RefillFile)); err == nil {
 		out.Refilling = string(b)

@@ -76,9 +76,9 @@ type Verified struct {
 func VerifyDir(dir string) (Verified, error) {
 	c, err := checkStore(badgerOptions(dir, slog.New(slog.DiscardHandler), nil), true)
 	if err != nil {
-		return Verified{Dir: dir}, err
+		return Verified{Dir: dir, Damaged: []Damage{}}, err
 	}
-	return Verified{Dir: dir, Tables: c.tables, TableBytes: c.tableBytes, Logs: c.logs, LogBytes: c.walBytes, Damaged: c.damage}, nil
+	return Verified{Dir: dir, Tables: c.tables, TableBytes: c.tableBytes, Logs: c.logs, LogBytes: c.walBytes, Damaged: append([]Damage{}, c.damage...)}, nil
 }
 
 // storeCheck is a check of a store directory's files.
