@@ -101,6 +101,8 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 			ReadMajorityPlus:  plusOrNone(cfg.Sharding.Remember.ReadMajorityPlus),
 			MajorityMinCap:    cfg.Sharding.Remember.MajorityMinCap,
 			Timeout:           cfg.Sharding.Remember.UpdatingStateTimeout,
+			MinFreeSpace:      reserveOrNone(cfg.Store.MinFreeSpace),
+			RebuildDamaged:    cfg.Store.RebuildDamaged,
 		},
 		History: node.HistoryConfig{MaxPerShard: cfg.Sharding.History.MaxPerShard, Retention: cfg.Sharding.History.Retention},
 	}
@@ -176,4 +178,13 @@ func dnsDiscovery(cfg config.Config, nc *node.Config) error {
 	}
 	nc.Discovery = d
 	return nil
+}
+
+// reserveOrNone maps store.min-free-space (0: off) to StoreConfig.MinFreeSpace (0: the
+// default, negative: none).
+func reserveOrNone(bytes int64) int64 {
+	if bytes == 0 {
+		return -1
+	}
+	return bytes
 }

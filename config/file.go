@@ -17,6 +17,7 @@ type Config struct {
 	Node       Node
 	Membership membership.Config
 	Sharding   Sharding
+	Store      Store
 
 	// origins maps each key set by a source to that source and the value written (Origin).
 	origins map[string]origin
@@ -152,6 +153,7 @@ func Default() Config {
 			History:                 DefaultPlacementHistory(),
 			Lease:                   DefaultLease(),
 		},
+		Store: DefaultStore(),
 	}
 }
 

@@ -67,6 +67,8 @@ type Engine struct {
 
 	dir      Directives // the operator's directives (SetDirectives)
 	dirKnown bool
+
+	storeFull bool // this member's store refuses writes for want of disk space (SetStoreFull)
 }
 
 // New returns the engine of member self. cfg.Membership must have passed Validate; each
@@ -134,6 +136,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 		t.budget = shard.NewRecoveryBudget(tc.Shard.Remember.Adaptive, e.now)
 	}
 	t.region.SetOutOfService(e.now, e.dir.Stopped[tc.Name])
+	t.region.SetNoNewShards(e.now, e.storeFull)
 	e.types[tc.Name] = t
 	e.names = append(e.names, tc.Name)
 	slices.Sort(e.names)

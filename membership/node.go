@@ -607,24 +607,28 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 	if j.Node != from {
 		return // only a member may ask for itself
 	}
-	refuse := func(format string, args ...any) {
-		n.send(from, JoinReply{From: n.self.Node, Refused: fmt.Sprintf(format, args...)})
+	refuse := func(why StopReason, format string, args ...any) {
+		n.send(from, JoinReply{From: n.self.Node, Refused: fmt.Sprintf(format, args...), Refusal: why})
 	}
 	me, ok := n.v.members[n.self.Node]
 	if !n.joined || !ok || !me.countsAsMember() {
 		return // not a member of a cluster (yet): the joiner retries or asks another seed
 	}
 	if err := checkJoin(n.cfg.JoinChecks, req.Checks); err != "" {
-		refuse("%s", err)
+		refuse(StopJoinRefused, "%s", err)
 		return
 	}
 	if cur, ok := n.v.members[j.Node]; ok {
 		switch {
 		case cur.Incarnation > j.Incarnation:
-			refuse("a newer incarnation (%d) of %s is already a member; this process (incarnation %d) is stale", cur.Incarnation, j.Node, j.Incarnation)
+			refuse(StopSuperseded, "a newer incarnation (%d) of %s is already a member; this process (incarnation %d) is stale", cur.Incarnation, j.Node, j.Incarnation)
 			return
 		case cur.Incarnation == j.Incarnation && !cur.countsAsMember():
-			refuse("%s (incarnation %d) was %s; restart it to join again", j.Node, j.Incarnation, strings.ToLower(cur.Status.String()))
+			why := StopRemoved
+			if cur.Status == Down {
+				why = StopDowned
+			}
+			refuse(why, "%s (incarnation %d) was %s; restart it to join again", j.Node, j.Incarnation, strings.ToLower(cur.Status.String()))
 			return
 		case cur.Incarnation == j.Incarnation:
 			n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()}) // a retry: admit again
@@ -662,7 +666,11 @@ func (n *Node) handleJoinReply(from NodeID, r JoinReply) {
 		return
 	}
 	if r.Refused != "" {
-		n.stop(StopJoinRefused, fmt.Sprintf("join refused by %s: %s", from, r.Refused))
+		why := r.Refusal
+		if why == StopLeft {
+			why = StopJoinRefused
+		}
+		n.stop(why, fmt.Sprintf("join refused by %s: %s", from, r.Refused))
 		return
 	}
 	n.joined = true

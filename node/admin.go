@@ -20,6 +20,9 @@ type RegionStats struct {
 	Proxy bool
 	// Registered: the coordinator the region follows acknowledged it.
 	Registered bool
+	// NoNewShards: the coordinator acknowledged that the region takes no new shards (the
+	// store's disk is full).
+	NoNewShards bool
 	// Coordinator is the member the region takes for the coordinator ("" none yet).
 	Coordinator membership.NodeID
 	// CoordinatorHere: the type's coordinator runs on this member.
@@ -64,7 +67,7 @@ func (n *Node) LocalStats(ctx context.Context, types []string, withAllocations b
 			if r == nil {
 				continue
 			}
-			rs := RegionStats{Type: typ, Proxy: r.Proxy(), Registered: r.Registered(), Coordinator: r.Coordinator(), Buffered: r.Buffered()}
+			rs := RegionStats{Type: typ, Proxy: r.Proxy(), Registered: r.Registered(), NoNewShards: r.NoNewShards(), Coordinator: r.Coordinator(), Buffered: r.Buffered()}
 			shards := c.eng.Shards(typ)
 			for id, stopping := range r.LocalShards() {
 				ss := ShardStats{Shard: id, Stopping: stopping}

@@ -211,6 +211,8 @@ func (c *Core) Step(now time.Time, in Input) {
 		in.Done(c.eng.Down(now, in.Node))
 	case ChangeDirective:
 		c.changeDirective(in.Change, in.Done)
+	case StoreSpace:
+		c.eng.SetStoreFull(now, in.Full)
 	case Query:
 		in.Fn(now, c)
 	default:

@@ -89,6 +89,9 @@ type (
 		Change DirectiveChange
 		Done   func(error)
 	}
+	// StoreSpace says whether the member's store refuses writes for want of disk space: its
+	// regions then take no new shards (StoreSpace{Full: false} takes them again).
+	StoreSpace struct{ Full bool }
 	// Query runs Fn with read access to the core, for inspection (admin). Fn must not change
 	// anything.
 	Query struct{ Fn func(now time.Time, c *Core) }
@@ -109,4 +112,5 @@ func (JoinVia) isInput()         {}
 func (Leave) isInput()           {}
 func (Down) isInput()            {}
 func (ChangeDirective) isInput() {}
+func (StoreSpace) isInput()      {}
 func (Query) isInput()           {}

@@ -60,6 +60,7 @@ func (e *nodeEnv) Lease(op engine.LeaseOp) {
 			n.leases.mu.Unlock()
 			if l != nil && current {
 				go func() {
+					defer n.caught("releasing a shard lease")
 					ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
 					defer cancel()
 					if err := l.Release(ctx); err != nil && n.ctx.Err() == nil {
@@ -72,6 +73,7 @@ func (e *nodeEnv) Lease(op engine.LeaseOp) {
 }
 
 func (n *Node) acquireLease(l lease.Lease, op engine.LeaseOp) {
+	defer n.caught("acquiring a shard lease")
 	ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
 	defer cancel()
 	ok, err := l.Acquire(ctx, func(err error) {

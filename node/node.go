@@ -178,7 +178,10 @@ type Node struct {
 	done     chan struct{}
 	stopOnce sync.Once
 	stopped  atomic.Pointer[membership.Stopped]
-	wg       sync.WaitGroup
+	failure  atomic.Pointer[error] // why the member failed (storage.go)
+
+	storeFull bool // the store refuses writes for want of disk space, as the engine was told (loop goroutine)
+	wg        sync.WaitGroup
 }
 
 // nodeEnv is Node as its Core's Env: the methods the Core calls to act on the world.
@@ -595,7 +598,9 @@ func (n *Node) loop() {
 		case <-n.ctx.Done():
 			return
 		case <-tick.C:
-			c.Tick(time.Now())
+			now := time.Now()
+			n.noteStoreSpace(now)
+			c.Tick(now)
 		case in := <-n.inbox:
 			now := time.Now()
 			c.Step(now, in)
@@ -683,6 +688,7 @@ func (e *nodeEnv) Stopped(s membership.Stopped) { go (*Node)(e).stop(&s) }
 func (e *nodeEnv) Store(id uint64, req StoreRequest) {
 	n := (*Node)(e)
 	go func() {
+		defer n.caught("a store request")
 		var res StoreResult
 		switch {
 		case req.Writes != nil:

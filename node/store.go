@@ -22,6 +22,13 @@ type StoreConfig struct {
 	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
 	// Timeout bounds one store round (updating-state-timeout); default 5 s.
 	Timeout time.Duration
+	// MinFreeSpace is the reserve of free disk space the store keeps (store.min-free-space),
+	// in bytes: below it writes are refused. 0: remember.DefaultMinFreeSpace (256 MiB);
+	// negative: none.
+	MinFreeSpace int64
+	// RebuildDamaged (store.rebuild-damaged): a store found damaged at start is moved aside
+	// and refilled from the peers instead of failing the start.
+	RebuildDamaged bool
 }
 
 // majorityPrefixes are the keys written and read with plain majorities (at least
@@ -56,20 +63,30 @@ func (sc StoreConfig) MachineConfig(self membership.NodeID) remember.MachineConf
 // openStore opens the member's replica in <data-dir>/store.
 func (n *Node) openStore(ctx context.Context) error {
 	mc := n.cfg.Store.MachineConfig(n.self.Node)
-	st, err := remember.Open(ctx, remember.Config{
-		Dir:               n.dir.Store(),
-		Host:              n.host,
-		Members:           n.replicaMembers,
-		WriteMajorityPlus: mc.WriteMajorityPlus,
-		ReadMajorityPlus:  mc.ReadMajorityPlus,
-		MajorityMinCap:    mc.MajorityMinCap,
-		MajorityPrefixes:  mc.MajorityPrefixes,
-		Timeout:           mc.Timeout,
-		Logger:            n.log, // the store adds component=store
-		Metrics:           n.cfg.Metrics,
+	reserve := n.cfg.Store.MinFreeSpace
+	if reserve < 0 {
+		reserve = remember.NoMinFreeSpace
+	}
+	st, err := n.openStoreRebuilding(func() (*remember.Store, error) {
+		return remember.Open(ctx, remember.Config{
+			Dir:               n.dir.Store(),
+			Host:              n.host,
+			Members:           n.replicaMembers,
+			WriteMajorityPlus: mc.WriteMajorityPlus,
+			ReadMajorityPlus:  mc.ReadMajorityPlus,
+			MajorityMinCap:    mc.MajorityMinCap,
+			MajorityPrefixes:  mc.MajorityPrefixes,
+			Timeout:           mc.Timeout,
+			Logger:            n.log, // the store adds component=store
+			Metrics:           n.cfg.Metrics,
+			MinFreeSpace:      reserve,
+			RefillMarker:      n.dir.File(datadir.RefillFile),
+			Returning:         n.self.Incarnation > 1,
+			Broken:            n.fail,
+		})
 	})
 	if err != nil {
-		return fmt.Errorf("open the store in %s: %w", n.dir.Store(), err)
+		return n.storeOpenError(err)
 	}
 	n.store = st
 	return nil

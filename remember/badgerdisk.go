@@ -36,10 +36,12 @@ type badgerDisk struct {
 	commits atomic.Uint64
 	busy    atomic.Int64  // nanoseconds spent committing
 	met     *storeMetrics // nil without metrics
+	space   *diskGuard    // admits each commit (diskspace.go)
+	caught  func(where string)
 }
 
-func newBadgerDisk(db *badger.DB, dir string, log *slog.Logger, met *storeMetrics, done func(DiskResult)) *badgerDisk {
-	d := &badgerDisk{db: db, dir: dir, log: log, met: met, done: done,
+func newBadgerDisk(db *badger.DB, dir string, log *slog.Logger, met *storeMetrics, space *diskGuard, caught func(string), done func(DiskResult)) *badgerDisk {
+	d := &badgerDisk{db: db, dir: dir, log: log, met: met, space: space, caught: caught, done: done,
 		applies: make(chan DiskOp, 1024), reads: make(chan struct{}, maxDiskReads), quit: make(chan struct{})}
 	d.wg.Add(1)
 	go d.commitLoop()
@@ -66,6 +68,7 @@ func (d *badgerDisk) do(op DiskOp) {
 	go func() {
 		defer d.wg.Done()
 		defer func() { <-d.reads }()
+		defer d.caught("a disk read")
 		d.done(d.read(op))
 	}()
 }
@@ -79,6 +82,7 @@ func (d *badgerDisk) close() {
 // commitLoop commits queued applies until the disk closes.
 func (d *badgerDisk) commitLoop() {
 	defer d.wg.Done()
+	defer d.caught("the committer")
 	var batch []DiskOp
 	for {
 		select {
@@ -122,6 +126,14 @@ func (op *DiskOp) size() int {
 
 // commit applies ops in one read transaction and one synchronous write.
 func (d *badgerDisk) commit(ops []DiskOp) []DiskResult {
+	if err := d.space.admit(commitBytes(ops)); err != nil {
+		// Refused for want of space: the guard logged the change of state once.
+		out := make([]DiskResult, len(ops))
+		for i, op := range ops {
+			out[i] = failed(op, err)
+		}
+		return out
+	}
 	start := time.Now()
 	results := applyMany(ops, d.load, d.store, d.reread)
 	if err := results[0].err; err != nil {

@@ -123,6 +123,29 @@ type Config struct {
 	// Metrics, when set, receives the store's Prometheus metrics (call latencies, batch
 	// sizes, its counters). Nil: none are recorded.
 	Metrics prometheus.Registerer
+
+	// MinFreeSpace is the reserve of free space, in bytes, kept on Dir's file system
+	// (store.min-free-space): a local commit that would leave less is refused with a
+	// *DiskFullError (errors.Is ErrDiskFull), and writes resume by themselves once space is
+	// back (see diskspace.go). 0: DefaultMinFreeSpace (256 MiB); NoMinFreeSpace: none.
+	MinFreeSpace int64
+
+	// RefillMarker is a file whose presence makes the replica refill from its peers before
+	// its answers count in reads (refill.go): `shardctl data rebuild` writes it next to a
+	// store it moved aside, the store writes it when it finds far fewer keys than a peer,
+	// and removes it once refilled. Empty: a refill does not survive a restart.
+	RefillMarker string
+
+	// Returning says the member ran before with this store (it is not new): once a peer
+	// answers, the store compares how many keys it opened with to what the peer holds, and
+	// refills when it holds far fewer (refill.go). A new member's empty store is not
+	// compared.
+	Returning bool
+
+	// Broken, when set, is told (once, on a goroutine of its own) that the store broke: one
+	// of its goroutines panicked (panics.go). The store answers nothing reliably after it;
+	// its owner should stop. Nil: the store only logs it.
+	Broken func(error)
 }
 
 // validate checks the configuration; the machine's part is checked (and its defaults
@@ -142,6 +165,12 @@ func (c *Config) validate() error {
 	errs = append(errs, mc.validate()...)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.MinFreeSpace == 0:
+		c.MinFreeSpace = DefaultMinFreeSpace
+	case c.MinFreeSpace < 0 && c.MinFreeSpace != NoMinFreeSpace:
+		errs = append(errs, configError("MinFreeSpace", "%d, want >= 0 or NoMinFreeSpace", c.MinFreeSpace))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("remember config: %w", errors.Join(errs...))

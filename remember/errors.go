@@ -76,8 +76,14 @@ func (e *QuorumError) Error() string {
 	return b.String()
 }
 
-// Unwrap makes errors.Is(err, ErrNoQuorum) hold.
-func (e *QuorumError) Unwrap() error { return ErrNoQuorum }
+// Unwrap makes errors.Is(err, ErrNoQuorum) hold, and errors.Is and errors.As see Cause (a
+// *DiskFullError of this replica, …).
+func (e *QuorumError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{ErrNoQuorum}
+	}
+	return []error{ErrNoQuorum, e.Cause}
+}
 
 func peerList(ids []NodeID) string {
 	s := make([]string, len(ids))

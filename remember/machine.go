@@ -49,6 +49,7 @@ type Machine struct {
 	serveQueue []servedRead // waiting for one to finish
 
 	ae antiEntropy
+	rf refill
 
 	out   Ready
 	stats Stats
@@ -70,6 +71,10 @@ type MachineConfig struct {
 	Seed uint64
 	// OnRound, when set, is told the size of every round the machine starts (metrics).
 	OnRound func(kind string, n int)
+	// Returning: the member ran before with this disk (it is not new): at its first
+	// anti-entropy round it compares how many keys it opened with to what the peer holds,
+	// and refills when it holds far fewer (machine_refill.go).
+	Returning bool
 }
 
 // validate fills zero fields with their defaults and rejects what cannot work.
@@ -160,6 +165,7 @@ func NewMachine(cfg MachineConfig, st DiskState, now time.Time) (*Machine, error
 	// member match nothing.
 	m.nextReq = m.rng.Uint64() >> 1
 	m.ae.next = now.Add(m.aeJitter())
+	m.rf.compare, m.rf.openKeys = cfg.Returning, uint64(st.entries)
 	return m, nil
 }
 
@@ -379,4 +385,5 @@ type Stats struct {
 	Malformed     uint64        // frames from peers that did not decode
 	FramesDropped uint64        // frames not sent (peer unreachable, queue full; Store only)
 	LateAnswers   uint64        // answers that came after their round ended
+	Refilled      uint64        // refills finished
 }

@@ -175,9 +175,13 @@ func (m *Machine) newReadRound(op, key string, majority, windowed bool, done fun
 	return r
 }
 
-// localAnswer returns the handler of the local disk's answer.
+// localAnswer returns the handler of the local disk's answer: a failed one while this
+// replica refills (machine_refill.go).
 func (r *readRound) localAnswer(m *Machine) func(DiskResult) {
 	return func(res DiskResult) {
+		if m.rf.active && res.err == nil {
+			res.err = fmt.Errorf("remember: %w", ErrRefilling)
+		}
 		var out []entry
 		for i := range res.entries {
 			if !res.entries[i].absent() {
@@ -371,6 +375,10 @@ func (m *Machine) serveRead(from NodeID, req uint64, msg *pb.ReplicaRead) {
 		})
 		return
 	}
+	if m.rf.active {
+		m.answerRead(from, req, DiskResult{})
+		return
+	}
 	op := DiskOp{Kind: DiskRead, keys: keys}
 	if msg.Scan {
 		op = DiskOp{Kind: DiskScan, prefix: string(msg.Prefix)}
@@ -393,8 +401,12 @@ func (m *Machine) serveNext() {
 	}
 }
 
-// answerRead sends a peer the entries it read that are not absent, in parts.
+// answerRead sends a peer the entries it read that are not absent, in parts; an error while
+// this replica refills (a fenced read has raised its floors all the same).
 func (m *Machine) answerRead(to NodeID, req uint64, res DiskResult) {
+	if m.rf.active && res.err == nil {
+		res.err = fmt.Errorf("remember: %w", ErrRefilling)
+	}
 	if res.err != nil {
 		m.sendFrame(to, recordsFrame(req, nil, true, res.err))
 		return

@@ -77,6 +77,13 @@ type syncRound struct {
 	theirs             map[string]entry
 	ours               []entry
 	gotTheirs, gotOurs bool
+
+	// What refill needs of a round (machine_refill.go): the peer answered, refills
+	// itself, holds peerKeys keys; the round covered every differing bucket; it pulled.
+	answered, peerRefilling bool
+	peerKeys                uint64
+	covered                 bool
+	pulled                  int
 }
 
 func (m *Machine) aeJitter() time.Duration {
@@ -106,7 +113,13 @@ func (m *Machine) tickAntiEntropy() {
 		m.ae.next = m.now.Add(m.aeJitter())
 		return
 	}
-	r := &syncRound{peer: peers[m.rng.IntN(len(peers))], started: m.now, until: m.now.Add(m.cfg.Timeout)}
+	peer := peers[m.rng.IntN(len(peers))]
+	if m.rf.active {
+		if p := m.refillPeer(peers); p != "" {
+			peer = p
+		}
+	}
+	r := &syncRound{peer: peer, started: m.now, until: m.now.Add(m.cfg.Timeout)}
 	m.ae.round = r
 	r.req = m.request(r)
 	m.send(r.peer, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Digest{Digest: &pb.ReplicaDigest{Buckets: slices.Clone(m.dig.hash[:])}}})
@@ -124,6 +137,8 @@ func (r *syncRound) answer(m *Machine, _ NodeID, env *pb.ReplicaEnvelope) {
 		if r.phase != syncDigest {
 			return
 		}
+		r.answered, r.peerRefilling, r.peerKeys = true, msg.Summaries.Refilling, msg.Summaries.Entries
+		r.covered = len(msg.Summaries.Buckets) >= int(msg.Summaries.Differing)
 		if len(msg.Summaries.Buckets) == 0 {
 			m.endSync(r, false)
 			return
@@ -223,6 +238,7 @@ func (m *Machine) finishSync(r *syncRound) {
 	if len(toPush) > 0 {
 		m.repair(map[NodeID][]entry{r.peer: toPush})
 	}
+	r.pulled = len(toMerge)
 	if len(toMerge) > 0 {
 		m.observe(toMerge)
 		m.apply(applyOp{kind: opMerge, recs: toMerge}, func(DiskResult) {})
@@ -239,8 +255,9 @@ func (m *Machine) endSync(r *syncRound, moved bool) {
 	}
 	delete(m.pending, r.req)
 	m.ae.round = nil
+	m.refillRound(r.peer, r.answered, r.peerRefilling, r.peerKeys, r.covered && r.pulled == 0)
 	next := m.aeJitter()
-	if moved {
+	if moved || m.rf.active || m.rf.compare {
 		next = min(next, max(catchUpDelay, 2*m.now.Sub(r.started)))
 	}
 	m.ae.next = m.now.Add(next)
@@ -249,11 +266,12 @@ func (m *Machine) endSync(r *syncRound, moved bool) {
 // serveDigest answers a peer's digest with the summaries of the buckets that differ, as
 // many whole buckets as fit one frame part (at least one).
 func (m *Machine) serveDigest(from NodeID, req uint64, remote []uint64) {
+	differing := m.dig.differing(remote)
 	answer := func(buckets []uint32, recs []entry) {
 		m.send(from, &pb.ReplicaEnvelope{RequestId: req,
-			Msg: &pb.ReplicaEnvelope_Summaries{Summaries: &pb.ReplicaSummaries{Buckets: buckets, Records: toPBs(recs, true)}}})
+			Msg: &pb.ReplicaEnvelope_Summaries{Summaries: &pb.ReplicaSummaries{Buckets: buckets, Records: toPBs(recs, true),
+				Differing: uint32(len(differing)), Entries: m.dig.entries(), Refilling: m.rf.active}}})
 	}
-	differing := m.dig.differing(remote)
 	if len(differing) == 0 {
 		answer(nil, nil)
 		return

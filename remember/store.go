@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -48,9 +49,13 @@ type Store struct {
 	wg     sync.WaitGroup // frame handlers and outbox goroutines that Close waits for
 
 	statsMu   sync.Mutex
-	stats     Stats // the machine's, as of the loop's last turn
+	stats     Stats       // the machine's, as of the loop's last turn
+	refill    RefillState // the machine's, as of the loop's last turn
 	dropped   uint64
 	malformed uint64
+
+	space  *diskGuard            // the reserve of free space (diskspace.go)
+	broken atomic.Pointer[error] // why the store broke (panics.go)
 
 	names sync.Map // peer.ID → NodeID: the text form of a peer id, encoded once
 
@@ -87,7 +92,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	db, err := openBadger(cfg.Dir, cfg.Logger, cfg.Badger)
+	db, err := openBadger(cfg.Dir, cfg.Logger, cfg.Badger, cfg.MinFreeSpace)
 	if err != nil {
 		return nil, err
 	}
@@ -107,10 +112,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("remember: register metrics: %w", err)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.disk = newBadgerDisk(db, cfg.Dir, s.log, s.met, s.diskDone)
+	s.space = newDiskGuard(cfg.Dir, cfg.MinFreeSpace, db.Opts(), s.log)
+	s.disk = newBadgerDisk(db, cfg.Dir, s.log, s.met, s.space, s.caught, s.diskDone)
 	st, err := s.disk.state()
 	if err == nil {
 		s.m, err = NewMachine(s.machineConfig(), st, time.Now())
+	}
+	if err == nil {
+		err = s.startRefill()
 	}
 	if err != nil {
 		s.cancel()
@@ -124,6 +133,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// Serve before anything is sent, so that the first answers reach this store.
 	s.host.Handle(Protocol, s.handleFrame)
 	go s.loop()
+	s.spawn(s.watchSpace) // diskspace.go
+	if st := s.m.Refill(); st.Active {
+		s.log.Warn("this replica refills from its peers before its answers count in reads", "dir", cfg.Dir, "why", st.Reason)
+	}
 	s.log.Info("store opened", "dir", cfg.Dir, "entries", st.entries,
 		"write_majority_plus", mc.WriteMajorityPlus, "read_majority_plus", mc.ReadMajorityPlus, "majority_min_cap", mc.MajorityMinCap)
 	return s, nil
@@ -135,6 +148,7 @@ func (s *Store) machineConfig() MachineConfig {
 	_, _ = crand.Read(seed[:])
 	mc := s.cfg.machine(s.self)
 	mc.Seed = binary.LittleEndian.Uint64(seed[:])
+	mc.Returning = s.cfg.Returning
 	mc.OnRound = func(kind string, n int) {
 		if kind == "write" {
 			s.met.writeRound(n)
@@ -146,24 +160,37 @@ func (s *Store) machineConfig() MachineConfig {
 }
 
 // openBadger opens the Badger database in dir with the store's options, turning Badger's
-// directory lock error into one wrapping ErrInUse.
-func openBadger(dir string, log *slog.Logger, tune func(badger.Options) badger.Options) (*badger.DB, error) {
+// directory lock error into one wrapping ErrInUse. Before Badger sees them it checks the
+// files (a *DamageError) and that the file system has room for what opening writes (a
+// *DiskFullError; reserve is Config.MinFreeSpace): see checkBeforeOpen.
+func openBadger(dir string, log *slog.Logger, tune func(badger.Options) badger.Options, reserve int64) (*badger.DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("remember: create store directory: %w", err)
 	}
-	db, err := badger.Open(badgerOptions(dir, log, tune))
+	opt := badgerOptions(dir, log, tune)
+	if err := checkBeforeOpen(opt, reserve, log); err != nil {
+		return nil, err
+	}
+	var db *badger.DB
+	err := guard(func() (err error) { db, err = badger.Open(opt); return err })
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("remember: %w: %s is held by another process (a running sharddaemon, or another store in this one); stop it first", ErrInUse, dir)
+			return nil, inUse(dir)
 		}
 		return nil, fmt.Errorf("remember: open store in %s: %w", dir, err)
 	}
 	return db, nil
 }
 
+// inUse is the ErrInUse of a store directory another process holds.
+func inUse(dir string) error {
+	return fmt.Errorf("remember: %w: %s is held by another process (a running sharddaemon, or another store in this one); stop it first", ErrInUse, dir)
+}
+
 // loop is the one goroutine that owns the machine.
 func (s *Store) loop() {
 	defer close(s.loopDone)
+	defer s.caught("the store's loop")
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -270,10 +297,15 @@ func (s *Store) execute() {
 			}
 		}
 	}
-	st := s.m.Stats()
+	st, rf := s.m.Stats(), s.m.Refill()
 	s.statsMu.Lock()
 	s.stats = st
+	was := s.refill
+	s.refill = rf
 	s.statsMu.Unlock()
+	if rf.Active != was.Active {
+		s.refillChanged(rf)
+	}
 }
 
 // peerID returns the libp2p id of member id, decoded once.
@@ -512,7 +544,7 @@ func (s *Store) Close() error {
 	<-s.loopDone
 	s.disk.close()
 	s.wg.Wait()
-	if err := s.db.Close(); err != nil {
+	if err := s.closeDB(); err != nil {
 		return fmt.Errorf("remember: close store in %s: %w", s.cfg.Dir, err)
 	}
 	s.log.Info("store closed", "dir", s.cfg.Dir)
@@ -538,6 +570,7 @@ func (s *Store) spawn(fn func()) bool {
 	}
 	go func() {
 		defer s.wg.Done()
+		defer s.caught("a store task")
 		fn()
 	}()
 	return true

@@ -450,7 +450,7 @@ func TestIndexRebuilt(t *testing.T) {
 	}
 	want := *c.stores[0].digestSnapshot()
 	c.closeStore(0)
-	db, err := openBadger(c.dirs[0], c.log, nil)
+	db, err := openBadger(c.dirs[0], c.log, nil, NoMinFreeSpace)
 	if err != nil {
 		t.Fatal(err)
 	}

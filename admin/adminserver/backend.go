@@ -65,6 +65,8 @@ type Backend interface {
 	// "downed", …; "" while it runs or when it was closed).
 	Done() <-chan struct{}
 	StopReason() string
+	// Store returns the state of the member's replica of the store: its disk, its refill.
+	Store() *adminpb.StoreHealth
 }
 
 // NodeBackend answers admin calls from a member's runtime.
@@ -143,7 +145,7 @@ func (b *nodeBackend) LocalStats(ctx context.Context, types []string, withAlloca
 	}
 	resp := &adminpb.LocalStatsResponse{Node: string(b.n.ID()), Status: st.Status.String(), Serving: st.Serving, MessagesDelivered: st.Delivered}
 	for _, r := range st.Regions {
-		rs := &adminpb.RegionStats{EntityType: r.Type, Proxy: r.Proxy, Registered: r.Registered, Coordinator: string(r.Coordinator),
+		rs := &adminpb.RegionStats{EntityType: r.Type, Proxy: r.Proxy, Registered: r.Registered, NoNewShards: r.NoNewShards, Coordinator: string(r.Coordinator),
 			CoordinatorHere: r.CoordinatorHere, Buffered: uint64(r.Buffered)}
 		for _, s := range r.Shards {
 			rs.Shards = append(rs.Shards, &adminpb.ShardStats{Shard: string(s.Shard), Entities: uint64(s.Entities), Stopping: s.Stopping})

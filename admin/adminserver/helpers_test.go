@@ -50,6 +50,7 @@ type fakeBackend struct {
 	directives int           // ChangeDirective calls
 	removals   int           // RemoveTypeData calls
 	askWait    time.Duration // how long the last Ask was given
+	store      *adminpb.StoreHealth
 }
 
 func newFakeBackend(self string, others ...string) *fakeBackend {
@@ -164,6 +165,15 @@ func (b *fakeBackend) Down(_ context.Context, id string) error {
 
 func (b *fakeBackend) Done() <-chan struct{} { return b.done }
 func (b *fakeBackend) StopReason() string    { return b.reason }
+
+func (b *fakeBackend) Store() *adminpb.StoreHealth {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.store == nil {
+		return &adminpb.StoreHealth{}
+	}
+	return b.store
+}
 
 func (b *fakeBackend) ChangeDirective(context.Context, *adminpb.DirectiveRequest) error {
 	b.mu.Lock()

@@ -356,6 +356,9 @@ func TestDataUsage(t *testing.T) {
 		{[]string{"data", "backup", "--data-dir", dir, "--data-dir", t.TempDir(), "--out", "x"}, "takes one --data-dir"},
 		{[]string{"data", "restore", "--data-dir", dir}, "needs --in FILE"},
 		{[]string{"data", "restore", "--data-dir", dir, "--in", filepath.Join(dir, "nope")}, "no such file"},
+		{[]string{"data", "verify"}, "needs --data-dir DIR"},
+		{[]string{"data", "verify", "--data-dir", filepath.Join(dir, "nope")}, "no such directory"},
+		{[]string{"data", "rebuild", "--data-dir", dir, "--data-dir", t.TempDir()}, "takes one --data-dir"},
 	} {
 		out, errOut, code := runAsShardctl(t, c.args...)
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -26,12 +27,13 @@ import (
 	"github.com/shardmesh/shardmesh/p2p"
 )
 
-// Exit codes.
+// Exit codes, for supervisors (docs/storage.md): restart on 1 and 3 with backoff, never
+// on 2.
 const (
 	exitOK      = cmdline.ExitOK      // left the cluster gracefully
-	exitFailed  = cmdline.ExitFailed  // failed at start or while running
-	exitUsage   = cmdline.ExitUsage   // bad flags or configuration; refused at join for a setting that differs
-	exitStopped = 3                   // downed or removed by the cluster: restart it to join again
+	exitFailed  = cmdline.ExitFailed  // failed at start or while running: a storage fault, a store that broke, a panic
+	exitUsage   = cmdline.ExitUsage   // bad usage or configuration only: a flag, a value, a setting the cluster refused at join
+	exitStopped = 3                   // downed or removed by the cluster (or refused at rejoin for it): restart it to join again
 	exitRefused = cmdline.ExitRefused // a data command refused: a daemon holds the directory, a member answers, …
 )
 
@@ -39,10 +41,20 @@ func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
+// exitOnPanic ends the process with exitFailed on a panic of the goroutine it is deferred
+// in, after printing it with its stack: the runtime would exit 2, which means bad usage.
+func exitOnPanic(stderr io.Writer) {
+	if r := recover(); r != nil {
+		fmt.Fprintf(stderr, "sharddaemon: panic: %v\n%s", r, debug.Stack())
+		os.Exit(exitFailed)
+	}
+}
+
 // run runs sharddaemon with args, writing to stdout and stderr, and returns the exit code.
 // The program calls itself what args[0] names: shardctl runs its offline data commands here
 // as "shardctl", so their help and errors name the command the operator typed.
 func run(args []string, stdout, stderr io.Writer) int {
+	defer exitOnPanic(stderr)
 	code := exitOK
 	app := newApp(&code)
 	if len(args) > 0 && filepath.Base(args[0]) == "shardctl" {
@@ -81,8 +93,10 @@ Example: a three-member cluster on one machine
    sharddaemon --data-dir /tmp/c --cluster-key cluster.key --join $(head -1 /tmp/a/addrs) &
    shardctl members --data-dir /tmp/a --cluster-key cluster.key
 
-Exit codes: 0 left gracefully, 1 failed, 2 bad usage or configuration (or refused at join
-for a setting that must be equal on every member), 3 downed or removed by the cluster.`,
+Exit codes: 0 left gracefully; 1 failed, at start or while running (a damaged store, a full
+disk it cannot open on, a store that broke); 2 bad usage or configuration only (a flag, a
+value, a setting that must be equal on every member); 3 downed or removed by the cluster.
+A supervisor restarts it on 1 and 3, with backoff, and never on 2: see docs/storage.md.`,
 		Flags: daemonFlags(),
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
@@ -291,6 +305,9 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 	cancel()
 	sys.Close()
 	switch {
+	case sys.Node().Failure() != nil:
+		log.Error("the member failed", "err", sys.Node().Failure())
+		return exitFailed, nil
 	case reason == nil, reason.Reason == membership.StopLeft:
 		return exitOK, nil
 	case reason.Reason == membership.StopJoinRefused:
