@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -89,7 +90,7 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 		Join:              cfg.Node.Join,
 		ClusterKey:        psk,
 		ClusterName:       cfg.Node.ClusterName,
-		Roles:             cfg.Node.Roles,
+		Roles:             rolesWithZone(cfg.Node.Roles, cfg.Node.Zone),
 		AppVersion:        cfg.Node.AppVersion,
 		AllowPeers:        allow,
 		MDNS:              cfg.Node.MDNS,
@@ -97,9 +98,8 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 		Membership:        cfg.Membership,
 		ShutdownTimeout:   cfg.Sharding.HandoffTimeout,
 		Store: node.StoreConfig{
-			WriteMajorityPlus: plusOrNone(cfg.Sharding.Remember.WriteMajorityPlus),
-			ReadMajorityPlus:  plusOrNone(cfg.Sharding.Remember.ReadMajorityPlus),
-			MajorityMinCap:    cfg.Sharding.Remember.MajorityMinCap,
+			ReplicationFactor: cfg.Store.ReplicationFactor,
+			MaxMoves:          cfg.Store.MaxMoves,
 			Timeout:           cfg.Sharding.Remember.UpdatingStateTimeout,
 			MinFreeSpace:      reserveOrNone(cfg.Store.MinFreeSpace),
 			RebuildDamaged:    cfg.Store.RebuildDamaged,
@@ -145,13 +145,12 @@ func (s *System) Leave(ctx context.Context) error { return s.node.Leave(ctx) }
 // Close stops the member at once without leaving (the cluster will find it unreachable).
 func (s *System) Close() error { return s.node.Close() }
 
-// plusOrNone maps reference.conf's "majority plus 0" to the store's plain majority (its zero
-// value means the default).
-func plusOrNone(plus int) int {
-	if plus == 0 {
-		return remember.PlusNone
+// rolesWithZone adds the role that names zone (node.ZoneRolePrefix) to roles.
+func rolesWithZone(roles []string, zone string) []string {
+	if zone == "" {
+		return roles
 	}
-	return plus
+	return append(slices.Clone(roles), node.ZoneRolePrefix+zone)
 }
 
 // dnsDiscovery sets up join-dns: the member finds the others by DNS (package discovery).

@@ -46,6 +46,9 @@ type Node struct {
 	ClusterName string
 	// Roles are this member's roles.
 	Roles []string
+	// Zone is cluster.zone (--zone): the member's zone (a rack, an availability zone);
+	// replica sets spread over zones. "" for none.
+	Zone string
 	// AppVersion is this member's application version (rolling updates). Default "0".
 	AppVersion string
 	// AllowPeers, when set, is the only set of peer ids this member talks to.

@@ -28,7 +28,8 @@ type Remember struct {
 	// UpdatingStateTimeout bounds one round of the store (updating-state-timeout).
 	UpdatingStateTimeout time.Duration
 	// WriteMajorityPlus, ReadMajorityPlus (coordinator-state) and MajorityMinCap
-	// (distributed-data) size the store's quorums.
+	// (distributed-data) are read for Pekko's sake and have no effect: every quorum of the
+	// store is a majority of its replica set (Store.ReplicationFactor).
 	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
 }
 
@@ -89,11 +90,11 @@ func init() {
 			func(c *Config) *time.Duration { return &r(c).Adaptive.AdjustInterval }),
 		durationKey("sharding.updating-state-timeout", "bound of one store round: a write or read of remembered entities or entity state (default 5s)", time.Millisecond,
 			func(c *Config) *time.Duration { return &r(c).UpdatingStateTimeout }),
-		intKey("sharding.coordinator-state.write-majority-plus", "a write of coordinator state (terms, directives, placement history, leases) needs a majority of the members plus this many; remembered entities and entity state need a plain majority (default 3)", 0, math.MaxInt32,
+		intKey("sharding.coordinator-state.write-majority-plus", "no effect since replica sets: every quorum is a majority of its replica set (see sharding.store.replication-factor); kept so that Pekko configurations load", 0, math.MaxInt32,
 			func(c *Config) *int { return &r(c).WriteMajorityPlus }),
-		intKey("sharding.coordinator-state.read-majority-plus", "a read of coordinator state merges a majority of the members plus this many; remembered entities and entity state a plain majority (default 5)", 0, math.MaxInt32,
+		intKey("sharding.coordinator-state.read-majority-plus", "no effect since replica sets: every quorum is a majority of its replica set (see sharding.store.replication-factor); kept so that Pekko configurations load", 0, math.MaxInt32,
 			func(c *Config) *int { return &r(c).ReadMajorityPlus }),
-		intKey("sharding.distributed-data.majority-min-cap", "store writes and reads need at least this many members: all of a smaller cluster (default 5)", 1, math.MaxInt32,
+		intKey("sharding.distributed-data.majority-min-cap", "no effect since replica sets: every quorum is a majority of its replica set (see sharding.store.replication-factor); kept so that Pekko configurations load", 1, math.MaxInt32,
 			func(c *Config) *int { return &r(c).MajorityMinCap }),
 	)
 }

@@ -106,6 +106,13 @@ func listKey(path, usage string, field func(*Config) *[]string) Key {
 	}}
 }
 
+// zoneKey is cluster.zone, set with --zone too.
+func zoneKey() Key {
+	k := stringKey("cluster.zone", "this member's zone (a rack, an availability zone): replica sets spread over zones; it shows as the role zone-<zone> (default: none)", func(c *Config) *string { return &c.Node.Zone })
+	k.Flag = "zone"
+	return k
+}
+
 func flagged(k Key) Key {
 	k.Flag = k.Path
 	return k
@@ -143,6 +150,7 @@ var Schema = []Key{
 	flagged(stringKey("cluster-key", "file with the cluster's private-network key (shardctl keygen); none: an open mesh", func(c *Config) *string { return &c.Node.ClusterKey })),
 	flagged(stringKey("cluster-name", "name of the cluster's gossip topics and mDNS service (default shardmesh)", func(c *Config) *string { return &c.Node.ClusterName })),
 	flagged(listKey("roles", "this member's roles, comma-separated or repeated", func(c *Config) *[]string { return &c.Node.Roles })),
+	zoneKey(),
 	flagged(stringKey("app-version", "this member's application version, for rolling updates (default 0)", func(c *Config) *string { return &c.Node.AppVersion })),
 	flagged(listKey("allow-peers", "peer ids this member may talk to (an allow-list); none: any holder of the cluster key", func(c *Config) *[]string { return &c.Node.AllowPeers })),
 	flagged(listKey("admin-allow", "peer ids of admin identities allowed to change the cluster (shardctl keygen admin)", func(c *Config) *[]string { return &c.Node.AdminAllow })),

@@ -19,6 +19,13 @@ type Store struct {
 	// aside (kept, as store.damaged-<time>) and the member starts with an empty one that it
 	// refills from its peers, instead of exiting with code 1. Default off.
 	RebuildDamaged bool
+	// ReplicationFactor is sharding.store.replication-factor: how many members hold a
+	// shard's records (its host first, then others of its type's role, spread over
+	// zones); reads and writes need a majority of them. Default 3.
+	ReplicationFactor int
+	// MaxMoves is sharding.store.max-simultaneous-moves: the moves of replica sets a member
+	// runs at once as the host of their shards. Default 4.
+	MaxMoves int
 }
 
 // DefaultMinFreeSpace is store.min-free-space's default: room for the database's own
@@ -27,7 +34,9 @@ type Store struct {
 const DefaultMinFreeSpace = 256 << 20
 
 // DefaultStore returns the defaults.
-func DefaultStore() Store { return Store{MinFreeSpace: DefaultMinFreeSpace} }
+func DefaultStore() Store {
+	return Store{MinFreeSpace: DefaultMinFreeSpace, ReplicationFactor: 3, MaxMoves: 4}
+}
 
 func init() {
 	at := slices.IndexFunc(Schema, func(k Key) bool { return k.Path == "entity-types" }) + 1
@@ -43,5 +52,9 @@ func init() {
 			}},
 		boolKey("store.rebuild-damaged", "a store found damaged at start is moved aside (kept) and refilled from the peers instead of exiting with code 1 (default off)",
 			func(c *Config) *bool { return &s(c).RebuildDamaged }),
+		intKey("sharding.store.replication-factor", "members that hold a shard's remembered entities and entity state: its host first, then others of its type's role, spread over zones; reads and writes need a majority of them (default 3)", 1, 64,
+			func(c *Config) *int { return &s(c).ReplicationFactor }),
+		intKey("sharding.store.max-simultaneous-moves", "replica sets a member moves at once when members join, leave or are downed (default 4)", 1, 1024,
+			func(c *Config) *int { return &s(c).MaxMoves }),
 	)
 }

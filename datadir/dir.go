@@ -22,7 +22,13 @@ const (
 	BackupsDir      = "backups"           // backups the data commands take before they change the store
 	RefillFile      = "store-refill"      // present while the store refills from its peers (why, inside); removed once it holds what they hold
 	DamagedPrefix   = "store.damaged-"    // a damaged store moved aside (kept) as store.damaged-<time>
+	LayoutFile      = "store-layout"      // the layout of the store's keys (StoreLayoutVersion); absent in stores from before replica sets
 )
+
+// StoreLayoutVersion is the layout of the store's keys this release writes: 2, entity state
+// under its shard (st␀TYPE␀SHARD␀ENTITY). Stores without a LayoutFile hold layout 1
+// (st␀TYPE␀ENTITY), which node moves to 2 when it opens them.
+const StoreLayoutVersion = 2
 
 // ErrInUse is returned (wrapped in an *InUseError) when another process holds a data
 // directory.

@@ -12,12 +12,16 @@ const Sep = "\x00"
 const (
 	FamilyEntity    = "re" // re␀TYPE␀SHARD␀ENTITY: a remembered entity
 	FamilyShard     = "rs" // rs␀TYPE␀SHARD: a shard that has remembered entities
-	FamilyState     = "st" // st␀TYPE␀ENTITY: an entity's durable state (application data)
+	FamilyState     = "st" // st␀TYPE␀SHARD␀ENTITY: an entity's durable state (application data)
 	FamilyHistory   = "hi" // hi␀TYPE␀SHARD␀EPOCH: the placement history (the epoch in 16 hex digits)
 	FamilyTerm      = "ct" // ct␀TYPE: the last coordinator term claimed
 	FamilyDirective = "op" // op␀KIND…: the operator's directives (drain, pause, pin, stop)
 	FamilyLease     = "ls" // ls␀NAME: a shard's lease kept in the store (sharding.use-lease = store)
+	FamilyReplicas  = "rc" // rc␀TYPE␀SHARD: where a shard's records live, its replica set (remember.UnitConfig)
 )
+
+// A shard's records — its remembered entities and its entities' state — are kept together
+// on the shard's replica set (node.StoreLayout); every other family is cluster metadata.
 
 // Key joins parts into a key: Key(FamilyState, "counter", "user-1").
 func Key(parts ...string) string { return strings.Join(parts, Sep) }

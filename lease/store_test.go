@@ -45,10 +45,10 @@ func stores(t *testing.T, n int) []*remember.Store {
 		}
 	}
 	var out []*remember.Store
+	placement := remember.FixedPlacement(members...)
 	for i, h := range hosts {
 		s, err := remember.Open(ctx, remember.Config{Dir: filepath.Join(t.TempDir(), fmt.Sprint("store-", i)), Host: h,
-			Members: func() []remember.NodeID { return members }, Timeout: 2 * time.Second, Logger: log,
-			WriteMajorityPlus: remember.PlusNone, ReadMajorityPlus: remember.PlusNone, MajorityMinCap: 1}) // majorities of 2
+			Placement: placement, Timeout: 2 * time.Second, Logger: log}) // majorities of 2
 		if err != nil {
 			t.Fatal(err)
 		}

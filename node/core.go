@@ -17,6 +17,7 @@ import (
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/region"
+	"github.com/shardmesh/shardmesh/remember"
 	"github.com/shardmesh/shardmesh/shard"
 	"github.com/shardmesh/shardmesh/wire"
 )
@@ -91,6 +92,8 @@ type CoreConfig struct {
 	Metrics *metrics
 	// ServingChanged: see Config.ServingChanged.
 	ServingChanged func(serving bool, at time.Time)
+	// ReplicationFactor: see StoreConfig.ReplicationFactor.
+	ReplicationFactor int
 }
 
 // Env is the world a Core acts on. Node implements it with libp2p, Badger, the entity
@@ -103,6 +106,10 @@ type Env interface {
 	Send(to membership.NodeID, proto protocol.ID, frame []byte, done func(error))
 	// Store carries out a store request; its result comes back as a StoreDone with id.
 	Store(id uint64, req StoreRequest)
+	// HostShard tells the store that this member hosts (or no longer hosts) the shard of
+	// unit u, with allocation epoch epoch: its host keeps and moves the shard's replica set
+	// (remember.Machine.Host). Not answered.
+	HostShard(u remember.Unit, epoch uint64, hosted bool)
 	// Lease carries out a shard lease operation: an acquisition is answered by a
 	// LeaseAcquired (and a lease lost later by a LeaseLost); a release is not answered.
 	Lease(op engine.LeaseOp)
@@ -284,6 +291,10 @@ func (c *Core) Flush() {
 				c.claimTerm(ev.Type, e.Term)
 			case coordinator.ShardAllocated:
 				c.recordPlacement(ev.Type, e, now)
+			case engine.ShardStarted:
+				c.env.HostShard(remember.Unit{Type: ev.Type, Shard: string(e.Shard)}, uint64(e.Epoch), true)
+			case engine.ShardHandedOff:
+				c.env.HostShard(remember.Unit{Type: ev.Type, Shard: string(e.Shard)}, 0, false)
 			}
 			c.logTypedEvent(ev)
 			c.recordTypedEvent(ev, now)
@@ -397,15 +408,14 @@ type View struct {
 	// in words); RestartJoined have. RestartNeed is 0 when it does not wait.
 	RestartNeed, RestartJoined int
 
-	// replicas are the members whose replicas count in store quorums (replicaMembers): the
-	// same slice while they do not change.
-	replicas []membership.NodeID
+	// placement is who holds what in the store (placementOf): the same pointer while
+	// nothing it depends on changes.
+	placement *remember.Placement
 }
 
-// Replicas returns the members whose replicas count in store quorums: every member but
-// those leaving, down or removed (see replicasOf). The same slice comes back while they do
-// not change.
-func (v *View) Replicas() []membership.NodeID { return v.replicas }
+// Placement returns who holds what in the replicated store as this view has it: the
+// metadata on the voters, each shard's records on a replica set of its type's role.
+func (v *View) Placement() *remember.Placement { return v.placement }
 
 func (c *Core) publishView() {
 	m := c.eng.Membership()
@@ -420,7 +430,9 @@ func (c *Core) publishView() {
 		}
 	}
 	slices.Sort(v.Unreachable)
-	v.replicas = replicasOf(v.Members, c.view.Load())
+	if v.Joined { // before, the member knows no cluster to place anything in
+		v.placement = c.placementOf(v.Members, c.view.Load())
+	}
 	c.view.Store(v)
 	if size, ok := m.ClusterSize(); ok && size != c.sizeKept {
 		c.sizeKept = size
@@ -474,6 +486,7 @@ func (c *Core) registerType(now time.Time, spec EntityType) error {
 	if t.m != nil {
 		c.typeMetrics = append(c.typeMetrics, t.m)
 	}
+	c.publishView() // its shards' replica sets are of its role
 	return nil
 }
 

@@ -305,7 +305,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.out = newOutboxes(nctx, host, n.log, met)
 	n.core = NewCore(CoreConfig{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, ClusterName: cfg.ClusterName,
-		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged}, self, n.env(), time.Now())
+		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged, ReplicationFactor: cfg.Store.ReplicationFactor},
+		self, n.env(), time.Now())
 	host.Handle(MemberProtocol, n.handleMemberFrame)
 	host.Handle(CoordProtocol, n.handleCoordFrame)
 	host.Handle(RegionProtocol, n.handleRegionFrame)
@@ -704,6 +705,15 @@ func (e *nodeEnv) Store(id uint64, req StoreRequest) {
 		}
 		n.post(StoreDone{ID: id, Result: res})
 	}()
+}
+
+// HostShard tells the store this member hosts, or no longer hosts, a shard (Env).
+func (e *nodeEnv) HostShard(u remember.Unit, epoch uint64, hosted bool) {
+	if hosted {
+		e.store.Host(u, epoch)
+	} else {
+		e.store.Unhost(u)
+	}
 }
 
 // View returns the latest membership snapshot.

@@ -9,17 +9,20 @@ import (
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/remember"
+	"github.com/shardmesh/shardmesh/shard"
 )
 
 // StoreConfig configures the member's replica of the replicated store (package remember):
-// remembered entities and durable entity state.
+// remembered entities and durable entity state on each shard's replica set, the cluster
+// metadata on the voters.
 type StoreConfig struct {
-	// WriteMajorityPlus, ReadMajorityPlus and MajorityMinCap size the quorums
-	// (coordinator-state.write-majority-plus, read-majority-plus,
-	// distributed-data.majority-min-cap); zero values take the defaults 3, 5 and 5.
-	// Remembered entities and entity state take plain majorities and MajorityMinCap
-	// (majorityPrefixes).
-	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
+	// ReplicationFactor (sharding.store.replication-factor) is how many members hold a
+	// shard's records: its host and others of its type's role, spread over zones; 0:
+	// remember.DefaultReplicationFactor (3). Reads and writes need a majority of them.
+	ReplicationFactor int
+	// MaxMoves (sharding.store.max-simultaneous-moves) bounds the moves of replica sets a
+	// member runs at once; 0: remember.DefaultMaxMoves.
+	MaxMoves int
 	// Timeout bounds one store round (updating-state-timeout); default 5 s.
 	Timeout time.Duration
 	// MinFreeSpace is the reserve of free disk space the store keeps (store.min-free-space),
@@ -31,33 +34,18 @@ type StoreConfig struct {
 	RebuildDamaged bool
 }
 
-// majorityPrefixes are the keys written and read with plain majorities (at least
-// majority-min-cap): remembered entities and shards, as Pekko's remember-entities store
-// writes them, and entity state with them. The plus of coordinator-state is for coordinator
-// state: terms, directives, placement history, leases. With the defaults a 7-member
-// cluster then saves entity state on 5 replicas, not all 7, so one slow or dead member does
-// not hold every save until it is downed.
-var majorityPrefixes = []string{datadir.Prefix(datadir.FamilyEntity), datadir.Prefix(datadir.FamilyShard), datadir.Prefix(datadir.FamilyState)}
-
 // DefaultStoreTimeout bounds one store round by default (updating-state-timeout).
 const DefaultStoreTimeout = 5 * time.Second
 
 // MachineConfig is the store machine's configuration of member self with these settings:
-// the quorums, key prefixes and timeout a member's store runs with (the simulation runs its
+// the layout, moves and timeout a member's store runs with (the simulation runs its
 // members' stores with it too).
 func (sc StoreConfig) MachineConfig(self membership.NodeID) remember.MachineConfig {
 	timeout := sc.Timeout
 	if timeout == 0 {
 		timeout = DefaultStoreTimeout
 	}
-	return remember.MachineConfig{
-		Self:              self,
-		WriteMajorityPlus: sc.WriteMajorityPlus,
-		ReadMajorityPlus:  sc.ReadMajorityPlus,
-		MajorityMinCap:    sc.MajorityMinCap,
-		MajorityPrefixes:  majorityPrefixes,
-		Timeout:           timeout,
-	}
+	return remember.MachineConfig{Self: self, Layout: StoreLayout{}, MaxMoves: sc.MaxMoves, Timeout: timeout}
 }
 
 // openStore opens the member's replica in <data-dir>/store.
@@ -67,22 +55,23 @@ func (n *Node) openStore(ctx context.Context) error {
 	if reserve < 0 {
 		reserve = remember.NoMinFreeSpace
 	}
+	if err := n.upgradeStoreLayout(); err != nil {
+		return err
+	}
 	st, err := n.openStoreRebuilding(func() (*remember.Store, error) {
 		return remember.Open(ctx, remember.Config{
-			Dir:               n.dir.Store(),
-			Host:              n.host,
-			Members:           n.replicaMembers,
-			WriteMajorityPlus: mc.WriteMajorityPlus,
-			ReadMajorityPlus:  mc.ReadMajorityPlus,
-			MajorityMinCap:    mc.MajorityMinCap,
-			MajorityPrefixes:  mc.MajorityPrefixes,
-			Timeout:           mc.Timeout,
-			Logger:            n.log, // the store adds component=store
-			Metrics:           n.cfg.Metrics,
-			MinFreeSpace:      reserve,
-			RefillMarker:      n.dir.File(datadir.RefillFile),
-			Returning:         n.self.Incarnation > 1,
-			Broken:            n.fail,
+			Dir:          n.dir.Store(),
+			Host:         n.host,
+			Placement:    n.placement,
+			Layout:       mc.Layout,
+			MaxMoves:     mc.MaxMoves,
+			Timeout:      mc.Timeout,
+			Logger:       n.log, // the store adds component=store
+			Metrics:      n.cfg.Metrics,
+			MinFreeSpace: reserve,
+			RefillMarker: n.dir.File(datadir.RefillFile),
+			Returning:    n.self.Incarnation > 1,
+			Broken:       n.fail,
 		})
 	})
 	if err != nil {
@@ -92,46 +81,19 @@ func (n *Node) openStore(ctx context.Context) error {
 	return nil
 }
 
-// replicaMembers lists the members whose replicas count in quorums: every member but those
-// leaving, down or removed. A member that leaves gracefully stops counting as soon as it
-// starts to leave, so reads and writes do not wait for it while it goes (with the default
-// quorums, every member of a cluster of up to five must answer). An unreachable member
-// still counts until it is downed, as in Akka. The same slice comes back while the members
-// that count do not change (the store then compares nothing).
-func (n *Node) replicaMembers() []membership.NodeID {
+// placement returns who holds what as this member sees the membership now (the View's):
+// the same pointer while nothing changes.
+func (n *Node) placement() *remember.Placement {
 	if v := n.View(); v != nil {
-		return v.replicas
+		return v.placement
 	}
 	return nil
 }
 
-// replicasOf returns the members that count in quorums, reusing prev's slice when the same
-// members count.
-func replicasOf(members []membership.Member, prev *View) []membership.NodeID {
-	counts := func(m membership.Member) bool { return m.Status < membership.Leaving }
-	if prev != nil {
-		i := 0
-		for _, m := range members {
-			if !counts(m) {
-				continue
-			}
-			if i >= len(prev.replicas) || prev.replicas[i] != m.Node {
-				i = -1
-				break
-			}
-			i++
-		}
-		if i == len(prev.replicas) {
-			return prev.replicas
-		}
-	}
-	nodes := make([]membership.NodeID, 0, len(members))
-	for _, m := range members {
-		if counts(m) {
-			nodes = append(nodes, m.Node)
-		}
-	}
-	return nodes
+// StateKey is the store key of an entity's durable state: under its shard, so that it
+// lives on the shard's replica set (StoreLayout).
+func StateKey(typ string, s shard.ID, e shard.EntityID) string {
+	return datadir.Key(datadir.FamilyState, typ, string(s), string(e))
 }
 
 // ErrNoState is LoadState finding no durable state for the entity yet.
@@ -155,7 +117,7 @@ func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) 
 	var rec remember.Record
 	var found bool
 	err := n.stateRound(ctx, func() (err error) {
-		rec, found, err = n.store.GetFenced(ctx, datadir.Key(datadir.FamilyState, c.Type, string(c.Entity)), uint64(c.Epoch))
+		rec, found, err = n.store.GetFenced(ctx, StateKey(c.Type, c.Shard, c.Entity), uint64(c.Epoch))
 		return err
 	})
 	switch {
@@ -170,7 +132,7 @@ func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) 
 // saveState is SaveState on this member's entity workers.
 func (n *Node) saveState(ctx context.Context, c *EntityContext, state []byte) error {
 	err := n.stateRound(ctx, func() error {
-		return n.store.Write(ctx, remember.Write{Key: datadir.Key(datadir.FamilyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
+		return n.store.Write(ctx, remember.Write{Key: StateKey(c.Type, c.Shard, c.Entity), Value: state, Epoch: uint64(c.Epoch)})
 	})
 	if err != nil {
 		return fmt.Errorf("save the state of %s %s: %w", c.Type, c.Entity, err)

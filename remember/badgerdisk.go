@@ -246,10 +246,11 @@ func (d *badgerDisk) read(op DiskOp) DiskResult {
 	case DiskRead:
 		es, err = readEntries(d.db, op.keys)
 	case DiskScan:
-		err = iterate(d.db, op.prefix, true, func(e *entry) error {
-			es = append(es, *e)
-			return nil
-		})
+		var more bool
+		es, more, err = scanPage(d.db, op.prefix, op.after, op.limit)
+		if err == nil {
+			return DiskResult{ID: op.ID, entries: es, more: more}
+		}
 	case DiskBuckets:
 		buckets := slices.Clone(op.buckets)
 		slices.Sort(buckets)
@@ -273,13 +274,11 @@ func (d *badgerDisk) read(op DiskOp) DiskResult {
 // counter, the number of entries. If the summary index does not match the records (a crash
 // in the middle of a commit that Badger split into several transactions), it rebuilds the
 // index.
-func (d *badgerDisk) state() (DiskState, error) {
-	var st DiskState
+func (d *badgerDisk) state(l Layout) (DiskState, error) {
+	st := newDiskState(l)
 	var none entry
 	err := iterate(d.db, "", false, func(e *entry) error {
-		st.dig.update(e.rec.Key, &none, e)
-		st.maxCounter = max(st.maxCounter, e.rec.Version.Counter)
-		st.entries++
+		st.add(e.rec.Key, e)
 		return nil
 	})
 	if err != nil {

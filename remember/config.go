@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"time"
 
@@ -19,28 +18,13 @@ import (
 // Protocol is the libp2p protocol of the replica protocol.
 const Protocol protocol.ID = "/shardmesh/replica/1"
 
-// Defaults of Config, as in Akka/Pekko's reference.conf where it has the setting.
+// Defaults of Config.
 const (
-	// DefaultWriteMajorityPlus: coordinator-state.write-majority-plus.
-	DefaultWriteMajorityPlus = 3
-	// DefaultReadMajorityPlus: coordinator-state.read-majority-plus.
-	DefaultReadMajorityPlus = 5
-	// DefaultMajorityMinCap: distributed-data.majority-min-cap.
-	DefaultMajorityMinCap = 5
 	// DefaultAntiEntropyInterval: how often a replica compares digests with a random other.
 	DefaultAntiEntropyInterval = 5 * time.Second
 	// DefaultTimeout: how long a round (a batch of writes, a read, a scan) waits for its
 	// quorum.
 	DefaultTimeout = 3 * time.Second
-)
-
-// Special values of WriteMajorityPlus, ReadMajorityPlus and MajorityMinCap.
-const (
-	// PlusNone asks for a plain majority: reference.conf's 0 (a zero field means the
-	// default instead).
-	PlusNone = -1
-	// AllMembers asks for every replica: reference.conf's "all".
-	AllMembers = math.MaxInt
 )
 
 // Limits of what the store accepts.
@@ -78,32 +62,20 @@ type Config struct {
 	// other handler) and sends its frames through it. Required.
 	Host *p2p.Host
 
-	// Members returns the members that hold replicas now, this one included (Up, Leaving,
-	// …; not Removed or Down), by the text form of their peer ids. It is called before
-	// every batch of calls the store takes up; this member is added if missing. Return
-	// the same slice while the members do not change: the store then compares nothing.
-	// Required.
-	Members func() []NodeID
+	// Placement returns the members as they are now (NewPlacement over the members that
+	// may hold replicas: not leaving, down or removed): which hold the metadata, which may
+	// hold a shard's records. It is called before every batch of calls the store takes up;
+	// return the same pointer while the members do not change. Nil, or a nil result: this
+	// member holds everything alone. Required.
+	Placement func() *Placement
 
-	// WriteMajorityPlus: a write must be stored by a majority of Members plus this many,
-	// and at least MajorityMinCap (see Required). 0: DefaultWriteMajorityPlus (3);
-	// PlusNone: a plain majority; AllMembers: all.
-	WriteMajorityPlus int
+	// Layout maps keys to units (the shards' records and the metadata); nil: every key is
+	// metadata.
+	Layout Layout
 
-	// ReadMajorityPlus: a read is merged from a majority plus this many replicas (and at
-	// least MajorityMinCap). 0: DefaultReadMajorityPlus (5); PlusNone; AllMembers.
-	ReadMajorityPlus int
-
-	// MajorityMinCap: reads and writes need at least this many replicas (all of them in a
-	// smaller cluster). 0: DefaultMajorityMinCap (5); 1 turns the cap off.
-	MajorityMinCap int
-
-	// MajorityPrefixes: keys starting with one of these are written and read with plain
-	// majorities (at least MajorityMinCap), without WriteMajorityPlus and ReadMajorityPlus —
-	// as Pekko writes remembered entities (WriteMajority with majority-min-cap) and keeps
-	// the plus for coordinator state. A Write call or Scan that touches other keys uses the
-	// plus. Nil: every key uses the plus.
-	MajorityPrefixes []string
+	// MaxMoves bounds the moves of replica sets this member runs at once as the host of
+	// their shards (sharding.store.max-simultaneous-moves). 0: DefaultMaxMoves.
+	MaxMoves int
 
 	// AntiEntropyInterval: how often the store compares digests with a random other member
 	// and exchanges what differs. 0: DefaultAntiEntropyInterval (5 s); negative: never.
@@ -158,8 +130,8 @@ func (c *Config) validate() error {
 	if c.Host == nil {
 		errs = append(errs, configError("Host", "required"))
 	}
-	if c.Members == nil {
-		errs = append(errs, configError("Members", "required"))
+	if c.Placement == nil {
+		errs = append(errs, configError("Placement", "required"))
 	}
 	mc := c.machine("self")
 	errs = append(errs, mc.validate()...)
@@ -183,10 +155,8 @@ func (c *Config) validate() error {
 func (c *Config) machine(self NodeID) MachineConfig {
 	return MachineConfig{
 		Self:                self,
-		WriteMajorityPlus:   c.WriteMajorityPlus,
-		ReadMajorityPlus:    c.ReadMajorityPlus,
-		MajorityMinCap:      c.MajorityMinCap,
-		MajorityPrefixes:    c.MajorityPrefixes,
+		Layout:              c.Layout,
+		MaxMoves:            c.MaxMoves,
 		AntiEntropyInterval: c.AntiEntropyInterval,
 		Timeout:             c.Timeout,
 	}

@@ -56,6 +56,8 @@ type DiskOp struct {
 	apply   []applyOp // DiskApply
 	keys    []string  // DiskRead
 	prefix  string    // DiskScan
+	after   string    // DiskScan: the keys after this one ("": from the first)
+	limit   int       // DiskScan: at most this many (0: all)
 	buckets []int     // DiskBuckets
 }
 
@@ -66,6 +68,7 @@ type DiskResult struct {
 	applied []applyResult // DiskApply: one per applyOp
 	changes []change      // DiskApply: the entries that changed, for the digest
 	entries []entry       // DiskRead (one per key, absent ones included), DiskScan, DiskBuckets
+	more    bool          // DiskScan: cut at its limit, more keys follow
 	err     error         // nothing of the operation is known to be done
 }
 
@@ -83,9 +86,10 @@ func (op DiskOp) Failed(err error) DiskResult { return failed(op, err) }
 type opKind uint8
 
 const (
-	opWrite opKind = iota + 1 // fenced writes (from this member's Write or a peer's)
-	opMerge                   // records to merge (read repair, anti-entropy)
-	opFence                   // raise fence floors and read the entries
+	opWrite   opKind = iota + 1 // fenced writes (from this member's Write or a peer's)
+	opMerge                     // records to merge (read repair, anti-entropy, moves)
+	opFence                     // raise fence floors and read the entries
+	opDiscard                   // remove entries that are still exactly recs (drops, collection)
 )
 
 // applyOp is one operation of a DiskApply.
@@ -102,7 +106,7 @@ func (op *applyOp) size() int { return len(op.recs) + len(op.keys) }
 type applyResult struct {
 	refused []refusal // opWrite: the writes refused for fencing
 	entries []entry   // opFence: the keys' entries after raising their floors
-	changed int       // opMerge: how many entries changed
+	changed int       // opMerge, opDiscard: how many entries changed
 }
 
 // refusal is a write refused for fencing: its index in the operation, and the lowest epoch
@@ -178,6 +182,16 @@ func applyOps(ops []applyOp, before map[string]entry) ([]applyResult, []change) 
 				next := raiseFloor(after[key], op.fences[j])
 				after[key] = next
 				res.entries[j] = next
+			}
+		case opDiscard:
+			for j := range op.recs {
+				in := &op.recs[j]
+				cur := after[in.rec.Key]
+				if cur.absent() || !sameState(&cur, in) {
+					continue // changed since it was read: kept
+				}
+				after[in.rec.Key] = entry{rec: Record{Key: in.rec.Key}}
+				res.changed++
 			}
 		}
 	}

@@ -123,6 +123,44 @@ func iterate(db *badger.DB, prefix string, withValue bool, fn func(*entry) error
 	return scanStored(db, storeKey(prefix), len(recordPrefix), withValue, fn)
 }
 
+// scanPage returns the entries under prefix after the key after ("": from the first), at
+// most limit of them (0: all), values included; more says the page was cut at its limit.
+func scanPage(db *badger.DB, prefix, after string, limit int) (es []entry, more bool, err error) {
+	p := storeKey(prefix)
+	start := p
+	if after != "" {
+		start = storeKey(after)
+	}
+	err = db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = p
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(start); it.ValidForPrefix(p); it.Next() {
+			item := it.Item()
+			key := string(item.Key()[len(recordPrefix):])
+			if after != "" && key <= after {
+				continue
+			}
+			if limit > 0 && len(es) == limit {
+				more = true
+				return nil
+			}
+			var e entry
+			if err := item.Value(func(v []byte) error {
+				var derr error
+				e, derr = decodeEntry(key, v, true)
+				return derr
+			}); err != nil {
+				return err
+			}
+			es = append(es, e)
+		}
+		return nil
+	})
+	return es, more, err
+}
+
 // iterateBucket calls fn with the summary (no value) of every entry of bucket b.
 func iterateBucket(db *badger.DB, b int, fn func(*entry) error) error {
 	return scanStored(db, bucketPrefix(b), len(indexPrefix)+2, false, fn)

@@ -18,6 +18,10 @@ var (
 	// *QuorumError naming how many answered, how many were needed and who did not answer.
 	ErrNoQuorum = errors.New("no quorum")
 
+	// ErrSpansUnits: a Scan of a prefix whose keys belong to several units (several
+	// shards' replica sets): ScanAll reads those.
+	ErrSpansUnits = errors.New("the prefix spans several replica sets: read it with ScanAll")
+
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
 
@@ -52,6 +56,7 @@ func (e *FencedError) Unwrap() error { return ErrFenced }
 type QuorumError struct {
 	Op      string // "write", "read", "scan", "fenced read"
 	Key     string // the (first) key, or the scanned prefix
+	Unit    string // the unit whose replica set missed its majority (Unit.String)
 	Got     int
 	Need    int
 	N       int
@@ -63,7 +68,11 @@ type QuorumError struct {
 
 func (e *QuorumError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "remember: %s of %q: %d of %d replicas answered, %d needed: %v", e.Op, e.Key, e.Got, e.N, e.Need, ErrNoQuorum)
+	fmt.Fprintf(&b, "remember: %s of %q", e.Op, e.Key)
+	if e.Unit != "" {
+		fmt.Fprintf(&b, " (replica set of %s)", e.Unit)
+	}
+	fmt.Fprintf(&b, ": %d of %d replicas answered, %d needed: %v", e.Got, e.N, e.Need, ErrNoQuorum)
 	if len(e.Missing) > 0 {
 		fmt.Fprintf(&b, "; no answer within %v from %s", e.Timeout, peerList(e.Missing))
 	}

@@ -1,6 +1,8 @@
 package remember
 
 import (
+	"errors"
+
 	"github.com/shardmesh/shardmesh/wire"
 	"github.com/shardmesh/shardmesh/wire/pb"
 )
@@ -87,11 +89,12 @@ func parts(entries []entry, fn func(part []entry, last bool)) {
 	fn(entries[start:], true)
 }
 
-// recordsFrame returns the frame of an answer part.
-func recordsFrame(id uint64, part []entry, last bool, err error) []byte {
-	m := &pb.ReplicaRecords{Records: toPBs(part, false), Last: last}
+// recordsFrame returns the frame of an answer part; more says a page was cut at its limit.
+func recordsFrame(id uint64, part []entry, last, more bool, err error) []byte {
+	m := &pb.ReplicaRecords{Records: toPBs(part, false), Last: last, More: more}
 	if err != nil {
 		m.Error = truncate(err.Error(), 1024)
+		m.Refilling = errors.Is(err, ErrRefilling)
 	}
 	return wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: id, Msg: &pb.ReplicaEnvelope_Records{Records: m}})
 }

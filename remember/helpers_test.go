@@ -42,6 +42,7 @@ type cluster struct {
 
 	mu      sync.Mutex
 	members []NodeID
+	place   *Placement
 }
 
 // newCluster starts n connected hosts and opens a store on each; tune adjusts every
@@ -73,6 +74,10 @@ func newCluster(t testing.TB, n int, tune func(*Config)) *cluster {
 	for i := range n {
 		c.open(i)
 	}
+	// New stores joining the metadata replicas refill them first (from the oldest).
+	for i, s := range c.stores {
+		waitFor(t, fmt.Sprintf("member %d's refill of the metadata", i), func() bool { return !s.Refill().Active })
+	}
 	return c
 }
 
@@ -80,7 +85,7 @@ func (c *cluster) config(i int) Config {
 	cfg := Config{
 		Dir:                 c.dirs[i],
 		Host:                c.hosts[i],
-		Members:             c.memberList,
+		Placement:           c.placement,
 		AntiEntropyInterval: 50 * time.Millisecond,
 		Timeout:             2 * time.Second,
 		Logger:              c.log.With("member", i),
@@ -111,10 +116,19 @@ func (c *cluster) closeStore(i int) {
 	}
 }
 
-func (c *cluster) memberList() []NodeID {
+// placement is the members' placement: the metadata (every key, without a Layout) on
+// the oldest five, by index.
+func (c *cluster) placement() *Placement {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]NodeID(nil), c.members...)
+	if c.place == nil {
+		ms := make([]PlacedMember, len(c.members))
+		for i, id := range c.members {
+			ms[i] = PlacedMember{ID: id, Age: uint64(i + 1)}
+		}
+		c.place = NewPlacement(ms, 0, 0, nil)
+	}
+	return c.place
 }
 
 // setMembers sets the members every store sees, by index.
@@ -125,6 +139,7 @@ func (c *cluster) setMembers(idx ...int) {
 	for _, i := range idx {
 		c.members = append(c.members, NodeID(c.hosts[i].ID().String()))
 	}
+	c.place = nil
 }
 
 // local returns member i's own entry of key, as stored on its disk.
@@ -149,9 +164,4 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		<-tick.C
 	}
-}
-
-// smallQuorums makes a majority enough (no plus, no min-cap), for tests that stop members.
-func smallQuorums(cfg *Config) {
-	cfg.WriteMajorityPlus, cfg.ReadMajorityPlus, cfg.MajorityMinCap = PlusNone, PlusNone, 1
 }

@@ -135,6 +135,52 @@ func (l *Local) DeletePrefix(prefix string, progress func(done int)) (n int, err
 	return n, nil
 }
 
+// Rekey moves every entry under prefix that rekey maps to another key, as it is (record,
+// version, tombstone, fence floor), and returns how many it moved: how a store's keys
+// change layout between releases. Run it on every member's directory before they start.
+func (l *Local) Rekey(prefix string, rekey func(key string) (string, bool)) (n int, err error) {
+	defer recovered(l.dir, &err)
+	var moves []entry // with their new keys
+	var old []string
+	err = iterate(l.db, prefix, true, func(e *entry) error {
+		to, ok := rekey(e.rec.Key)
+		if !ok || to == e.rec.Key {
+			return nil
+		}
+		old = append(old, e.rec.Key)
+		moved := *e
+		moved.rec.Key = to
+		moves = append(moves, moved)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("remember: read %q in %s: %w", prefix, l.dir, err)
+	}
+	for start := 0; start < len(moves); start += deleteChunk {
+		end := min(start+deleteChunk, len(moves))
+		wb := l.db.NewWriteBatch()
+		for i := start; i < end; i++ {
+			e := &moves[i]
+			for _, op := range []func() error{
+				func() error { return wb.Set(storeKey(e.rec.Key), encodeEntry(nil, e)) },
+				func() error { return wb.Set(indexKey(e.rec.Key), encodeSummary(nil, e)) },
+				func() error { return wb.Delete(storeKey(old[i])) },
+				func() error { return wb.Delete(indexKey(old[i])) },
+			} {
+				if err := op(); err != nil {
+					wb.Cancel()
+					return n, fmt.Errorf("remember: rekey in %s: %w", l.dir, err)
+				}
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			return n, fmt.Errorf("remember: rekey in %s: %w", l.dir, err)
+		}
+		n = end
+	}
+	return n, nil
+}
+
 // Backup writes a full backup of the directory to w in Badger's backup format (restore it
 // with Restore into an empty directory) and returns the version it is consistent at.
 func (l *Local) Backup(w io.Writer) (v uint64, err error) {

@@ -21,26 +21,32 @@ type NodeID = membership.NodeID
 // (Tick) go in; frames to send, disk operations and answers come out of Ready. Store drives
 // one with Badger and libp2p; internal/sim drives one per simulated member, on a MemDisk.
 //
-// Everything the store decides is decided here or in applyOps: quorums, batching, read
-// repair, anti-entropy, and (on the disk) fencing and the merge rule.
+// Everything the store decides is decided here or in applyOps: which members hold what
+// (Placement, units.go), quorums, batching, read repair, anti-entropy, moves of replica
+// sets, tombstone collection, and (on the disk) fencing and the merge rule.
 type Machine struct {
-	cfg  MachineConfig
-	rng  *rand.Rand
-	now  time.Time
-	self NodeID
+	cfg    MachineConfig
+	rng    *rand.Rand
+	now    time.Time
+	self   NodeID
+	layout Layout
 
-	clock    uint64 // Lamport clock: the counter of this member's last write, or higher
-	dig      digest // of what the local replica holds, as the disk reported it
-	replicas []NodeID
+	clock uint64   // Lamport clock: the counter of this member's last write, or higher
+	hold  holdings // digests of what the local replica holds, as the disk reported it
+	keys  int      // how many keys it holds
+	place *Placement
 
 	nextCall CallID
 	nextReq  uint64 // request ids on the wire
 	nextDisk uint64
+	internal map[CallID]func(Answer) // the machine's own calls (unit configurations, moves)
 
 	writeQueue  []*writeCall
 	readQueue   []*readCall
 	writeRounds int // in flight
 	readRounds  int
+	rounds      roundLog // rounds in flight, by when they started (moves wait for them)
+	reasks      []reask  // refilling replicas to ask again (machine_read.go)
 
 	pending map[uint64]pendingRequest // rounds and exchanges waiting for peers, by request id
 	disk    map[uint64]func(DiskResult)
@@ -48,21 +54,29 @@ type Machine struct {
 	serving    int          // peers' reads being read from the disk
 	serveQueue []servedRead // waiting for one to finish
 
-	ae antiEntropy
-	rf refill
+	units     unitTable // the shard units this member hosts or has calls waiting on (units.go)
+	moves     []*unitMove
+	moveQueue []Unit
+	moveSeq   uint64
+	marks     map[Unit]moveMark
+	care      map[Unit]time.Time // units to look after, by when (care.go)
+	ae        antiEntropy
+	us        unitSync
+	rf        refill
 
 	out   Ready
 	stats Stats
 }
 
-// MachineConfig configures a Machine: the quorum, timing and identity part of Config.
+// MachineConfig configures a Machine: the placement, timing and identity part of Config.
 type MachineConfig struct {
 	// Self is this member.
 	Self NodeID
-	// WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap and MajorityPrefixes: as in
-	// Config (zero values take the defaults).
-	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
-	MajorityPrefixes                                    []string
+	// Layout maps keys to units; nil: every key is metadata.
+	Layout Layout
+	// MaxMoves bounds the moves of replica sets this member runs at once (as the host of
+	// their shards): sharding.store.max-simultaneous-moves. 0: DefaultMaxMoves.
+	MaxMoves int
 	// AntiEntropyInterval and Timeout: as in Config.
 	AntiEntropyInterval time.Duration
 	Timeout             time.Duration
@@ -83,22 +97,13 @@ func (c *MachineConfig) validate() []error {
 	if c.Self == "" {
 		errs = append(errs, configError("Self", "required"))
 	}
-	fill := func(name string, v *int, def int) {
-		switch {
-		case *v == 0:
-			*v = def
-		case *v == PlusNone:
-			*v = 0
-		case *v < 0:
-			errs = append(errs, configError(name, "%d, want >= 0, PlusNone or AllMembers", *v))
-		}
+	if c.Layout == nil {
+		c.Layout = metaLayout{}
 	}
-	fill("WriteMajorityPlus", &c.WriteMajorityPlus, DefaultWriteMajorityPlus)
-	fill("ReadMajorityPlus", &c.ReadMajorityPlus, DefaultReadMajorityPlus)
-	if c.MajorityMinCap == 0 {
-		c.MajorityMinCap = DefaultMajorityMinCap
-	} else if c.MajorityMinCap < 0 {
-		errs = append(errs, configError("MajorityMinCap", "%d, want >= 1", c.MajorityMinCap))
+	if c.MaxMoves == 0 {
+		c.MaxMoves = DefaultMaxMoves
+	} else if c.MaxMoves < 0 {
+		errs = append(errs, configError("MaxMoves", "%d, want >= 1", c.MaxMoves))
 	}
 	if c.AntiEntropyInterval == 0 {
 		c.AntiEntropyInterval = DefaultAntiEntropyInterval
@@ -133,30 +138,37 @@ type Send struct {
 	Frame []byte
 }
 
-// Answer ends a call: Write (Err only), Get (Record, Found), Scan (Records: live records,
-// sorted by key).
+// Answer ends a call: Write (Err only), Get (Record, Found), Scan and ScanAll (Records:
+// live records, sorted by key; Missing: the members that did not answer, whose records may
+// be left out).
 type Answer struct {
 	Call    CallID
 	Record  Record
 	Found   bool
 	Records []Record
+	Missing []NodeID
 	Err     error
 }
 
-// NewMachine returns the machine of a replica whose disk holds st. cfg is validated (zero
-// fields take their defaults).
+// NewMachine returns the machine of a replica whose disk holds st (read with the same
+// Layout). cfg is validated (zero fields take their defaults).
 func NewMachine(cfg MachineConfig, st DiskState, now time.Time) (*Machine, error) {
 	if errs := cfg.validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("remember config: %w", errors.Join(errs...))
 	}
 	m := &Machine{
-		cfg:     cfg,
-		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x7265706c)),
-		now:     now,
-		self:    cfg.Self,
-		dig:     st.dig,
-		pending: map[uint64]pendingRequest{},
-		disk:    map[uint64]func(DiskResult){},
+		cfg:      cfg,
+		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x7265706c)),
+		now:      now,
+		self:     cfg.Self,
+		layout:   cfg.Layout,
+		hold:     st.holdings(cfg.Layout),
+		keys:     st.entries,
+		pending:  map[uint64]pendingRequest{},
+		disk:     map[uint64]func(DiskResult){},
+		internal: map[CallID]func(Answer){},
+		units:    unitTable{},
+		marks:    map[Unit]moveMark{},
 	}
 	// Counters this member handed out just before a crash may have reached other replicas
 	// without reaching its own disk: the gap keeps its next writes ordered after them.
@@ -165,7 +177,8 @@ func NewMachine(cfg MachineConfig, st DiskState, now time.Time) (*Machine, error
 	// member match nothing.
 	m.nextReq = m.rng.Uint64() >> 1
 	m.ae.next = now.Add(m.aeJitter())
-	m.rf.compare, m.rf.openKeys = cfg.Returning, uint64(st.entries)
+	m.us.next = now.Add(m.aeJitter())
+	m.rf.compare, m.rf.openKeys = cfg.Returning, m.hold.meta.entries()
 	return m, nil
 }
 
@@ -182,26 +195,17 @@ func (m *Machine) Stats() Stats { return m.stats }
 // Self returns this member.
 func (m *Machine) Self() NodeID { return m.self }
 
-// SetReplicas sets the members whose replicas count in the rounds it starts from now on
-// (Up, Leaving, …; not Removed or Down): this member is added if missing.
-func (m *Machine) SetReplicas(members []NodeID) {
-	out := m.replicas[:0]
-	out = append(out, m.self)
-	for _, id := range members {
-		if id != "" && !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	m.replicas = out
-}
-
-// replicaSet returns a copy of the replicas, this member first: what a round asks.
-func (m *Machine) replicaSet() []NodeID {
-	if len(m.replicas) == 0 {
+// metaSet returns the members that hold the metadata (Placement.Meta); this member alone
+// before it has a placement.
+func (m *Machine) metaSet() []NodeID {
+	if m.place == nil || len(m.place.Meta()) == 0 {
 		return []NodeID{m.self}
 	}
-	return slices.Clone(m.replicas)
+	return m.place.Meta()
 }
+
+// metaMember reports whether this member holds the metadata.
+func (m *Machine) metaMember() bool { return slices.Contains(m.metaSet(), m.self) }
 
 // Receive handles a frame of the replica protocol from member from. A frame that does not
 // decode is counted, dropped and returned as an error.
@@ -220,7 +224,7 @@ func (m *Machine) ReceiveEnvelope(now time.Time, from NodeID, env *pb.ReplicaEnv
 	m.now = now
 	switch msg := env.Msg.(type) {
 	case *pb.ReplicaEnvelope_Write:
-		m.serveWrite(from, env.RequestId, fromPBs(msg.Write.Records, false))
+		m.serveWrite(from, env.RequestId, msg.Write)
 	case *pb.ReplicaEnvelope_Read:
 		m.serveRead(from, env.RequestId, msg.Read)
 	case *pb.ReplicaEnvelope_Repair:
@@ -229,6 +233,14 @@ func (m *Machine) ReceiveEnvelope(now time.Time, from NodeID, env *pb.ReplicaEnv
 		m.apply(applyOp{kind: opMerge, recs: recs}, func(DiskResult) {})
 	case *pb.ReplicaEnvelope_Digest:
 		m.serveDigest(from, env.RequestId, msg.Digest.Buckets)
+	case *pb.ReplicaEnvelope_UnitDigest:
+		m.serveUnitDigests(from, env.RequestId, msg.UnitDigest.Units)
+	case *pb.ReplicaEnvelope_Drop:
+		m.serveDrop(from, env.RequestId, msg.Drop)
+	case *pb.ReplicaEnvelope_Collect:
+		m.serveCollect(unitOf(msg.Collect.Unit), msg.Collect.Hash)
+	case *pb.ReplicaEnvelope_Synced:
+		m.rf.unitSynced(unitOf(msg.Synced))
 	default: // answers
 		p := m.pending[env.RequestId]
 		if p == nil || !p.from(from) {
@@ -249,7 +261,13 @@ func (m *Machine) DiskDone(now time.Time, res DiskResult) {
 	delete(m.disk, res.ID)
 	for i := range res.changes {
 		c := &res.changes[i]
-		m.dig.update(c.key, &c.before, &c.after)
+		m.hold.update(c.key, &c.before, &c.after)
+		switch {
+		case c.before.absent() && !c.after.absent():
+			m.keys++
+		case !c.before.absent() && c.after.absent():
+			m.keys--
+		}
 		m.clock = max(m.clock, c.after.rec.Version.Counter)
 	}
 	for _, a := range res.applied {
@@ -274,7 +292,9 @@ func (m *Machine) Tick(now time.Time) {
 			p.expire(m)
 		}
 	}
+	m.tickReasks()
 	m.tickAntiEntropy()
+	m.tickUnits()
 }
 
 // NextDeadline returns when the machine next needs a Tick (a round's timeout, anti-entropy),
@@ -283,6 +303,19 @@ func (m *Machine) NextDeadline() time.Time {
 	var next time.Time
 	if m.cfg.AntiEntropyInterval > 0 {
 		next = m.ae.wake()
+		if w := m.us.wake(); !w.IsZero() && w.Before(next) {
+			next = w
+		}
+	}
+	for _, a := range m.reasks {
+		if next.IsZero() || a.at.Before(next) {
+			next = a.at
+		}
+	}
+	for _, w := range []time.Time{m.units.wake(), m.careWake()} {
+		if !w.IsZero() && (next.IsZero() || w.Before(next)) {
+			next = w
+		}
 	}
 	for _, p := range m.pending {
 		if d := p.deadline(); next.IsZero() || d.Before(next) {
@@ -333,7 +366,18 @@ func (m *Machine) apply(op applyOp, done func(DiskResult)) {
 	m.diskOp(DiskOp{Kind: DiskApply, apply: []applyOp{op}}, done)
 }
 
-func (m *Machine) answerCall(a Answer) { m.out.Answers = append(m.out.Answers, a) }
+// answerCall answers a call: the caller's through Ready, the machine's own at once.
+func (m *Machine) answerCall(a Answer) {
+	if done := m.internal[a.Call]; done != nil {
+		delete(m.internal, a.Call)
+		done(a)
+		return
+	}
+	m.out.Answers = append(m.out.Answers, a)
+}
+
+// own makes call a call of the machine's own: its answer goes to done.
+func (m *Machine) own(call CallID, done func(Answer)) { m.internal[call] = done }
 
 // tick returns the next counter of this member's clock.
 func (m *Machine) tick() uint64 {
@@ -346,27 +390,6 @@ func (m *Machine) observe(recs []entry) {
 	for i := range recs {
 		m.clock = max(m.clock, recs[i].rec.Version.Counter)
 	}
-}
-
-// need is how many of n replicas must answer an operation with plus replicas beyond a
-// majority (WriteMajorityPlus or ReadMajorityPlus), or a plain majority (majority): at
-// least MajorityMinCap either way.
-func (m *Machine) need(n, plus int, majority bool) int {
-	if majority {
-		plus = 0
-	}
-	return Required(n, plus, m.cfg.MajorityMinCap)
-}
-
-// majorityOnly reports whether key (or every key under the prefix key) takes plain
-// majorities: MajorityPrefixes.
-func (m *Machine) majorityOnly(key string) bool {
-	for _, p := range m.cfg.MajorityPrefixes {
-		if len(key) >= len(p) && key[:len(p)] == p {
-			return true
-		}
-	}
-	return false
 }
 
 // Stats counts what a store did since it opened.
@@ -386,4 +409,10 @@ type Stats struct {
 	FramesDropped uint64        // frames not sent (peer unreachable, queue full; Store only)
 	LateAnswers   uint64        // answers that came after their round ended
 	Refilled      uint64        // refills finished
+	Moves         uint64        // moves of replica sets finished (as a unit's host)
+	MovesFailed   uint64        // moves that failed a step (tried again)
+	Copied        uint64        // records copied to new replicas by moves
+	Dropped       uint64        // units this replica dropped (no longer one of their replicas)
+	UnitSyncs     uint64        // shard units whose replicas differed and were synced
+	Collected     uint64        // tombstones collected here
 }

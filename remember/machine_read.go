@@ -14,10 +14,10 @@ import (
 // (a large scan may take a while).
 const maxServing = 8
 
-// Get reads key's record, merged by the merge rule from a read quorum of replicas (see
-// Required with ReadMajorityPlus); Found is false when no replica of the quorum holds it
-// or the winning record is a tombstone (then returned, Deleted set). Replicas of the quorum
-// that lag are sent the merged record (read repair).
+// Get reads key's record, merged by the merge rule from a majority of the replica set of
+// key's unit (of both sets while its replicas move); Found is false when no replica of the
+// quorum holds it or the winning record is a tombstone (then returned, Deleted set).
+// Replicas of the quorum that lag are sent the merged record (read repair).
 //
 // With fence above 0 it is a fenced read (Store.GetFenced): the round first raises key's
 // fence floor to fence on every replica it reaches, durably, and answers once a read
@@ -30,157 +30,235 @@ func (m *Machine) Get(now time.Time, key string, fence uint64) CallID {
 	m.now = now
 	m.nextCall++
 	m.stats.Reads++
-	m.readQueue = append(m.readQueue, &readCall{id: m.nextCall, key: key, fence: fence})
-	m.startReads()
-	return m.nextCall
+	c := &readCall{id: m.nextCall, key: key, fence: fence}
+	m.prepare([]Unit{m.layout.UnitOf(key)}, false, func(qs []quorum, err error) {
+		if err != nil {
+			m.answerCall(Answer{Call: c.id, Err: err})
+			return
+		}
+		c.q = qs[0]
+		m.readQueue = append(m.readQueue, c)
+		m.startReads()
+	})
+	return c.id
 }
 
-// Scan reads the live records of every key starting with prefix (all keys for ""), sorted
-// by key, merged from a read quorum like Get; tombstones are left out. It starts a round
-// at once.
+// Scan reads the live records of every key starting with prefix, sorted by key, merged
+// from a read quorum of the prefix's unit like Get; tombstones are left out. It starts a
+// round at once. A prefix whose keys span units (Layout.UnitOfPrefix) fails with
+// ErrSpansUnits: ScanAll reads those.
 func (m *Machine) Scan(now time.Time, prefix string) CallID {
 	m.now = now
 	m.nextCall++
 	m.stats.Scans++
-	id := m.nextCall
-	r := m.newReadRound("scan", prefix, m.majorityOnly(prefix), false, func(merged map[string]entry, err error) {
-		a := Answer{Call: id, Err: err}
-		if err == nil {
-			for _, e := range merged {
-				if !e.rec.Version.IsZero() && !e.rec.Deleted {
-					a.Records = append(a.Records, e.rec)
-				}
-			}
-			sort.Slice(a.Records, func(i, j int) bool { return a.Records[i].Key < a.Records[j].Key })
+	c := &readCall{id: m.nextCall, key: prefix, scan: true}
+	u, ok := m.layout.UnitOfPrefix(prefix)
+	if !ok {
+		m.answerCall(Answer{Call: c.id, Err: fmt.Errorf("remember: scan of %q: %w", prefix, ErrSpansUnits)})
+		return c.id
+	}
+	m.prepare([]Unit{u}, false, func(qs []quorum, err error) {
+		if err != nil {
+			m.answerCall(Answer{Call: c.id, Err: err})
+			return
 		}
-		m.answerCall(a)
+		c.q = qs[0]
+		m.startReadRound([]*readCall{c}, false)
 	})
-	m.sendAll(r.asked[1:], &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Scan: true, Prefix: []byte(prefix)}}})
-	m.diskOp(DiskOp{Kind: DiskScan, prefix: prefix}, r.localAnswer(m))
-	return id
+	return c.id
 }
 
-// readCall is one Get call in a round.
+// ScanAll reads the live records of every key starting with prefix from every member
+// (Placement.Members), whatever their units, merged by the merge rule: an administrator's
+// view across units, which needs no quorum. It answers once every member answered, or at
+// Timeout with what came and the members that did not answer in Missing (the records only
+// they hold are left out). It repairs nothing.
+func (m *Machine) ScanAll(now time.Time, prefix string) CallID {
+	m.now = now
+	m.nextCall++
+	m.stats.Scans++
+	c := &readCall{id: m.nextCall, key: prefix, scan: true, all: true}
+	members := []NodeID{m.self}
+	if m.place != nil {
+		members = append(members, m.place.Members()...)
+	}
+	c.q = quorum{sets: [][]NodeID{slices.Compact(members)}}
+	m.startReadRound([]*readCall{c}, false)
+	return c.id
+}
+
+// readCall is one Get, Scan or ScanAll call.
 type readCall struct {
 	id    CallID
-	key   string
+	key   string // or prefix
 	fence uint64
+	q     quorum
+	scan  bool
+	all   bool // ScanAll: every member, no quorum
+	done  bool
 }
 
-// startReads starts rounds while the window has room and calls wait: two rounds when a
-// batch mixes keys of plain majorities (MajorityPrefixes) with others, so that the former
-// do not wait for the larger quorum.
+// startReads starts rounds while the window has room and calls wait.
 func (m *Machine) startReads() {
 	for m.readRounds < readWindow && len(m.readQueue) > 0 {
 		var batch []*readCall
 		batch, m.readQueue = takeBatch(m.readQueue, func(c *readCall) (int, int) { return 1, len(c.key) })
-		var plain, plus []*readCall
-		for _, c := range batch {
-			if m.majorityOnly(c.key) {
-				plain = append(plain, c)
-			} else {
-				plus = append(plus, c)
-			}
-		}
-		if len(plain) > 0 {
-			m.startReadRound(plain, true)
-		}
-		if len(plus) > 0 {
-			m.startReadRound(plus, false)
-		}
+		m.startReadRound(batch, true)
 	}
 }
 
-// startReadRound starts one round of Get calls, of plain majorities or not.
-func (m *Machine) startReadRound(calls []*readCall, majority bool) {
+// readRound is a batch of reads, a scan or a ScanAll waiting for the replicas' answers.
+// Each replica is asked the keys of the calls whose quorum it is in, and answers in one or
+// more parts; each call is decided by its own quorum.
+type readRound struct {
+	req      uint64
+	seq      uint64
+	op       string // for errors: "read", "fenced read", "scan"
+	calls    []*readCall
+	dest     map[NodeID][]int // the calls each replica is asked for
+	asked    []NodeID
+	until    time.Time
+	timeout  time.Duration
+	windowed bool // counts in the read window
+	fenced   bool
+
+	got      map[NodeID]map[string]entry
+	answered map[NodeID]bool
+	failed   map[NodeID]bool
+	cause    error
+	left     int
+	finished bool
+}
+
+// startReadRound starts one round of calls: Gets (windowed), or one Scan or ScanAll.
+func (m *Machine) startReadRound(calls []*readCall, windowed bool) {
 	m.stats.ReadRounds++
-	if m.cfg.OnRound != nil {
+	if m.cfg.OnRound != nil && windowed {
 		m.cfg.OnRound("read", len(calls))
 	}
-	keys := make([]string, len(calls))
-	var fences []uint64
+	r := &readRound{op: "read", calls: calls, dest: map[NodeID][]int{}, windowed: windowed, left: len(calls),
+		until: m.now.Add(m.cfg.Timeout), timeout: m.cfg.Timeout,
+		got: map[NodeID]map[string]entry{}, answered: map[NodeID]bool{}, failed: map[NodeID]bool{}}
+	fenced := false
 	for i, c := range calls {
-		keys[i] = c.key
-		if c.fence != 0 && fences == nil {
-			fences = make([]uint64, len(calls))
+		for _, p := range c.q.members(m.self) {
+			r.dest[p] = append(r.dest[p], i)
+		}
+		if c.fence != 0 {
+			fenced = true
 		}
 	}
-	name := "read"
-	if fences != nil {
-		name = "fenced read"
-		for i, c := range calls {
-			fences[i] = c.fence
+	switch {
+	case calls[0].scan:
+		r.op = "scan"
+	case fenced:
+		r.op = "fenced read"
+	}
+	r.asked = destinations(r.dest, m.self)
+	r.seq = m.rounds.start()
+	if windowed {
+		m.readRounds++
+	}
+	r.req = m.request(r)
+	r.fenced = fenced
+	for _, p := range r.asked {
+		r.ask(m, p)
+	}
+}
+
+// ask sends replica p its part of the round (again, after it answered that it refills).
+func (r *readRound) ask(m *Machine, p NodeID) {
+	calls, idx := r.calls, r.dest[p]
+	if calls[0].scan {
+		if p == m.self {
+			m.diskOp(DiskOp{Kind: DiskScan, prefix: calls[0].key}, r.localAnswer(m))
+		} else {
+			m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Scan: true, Prefix: []byte(calls[0].key)}}})
+		}
+		return
+	}
+	keys := make([]string, len(idx))
+	var fences []uint64
+	if r.fenced {
+		fences = make([]uint64, len(idx))
+	}
+	for j, i := range idx {
+		keys[j] = calls[i].key
+		if r.fenced {
+			fences[j] = calls[i].fence
 		}
 	}
-	r := m.newReadRound(name, keys[0], majority, true, func(merged map[string]entry, err error) {
-		for _, c := range calls {
-			a := Answer{Call: c.id, Err: err}
-			if err == nil {
-				e := merged[c.key]
-				a.Record = e.rec
-				a.Record.Key = c.key
-				a.Found = !e.rec.Version.IsZero() && !e.rec.Deleted
-			}
-			m.answerCall(a)
-		}
-	})
-	m.sendAll(r.asked[1:], &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Keys: keyBytes(keys), Fences: fences}}})
-	if fences != nil {
+	switch {
+	case p != m.self:
+		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Keys: keyBytes(keys), Fences: fences}}})
+	case r.fenced:
 		m.apply(applyOp{kind: opFence, keys: keys, fences: fences}, func(res DiskResult) {
 			if res.err == nil {
 				res.entries = res.applied[0].entries
 			}
 			r.localAnswer(m)(res)
 		})
-	} else {
+	default:
 		m.diskOp(DiskOp{Kind: DiskRead, keys: keys}, r.localAnswer(m))
 	}
 }
 
-// readRound is a read, a batch of reads or a scan waiting for a quorum of answers. Each
-// replica answers in one or more parts; the round merges the complete answers.
-type readRound struct {
-	req      uint64
-	op       string // for errors: "read", "fenced read", "scan"
-	key      string // for errors: the first key or the prefix
-	asked    []NodeID
-	need     int
-	until    time.Time
-	timeout  time.Duration
-	windowed bool // counts in the read window
-	done     func(merged map[string]entry, err error)
+// refillWait is how long a read waits before asking a refilling replica again: a replica
+// that refills (it joined the metadata's replicas, lost its store) counts again within a few
+// anti-entropy rounds, and a read that needs it waits rather than fails, up to its timeout.
+const refillWait = 50 * time.Millisecond
 
-	got      map[NodeID][]entry
-	answered map[NodeID]bool
-	failed   []NodeID
-	cause    error
-	finished bool
+// askAgain has the round ask p again after refillWait, if its deadline allows.
+func (r *readRound) askAgain(m *Machine, p NodeID) bool {
+	at := m.now.Add(refillWait)
+	if !at.Before(r.until) {
+		return false
+	}
+	m.reasks = append(m.reasks, reask{at: at, round: r, p: p})
+	return true
 }
 
-// newReadRound registers a read round, of a plain majority or with ReadMajorityPlus.
-func (m *Machine) newReadRound(op, key string, majority, windowed bool, done func(map[string]entry, error)) *readRound {
-	members := m.replicaSet()
-	r := &readRound{
-		op: op, key: key, asked: members, done: done, windowed: windowed,
-		need:     m.need(len(members), m.cfg.ReadMajorityPlus, majority),
-		until:    m.now.Add(m.cfg.Timeout),
-		timeout:  m.cfg.Timeout,
-		got:      make(map[NodeID][]entry, len(members)),
-		answered: make(map[NodeID]bool, len(members)),
+// reask is a refilling replica to ask again.
+type reask struct {
+	at    time.Time
+	round *readRound
+	p     NodeID
+}
+
+// tickReasks asks again the refilling replicas that are due.
+func (m *Machine) tickReasks() {
+	keep := m.reasks[:0]
+	var due []reask
+	for _, a := range m.reasks {
+		if m.now.Before(a.at) {
+			keep = append(keep, a)
+		} else {
+			due = append(due, a)
+		}
 	}
-	if windowed {
-		m.readRounds++
+	m.reasks = keep
+	for _, a := range due {
+		if !a.round.finished {
+			a.round.got[a.p] = nil
+			a.round.ask(m, a.p)
+		}
 	}
-	r.req = m.request(r)
-	return r
 }
 
 // localAnswer returns the handler of the local disk's answer: a failed one while this
-// replica refills (machine_refill.go).
+// replica refills and does not count for the units read (machine_refill.go).
 func (r *readRound) localAnswer(m *Machine) func(DiskResult) {
 	return func(res DiskResult) {
-		if m.rf.active && res.err == nil {
-			res.err = fmt.Errorf("remember: %w", ErrRefilling)
+		if res.err == nil && !r.calls[0].all {
+			for _, i := range r.dest[m.self] {
+				if !m.rf.counts(r.calls[i].q.unit) {
+					if !r.finished && r.askAgain(m, m.self) {
+						return
+					}
+					res.err = fmt.Errorf("remember: %w", ErrRefilling)
+					break
+				}
+			}
 		}
 		var out []entry
 		for i := range res.entries {
@@ -192,7 +270,7 @@ func (r *readRound) localAnswer(m *Machine) func(DiskResult) {
 	}
 }
 
-func (r *readRound) from(p NodeID) bool  { return slices.Contains(r.asked, p) }
+func (r *readRound) from(p NodeID) bool  { _, ok := r.dest[p]; return ok }
 func (r *readRound) deadline() time.Time { return r.until }
 
 func (r *readRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
@@ -202,6 +280,9 @@ func (r *readRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
 	}
 	var err error
 	if msg.Records.Error != "" {
+		if msg.Records.Refilling && !r.finished && !r.answered[from] && r.askAgain(m, from) {
+			return
+		}
 		err = fmt.Errorf("replica %s: %s", from, msg.Records.Error)
 	}
 	recs := fromPBs(msg.Records.Records, false)
@@ -214,63 +295,140 @@ func (r *readRound) take(m *Machine, from NodeID, part []entry, last bool, err e
 	if r.finished || r.answered[from] || !r.from(from) {
 		return
 	}
-	r.got[from] = append(r.got[from], part...)
+	got := r.got[from]
+	if got == nil {
+		got = make(map[string]entry, len(part))
+		r.got[from] = got
+	}
+	for _, e := range part {
+		got[e.rec.Key] = e
+	}
 	if !last {
 		return
 	}
 	r.answered[from] = true
 	if err != nil {
-		r.failed = append(r.failed, from)
+		r.failed[from] = true
 		delete(r.got, from)
 		if r.cause == nil {
 			r.cause = err
 		}
 	}
-	t := tally{ok: len(r.answered) - len(r.failed)}
-	switch t.decide(r.need, len(r.asked)-len(r.answered)) {
-	case succeeded:
-		for p := range r.got {
-			if !r.answered[p] {
-				delete(r.got, p) // part of an answer: merge complete ones only
-			}
+	r.decide(m, false)
+}
+
+// decide answers the calls whose outcome is known (every one when expired) and ends the
+// round when none is left.
+func (r *readRound) decide(m *Machine, expired bool) {
+	ok := func(p NodeID) bool { return r.answered[p] && !r.failed[p] }
+	open := func(p NodeID) bool { return !expired && !r.answered[p] }
+	for _, c := range r.calls {
+		if c.done {
+			continue
 		}
-		merged, repairs := mergeAnswers(r.got)
+		var v verdict
+		if c.all {
+			v = pending
+			if len(r.answered) == len(r.asked) || expired {
+				v = succeeded
+			}
+		} else {
+			v = c.q.decide(ok, open)
+		}
+		if v == pending {
+			continue
+		}
+		c.done = true
+		r.left--
+		if v == failedNow || (v == pending && expired) {
+			m.answerCall(Answer{Call: c.id, Err: r.failure(c, ok)})
+			continue
+		}
+		r.answerCall(m, c, ok)
+	}
+	if r.left == 0 {
 		r.finish(m)
-		m.repair(repairs)
-		r.done(merged, nil)
-	case failedNow:
-		err := r.failure()
-		r.finish(m)
-		r.done(nil, err)
 	}
 }
 
-// failure is the error of a round that cannot reach its quorum.
-func (r *readRound) failure() error {
-	e := &QuorumError{Op: r.op, Key: r.key, Got: len(r.answered) - len(r.failed), Need: r.need, N: len(r.asked),
-		Timeout: r.timeout, Failed: slices.Clone(r.failed), Cause: r.cause}
-	for _, p := range r.asked {
-		if !r.answered[p] {
+// answerCall answers c from the replicas of its quorum that answered, and repairs those
+// that lag.
+func (r *readRound) answerCall(m *Machine, c *readCall, ok func(NodeID) bool) {
+	from := make(map[NodeID][]entry)
+	var missing []NodeID
+	for _, p := range c.q.members(m.self) {
+		if !ok(p) {
+			if !r.answered[p] {
+				missing = append(missing, p)
+			}
+			continue
+		}
+		got := r.got[p]
+		if c.scan {
+			es := make([]entry, 0, len(got))
+			for _, e := range got {
+				es = append(es, e)
+			}
+			from[p] = es
+		} else if e, found := got[c.key]; found {
+			from[p] = []entry{e}
+		} else {
+			from[p] = nil
+		}
+	}
+	merged, repairs := mergeAnswers(from)
+	if !c.all {
+		m.repair(repairs)
+	}
+	a := Answer{Call: c.id, Missing: missing}
+	if c.scan {
+		for _, e := range merged {
+			if !e.rec.Version.IsZero() && !e.rec.Deleted {
+				a.Records = append(a.Records, e.rec)
+			}
+		}
+		sort.Slice(a.Records, func(i, j int) bool { return a.Records[i].Key < a.Records[j].Key })
+	} else {
+		e := merged[c.key]
+		a.Record = e.rec
+		a.Record.Key = c.key
+		a.Found = !e.rec.Version.IsZero() && !e.rec.Deleted
+		a.Missing = nil
+	}
+	m.answerCall(a)
+}
+
+// failure is the error of call c that cannot reach its quorum.
+func (r *readRound) failure(c *readCall, ok func(NodeID) bool) error {
+	e := &QuorumError{Op: r.op, Key: c.key, Timeout: r.timeout, Cause: r.cause, Unit: c.q.unit.String()}
+	e.Got, e.Need, e.N = c.q.shortfall(ok)
+	for _, p := range c.q.members("") {
+		switch {
+		case !r.answered[p]:
 			e.Missing = append(e.Missing, p)
+		case r.failed[p]:
+			e.Failed = append(e.Failed, p)
 		}
 	}
 	return e
 }
 
 func (r *readRound) expire(m *Machine) {
-	if r.finished {
-		return
+	if !r.finished {
+		r.decide(m, true)
 	}
-	err := r.failure()
-	r.finish(m)
-	r.done(nil, err)
 }
 
 // finish ends the round.
 func (r *readRound) finish(m *Machine) {
+	if r.finished {
+		return
+	}
 	r.finished = true
 	r.got = nil
 	delete(m.pending, r.req)
+	m.rounds.end(r.seq)
+	m.roundEnded()
 	if r.windowed {
 		m.readRounds--
 		m.startReads()
@@ -358,30 +516,31 @@ type servedRead struct {
 	op   DiskOp
 }
 
-// serveRead answers a peer's read or scan. A fenced read goes through the disk's applies
-// (raising the floors first, in order with writes); others wait for one of maxServing
-// places.
+// serveRead answers a peer's read, scan or page of a scan. A fenced read goes through the
+// disk's applies (raising the floors first, in order with writes); others wait for one of
+// maxServing places.
 func (m *Machine) serveRead(from NodeID, req uint64, msg *pb.ReplicaRead) {
 	keys := make([]string, len(msg.Keys))
 	for i, k := range msg.Keys {
 		keys[i] = string(k)
 	}
+	counts := m.rf.countsKeys(m.layout, keys, msg)
 	if len(msg.Fences) > 0 {
 		m.apply(applyOp{kind: opFence, keys: keys, fences: msg.Fences}, func(res DiskResult) {
 			if res.err == nil {
 				res.entries = res.applied[0].entries
 			}
-			m.answerRead(from, req, res)
+			m.answerRead(from, req, res, counts)
 		})
 		return
 	}
-	if m.rf.active {
-		m.answerRead(from, req, DiskResult{})
+	if !counts {
+		m.answerRead(from, req, DiskResult{}, false)
 		return
 	}
 	op := DiskOp{Kind: DiskRead, keys: keys}
 	if msg.Scan {
-		op = DiskOp{Kind: DiskScan, prefix: string(msg.Prefix)}
+		op = DiskOp{Kind: DiskScan, prefix: string(msg.Prefix), after: string(msg.After), limit: int(msg.Limit)}
 	}
 	m.serveQueue = append(m.serveQueue, servedRead{from: from, req: req, op: op})
 	m.serveNext()
@@ -395,20 +554,21 @@ func (m *Machine) serveNext() {
 		m.serving++
 		m.diskOp(sr.op, func(res DiskResult) {
 			m.serving--
-			m.answerRead(sr.from, sr.req, res)
+			m.answerRead(sr.from, sr.req, res, true)
 			m.serveNext()
 		})
 	}
 }
 
-// answerRead sends a peer the entries it read that are not absent, in parts; an error while
-// this replica refills (a fenced read has raised its floors all the same).
-func (m *Machine) answerRead(to NodeID, req uint64, res DiskResult) {
-	if m.rf.active && res.err == nil {
+// answerRead sends a peer the entries it read that are not absent, in parts; an error when
+// this replica does not count for what was read (it refills; a fenced read has raised its
+// floors all the same).
+func (m *Machine) answerRead(to NodeID, req uint64, res DiskResult, counts bool) {
+	if !counts && res.err == nil {
 		res.err = fmt.Errorf("remember: %w", ErrRefilling)
 	}
 	if res.err != nil {
-		m.sendFrame(to, recordsFrame(req, nil, true, res.err))
+		m.sendFrame(to, recordsFrame(req, nil, true, false, res.err))
 		return
 	}
 	out := res.entries[:0:0]
@@ -417,5 +577,5 @@ func (m *Machine) answerRead(to NodeID, req uint64, res DiskResult) {
 			out = append(out, res.entries[i])
 		}
 	}
-	parts(out, func(part []entry, last bool) { m.sendFrame(to, recordsFrame(req, part, last, nil)) })
+	parts(out, func(part []entry, last bool) { m.sendFrame(to, recordsFrame(req, part, last, last && res.more, nil)) })
 }

@@ -25,6 +25,12 @@ import (
 // The Store keeps the state across restarts in a marker file (Config.RefillMarker); the
 // machine decides when a refill starts (StartRefill, or a returning member's first
 // comparison with a peer) and when it ends.
+//
+// With replica sets the above is the metadata's refill, among the metadata replicas; a
+// member also refills the metadata when it joins the metadata replicas (it holds no copy,
+// or an old one). A store that lost records refills its shard units too: from StartRefill
+// on, it counts in no unit's reads until the unit's host has synced the unit with it
+// (machine_unitsync.go), each unit on its own; that gate lasts while the process runs.
 
 // ErrRefilling says the replica is refilling from its peers after losing records; its answers
 // to reads do not count until it is done.
@@ -45,24 +51,101 @@ type RefillState struct {
 
 // refill is the machine's refill state.
 type refill struct {
-	active   bool
-	reason   string
-	since    time.Time
-	synced   map[NodeID]bool
-	turn     int  // which unsynced peer the next round tries first
-	rounds   int  // rounds that did not finish a peer, for the log
-	compare  bool // a returning replica still to compare its keys with a peer's
-	openKeys uint64
+	units         bool            // the shard units' gate: only those in unitOK count in reads
+	unitOK        map[Unit]bool   // units synced since the gate closed
+	peerRefilling map[NodeID]bool // metadata peers seen refilling themselves
+	active        bool
+	reason        string
+	since         time.Time
+	synced        map[NodeID]bool
+	turn          int  // which unsynced peer the next round tries first
+	rounds        int  // rounds that did not finish a peer, for the log
+	compare       bool // a returning replica still to compare its keys with a peer's
+	openKeys      uint64
 }
 
 // StartRefill makes the replica refill from its peers for reason (a marker found at open,
 // or asked for): its answers to reads stop counting until it is done.
 func (m *Machine) StartRefill(now time.Time, reason string) {
+	m.startMetaRefill(now, reason)
+	m.rf.units, m.rf.unitOK = true, map[Unit]bool{}
+}
+
+// startMetaRefill makes the replica refill the metadata for reason.
+func (m *Machine) startMetaRefill(now time.Time, reason string) {
 	m.now = now
 	m.rf.active, m.rf.reason, m.rf.since = true, reason, now
-	m.rf.synced = map[NodeID]bool{}
+	m.rf.synced, m.rf.peerRefilling = map[NodeID]bool{}, map[NodeID]bool{}
 	m.rf.compare = false
 	m.ae.next = now // start at once
+}
+
+// enteredMeta starts a refill of the metadata when this member joins the metadata
+// replicas with placement p (prev: the one before, nil at its first): new, back after a
+// restart or a while away, it may lack writes a majority of the set took meanwhile, and two
+// such members in a read quorum could miss one (the simulation found it: two restarted
+// voters read a directive from before). Not as the oldest member, nor the only one (it
+// founded the cluster; when every member enters at once, the others refill from it); nor
+// without anti-entropy, which refills. Reads wait for it (refillWait) rather than fail.
+func (m *Machine) enteredMeta(prev, p *Placement) {
+	if m.cfg.AntiEntropyInterval <= 0 || p == nil || !slices.Contains(p.Meta(), m.self) || len(p.Meta()) < 2 || p.Meta()[0] == m.self {
+		return
+	}
+	if prev != nil && slices.Contains(prev.Meta(), m.self) {
+		return
+	}
+	if !m.rf.active {
+		m.startMetaRefill(m.now, reasonEnteredMeta)
+	}
+}
+
+// reasonEnteredMeta is the refill of a member that joined the metadata replicas.
+const reasonEnteredMeta = "it joined the metadata replicas"
+
+// allRefilling reports whether every one of peers answered that it refills.
+func (m *Machine) allRefilling(peers []NodeID) bool {
+	for _, p := range peers {
+		if !m.rf.peerRefilling[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// counts reports whether this replica's answers count in reads of u.
+func (r *refill) counts(u Unit) bool {
+	if u.Meta() {
+		return !r.active
+	}
+	return !r.units || r.unitOK[u]
+}
+
+// countsKeys reports whether this replica's answer to a peer's read counts: for every
+// unit the read touches (a read spanning units is an administrator's: it always does).
+func (r *refill) countsKeys(l Layout, keys []string, msg interface {
+	GetScan() bool
+	GetPrefix() []byte
+}) bool {
+	if !r.active && !r.units {
+		return true
+	}
+	if msg.GetScan() {
+		u, ok := l.UnitOfPrefix(string(msg.GetPrefix()))
+		return !ok || r.counts(u)
+	}
+	for _, k := range keys {
+		if !r.counts(l.UnitOf(k)) {
+			return false
+		}
+	}
+	return true
+}
+
+// unitSynced notes that u's host synced it with this replica.
+func (r *refill) unitSynced(u Unit) {
+	if r.units {
+		r.unitOK[u] = true
+	}
 }
 
 // Refill returns the state of the replica's refill.
@@ -70,10 +153,20 @@ func (m *Machine) Refill() RefillState {
 	return RefillState{Active: m.rf.active, Reason: m.rf.reason, Since: m.rf.since, Synced: len(m.rf.synced), Need: m.refillNeed()}
 }
 
-// refillNeed is how many peers a refilling replica must hold the records of.
+// refillNeed is how many metadata peers a refilling replica must hold the records of:
+// N - majority(N) + 1 of the N metadata replicas, so that every write a majority took is
+// among them; all the peers not refilling themselves when fewer are (the metadata set
+// grew by several members at once: what they hold, they took as writes).
 func (m *Machine) refillNeed() int {
-	n := len(m.replicaSet())
-	return n - (n/2 + 1) + 1
+	n := len(m.metaSet())
+	need := n - majority(n) + 1
+	others := 0
+	for _, p := range m.metaSet() {
+		if p != m.self && !m.rf.peerRefilling[p] {
+			others++
+		}
+	}
+	return max(1, min(need, others))
 }
 
 // refillPeer picks the next peer a refilling replica syncs with: the first unsynced one
@@ -106,13 +199,23 @@ func (m *Machine) refillRound(peer NodeID, answered, peerRefilling bool, peerKey
 	if !m.rf.active {
 		return
 	}
+	if answered {
+		m.rf.peerRefilling[peer] = peerRefilling
+	}
 	if answered && !peerRefilling && covered {
 		m.rf.synced[peer] = true
 	} else {
 		m.rf.turn++ // another peer first next time
 		m.rf.rounds++
 	}
-	peers := slices.DeleteFunc(m.replicaSet(), func(p NodeID) bool { return p == m.self })
+	peers := slices.DeleteFunc(slices.Clone(m.metaSet()), func(p NodeID) bool { return p == m.self })
+	if m.rf.reason == reasonEnteredMeta && len(peers) > 0 && m.metaSet()[0] == m.self && m.allRefilling(peers) {
+		// Every other metadata replica refills too (they all joined the set at once, or
+		// restarted in a cluster whose voters changed): the oldest counts, the others
+		// refill from it.
+		m.rf.active = false
+		return
+	}
 	synced := 0
 	for _, p := range peers {
 		if m.rf.synced[p] {

@@ -7,8 +7,9 @@ import (
 	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
-// Anti-entropy: every AntiEntropyInterval (±25%) a replica sends its digest (one hash per
-// bucket of the key space) to a random other member. That member answers with the
+// Anti-entropy of the metadata, among the metadata replicas (that of shard units is their
+// hosts', machine_unitsync.go): every AntiEntropyInterval (±25%) a metadata replica sends
+// its digest of the metadata (one hash per bucket of the key space) to a random other one. That member answers with the
 // summaries (key, version, tombstone, floor, value hash; no values) of its entries in the
 // buckets that differ, as many buckets as fit one frame. The initiator compares them with
 // its own entries of those buckets (reconcile); after settleDelay it reads the keys that
@@ -21,9 +22,16 @@ import (
 // network rather than a frame per interval; a round that found only writes in flight waits
 // the full interval. Listing a bucket costs what it holds, not the size of the store.
 //
-// Tombstones are never collected: dropping one safely needs every replica, including those
-// down now, to have it, or anti-entropy would bring the deleted record back. Offline
-// removal (Local.DeletePrefix on every member's directory) is the way to shed them.
+// Metadata tombstones are not collected here (shard units' are, machine_unitsync.go): the
+// metadata is small, and offline removal (Local.DeletePrefix on every member's directory)
+// sheds them.
+
+// maxSyncWait bounds how long an anti-entropy round waits for its peer (at most the
+// store's Timeout): a frame lost to a peer that was not listening yet costs no more.
+const maxSyncWait = 5 * time.Second
+
+// refillSyncWait bounds the wait of a refilling replica's rounds.
+const refillSyncWait = time.Second
 
 // catchUpDelay is the pause between anti-entropy rounds while they find differences.
 const catchUpDelay = 10 * time.Millisecond
@@ -108,7 +116,10 @@ func (m *Machine) tickAntiEntropy() {
 	if m.now.Before(m.ae.next) {
 		return
 	}
-	peers := m.replicaSet()[1:]
+	var peers []NodeID
+	if m.metaMember() {
+		peers = slices.DeleteFunc(slices.Clone(m.metaSet()), func(p NodeID) bool { return p == m.self })
+	}
 	if len(peers) == 0 {
 		m.ae.next = m.now.Add(m.aeJitter())
 		return
@@ -119,10 +130,14 @@ func (m *Machine) tickAntiEntropy() {
 			peer = p
 		}
 	}
-	r := &syncRound{peer: peer, started: m.now, until: m.now.Add(m.cfg.Timeout)}
+	wait := min(m.cfg.Timeout, maxSyncWait)
+	if m.rf.active {
+		wait = min(wait, refillSyncWait) // reads wait for it: a peer not up yet costs less
+	}
+	r := &syncRound{peer: peer, started: m.now, until: m.now.Add(wait)}
 	m.ae.round = r
 	r.req = m.request(r)
-	m.send(r.peer, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Digest{Digest: &pb.ReplicaDigest{Buckets: slices.Clone(m.dig.hash[:])}}})
+	m.send(r.peer, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Digest{Digest: &pb.ReplicaDigest{Buckets: slices.Clone(m.hold.meta.hash[:])}}})
 }
 
 func (r *syncRound) from(p NodeID) bool  { return p == r.peer }
@@ -161,7 +176,9 @@ func (r *syncRound) answer(m *Machine, _ NodeID, env *pb.ReplicaEnvelope) {
 			}
 			local := make(map[string]entry, len(res.entries))
 			for _, e := range res.entries {
-				local[e.rec.Key] = e
+				if m.layout.UnitOf(e.rec.Key).Meta() {
+					local[e.rec.Key] = e
+				}
 			}
 			push, pull := reconcile(local, r.remote)
 			keys := append(push, pull...)
@@ -266,23 +283,26 @@ func (m *Machine) endSync(r *syncRound, moved bool) {
 // serveDigest answers a peer's digest with the summaries of the buckets that differ, as
 // many whole buckets as fit one frame part (at least one).
 func (m *Machine) serveDigest(from NodeID, req uint64, remote []uint64) {
-	differing := m.dig.differing(remote)
+	differing := m.hold.meta.differing(remote)
 	answer := func(buckets []uint32, recs []entry) {
 		m.send(from, &pb.ReplicaEnvelope{RequestId: req,
 			Msg: &pb.ReplicaEnvelope_Summaries{Summaries: &pb.ReplicaSummaries{Buckets: buckets, Records: toPBs(recs, true),
-				Differing: uint32(len(differing)), Entries: m.dig.entries(), Refilling: m.rf.active}}})
+				Differing: uint32(len(differing)), Entries: m.hold.meta.entries(), Refilling: m.rf.active}}})
 	}
 	if len(differing) == 0 {
 		answer(nil, nil)
 		return
 	}
-	picked := m.dig.pickBuckets(differing, maxSummaries)
+	picked := m.hold.meta.pickBuckets(differing, maxSummaries)
 	m.diskOp(DiskOp{Kind: DiskBuckets, buckets: picked}, func(res DiskResult) {
 		if res.err != nil {
 			return // the peer's round times out
 		}
 		byBucket := make(map[int][]entry, len(picked))
 		for _, e := range res.entries {
+			if !m.layout.UnitOf(e.rec.Key).Meta() {
+				continue
+			}
 			b := bucketOf(e.rec.Key)
 			byBucket[b] = append(byBucket[b], e)
 		}

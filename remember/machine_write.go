@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardmesh/shardmesh/wire"
 	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
@@ -29,32 +30,54 @@ const (
 // next writes ordered after them.
 const clockRestartGap = 1 << 24
 
-// Write stores ws (checked by CheckWrites) once enough replicas, this one included, hold
-// them on disk (see Required with WriteMajorityPlus). Calls made while rounds are in flight
-// are group-committed: their writes go out together in the next round, in one frame per
-// replica and one disk apply per replica, and each call is answered with its batch.
+// Write stores ws (checked by CheckWrites) once a majority of the replica set of each
+// write's unit holds it on disk (of both sets while the unit's replicas move). Calls made
+// while rounds are in flight are group-committed: their writes go out together in the next
+// round, in one frame per replica and one disk apply per replica, and each call is answered
+// with its batch.
 //
 // Each write gets a version (its Epoch, the next counter of this member's clock, this
 // member's id) and is stored on each replica by the merge rule. A write refused by replicas
 // for fencing fails its call with a *FencedError once the quorum can no longer be reached;
-// too few answers within Timeout, with a *QuorumError. A failed call's writes may still be
-// stored on some replicas (and spread from there).
+// too few answers within Timeout, with a *QuorumError naming the replicas that did not
+// answer. A failed call's writes may still be stored on some replicas (and spread from
+// there).
 func (m *Machine) Write(now time.Time, ws []Write) CallID {
 	m.now = now
 	m.nextCall++
 	m.stats.Writes += uint64(len(ws))
-	m.writeQueue = append(m.writeQueue, &writeCall{id: m.nextCall, writes: ws})
-	m.startWrites()
-	return m.nextCall
+	c := &writeCall{id: m.nextCall, writes: ws}
+	units := make([]Unit, 0, 1)
+	c.unitOf = make([]int, len(ws))
+	for i, w := range ws {
+		u := m.layout.UnitOf(w.Key)
+		j := slices.Index(units, u)
+		if j < 0 {
+			j = len(units)
+			units = append(units, u)
+		}
+		c.unitOf[i] = j
+	}
+	m.prepare(units, true, func(qs []quorum, err error) {
+		if err != nil {
+			m.answerCall(Answer{Call: c.id, Err: err})
+			return
+		}
+		c.quorums = qs
+		m.writeQueue = append(m.writeQueue, c)
+		m.startWrites()
+	})
+	return c.id
 }
 
 // writeCall is one Write call in a round.
 type writeCall struct {
-	id     CallID
-	writes []Write
+	id      CallID
+	writes  []Write
+	unitOf  []int    // per write: its unit's quorum in quorums
+	quorums []quorum // one per unit the call writes
 
-	need    int // replicas that must store every write of the call
-	t       tally
+	ok, no  map[NodeID]bool // replicas that stored every write of the call sent to them; that refused or failed
 	fenced  *FencedError
 	cause   error // a replica's error
 	decided bool
@@ -97,25 +120,27 @@ func takeBatch[T any](queue []T, weigh func(T) (n, bytes int)) (batch, rest []T)
 // writeRound is a batch of writes waiting for the replicas' acknowledgements.
 type writeRound struct {
 	req      uint64
+	seq      uint64 // in the round log
 	calls    []*writeCall
 	recs     []entry
-	owner    []int32 // call index of each record
+	owner    []int32            // call index of each record
+	dest     map[NodeID][]int32 // the records sent to each replica, in the order of its frame
 	asked    []NodeID
 	answered map[NodeID]bool
 	failed   []NodeID
+	units    []Unit // the shard units it writes (their hosts wait for it before comparing them)
 	until    time.Time
 	timeout  time.Duration
 	finished bool
 }
 
 // startWrite starts the round of a batch of calls: versions assigned, one frame to every
-// other replica, one apply for the local disk.
+// replica of the units written, one apply for the local disk.
 func (m *Machine) startWrite(calls []*writeCall) {
 	m.writeRounds++
 	m.stats.WriteRounds++
-	members := m.replicaSet()
-	r := &writeRound{calls: calls, asked: members, answered: make(map[NodeID]bool, len(members)),
-		until: m.now.Add(m.cfg.Timeout), timeout: m.cfg.Timeout}
+	r := &writeRound{calls: calls, dest: map[NodeID][]int32{}, until: m.now.Add(m.cfg.Timeout), timeout: m.cfg.Timeout}
+	r.seq = m.rounds.start()
 	n := 0
 	for _, c := range calls {
 		n += len(c.writes)
@@ -126,30 +151,87 @@ func (m *Machine) startWrite(calls []*writeCall) {
 	r.recs = make([]entry, 0, n)
 	r.owner = make([]int32, 0, n)
 	for i, c := range calls {
-		c.need = 0
-		for _, w := range c.writes {
-			c.need = max(c.need, m.need(len(members), m.cfg.WriteMajorityPlus, m.majorityOnly(w.Key)))
+		c.ok, c.no = map[NodeID]bool{}, map[NodeID]bool{}
+		members := make([][]NodeID, len(c.quorums))
+		for j, q := range c.quorums {
+			members[j] = q.members(m.self)
+			if !q.unit.Meta() && !slices.Contains(r.units, q.unit) {
+				r.units = append(r.units, q.unit)
+			}
+		}
+		for j, w := range c.writes {
 			e := entry{rec: Record{Key: w.Key, Deleted: w.Delete, Version: Version{Epoch: w.Epoch, Counter: m.tick(), Writer: string(m.self)}}}
 			if !w.Delete {
 				e.rec.Value = w.Value
 			}
 			e.hash = valueHash(e.rec.Value, e.rec.Deleted)
+			idx := int32(len(r.recs))
 			r.recs = append(r.recs, e)
 			r.owner = append(r.owner, int32(i))
+			for _, p := range members[c.unitOf[j]] {
+				r.dest[p] = append(r.dest[p], idx)
+			}
 		}
+	}
+	r.asked = destinations(r.dest, m.self)
+	r.answered = make(map[NodeID]bool, len(r.asked))
+	for _, u := range r.units {
+		us := m.units.get(u)
+		us.writes++
+		us.writeGen++
 	}
 	r.req = m.request(r)
-	if len(members) > 1 {
-		env := &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{Records: toPBs(r.recs, false)}}}
-		m.sendAll(members[1:], env)
-	}
-	m.apply(applyOp{kind: opWrite, recs: r.recs}, func(res DiskResult) {
-		var refused []refusal
-		if res.err == nil {
-			refused = res.applied[0].refused
+	var all []byte // the frame of every record, encoded once for the replicas that get all
+	for _, p := range r.asked {
+		if p == m.self {
+			continue
 		}
-		r.count(m, m.self, refused, res.err)
-	})
+		idx := r.dest[p]
+		if len(idx) == len(r.recs) {
+			if all == nil {
+				all = wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{Records: toPBs(r.recs, false)}}})
+			}
+			m.sendFrame(p, all)
+			continue
+		}
+		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{Records: toPBs(pick(r.recs, idx), false)}}})
+	}
+	if idx, ok := r.dest[m.self]; ok {
+		m.apply(applyOp{kind: opWrite, recs: pick(r.recs, idx)}, func(res DiskResult) {
+			var refused []refusal
+			if res.err == nil {
+				refused = res.applied[0].refused
+			}
+			r.count(m, m.self, refused, res.err)
+		})
+	}
+}
+
+// destinations returns the replicas of dest, self first, the others sorted.
+func destinations[T any](dest map[NodeID]T, self NodeID) []NodeID {
+	out := make([]NodeID, 0, len(dest))
+	for p := range dest {
+		if p != self {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	if _, ok := dest[self]; ok {
+		out = append([]NodeID{self}, out...)
+	}
+	return out
+}
+
+// pick returns the entries of es at idx.
+func pick(es []entry, idx []int32) []entry {
+	if len(idx) == len(es) {
+		return es
+	}
+	out := make([]entry, len(idx))
+	for i, j := range idx {
+		out[i] = es[j]
+	}
+	return out
 }
 
 // sendAll sends one frame, encoded once, to every member of to.
@@ -164,14 +246,21 @@ func (m *Machine) sendAll(to []NodeID, env *pb.ReplicaEnvelope) {
 	}
 }
 
-// serveWrite stores a peer's writes and acknowledges them once they are on disk.
-func (m *Machine) serveWrite(from NodeID, req uint64, recs []entry) {
+// serveWrite stores a peer's writes (merges them, for a move's copy) and acknowledges them
+// once they are on disk.
+func (m *Machine) serveWrite(from NodeID, req uint64, w *pb.ReplicaWrite) {
+	recs := fromPBs(w.Records, false)
 	m.observe(recs)
-	m.apply(applyOp{kind: opWrite, recs: recs}, func(res DiskResult) {
+	kind := opWrite
+	if w.Merge {
+		kind = opMerge
+		m.markCopy(m.layout.UnitOf(recs[0].rec.Key), moveMark{epoch: w.MoveEpoch, seq: w.MoveSeq})
+	}
+	m.apply(applyOp{kind: kind, recs: recs}, func(res DiskResult) {
 		ack := &pb.ReplicaWriteAck{}
 		if res.err != nil {
 			ack.Error = truncate(res.err.Error(), 1024)
-		} else {
+		} else if kind == opWrite {
 			for _, r := range res.applied[0].refused {
 				ack.Refused = append(ack.Refused, &pb.ReplicaRefusal{Index: uint32(r.index), Floor: r.need})
 			}
@@ -180,7 +269,7 @@ func (m *Machine) serveWrite(from NodeID, req uint64, recs []entry) {
 	})
 }
 
-func (r *writeRound) from(p NodeID) bool  { return slices.Contains(r.asked, p) }
+func (r *writeRound) from(p NodeID) bool  { _, ok := r.dest[p]; return ok }
 func (r *writeRound) deadline() time.Time { return r.until }
 
 func (r *writeRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
@@ -199,8 +288,8 @@ func (r *writeRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
 	r.count(m, from, refused, err)
 }
 
-// count takes one replica's acknowledgement: the writes it refused, or err when it stored
-// none.
+// count takes one replica's acknowledgement: the writes it refused (by their place in its
+// frame), or err when it stored none.
 func (r *writeRound) count(m *Machine, from NodeID, refused []refusal, err error) {
 	if r.finished || r.answered[from] || !r.from(from) {
 		return
@@ -209,37 +298,44 @@ func (r *writeRound) count(m *Machine, from NodeID, refused []refusal, err error
 	if err != nil {
 		r.failed = append(r.failed, from)
 	}
+	idx := r.dest[from]
 	refusedCall := make(map[int32]bool, len(refused))
 	for _, rf := range refused {
-		if rf.index < 0 || rf.index >= len(r.recs) {
+		if rf.index < 0 || rf.index >= len(idx) {
 			continue // a confused peer: its answer counts as an acknowledgement of the rest
 		}
-		i := r.owner[rf.index]
+		rec := idx[rf.index]
+		i := r.owner[rec]
 		c := r.calls[i]
 		if c.decided {
 			continue // its error, fenced or not, is the caller's now: not to be changed
 		}
-		if !refusedCall[i] {
-			refusedCall[i] = true
-			c.t.refused++
+		refusedCall[i] = true
+		need := rf.need
+		if c.fenced != nil {
+			need = max(need, c.fenced.Need)
+		} else {
+			e := &r.recs[rec]
+			c.fenced = &FencedError{Key: e.rec.Key, Epoch: e.rec.Version.Epoch}
 		}
-		c.t.need = max(c.t.need, rf.need)
-		if c.fenced == nil {
-			rec := &r.recs[rf.index]
-			c.fenced = &FencedError{Key: rec.rec.Key, Epoch: rec.rec.Version.Epoch}
-		}
-		c.fenced.Need = c.t.need
+		c.fenced.Need = need
+	}
+	sent := make(map[int32]bool, len(r.calls))
+	for _, rec := range idx {
+		sent[r.owner[rec]] = true
 	}
 	for i, c := range r.calls {
 		switch {
-		case c.decided || refusedCall[int32(i)]:
+		case c.decided || !sent[int32(i)]:
+		case refusedCall[int32(i)]:
+			c.no[from] = true
 		case err != nil:
-			c.t.failed++
+			c.no[from] = true
 			if c.cause == nil {
 				c.cause = err
 			}
 		default:
-			c.t.ok++
+			c.ok[from] = true
 		}
 	}
 	r.decide(m, false)
@@ -248,13 +344,24 @@ func (r *writeRound) count(m *Machine, from NodeID, refused []refusal, err error
 // decide answers the calls whose outcome is known (all of them when expired) and ends the
 // round when none is left.
 func (r *writeRound) decide(m *Machine, expired bool) {
-	outstanding := len(r.asked) - len(r.answered)
 	left := 0
 	for _, c := range r.calls {
 		if c.decided {
 			continue
 		}
-		v := c.t.decide(c.need, outstanding)
+		v := succeeded
+		var short *quorum
+		for k := range c.quorums {
+			q := &c.quorums[k]
+			qv := q.decide(func(p NodeID) bool { return c.ok[p] }, func(p NodeID) bool { return !expired && !r.answered[p] })
+			if qv == failedNow {
+				v, short = failedNow, q
+				break
+			}
+			if qv == pending {
+				v = pending
+			}
+		}
 		if v == pending && !expired {
 			left++
 			continue
@@ -262,7 +369,15 @@ func (r *writeRound) decide(m *Machine, expired bool) {
 		c.decided = true
 		var err error
 		if v != succeeded {
-			err = r.failure(c)
+			if short == nil {
+				for k := range c.quorums {
+					if c.quorums[k].decide(func(p NodeID) bool { return c.ok[p] }, func(NodeID) bool { return false }) != succeeded {
+						short = &c.quorums[k]
+						break
+					}
+				}
+			}
+			err = r.failure(c, short)
 		}
 		m.answerCall(Answer{Call: c.id, Err: err})
 	}
@@ -271,17 +386,23 @@ func (r *writeRound) decide(m *Machine, expired bool) {
 	}
 }
 
-// failure is the error of a call that cannot reach its quorum.
-func (r *writeRound) failure(c *writeCall) error {
+// failure is the error of a call that cannot reach quorum q.
+func (r *writeRound) failure(c *writeCall, q *quorum) error {
 	if c.fenced != nil {
 		f := *c.fenced // the caller's copy: a later refusal does not change it
 		return &f
 	}
-	e := &QuorumError{Op: "write", Key: c.writes[0].Key, Got: c.t.ok, Need: c.need, N: len(r.asked), Timeout: r.timeout,
-		Failed: slices.Clone(r.failed), Cause: c.cause}
-	for _, p := range r.asked {
-		if !r.answered[p] {
-			e.Missing = append(e.Missing, p)
+	e := &QuorumError{Op: "write", Key: c.writes[0].Key, Timeout: r.timeout, Cause: c.cause}
+	if q != nil {
+		e.Unit = q.unit.String()
+		e.Got, e.Need, e.N = q.shortfall(func(p NodeID) bool { return c.ok[p] })
+		for _, p := range q.members("") {
+			switch {
+			case !r.answered[p]:
+				e.Missing = append(e.Missing, p)
+			case c.no[p]:
+				e.Failed = append(e.Failed, p)
+			}
 		}
 	}
 	return e
@@ -301,5 +422,13 @@ func (r *writeRound) finish(m *Machine) {
 	r.finished = true
 	delete(m.pending, r.req)
 	m.writeRounds--
+	m.rounds.end(r.seq)
+	for _, u := range r.units {
+		if us := m.units[u]; us != nil {
+			us.writes--
+			m.units.release(u)
+		}
+	}
+	m.roundEnded()
 	m.startWrites()
 }

@@ -30,12 +30,18 @@ func (d *MemDisk) Do(op DiskOp) DiskResult {
 		return DiskResult{ID: op.ID, entries: out}
 	case DiskScan:
 		var out []entry
+		more := false
 		for _, k := range d.sortedKeys() {
-			if strings.HasPrefix(k, op.prefix) {
-				out = append(out, d.entries[k])
+			if !strings.HasPrefix(k, op.prefix) || (op.after != "" && k <= op.after) {
+				continue
 			}
+			if op.limit > 0 && len(out) == op.limit {
+				more = true
+				break
+			}
+			out = append(out, d.entries[k])
 		}
-		return DiskResult{ID: op.ID, entries: out}
+		return DiskResult{ID: op.ID, entries: out, more: more}
 	case DiskBuckets:
 		var out []entry
 		for _, k := range d.sortedKeys() {
@@ -50,14 +56,11 @@ func (d *MemDisk) Do(op DiskOp) DiskResult {
 	return failed(op, errDiskClosed)
 }
 
-// State returns what a machine opening this disk starts from.
-func (d *MemDisk) State() DiskState {
-	var st DiskState
-	var none entry
+// State returns what a machine opening this disk with layout l starts from.
+func (d *MemDisk) State(l Layout) DiskState {
+	st := newDiskState(l)
 	for k, e := range d.entries {
-		st.dig.update(k, &none, &e)
-		st.maxCounter = max(st.maxCounter, e.rec.Version.Counter)
-		st.entries++
+		st.add(k, &e)
 	}
 	return st
 }
@@ -117,12 +120,32 @@ func (d *MemDisk) sortedKeys() []string {
 	return keys
 }
 
-// DiskState is what a Machine starts from: the digest of what its disk holds, the highest
-// counter stored, and how many entries it holds.
+// DiskState is what a Machine starts from: the digests of what its disk holds (by the
+// machine's Layout), the highest counter stored, and how many entries it holds.
 type DiskState struct {
-	dig        digest
+	dig        digest // of every key (the anti-entropy index's check)
+	hold       holdings
 	maxCounter uint64
 	entries    int
+}
+
+func newDiskState(l Layout) DiskState { return DiskState{hold: newHoldings(l)} }
+
+// add accounts for a stored entry.
+func (s *DiskState) add(key string, e *entry) {
+	var none entry
+	s.dig.update(key, &none, e)
+	s.hold.update(key, &none, e)
+	s.maxCounter = max(s.maxCounter, e.rec.Version.Counter)
+	s.entries++
+}
+
+// holdings returns the digests by unit of layout l (empty for a zero DiskState).
+func (s *DiskState) holdings(l Layout) holdings {
+	if s.hold.units == nil {
+		return newHoldings(l)
+	}
+	return s.hold
 }
 
 // Entries is how many entries the disk holds.

@@ -14,7 +14,6 @@ import (
 // dir (none when empty).
 func majorities(dir string) func(*Config) {
 	return func(cfg *Config) {
-		cfg.WriteMajorityPlus, cfg.ReadMajorityPlus, cfg.MajorityMinCap = PlusNone, PlusNone, 1
 		if dir != "" {
 			cfg.RefillMarker = filepath.Join(dir, filepath.Base(cfg.Dir)+".refill")
 		}
@@ -110,6 +109,8 @@ func TestRebuiltReplicaRefillsBeforeItCounts(t *testing.T) {
 
 // TestFarFewerKeysRefills: a replica that comes back holding far fewer keys than a peer (its
 // store replaced by an empty one, no marker) warns, refills, and holds everything after.
+// It is the oldest member's: the others refill at every return to the metadata's replicas
+// anyway (enteredMeta).
 func TestFarFewerKeysRefills(t *testing.T) {
 	markers := t.TempDir()
 	returning := false
@@ -117,13 +118,13 @@ func TestFarFewerKeysRefills(t *testing.T) {
 		majorities(markers)(cfg)
 		cfg.Returning = returning // a new cluster: its stores start empty
 	})
-	keys := writeKeys(t, c.stores[0], "a", 200)
-	c.closeStore(2)
-	if err := os.RemoveAll(c.dirs[2]); err != nil {
+	keys := writeKeys(t, c.stores[1], "a", 200)
+	c.closeStore(0)
+	if err := os.RemoveAll(c.dirs[0]); err != nil {
 		t.Fatal(err)
 	}
 	returning = true
-	s2 := c.open(2)
+	s2 := c.open(0)
 	waitUntil(t, "the replica refilled", func() bool {
 		st := s2.Refill()
 		return !st.Active && st.Reason != ""
@@ -136,9 +137,10 @@ func TestFarFewerKeysRefills(t *testing.T) {
 	}
 }
 
-// TestNewReplicaIsNotCompared: a new member's empty store counts at once: it catches up by
-// anti-entropy and never refills.
-func TestNewReplicaIsNotCompared(t *testing.T) {
+// TestNewReplicaRefillsTheMetadata: a new member's empty store joining the metadata
+// replicas refills them (it is not compared: it holds nothing by design) and then holds
+// every write.
+func TestNewReplicaRefillsTheMetadata(t *testing.T) {
 	c := newCluster(t, 2, majorities(""))
 	keys := writeKeys(t, c.stores[0], "a", 100)
 	c.closeStore(1)
@@ -146,8 +148,8 @@ func TestNewReplicaIsNotCompared(t *testing.T) {
 		t.Fatal(err)
 	}
 	s1 := c.open(1) // not Returning: a new member
-	waitUntil(t, "the new replica caught up", func() bool { return holdsAll(t, s1, keys) })
-	if st := s1.Refill(); st.Active || st.Reason != "" {
-		t.Fatalf("a new replica refills: %+v", st)
+	waitUntil(t, "the new replica caught up", func() bool { return !s1.Refill().Active && holdsAll(t, s1, keys) })
+	if st := s1.Refill(); !strings.Contains(st.Reason, "joined the metadata replicas") {
+		t.Fatalf("refill of a new replica: %+v", st)
 	}
 }

@@ -36,7 +36,7 @@ type Store struct {
 	m       *Machine
 	waiting map[CallID]func(Answer)
 	peers   map[NodeID]peer.ID // decoded once
-	members []NodeID           // the last Config.Members given to the machine
+	place   *Placement         // the last Config.Placement given to the machine
 
 	inbox    chan storeInput
 	loopDone chan struct{}
@@ -73,13 +73,14 @@ type storeInput struct {
 
 // apiCall is a Write, Get or Scan of the Store's API; done hears its answer on the loop.
 type apiCall struct {
-	writes []Write
-	get    bool
-	key    string
-	fence  uint64
-	scan   bool
-	prefix string
-	done   func(Answer)
+	writes  []Write
+	get     bool
+	key     string
+	fence   uint64
+	scan    bool
+	scanAll bool
+	prefix  string
+	done    func(Answer)
 }
 
 // Open opens (creating if needed) the store in cfg.Dir, serves the replica protocol on
@@ -114,7 +115,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.space = newDiskGuard(cfg.Dir, cfg.MinFreeSpace, db.Opts(), s.log)
 	s.disk = newBadgerDisk(db, cfg.Dir, s.log, s.met, s.space, s.caught, s.diskDone)
-	st, err := s.disk.state()
+	st, err := s.disk.state(cfg.Layout)
 	if err == nil {
 		s.m, err = NewMachine(s.machineConfig(), st, time.Now())
 	}
@@ -130,15 +131,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	mc := s.m.cfg
 	s.out = &outboxes{ctx: s.ctx, host: s.host, timeout: mc.Timeout, dropped: s.frameDropped, spawn: s.spawn, by: make(map[peer.ID]chan []byte)}
 
-	if st := s.m.Refill(); st.Active { // before the loop owns the machine
+	s.syncPlacement(time.Now()) // before the loop owns the machine
+	s.refill = s.m.Refill()
+	if st := s.refill; st.Active {
 		s.log.Warn("this replica refills from its peers before its answers count in reads", "dir", cfg.Dir, "why", st.Reason)
 	}
 	// Serve before anything is sent, so that the first answers reach this store.
 	s.host.Handle(Protocol, s.handleFrame)
 	go s.loop()
 	s.spawn(s.watchSpace) // diskspace.go
-	s.log.Info("store opened", "dir", cfg.Dir, "entries", st.entries,
-		"write_majority_plus", mc.WriteMajorityPlus, "read_majority_plus", mc.ReadMajorityPlus, "majority_min_cap", mc.MajorityMinCap)
+	s.log.Info("store opened", "dir", cfg.Dir, "entries", st.entries, "units", len(st.hold.units))
 	return s, nil
 }
 
@@ -191,7 +193,7 @@ func inUse(dir string) error {
 func (s *Store) loop() {
 	defer close(s.loopDone)
 	defer s.caught("the store's loop")
-	timer := time.NewTimer(time.Hour)
+	timer := time.NewTimer(s.untilDeadline())
 	defer timer.Stop()
 	for {
 		select {
@@ -202,7 +204,7 @@ func (s *Store) loop() {
 			return
 		case in := <-s.inbox:
 			now := time.Now()
-			s.syncMembers()
+			s.syncPlacement(now)
 			s.step(now, in)
 			for i := 0; i < 256; i++ { // what else is waiting, before carrying anything out
 				select {
@@ -214,8 +216,9 @@ func (s *Store) loop() {
 				break
 			}
 		case <-timer.C:
-			s.syncMembers()
-			s.m.Tick(time.Now())
+			now := time.Now()
+			s.syncPlacement(now)
+			s.m.Tick(now)
 		}
 		s.execute()
 		timer.Reset(s.untilDeadline())
@@ -231,23 +234,12 @@ func (s *Store) untilDeadline() time.Duration {
 	return max(time.Until(next), time.Millisecond)
 }
 
-// syncMembers gives the machine Config.Members when they changed.
-func (s *Store) syncMembers() {
-	ms := s.cfg.Members()
-	if len(ms) == len(s.members) && (len(ms) == 0 || &ms[0] == &s.members[0] || equalIDs(ms, s.members)) {
-		return
+// syncPlacement gives the machine Config.Placement when it changed.
+func (s *Store) syncPlacement(now time.Time) {
+	if p := s.cfg.Placement(); p != s.place {
+		s.place = p
+		s.m.SetPlacement(now, p)
 	}
-	s.members = ms
-	s.m.SetReplicas(ms)
-}
-
-func equalIDs(a, b []NodeID) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func (s *Store) step(now time.Time, in storeInput) {
@@ -258,6 +250,8 @@ func (s *Store) step(now time.Time, in storeInput) {
 		c := in.call
 		var id CallID
 		switch {
+		case c.scanAll:
+			id = s.m.ScanAll(now, c.prefix)
 		case c.scan:
 			id = s.m.Scan(now, c.prefix)
 		case c.get:
@@ -345,8 +339,8 @@ func (s *Store) submit(c *apiCall) bool {
 	}
 }
 
-// Write stores ws and returns once enough replicas (this one included, see Required with
-// Config.WriteMajorityPlus) hold them on disk. Concurrent calls are group-committed: their
+// Write stores ws and returns once a majority of the replica set of each write's unit
+// holds them on disk (of both sets while the unit's replicas move). Concurrent calls are group-committed: their
 // writes go out together, in one frame per replica and one Badger commit (one fsync) per
 // replica, and each call is acknowledged with its batch.
 //
@@ -379,8 +373,8 @@ func (s *Store) Write(ctx context.Context, ws ...Write) error {
 	return err
 }
 
-// Get returns key's record merged (by the merge rule) from a read quorum of replicas (see
-// Required with Config.ReadMajorityPlus); found is false when no replica of the quorum holds
+// Get returns key's record merged (by the merge rule) from a majority of the replica set of
+// key's unit; found is false when no replica of the quorum holds
 // the key or the winning record is a tombstone (then returned, Deleted set). Replicas of the
 // quorum that lag are sent the merged record (read repair). Concurrent Get and GetFenced
 // calls go out together in one frame per replica.
@@ -415,9 +409,9 @@ func (s *Store) get(ctx context.Context, key string, fence uint64) (Record, bool
 	return a.Record, a.Found, nil
 }
 
-// Scan returns the live records of every key starting with prefix (all keys for ""),
-// sorted by key, merged from a read quorum like Get; tombstones are left out. Replicas of
-// the quorum that lag are repaired.
+// Scan returns the live records of every key starting with prefix, sorted by key, merged
+// from a read quorum of the prefix's unit like Get; tombstones are left out. Replicas of
+// the quorum that lag are repaired. A prefix spanning units fails with ErrSpansUnits.
 func (s *Store) Scan(ctx context.Context, prefix string) ([]Record, error) {
 	if len(prefix) > MaxKeySize {
 		return nil, fmt.Errorf("remember: scan prefix of %d bytes (at most %d): %w", len(prefix), MaxKeySize, ErrTooLarge)
@@ -431,6 +425,54 @@ func (s *Store) Scan(ctx context.Context, prefix string) ([]Record, error) {
 	}
 	s.met.scanned(start, err)
 	return a.Records, err
+}
+
+// ScanAll returns the live records of every key starting with prefix from every member,
+// whatever the units (an administrator's view: stats, inspection), sorted by key; missing
+// names the members that did not answer within the timeout (the records only they hold
+// are left out: a partial result).
+func (s *Store) ScanAll(ctx context.Context, prefix string) (recs []Record, missing []NodeID, err error) {
+	if len(prefix) > MaxKeySize {
+		return nil, nil, fmt.Errorf("remember: scan prefix of %d bytes (at most %d): %w", len(prefix), MaxKeySize, ErrTooLarge)
+	}
+	a, err := s.call(ctx, &apiCall{scanAll: true, prefix: prefix})
+	if err != nil {
+		return nil, nil, fmt.Errorf("remember: scan of %q: %w", prefix, err)
+	}
+	return a.Records, a.Missing, a.Err
+}
+
+// Host tells the store that this member hosts the shard of unit u with allocation epoch
+// epoch (see Machine.Host); it returns at once.
+func (s *Store) Host(u Unit, epoch uint64) {
+	s.post(func() { s.m.Host(time.Now(), u, epoch) })
+}
+
+// Unhost tells the store that this member no longer hosts u's shard.
+func (s *Store) Unhost(u Unit) {
+	s.post(func() { s.m.Unhost(time.Now(), u) })
+}
+
+// post hands fn to the loop without waiting; dropped once the store is closing.
+func (s *Store) post(fn func()) {
+	select {
+	case s.inbox <- storeInput{fn: fn}:
+	case <-s.ctx.Done():
+	}
+}
+
+// Units reports the shard units this member hosts: their replica sets and moves.
+func (s *Store) Units() []UnitStatus {
+	var out []UnitStatus
+	s.onLoop(func() { out = s.m.Units() })
+	return out
+}
+
+// Holdings reports what this replica holds: the shard units it has records of, and how
+// many metadata keys.
+func (s *Store) Holdings() (units []Holding, metaKeys int) {
+	s.onLoop(func() { units, metaKeys = s.m.Holdings() })
+	return units, metaKeys
 }
 
 // call hands c to the loop and waits for its answer or ctx. An error is ctx's or ErrClosed;
@@ -512,20 +554,27 @@ func checkKey(key string) error {
 	return nil
 }
 
-// digestSnapshot returns the machine's digest of the local replica; the zero digest once
-// the store is closed.
-func (s *Store) digestSnapshot() *digest {
-	d := new(digest)
+// onLoop runs fn on the loop and waits for it; false once the store is closed.
+func (s *Store) onLoop(fn func()) bool {
 	done := make(chan struct{})
 	select {
-	case s.inbox <- storeInput{fn: func() { *d = s.m.dig; close(done) }}:
+	case s.inbox <- storeInput{fn: func() { fn(); close(done) }}:
 	case <-s.ctx.Done():
-		return d
+		return false
 	}
 	select {
 	case <-done:
+		return true
 	case <-s.loopDone:
+		return false
 	}
+}
+
+// digestSnapshot returns the machine's digest of the metadata on the local replica; the
+// zero digest once the store is closed.
+func (s *Store) digestSnapshot() *digest {
+	d := new(digest)
+	s.onLoop(func() { *d = s.m.hold.meta })
 	return d
 }
 

@@ -10,7 +10,8 @@ import (
 // echo heartbeats, and the majority lease counts only echoed grants (a member of version 1
 // would never grant one, so the two must not share a cluster). 3: the voters (a member of
 // version 2 would count every member in the lease and the split-brain resolver's majority).
-const ProtocolVersion = 3
+// 4: replica sets (a member of version 3 stores every key and counts every member).
+const ProtocolVersion = 4
 
 // Errors returned by the decoders.
 var (

@@ -42,7 +42,7 @@ func DecodeReplica(frame []byte) (*pb.ReplicaEnvelope, error) {
 	if err := checkVersion("replica", env.ProtocolVersion); err != nil {
 		return nil, err
 	}
-	if _, ok := env.Msg.(*pb.ReplicaEnvelope_Repair); !ok && env.RequestId == 0 {
+	if !oneWay(env.Msg) && env.RequestId == 0 {
 		if env.Msg == nil {
 			return nil, malformed("replica frame carries no message")
 		}
@@ -57,7 +57,8 @@ func DecodeReplica(frame []byte) (*pb.ReplicaEnvelope, error) {
 		if len(m.Write.Records) == 0 {
 			return nil, malformed("write has no records")
 		}
-		err = checkRecords("write", m.Write.Records, true, false)
+		// A merge (a unit's copy) carries records as stored: fence floors without versions.
+		err = checkRecords("write", m.Write.Records, !m.Write.Merge, false)
 	case *pb.ReplicaEnvelope_WriteAck:
 		err = checkWriteAck(m.WriteAck)
 	case *pb.ReplicaEnvelope_Read:
@@ -75,6 +76,29 @@ func DecodeReplica(frame []byte) (*pb.ReplicaEnvelope, error) {
 		}
 	case *pb.ReplicaEnvelope_Summaries:
 		err = checkSummaries(m.Summaries)
+	case *pb.ReplicaEnvelope_UnitDigest:
+		err = checkUnits(m.UnitDigest)
+	case *pb.ReplicaEnvelope_UnitDigests:
+		err = checkUnitDigests(m.UnitDigests)
+	case *pb.ReplicaEnvelope_Drop:
+		if m.Drop == nil {
+			return nil, malformed("drop is missing")
+		}
+		err = checkUnit("drop.unit", m.Drop.Unit)
+	case *pb.ReplicaEnvelope_DropAck:
+		if m.DropAck == nil {
+			return nil, malformed("drop_ack is missing")
+		}
+		if len(m.DropAck.Error) > maxReplicaError {
+			return nil, malformed("drop_ack.error is %d bytes long (at most %d)", len(m.DropAck.Error), maxReplicaError)
+		}
+	case *pb.ReplicaEnvelope_Collect:
+		if m.Collect == nil {
+			return nil, malformed("collect is missing")
+		}
+		err = checkUnit("collect.unit", m.Collect.Unit)
+	case *pb.ReplicaEnvelope_Synced:
+		err = checkUnit("synced", m.Synced)
 	default:
 		return nil, malformed("replica frame carries an unknown message %T", m)
 	}
@@ -82,6 +106,64 @@ func DecodeReplica(frame []byte) (*pb.ReplicaEnvelope, error) {
 		return nil, err
 	}
 	return &env, nil
+}
+
+// oneWay reports whether msg is a one-way frame, without a request id.
+func oneWay(msg any) bool {
+	switch msg.(type) {
+	case *pb.ReplicaEnvelope_Repair, *pb.ReplicaEnvelope_Collect, *pb.ReplicaEnvelope_Synced:
+		return true
+	}
+	return false
+}
+
+// MaxReplicaUnits is the most units one frame may name.
+const MaxReplicaUnits = 1 << 16
+
+// checkUnit validates a shard unit's name: an entity type and a shard id.
+func checkUnit(field string, u *pb.ReplicaUnit) error {
+	switch {
+	case u == nil:
+		return malformed("%s is missing", field)
+	case u.Type == "" || len(u.Type) > MaxReplicaKeyLen:
+		return malformed("%s.type is %d bytes long (1..%d)", field, len(u.Type), MaxReplicaKeyLen)
+	case len(u.Shard) > MaxReplicaKeyLen:
+		return malformed("%s.shard is %d bytes long (at most %d)", field, len(u.Shard), MaxReplicaKeyLen)
+	}
+	return nil
+}
+
+func checkUnits(l *pb.ReplicaUnits) error {
+	if l == nil {
+		return malformed("unit_digest is missing")
+	}
+	if n := len(l.Units); n == 0 || n > MaxReplicaUnits {
+		return malformed("unit_digest names %d units (1..%d)", n, MaxReplicaUnits)
+	}
+	for i, u := range l.Units {
+		if err := checkUnit(fmt.Sprintf("unit_digest.units[%d]", i), u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkUnitDigests(l *pb.ReplicaUnitDigests) error {
+	if l == nil {
+		return malformed("unit_digests is missing")
+	}
+	if len(l.Digests) > MaxReplicaUnits {
+		return malformed("unit_digests has %d digests (at most %d)", len(l.Digests), MaxReplicaUnits)
+	}
+	for i, d := range l.Digests {
+		if d == nil {
+			return malformed("unit_digests.digests[%d] is missing", i)
+		}
+		if err := checkUnit(fmt.Sprintf("unit_digests.digests[%d].unit", i), d.Unit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkWriteAck(a *pb.ReplicaWriteAck) error {
@@ -113,7 +195,13 @@ func checkRead(r *pb.ReplicaRead) error {
 		if len(r.Prefix) > MaxReplicaKeyLen {
 			return malformed("read.prefix is %d bytes long (at most %d)", len(r.Prefix), MaxReplicaKeyLen)
 		}
+		if len(r.After) > MaxReplicaKeyLen {
+			return malformed("read.after is %d bytes long (at most %d)", len(r.After), MaxReplicaKeyLen)
+		}
 		return nil
+	}
+	if len(r.After) > 0 || r.Limit > 0 {
+		return malformed("read names keys and a page")
 	}
 	if n := len(r.Keys); n == 0 || n > MaxReplicaRecords {
 		return malformed("read names %d keys (1..%d)", n, MaxReplicaRecords)

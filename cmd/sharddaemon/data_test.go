@@ -44,8 +44,7 @@ func testDataDir(t *testing.T, writes [][]remember.Write, fenced []string) strin
 	}
 	defer h.Close()
 	st, err := remember.Open(ctx, remember.Config{
-		Dir: datadir.StorePath(dir), Host: h, Members: func() []remember.NodeID { return []remember.NodeID{remember.NodeID(h.ID().String())} },
-		WriteMajorityPlus: remember.PlusNone, ReadMajorityPlus: remember.PlusNone, MajorityMinCap: 1,
+		Dir: datadir.StorePath(dir), Host: h, Placement: remember.FixedPlacement(remember.NodeID(h.ID().String())),
 	})
 	if err != nil {
 		t.Fatal(err)

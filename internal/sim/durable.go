@@ -75,7 +75,9 @@ type counterState struct {
 }
 
 // stateKey is the store key of an entity's state, as node's LoadState and SaveState use it.
-func stateKey(k entityKey) string { return datadir.Key(datadir.FamilyState, k.typ, string(k.entity)) }
+func (s *Sim) stateKey(k entityKey) string {
+	return node.StateKey(k.typ, s.extract(k.entity), k.entity)
+}
 
 // handle increments the counter for m: load it first (fenced by the epoch), then save the
 // new value (fenced) and answer; next goes on with the mailbox.
@@ -110,7 +112,7 @@ func (c *counterState) load(e *simEntity, done func(error)) {
 	var attempt func(again bool)
 	attempt = func(again bool) {
 		e.r.n.store.call(func(m *remember.Machine) remember.CallID {
-			return m.Get(e.r.s.now, stateKey(e.key), uint64(e.epoch))
+			return m.Get(e.r.s.now, e.r.s.stateKey(e.key), uint64(e.epoch))
 		}, func(a remember.Answer) {
 			if errors.Is(a.Err, remember.ErrNoQuorum) && again {
 				attempt(false)
@@ -147,7 +149,7 @@ func (c *counterState) save(e *simEntity, m *node.Message, done func(any, error)
 	id := idOf(m, e.t)
 	next := c.value + 1
 	b.saving[id] = true
-	w := remember.Write{Key: stateKey(e.key), Value: strconv.AppendInt(nil, next, 10), Epoch: uint64(e.epoch)}
+	w := remember.Write{Key: e.r.s.stateKey(e.key), Value: strconv.AppendInt(nil, next, 10), Epoch: uint64(e.epoch)}
 	var attempt func(again bool)
 	attempt = func(again bool) {
 		e.r.n.store.call(func(m *remember.Machine) remember.CallID {
@@ -202,7 +204,7 @@ func (s *Sim) CheckCounters() error {
 				unknown++
 			}
 		}
-		v := stored[stateKey(k)]
+		v := stored[s.stateKey(k)]
 		if int64(acked) > v || v > int64(acked+unknown) {
 			return fmt.Errorf("counter %s holds %d: want between %d acknowledged and %d acknowledged or unknown increments",
 				k, v, acked, acked+unknown)

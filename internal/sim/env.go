@@ -8,6 +8,7 @@ import (
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/remember"
 	"github.com/shardmesh/shardmesh/wire"
 )
 
@@ -75,6 +76,10 @@ func (e *simEnv) gossip(frame []byte) {
 func (e *simEnv) Store(id uint64, req node.StoreRequest) { e.n.store.request(id, req) }
 
 func (e *simEnv) Lease(op engine.LeaseOp) { e.s.leaseOp(e.n, op) }
+
+func (e *simEnv) HostShard(u remember.Unit, epoch uint64, hosted bool) {
+	e.n.store.host(u, epoch, hosted)
+}
 
 func (e *simEnv) StartEntity(t *node.EntityType, ctx node.EntityContext) node.Incarnation {
 	return e.n.entities.start(t, ctx)

@@ -222,8 +222,8 @@ func (s *Sim) Start(i int, seeds ...int) {
 	n.entities = newEntityRuntime(s, n)
 	n.leases = map[leaseKey]uint64{}
 	n.removed = map[membership.NodeID]uint64{}
-	n.Core = node.NewCore(node.CoreConfig{Membership: s.opts.Membership, ClusterName: "sim", Logger: s.opts.Logger.With("node", n.ID)},
-		self, n.env, s.now)
+	n.Core = node.NewCore(node.CoreConfig{Membership: s.opts.Membership, ClusterName: "sim", Logger: s.opts.Logger.With("node", n.ID),
+		ReplicationFactor: s.opts.Store.ReplicationFactor}, self, n.env, s.now)
 	n.E = n.Core.Engine()
 	n.M = n.E.Membership()
 	n.store.open()

@@ -32,7 +32,7 @@ type memberStore struct {
 	inc      uint64
 	calls    map[remember.CallID]uint64 // machine call → the core's request id
 	own      map[remember.CallID]func(remember.Answer)
-	replicas []membership.NodeID // the last given to the machine
+	place    *remember.Placement // the last given to the machine
 	applies  []remember.DiskOp   // queued; the first one is in progress when applying
 	applying bool
 	wake     time.Time // when the machine's next tick is scheduled (zero: none)
@@ -52,14 +52,15 @@ func (st *memberStore) real() bool { return len(st.s.opts.Types) > 0 }
 func (st *memberStore) open() {
 	st.inc = st.n.Incarnation
 	st.calls, st.own = map[remember.CallID]uint64{}, map[remember.CallID]func(remember.Answer){}
-	st.replicas, st.applies, st.applying, st.wake = nil, nil, false, time.Time{}
+	st.place, st.applies, st.applying, st.wake = nil, nil, false, time.Time{}
 	if !st.real() {
 		return
 	}
 	cfg := st.s.opts.Store.MachineConfig(st.n.ID)
 	cfg.AntiEntropyInterval = st.s.opts.AntiEntropyInterval
 	cfg.Seed = st.s.auxRng.Uint64()
-	m, err := remember.NewMachine(cfg, st.disk.State(), st.s.now)
+	cfg.Returning = st.n.Incarnation > 1 // as node's: the member ran before with this disk
+	m, err := remember.NewMachine(cfg, st.disk.State(cfg.Layout), st.s.now)
 	if err != nil {
 		panic(err)
 	}
@@ -110,15 +111,28 @@ func (st *memberStore) call(start func(m *remember.Machine) remember.CallID, don
 	st.sync()
 }
 
-// sync gives the machine the replicas the core counts and carries out what it asks for.
+// host tells the machine its member hosts (or no longer hosts) a shard.
+func (st *memberStore) host(u remember.Unit, epoch uint64, hosted bool) {
+	if st.m == nil {
+		return
+	}
+	if hosted {
+		st.m.Host(st.s.now, u, epoch)
+	} else {
+		st.m.Unhost(st.s.now, u)
+	}
+	st.sync()
+}
+
+// sync gives the machine the placement the core sees and carries out what it asks for.
 func (st *memberStore) sync() {
 	if st.m == nil || !st.n.Alive {
 		return
 	}
 	if v := st.n.Core.View(); v != nil {
-		if r := v.Replicas(); !sameSlice(r, st.replicas) {
-			st.replicas = r
-			st.m.SetReplicas(r)
+		if p := v.Placement(); p != st.place {
+			st.place = p
+			st.m.SetPlacement(st.s.now, p)
 		}
 	}
 	s, n, inc := st.s, st.n, st.inc
@@ -165,10 +179,6 @@ func (st *memberStore) sync() {
 			})
 		})
 	}
-}
-
-func sameSlice(a, b []membership.NodeID) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // when runs fn on the node's process inc while it runs its store; a paused process runs it

@@ -43,6 +43,12 @@ type ReplicaEnvelope struct {
 	//	*ReplicaEnvelope_Repair
 	//	*ReplicaEnvelope_Digest
 	//	*ReplicaEnvelope_Summaries
+	//	*ReplicaEnvelope_UnitDigest
+	//	*ReplicaEnvelope_UnitDigests
+	//	*ReplicaEnvelope_Drop
+	//	*ReplicaEnvelope_DropAck
+	//	*ReplicaEnvelope_Collect
+	//	*ReplicaEnvelope_Synced
 	Msg           isReplicaEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -162,6 +168,60 @@ func (x *ReplicaEnvelope) GetSummaries() *ReplicaSummaries {
 	return nil
 }
 
+func (x *ReplicaEnvelope) GetUnitDigest() *ReplicaUnits {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_UnitDigest); ok {
+			return x.UnitDigest
+		}
+	}
+	return nil
+}
+
+func (x *ReplicaEnvelope) GetUnitDigests() *ReplicaUnitDigests {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_UnitDigests); ok {
+			return x.UnitDigests
+		}
+	}
+	return nil
+}
+
+func (x *ReplicaEnvelope) GetDrop() *ReplicaDrop {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_Drop); ok {
+			return x.Drop
+		}
+	}
+	return nil
+}
+
+func (x *ReplicaEnvelope) GetDropAck() *ReplicaDropAck {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_DropAck); ok {
+			return x.DropAck
+		}
+	}
+	return nil
+}
+
+func (x *ReplicaEnvelope) GetCollect() *ReplicaCollect {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_Collect); ok {
+			return x.Collect
+		}
+	}
+	return nil
+}
+
+func (x *ReplicaEnvelope) GetSynced() *ReplicaUnit {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_Synced); ok {
+			return x.Synced
+		}
+	}
+	return nil
+}
+
 type isReplicaEnvelope_Msg interface {
 	isReplicaEnvelope_Msg()
 }
@@ -201,6 +261,38 @@ type ReplicaEnvelope_Summaries struct {
 	Summaries *ReplicaSummaries `protobuf:"bytes,9,opt,name=summaries,proto3,oneof"`
 }
 
+type ReplicaEnvelope_UnitDigest struct {
+	// Request of a unit's host: the digests of these shard units. Answered by
+	// unit_digests.
+	UnitDigest *ReplicaUnits `protobuf:"bytes,10,opt,name=unit_digest,json=unitDigest,proto3,oneof"`
+}
+
+type ReplicaEnvelope_UnitDigests struct {
+	UnitDigests *ReplicaUnitDigests `protobuf:"bytes,11,opt,name=unit_digests,json=unitDigests,proto3,oneof"`
+}
+
+type ReplicaEnvelope_Drop struct {
+	// Request of a unit's host: drop every record of the unit, a replica no longer (the
+	// records moved to other members). Answered by drop_ack.
+	Drop *ReplicaDrop `protobuf:"bytes,12,opt,name=drop,proto3,oneof"`
+}
+
+type ReplicaEnvelope_DropAck struct {
+	DropAck *ReplicaDropAck `protobuf:"bytes,13,opt,name=drop_ack,json=dropAck,proto3,oneof"`
+}
+
+type ReplicaEnvelope_Collect struct {
+	// One-way, from a unit's host: collect the unit's tombstones if its digest is still
+	// hash (every replica held them when the host compared).
+	Collect *ReplicaCollect `protobuf:"bytes,14,opt,name=collect,proto3,oneof"`
+}
+
+type ReplicaEnvelope_Synced struct {
+	// One-way, from a unit's host to a refilling replica: it now holds what the unit's
+	// other replicas hold, and counts in the unit's reads again.
+	Synced *ReplicaUnit `protobuf:"bytes,15,opt,name=synced,proto3,oneof"`
+}
+
 func (*ReplicaEnvelope_Write) isReplicaEnvelope_Msg() {}
 
 func (*ReplicaEnvelope_WriteAck) isReplicaEnvelope_Msg() {}
@@ -214,6 +306,18 @@ func (*ReplicaEnvelope_Repair) isReplicaEnvelope_Msg() {}
 func (*ReplicaEnvelope_Digest) isReplicaEnvelope_Msg() {}
 
 func (*ReplicaEnvelope_Summaries) isReplicaEnvelope_Msg() {}
+
+func (*ReplicaEnvelope_UnitDigest) isReplicaEnvelope_Msg() {}
+
+func (*ReplicaEnvelope_UnitDigests) isReplicaEnvelope_Msg() {}
+
+func (*ReplicaEnvelope_Drop) isReplicaEnvelope_Msg() {}
+
+func (*ReplicaEnvelope_DropAck) isReplicaEnvelope_Msg() {}
+
+func (*ReplicaEnvelope_Collect) isReplicaEnvelope_Msg() {}
+
+func (*ReplicaEnvelope_Synced) isReplicaEnvelope_Msg() {}
 
 // ReplicaRecord is one key's replicated state. epoch, counter and writer are its version
 // (all zero/empty for a key that only has a fence floor). In summaries value is left out and
@@ -325,7 +429,13 @@ func (x *ReplicaRecord) GetValueHash() uint64 {
 type ReplicaWrite struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Versions assigned by the writing member; floor is ignored.
-	Records       []*ReplicaRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	Records []*ReplicaRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// Merge the records by the merge rule instead (floors included, never refused): a
+	// unit's records copied to a new replica, with the host's allocation epoch and the
+	// move's sequence number (a drop from an earlier move must not remove them).
+	Merge         bool   `protobuf:"varint,2,opt,name=merge,proto3" json:"merge,omitempty"`
+	MoveEpoch     uint64 `protobuf:"varint,3,opt,name=move_epoch,json=moveEpoch,proto3" json:"move_epoch,omitempty"`
+	MoveSeq       uint64 `protobuf:"varint,4,opt,name=move_seq,json=moveSeq,proto3" json:"move_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -365,6 +475,27 @@ func (x *ReplicaWrite) GetRecords() []*ReplicaRecord {
 		return x.Records
 	}
 	return nil
+}
+
+func (x *ReplicaWrite) GetMerge() bool {
+	if x != nil {
+		return x.Merge
+	}
+	return false
+}
+
+func (x *ReplicaWrite) GetMoveEpoch() uint64 {
+	if x != nil {
+		return x.MoveEpoch
+	}
+	return 0
+}
+
+func (x *ReplicaWrite) GetMoveSeq() uint64 {
+	if x != nil {
+		return x.MoveSeq
+	}
+	return 0
 }
 
 type ReplicaWriteAck struct {
@@ -483,8 +614,12 @@ type ReplicaRead struct {
 	// fenced) durably before answering.
 	Fences []uint64 `protobuf:"varint,2,rep,packed,name=fences,proto3" json:"fences,omitempty"`
 	// Scan every key starting with prefix (keys must be empty).
-	Scan          bool   `protobuf:"varint,3,opt,name=scan,proto3" json:"scan,omitempty"`
-	Prefix        []byte `protobuf:"bytes,4,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Scan   bool   `protobuf:"varint,3,opt,name=scan,proto3" json:"scan,omitempty"`
+	Prefix []byte `protobuf:"bytes,4,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// A scan's page: the keys after this one (none: from the first), at most limit of them
+	// (0: all).
+	After         []byte `protobuf:"bytes,5,opt,name=after,proto3" json:"after,omitempty"`
+	Limit         uint32 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -547,13 +682,31 @@ func (x *ReplicaRead) GetPrefix() []byte {
 	return nil
 }
 
+func (x *ReplicaRead) GetAfter() []byte {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *ReplicaRead) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 type ReplicaRecords struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Records []*ReplicaRecord       `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
 	// The answer's last frame.
 	Last bool `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
 	// Non-empty when the replica could not answer (a disk error); last is then true.
-	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// A scan's page was cut at its limit: more keys follow the last one.
+	More bool `protobuf:"varint,4,opt,name=more,proto3" json:"more,omitempty"`
+	// With error: the replica refills and does not count in this read yet (ask again).
+	Refilling     bool `protobuf:"varint,5,opt,name=refilling,proto3" json:"refilling,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -607,6 +760,20 @@ func (x *ReplicaRecords) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *ReplicaRecords) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+func (x *ReplicaRecords) GetRefilling() bool {
+	if x != nil {
+		return x.Refilling
+	}
+	return false
 }
 
 type ReplicaDigest struct {
@@ -736,11 +903,398 @@ func (x *ReplicaSummaries) GetRefilling() bool {
 	return false
 }
 
+// ReplicaUnit names a shard unit: the records of one shard of an entity type.
+type ReplicaUnit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Shard         string                 `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaUnit) Reset() {
+	*x = ReplicaUnit{}
+	mi := &file_replica_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaUnit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaUnit) ProtoMessage() {}
+
+func (x *ReplicaUnit) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaUnit.ProtoReflect.Descriptor instead.
+func (*ReplicaUnit) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ReplicaUnit) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ReplicaUnit) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+type ReplicaUnits struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Units         []*ReplicaUnit         `protobuf:"bytes,1,rep,name=units,proto3" json:"units,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaUnits) Reset() {
+	*x = ReplicaUnits{}
+	mi := &file_replica_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaUnits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaUnits) ProtoMessage() {}
+
+func (x *ReplicaUnits) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaUnits.ProtoReflect.Descriptor instead.
+func (*ReplicaUnits) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ReplicaUnits) GetUnits() []*ReplicaUnit {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+// ReplicaUnitDigest is what a replica holds of a unit: the XOR of its keys' state hashes,
+// how many keys, how many of them tombstones.
+type ReplicaUnitDigest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Unit       *ReplicaUnit           `protobuf:"bytes,1,opt,name=unit,proto3" json:"unit,omitempty"`
+	Hash       uint64                 `protobuf:"fixed64,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	Count      uint64                 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	Tombstones uint64                 `protobuf:"varint,4,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
+	// The replica refills and has not been synced for this unit: it does not count.
+	Refilling     bool `protobuf:"varint,5,opt,name=refilling,proto3" json:"refilling,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaUnitDigest) Reset() {
+	*x = ReplicaUnitDigest{}
+	mi := &file_replica_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaUnitDigest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaUnitDigest) ProtoMessage() {}
+
+func (x *ReplicaUnitDigest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaUnitDigest.ProtoReflect.Descriptor instead.
+func (*ReplicaUnitDigest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ReplicaUnitDigest) GetUnit() *ReplicaUnit {
+	if x != nil {
+		return x.Unit
+	}
+	return nil
+}
+
+func (x *ReplicaUnitDigest) GetHash() uint64 {
+	if x != nil {
+		return x.Hash
+	}
+	return 0
+}
+
+func (x *ReplicaUnitDigest) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ReplicaUnitDigest) GetTombstones() uint64 {
+	if x != nil {
+		return x.Tombstones
+	}
+	return 0
+}
+
+func (x *ReplicaUnitDigest) GetRefilling() bool {
+	if x != nil {
+		return x.Refilling
+	}
+	return false
+}
+
+type ReplicaUnitDigests struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Digests       []*ReplicaUnitDigest   `protobuf:"bytes,1,rep,name=digests,proto3" json:"digests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaUnitDigests) Reset() {
+	*x = ReplicaUnitDigests{}
+	mi := &file_replica_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaUnitDigests) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaUnitDigests) ProtoMessage() {}
+
+func (x *ReplicaUnitDigests) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaUnitDigests.ProtoReflect.Descriptor instead.
+func (*ReplicaUnitDigests) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ReplicaUnitDigests) GetDigests() []*ReplicaUnitDigest {
+	if x != nil {
+		return x.Digests
+	}
+	return nil
+}
+
+type ReplicaDrop struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Unit  *ReplicaUnit           `protobuf:"bytes,1,opt,name=unit,proto3" json:"unit,omitempty"`
+	// The dropping host's allocation epoch and move sequence number: a replica that took a
+	// copy of a later move keeps the records.
+	MoveEpoch     uint64 `protobuf:"varint,2,opt,name=move_epoch,json=moveEpoch,proto3" json:"move_epoch,omitempty"`
+	MoveSeq       uint64 `protobuf:"varint,3,opt,name=move_seq,json=moveSeq,proto3" json:"move_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaDrop) Reset() {
+	*x = ReplicaDrop{}
+	mi := &file_replica_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaDrop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaDrop) ProtoMessage() {}
+
+func (x *ReplicaDrop) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaDrop.ProtoReflect.Descriptor instead.
+func (*ReplicaDrop) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ReplicaDrop) GetUnit() *ReplicaUnit {
+	if x != nil {
+		return x.Unit
+	}
+	return nil
+}
+
+func (x *ReplicaDrop) GetMoveEpoch() uint64 {
+	if x != nil {
+		return x.MoveEpoch
+	}
+	return 0
+}
+
+func (x *ReplicaDrop) GetMoveSeq() uint64 {
+	if x != nil {
+		return x.MoveSeq
+	}
+	return 0
+}
+
+type ReplicaDropAck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The replica kept the records: a later move copied them to it.
+	Kept          bool   `protobuf:"varint,1,opt,name=kept,proto3" json:"kept,omitempty"`
+	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaDropAck) Reset() {
+	*x = ReplicaDropAck{}
+	mi := &file_replica_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaDropAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaDropAck) ProtoMessage() {}
+
+func (x *ReplicaDropAck) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaDropAck.ProtoReflect.Descriptor instead.
+func (*ReplicaDropAck) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ReplicaDropAck) GetKept() bool {
+	if x != nil {
+		return x.Kept
+	}
+	return false
+}
+
+func (x *ReplicaDropAck) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type ReplicaCollect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Unit          *ReplicaUnit           `protobuf:"bytes,1,opt,name=unit,proto3" json:"unit,omitempty"`
+	Hash          uint64                 `protobuf:"fixed64,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaCollect) Reset() {
+	*x = ReplicaCollect{}
+	mi := &file_replica_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaCollect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaCollect) ProtoMessage() {}
+
+func (x *ReplicaCollect) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaCollect.ProtoReflect.Descriptor instead.
+func (*ReplicaCollect) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ReplicaCollect) GetUnit() *ReplicaUnit {
+	if x != nil {
+		return x.Unit
+	}
+	return nil
+}
+
+func (x *ReplicaCollect) GetHash() uint64 {
+	if x != nil {
+		return x.Hash
+	}
+	return 0
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
 	"\n" +
-	"\rreplica.proto\x12\x11shardmesh.wire.v1\"\x91\x04\n" +
+	"\rreplica.proto\x12\x11shardmesh.wire.v1\"\x90\a\n" +
 	"\x0fReplicaEnvelope\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1d\n" +
 	"\n" +
@@ -751,7 +1305,15 @@ const file_replica_proto_rawDesc = "" +
 	"\arecords\x18\x06 \x01(\v2!.shardmesh.wire.v1.ReplicaRecordsH\x00R\arecords\x12;\n" +
 	"\x06repair\x18\a \x01(\v2!.shardmesh.wire.v1.ReplicaRecordsH\x00R\x06repair\x12:\n" +
 	"\x06digest\x18\b \x01(\v2 .shardmesh.wire.v1.ReplicaDigestH\x00R\x06digest\x12C\n" +
-	"\tsummaries\x18\t \x01(\v2#.shardmesh.wire.v1.ReplicaSummariesH\x00R\tsummariesB\x05\n" +
+	"\tsummaries\x18\t \x01(\v2#.shardmesh.wire.v1.ReplicaSummariesH\x00R\tsummaries\x12B\n" +
+	"\vunit_digest\x18\n" +
+	" \x01(\v2\x1f.shardmesh.wire.v1.ReplicaUnitsH\x00R\n" +
+	"unitDigest\x12J\n" +
+	"\funit_digests\x18\v \x01(\v2%.shardmesh.wire.v1.ReplicaUnitDigestsH\x00R\vunitDigests\x124\n" +
+	"\x04drop\x18\f \x01(\v2\x1e.shardmesh.wire.v1.ReplicaDropH\x00R\x04drop\x12>\n" +
+	"\bdrop_ack\x18\r \x01(\v2!.shardmesh.wire.v1.ReplicaDropAckH\x00R\adropAck\x12=\n" +
+	"\acollect\x18\x0e \x01(\v2!.shardmesh.wire.v1.ReplicaCollectH\x00R\acollect\x128\n" +
+	"\x06synced\x18\x0f \x01(\v2\x1e.shardmesh.wire.v1.ReplicaUnitH\x00R\x06syncedB\x05\n" +
 	"\x03msg\"\xce\x01\n" +
 	"\rReplicaRecord\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
@@ -762,24 +1324,32 @@ const file_replica_proto_rawDesc = "" +
 	"\adeleted\x18\x06 \x01(\bR\adeleted\x12\x14\n" +
 	"\x05floor\x18\a \x01(\x04R\x05floor\x12\x1d\n" +
 	"\n" +
-	"value_hash\x18\b \x01(\x04R\tvalueHash\"J\n" +
+	"value_hash\x18\b \x01(\x04R\tvalueHash\"\x9a\x01\n" +
 	"\fReplicaWrite\x12:\n" +
-	"\arecords\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\"d\n" +
+	"\arecords\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x14\n" +
+	"\x05merge\x18\x02 \x01(\bR\x05merge\x12\x1d\n" +
+	"\n" +
+	"move_epoch\x18\x03 \x01(\x04R\tmoveEpoch\x12\x19\n" +
+	"\bmove_seq\x18\x04 \x01(\x04R\amoveSeq\"d\n" +
 	"\x0fReplicaWriteAck\x12;\n" +
 	"\arefused\x18\x01 \x03(\v2!.shardmesh.wire.v1.ReplicaRefusalR\arefused\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"<\n" +
 	"\x0eReplicaRefusal\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x14\n" +
-	"\x05floor\x18\x02 \x01(\x04R\x05floor\"e\n" +
+	"\x05floor\x18\x02 \x01(\x04R\x05floor\"\x91\x01\n" +
 	"\vReplicaRead\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\fR\x04keys\x12\x16\n" +
 	"\x06fences\x18\x02 \x03(\x04R\x06fences\x12\x12\n" +
 	"\x04scan\x18\x03 \x01(\bR\x04scan\x12\x16\n" +
-	"\x06prefix\x18\x04 \x01(\fR\x06prefix\"v\n" +
+	"\x06prefix\x18\x04 \x01(\fR\x06prefix\x12\x14\n" +
+	"\x05after\x18\x05 \x01(\fR\x05after\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\rR\x05limit\"\xa8\x01\n" +
 	"\x0eReplicaRecords\x12:\n" +
 	"\arecords\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x12\n" +
 	"\x04last\x18\x02 \x01(\bR\x04last\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\")\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
+	"\x04more\x18\x04 \x01(\bR\x04more\x12\x1c\n" +
+	"\trefilling\x18\x05 \x01(\bR\trefilling\")\n" +
 	"\rReplicaDigest\x12\x18\n" +
 	"\abuckets\x18\x01 \x03(\x06R\abuckets\"\xbe\x01\n" +
 	"\x10ReplicaSummaries\x12\x18\n" +
@@ -787,7 +1357,33 @@ const file_replica_proto_rawDesc = "" +
 	"\arecords\x18\x02 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x1c\n" +
 	"\tdiffering\x18\x03 \x01(\rR\tdiffering\x12\x18\n" +
 	"\aentries\x18\x04 \x01(\x04R\aentries\x12\x1c\n" +
-	"\trefilling\x18\x05 \x01(\bR\trefillingB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
+	"\trefilling\x18\x05 \x01(\bR\trefilling\"7\n" +
+	"\vReplicaUnit\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\tR\x05shard\"D\n" +
+	"\fReplicaUnits\x124\n" +
+	"\x05units\x18\x01 \x03(\v2\x1e.shardmesh.wire.v1.ReplicaUnitR\x05units\"\xaf\x01\n" +
+	"\x11ReplicaUnitDigest\x122\n" +
+	"\x04unit\x18\x01 \x01(\v2\x1e.shardmesh.wire.v1.ReplicaUnitR\x04unit\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\x06R\x04hash\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x04R\x05count\x12\x1e\n" +
+	"\n" +
+	"tombstones\x18\x04 \x01(\x04R\n" +
+	"tombstones\x12\x1c\n" +
+	"\trefilling\x18\x05 \x01(\bR\trefilling\"T\n" +
+	"\x12ReplicaUnitDigests\x12>\n" +
+	"\adigests\x18\x01 \x03(\v2$.shardmesh.wire.v1.ReplicaUnitDigestR\adigests\"{\n" +
+	"\vReplicaDrop\x122\n" +
+	"\x04unit\x18\x01 \x01(\v2\x1e.shardmesh.wire.v1.ReplicaUnitR\x04unit\x12\x1d\n" +
+	"\n" +
+	"move_epoch\x18\x02 \x01(\x04R\tmoveEpoch\x12\x19\n" +
+	"\bmove_seq\x18\x03 \x01(\x04R\amoveSeq\":\n" +
+	"\x0eReplicaDropAck\x12\x12\n" +
+	"\x04kept\x18\x01 \x01(\bR\x04kept\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"X\n" +
+	"\x0eReplicaCollect\x122\n" +
+	"\x04unit\x18\x01 \x01(\v2\x1e.shardmesh.wire.v1.ReplicaUnitR\x04unit\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\x06R\x04hashB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
 
 var (
 	file_replica_proto_rawDescOnce sync.Once
@@ -801,17 +1397,24 @@ func file_replica_proto_rawDescGZIP() []byte {
 	return file_replica_proto_rawDescData
 }
 
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_replica_proto_goTypes = []any{
-	(*ReplicaEnvelope)(nil),  // 0: shardmesh.wire.v1.ReplicaEnvelope
-	(*ReplicaRecord)(nil),    // 1: shardmesh.wire.v1.ReplicaRecord
-	(*ReplicaWrite)(nil),     // 2: shardmesh.wire.v1.ReplicaWrite
-	(*ReplicaWriteAck)(nil),  // 3: shardmesh.wire.v1.ReplicaWriteAck
-	(*ReplicaRefusal)(nil),   // 4: shardmesh.wire.v1.ReplicaRefusal
-	(*ReplicaRead)(nil),      // 5: shardmesh.wire.v1.ReplicaRead
-	(*ReplicaRecords)(nil),   // 6: shardmesh.wire.v1.ReplicaRecords
-	(*ReplicaDigest)(nil),    // 7: shardmesh.wire.v1.ReplicaDigest
-	(*ReplicaSummaries)(nil), // 8: shardmesh.wire.v1.ReplicaSummaries
+	(*ReplicaEnvelope)(nil),    // 0: shardmesh.wire.v1.ReplicaEnvelope
+	(*ReplicaRecord)(nil),      // 1: shardmesh.wire.v1.ReplicaRecord
+	(*ReplicaWrite)(nil),       // 2: shardmesh.wire.v1.ReplicaWrite
+	(*ReplicaWriteAck)(nil),    // 3: shardmesh.wire.v1.ReplicaWriteAck
+	(*ReplicaRefusal)(nil),     // 4: shardmesh.wire.v1.ReplicaRefusal
+	(*ReplicaRead)(nil),        // 5: shardmesh.wire.v1.ReplicaRead
+	(*ReplicaRecords)(nil),     // 6: shardmesh.wire.v1.ReplicaRecords
+	(*ReplicaDigest)(nil),      // 7: shardmesh.wire.v1.ReplicaDigest
+	(*ReplicaSummaries)(nil),   // 8: shardmesh.wire.v1.ReplicaSummaries
+	(*ReplicaUnit)(nil),        // 9: shardmesh.wire.v1.ReplicaUnit
+	(*ReplicaUnits)(nil),       // 10: shardmesh.wire.v1.ReplicaUnits
+	(*ReplicaUnitDigest)(nil),  // 11: shardmesh.wire.v1.ReplicaUnitDigest
+	(*ReplicaUnitDigests)(nil), // 12: shardmesh.wire.v1.ReplicaUnitDigests
+	(*ReplicaDrop)(nil),        // 13: shardmesh.wire.v1.ReplicaDrop
+	(*ReplicaDropAck)(nil),     // 14: shardmesh.wire.v1.ReplicaDropAck
+	(*ReplicaCollect)(nil),     // 15: shardmesh.wire.v1.ReplicaCollect
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: shardmesh.wire.v1.ReplicaEnvelope.write:type_name -> shardmesh.wire.v1.ReplicaWrite
@@ -821,15 +1424,26 @@ var file_replica_proto_depIdxs = []int32{
 	6,  // 4: shardmesh.wire.v1.ReplicaEnvelope.repair:type_name -> shardmesh.wire.v1.ReplicaRecords
 	7,  // 5: shardmesh.wire.v1.ReplicaEnvelope.digest:type_name -> shardmesh.wire.v1.ReplicaDigest
 	8,  // 6: shardmesh.wire.v1.ReplicaEnvelope.summaries:type_name -> shardmesh.wire.v1.ReplicaSummaries
-	1,  // 7: shardmesh.wire.v1.ReplicaWrite.records:type_name -> shardmesh.wire.v1.ReplicaRecord
-	4,  // 8: shardmesh.wire.v1.ReplicaWriteAck.refused:type_name -> shardmesh.wire.v1.ReplicaRefusal
-	1,  // 9: shardmesh.wire.v1.ReplicaRecords.records:type_name -> shardmesh.wire.v1.ReplicaRecord
-	1,  // 10: shardmesh.wire.v1.ReplicaSummaries.records:type_name -> shardmesh.wire.v1.ReplicaRecord
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	10, // 7: shardmesh.wire.v1.ReplicaEnvelope.unit_digest:type_name -> shardmesh.wire.v1.ReplicaUnits
+	12, // 8: shardmesh.wire.v1.ReplicaEnvelope.unit_digests:type_name -> shardmesh.wire.v1.ReplicaUnitDigests
+	13, // 9: shardmesh.wire.v1.ReplicaEnvelope.drop:type_name -> shardmesh.wire.v1.ReplicaDrop
+	14, // 10: shardmesh.wire.v1.ReplicaEnvelope.drop_ack:type_name -> shardmesh.wire.v1.ReplicaDropAck
+	15, // 11: shardmesh.wire.v1.ReplicaEnvelope.collect:type_name -> shardmesh.wire.v1.ReplicaCollect
+	9,  // 12: shardmesh.wire.v1.ReplicaEnvelope.synced:type_name -> shardmesh.wire.v1.ReplicaUnit
+	1,  // 13: shardmesh.wire.v1.ReplicaWrite.records:type_name -> shardmesh.wire.v1.ReplicaRecord
+	4,  // 14: shardmesh.wire.v1.ReplicaWriteAck.refused:type_name -> shardmesh.wire.v1.ReplicaRefusal
+	1,  // 15: shardmesh.wire.v1.ReplicaRecords.records:type_name -> shardmesh.wire.v1.ReplicaRecord
+	1,  // 16: shardmesh.wire.v1.ReplicaSummaries.records:type_name -> shardmesh.wire.v1.ReplicaRecord
+	9,  // 17: shardmesh.wire.v1.ReplicaUnits.units:type_name -> shardmesh.wire.v1.ReplicaUnit
+	9,  // 18: shardmesh.wire.v1.ReplicaUnitDigest.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
+	11, // 19: shardmesh.wire.v1.ReplicaUnitDigests.digests:type_name -> shardmesh.wire.v1.ReplicaUnitDigest
+	9,  // 20: shardmesh.wire.v1.ReplicaDrop.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
+	9,  // 21: shardmesh.wire.v1.ReplicaCollect.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -845,6 +1459,12 @@ func file_replica_proto_init() {
 		(*ReplicaEnvelope_Repair)(nil),
 		(*ReplicaEnvelope_Digest)(nil),
 		(*ReplicaEnvelope_Summaries)(nil),
+		(*ReplicaEnvelope_UnitDigest)(nil),
+		(*ReplicaEnvelope_UnitDigests)(nil),
+		(*ReplicaEnvelope_Drop)(nil),
+		(*ReplicaEnvelope_DropAck)(nil),
+		(*ReplicaEnvelope_Collect)(nil),
+		(*ReplicaEnvelope_Synced)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -852,7 +1472,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,142 @@
+package remember
+
+import (
+	"slices"
+	"time"
+)
+
+// Caretaking: the replica sets of shards that no member hosts. A host moves its shard's
+// records when members come and go (units.go); a shard that is not allocated anywhere (its
+// type stopped, its host gone and the shard not yet started elsewhere) has none. If its
+// replicas then leave one by one, nothing would replace them, and the records would be lost
+// with the last of a majority. So when members depart, each replica of a shard whose home
+// departed with them reads the shard's configuration; the first of its set still present
+// repairs it: it stores the joint configuration with the configuration's own epoch, copies,
+// and stores the repaired set, as a host does — but drops nothing, and keeps the other
+// survivors (Placement.Repair). A host that starts meanwhile reads the configuration
+// fenced by its higher epoch: the caretaker's next write is refused, and the host finishes
+// or redoes the move as its own.
+
+// careRetry is how long a caretaker waits to look again at a unit whose repair failed.
+const careRetry = 5 * time.Second
+
+// careAfterDepartures looks after the units this replica holds when members departed
+// between placements prev and p (one configuration read per unit it holds and does not
+// host: about ReplicationFactor/N of the shards).
+func (m *Machine) careAfterDepartures(prev, p *Placement) {
+	if prev == nil || m.cfg.AntiEntropyInterval <= 0 {
+		return
+	}
+	var gone []NodeID
+	for _, id := range prev.Members() {
+		if i, ok := prev.byID[id]; ok && !prev.members[i].Away && !p.mayHoldAny(id) {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	// Which of them had a gone member in their set only their configurations say: each is
+	// read, spread over an anti-entropy interval.
+	for u := range m.hold.units {
+		if us := m.units[u]; us != nil && (us.hosted || us.caretaker) {
+			continue
+		}
+		m.queueCare(u, m.now.Add(m.aeJitter()))
+	}
+}
+
+// mayHoldAny reports whether member id may hold records (present, not away).
+func (p *Placement) mayHoldAny(id NodeID) bool {
+	i, ok := p.byID[id]
+	return ok && !p.members[i].Away
+}
+
+// queueCare has u looked at at time at.
+func (m *Machine) queueCare(u Unit, at time.Time) {
+	if m.care == nil {
+		m.care = map[Unit]time.Time{}
+	}
+	if t, ok := m.care[u]; !ok || at.Before(t) {
+		m.care[u] = at
+	}
+}
+
+// tickCare looks at the units due: reads each one's configuration, and repairs the set of
+// those whose home is gone, when this replica is the first survivor.
+func (m *Machine) tickCare() {
+	var due []Unit
+	for u, at := range m.care {
+		if !m.now.Before(at) {
+			due = append(due, u)
+		}
+	}
+	slices.SortFunc(due, compareUnits)
+	for _, u := range due {
+		delete(m.care, u)
+		if us := m.units[u]; us != nil && (us.hosted || us.caretaker || us.resolving) {
+			continue
+		}
+		call := m.Get(m.now, m.layout.ConfigKey(u), 0)
+		m.own(call, func(a Answer) { m.careFor(u, a) })
+	}
+}
+
+// careWake returns when a unit is next due a look (zero: none).
+func (m *Machine) careWake() time.Time {
+	var next time.Time
+	for _, at := range m.care {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next
+}
+
+// careFor acts on u's configuration as read.
+func (m *Machine) careFor(u Unit, a Answer) {
+	if a.Err != nil {
+		m.queueCare(u, m.now.Add(careRetry))
+		return
+	}
+	if !a.Found || m.place == nil {
+		return
+	}
+	cfg, err := decodeUnitConfig(a.Record.Value)
+	if err != nil {
+		return
+	}
+	present := func(id NodeID) bool { return m.place.May(u, id) }
+	if present(cfg.Set[0]) || (cfg.moving() && present(cfg.Next[0])) {
+		return // its home (a host, or the shard's next one) is there: it moves the set
+	}
+	first := slices.IndexFunc(cfg.Set, present)
+	if first < 0 || cfg.Set[first] != m.self {
+		return // lost (no survivor), or another survivor cares for it
+	}
+	if !cfg.moving() && equalSets(m.place.Repair(u, cfg.Set), cfg.Set) {
+		return
+	}
+	us := m.units.get(u)
+	if us.hosted || us.caretaker || us.move != nil {
+		return
+	}
+	us.caretaker, us.epoch, us.cfg = true, a.Record.Version.Epoch, &cfg
+	us.queued = true
+	m.moveQueue = append(m.moveQueue, u)
+	m.startMoves()
+}
+
+// endCare ends a caretaker's move: done, or failed (looked at again later).
+func (m *Machine) endCare(mv *unitMove, err error) {
+	m.endMove(mv)
+	us := mv.us
+	us.caretaker, us.cfg = false, nil
+	if err != nil {
+		m.stats.MovesFailed++
+		us.lastErr = err
+		m.queueCare(mv.u, m.now.Add(careRetry))
+	}
+	m.units.release(mv.u)
+	m.startMoves()
+}
