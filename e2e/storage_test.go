@@ -86,16 +86,18 @@ func fillDisk(t *testing.T, path string) {
 // TestDiskFullIsAnErrorNotACrash: m3's data directory is a 64 MiB tmpfs, filled to the last
 // byte while the cluster runs (it used to die of SIGBUS in Badger's memory-mapped log
 // write, and again at every restart, with exit code 2). Now m3 keeps running and reports
-// not ready with the reason; saves, which need its replica with the default quorums of a
-// three-member cluster, fail with an error that names its full disk; new shards go to the
-// other members; once the filler is gone m3 is ready again by itself, saves succeed, and
-// every acknowledged increment is there.
+// not ready with the reason; saves go on (m3 is one replica of three: a minority of every
+// set); with m2's disk full too, saves of the shards whose sets they share fail with an
+// error that names a full disk; new shards go to the other members; once the fillers are
+// gone m3 is ready again by itself, saves succeed, and every acknowledged increment is
+// there.
 func TestDiskFullIsAnErrorNotACrash(t *testing.T) {
 	c := newCluster(t, "--entity-types", "counter",
 		"--set", "sharding.number-of-shards=200",
 		"--set", "store.min-free-space=8MiB",
 		"--set", "cluster.split-brain-resolver.stable-after=2s")
 	mountTmpfs(t, filepath.Join(c.root, "m3"), "64m")
+	mountTmpfs(t, filepath.Join(c.root, "m2"), "64m")
 	m1 := c.start("m1")
 	m2 := c.start("m2", "--join", m1.addr())
 	m3 := c.start("m3", "--join", m1.addr())
@@ -126,13 +128,30 @@ func TestDiskFullIsAnErrorNotACrash(t *testing.T) {
 	}) {
 		t.Errorf("health does not say why: %q", h.Reasons)
 	}
-	refused := map[string]int{}
+	// One full disk of three: every save goes on.
 	for _, id := range counters[:5] {
-		if _, err := askOnce(cl, id, "inc"); err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), m3.peerID()) {
-			t.Errorf("a save while m3's disk is full: %v; want an error naming m3's full disk", err)
+		if _, err := askOnce(cl, id, "inc"); err != nil {
+			t.Errorf("a save while m3's disk is full: %v; one replica of three stalls nothing", err)
+		} else {
+			acked[id]++
+		}
+	}
+	// Two of three: a save fails, naming a full disk.
+	fillDisk(t, filepath.Join(m2.dir, "filler"))
+	refused := map[string]int{}
+	if !waitFor(20*time.Second, func() bool { h, ok := m2.health(); return ok && h.Store.DiskFull }) {
+		t.Fatal("m2 does not report its full disk")
+	}
+	for _, id := range counters[5:10] {
+		if _, err := askOnce(cl, id, "inc"); err == nil || !strings.Contains(err.Error(), "disk full") ||
+			(!strings.Contains(err.Error(), m3.peerID()) && !strings.Contains(err.Error(), m2.peerID())) {
+			t.Errorf("a save while m2's and m3's disks are full: %v; want an error naming a full disk", err)
 		} else {
 			refused[id]++
 		}
+	}
+	if err := os.Remove(filepath.Join(m2.dir, "filler")); err != nil {
+		t.Fatal(err)
 	}
 	// New shards go elsewhere (the asks fail, their shards are allocated all the same).
 	elsewhere := 0

@@ -52,11 +52,12 @@ func (n *Node) Plan(ctx context.Context, typ string, change coordinator.PlanChan
 	return moves, paused, err
 }
 
-// RememberedCounts counts the remembered entities of each shard of entity type typ (a
-// majority read of the store).
+// RememberedCounts counts the remembered entities of each shard of entity type typ, read
+// from every member (the shards' replica sets span the cluster). When members did not
+// answer, the counts are partial: err is a *PartialError naming them, with the counts.
 func (n *Node) RememberedCounts(ctx context.Context, typ string) (map[shard.ID]int, error) {
 	prefix := datadir.Prefix(datadir.FamilyEntity, typ)
-	recs, err := n.store.Scan(ctx, prefix)
+	recs, missing, err := n.store.ScanAll(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +68,25 @@ func (n *Node) RememberedCounts(ctx context.Context, typ string) (map[shard.ID]i
 			out[shard.ID(s)]++
 		}
 	}
+	if len(missing) > 0 {
+		return out, &PartialError{What: "remembered entities of " + typ, Missing: missing}
+	}
 	return out, nil
+}
+
+// PartialError says that a read across the cluster lacks what only Missing hold: they did
+// not answer in time. The result it comes with is partial.
+type PartialError struct {
+	What    string
+	Missing []membership.NodeID
+}
+
+func (e *PartialError) Error() string {
+	ids := make([]string, len(e.Missing))
+	for i, id := range e.Missing {
+		ids[i] = string(id)
+	}
+	return fmt.Sprintf("partial %s: no answer from %s", e.What, strings.Join(ids, ", "))
 }
 
 // removeBatch is how many tombstones one store write carries.
@@ -84,7 +103,10 @@ func (n *Node) RemoveTypeData(ctx context.Context, typ string, state, dryRun boo
 	}
 	var recs []remember.Record
 	for _, prefix := range datadir.TypeDataPrefixes(typ, state) {
-		rs, err := n.store.Scan(ctx, prefix)
+		rs, missing, err := n.store.ScanAll(ctx, prefix)
+		if err == nil && len(missing) > 0 {
+			err = &PartialError{What: "data of " + typ, Missing: missing} // what only they hold would stay
+		}
 		if err != nil {
 			return 0, 0, fmt.Errorf("read the data of %s: %w", typ, err)
 		}
