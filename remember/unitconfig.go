@@ -25,26 +25,16 @@ type UnitConfig struct {
 // moving reports whether the records move to Next.
 func (c *UnitConfig) moving() bool { return len(c.Next) > 0 }
 
-// quorum returns what an operation on u under c needs, among the members member says are
-// in the cluster: a replica that is no longer a member (removed: downed for good, or left
-// out when the cluster was restarted with fewer members) holds no vote, so a set that lost
-// members for good still reaches its majority among those left.
-func (c *UnitConfig) quorum(u Unit, member func(NodeID) bool) quorum {
-	keep := func(set []NodeID) []NodeID {
-		if member == nil {
-			return set
-		}
-		out := make([]NodeID, 0, len(set))
-		for _, p := range set {
-			if member(p) {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	q := single(u, keep(c.Set))
+// quorum returns what an operation on u under c needs: a majority of the set, and of the
+// next one while the records move. Every replica of a set keeps its vote until a move takes
+// it out, whether or not it is a member now: after a full-cluster restart the members not
+// back yet hold writes that a majority of the others may lack. Dropping the vote of a
+// member that is gone would never help either: for an odd set a majority of the rest is
+// the same count, and for an even one it no longer meets every old majority.
+func (c *UnitConfig) quorum(u Unit) quorum {
+	q := single(u, c.Set)
 	if c.moving() {
-		q.sets = append(q.sets, keep(c.Next))
+		q.sets = append(q.sets, c.Next)
 	}
 	return q
 }

@@ -208,7 +208,7 @@ func (m *Machine) unitQuorum(u Unit, write bool, fn func(quorum, error)) {
 	}
 	us := m.units.get(u)
 	if us.cfg != nil && !us.resolving {
-		fn(us.cfg.quorum(u, m.member()), nil)
+		fn(us.cfg.quorum(u), nil)
 		return
 	}
 	us.waiting = append(us.waiting, unitWait{write: write, done: fn})
@@ -286,15 +286,6 @@ func (m *Machine) resolved(u Unit, fence uint64, a Answer) {
 	})
 }
 
-// member returns whether a node is a member of the cluster now (nil: no placement yet, all
-// count).
-func (m *Machine) member() func(NodeID) bool {
-	if m.place == nil {
-		return nil
-	}
-	return m.place.Has
-}
-
 // target returns the set u should have with home first, this member alone without a
 // placement.
 func (m *Machine) target(u Unit, home NodeID) []NodeID {
@@ -311,7 +302,7 @@ func (m *Machine) configured(u Unit, us *unitState, cfg *UnitConfig) {
 	waiting := us.waiting
 	us.waiting = nil
 	for _, w := range waiting {
-		w.done(cfg.quorum(u, m.member()), nil)
+		w.done(cfg.quorum(u), nil)
 	}
 	if us.hosted {
 		m.considerMove(u)
