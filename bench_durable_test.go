@@ -166,6 +166,37 @@ func BenchmarkDurableStarts(b *testing.B) {
 	// The state load blocks one of the entity workers (2 × GOMAXPROCS) until its fenced
 	// read round is on disk; with 64 workers 64 loads share each round.
 	b.Run("remember+load/64-workers", func(b *testing.B) { benchDurableStarts(b, true, 64) })
+	// Three members: each start's writes and its fenced read go to the shard's replica set
+	// of three (a majority of two answers), its asks to the entity's home.
+	b.Run("remember+load/3-members", benchDurableStarts3)
+}
+
+// benchDurableStarts3 is remember+load on a cluster of three members, asked through the
+// first one (two thirds of the entities live elsewhere), rebalancing off.
+func benchDurableStarts3(b *testing.B) {
+	var c durableStarts
+	systems := startMembersWith(b, 3, func(cfg *config.Config) { cfg.Sharding.RebalanceInterval = time.Hour })
+	var r *shardmesh.Region[[]byte, []byte]
+	for i, sys := range systems {
+		reg, err := shardmesh.Init(sys, rememberedBenchType(&c, true))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == 0 {
+			r = reg
+		}
+	}
+	startEntities(b, r, "warm-", 300)
+	b.ResetTimer()
+	rate := startEntities(b, r, "e-", b.N)
+	b.StopTimer()
+	raw := badgerBatchedFsync(b, max(b.N, 100_000))
+	if c.failed.Load() > 0 {
+		b.Fatalf("%d entities failed to load their state", c.failed.Load())
+	}
+	b.ReportMetric(rate, "starts/s")
+	b.ReportMetric(raw, "badger-keys/s")
+	b.ReportMetric(rate/raw, "ratio")
 }
 
 func benchDurableStarts(b *testing.B, load bool, workers int) {

@@ -214,6 +214,9 @@ func (e *Engine) Leave(now time.Time) {
 	e.maybeLeave() // at once when there is nothing to hand off
 }
 
+// Leaving reports whether Leave was called.
+func (e *Engine) Leaving() bool { return e.leaving }
+
 // Down marks another member Down, as an operator would.
 func (e *Engine) Down(now time.Time, node membership.NodeID) bool {
 	e.now = now

@@ -71,6 +71,7 @@ type Core struct {
 	store      coreStore // store requests in flight and what waits on the store
 	terms      map[string]*termClaim
 	directives directiveState
+	departs    departures
 	history    historyState
 
 	stoppedTypes atomic.Pointer[map[string]bool] // entity types out of service (senders fail fast)
@@ -110,6 +111,9 @@ type Env interface {
 	// unit u, with allocation epoch epoch: its host keeps and moves the shard's replica set
 	// (remember.Machine.Host). Not answered.
 	HostShard(u remember.Unit, epoch uint64, hosted bool)
+	// CareFor has the store look after the replica sets of units at once
+	// (remember.Machine.Care): a leaving member's, whose sets still name it. Not answered.
+	CareFor(units []remember.Unit)
 	// Lease carries out a shard lease operation: an acquisition is answered by a
 	// LeaseAcquired (and a lease lost later by a LeaseLost); a release is not answered.
 	Lease(op engine.LeaseOp)
@@ -213,7 +217,7 @@ func (c *Core) Step(now time.Time, in Input) {
 	case JoinVia:
 		c.eng.JoinVia(now, in.Seed)
 	case Leave:
-		c.eng.Leave(now)
+		c.startDeparture(now)
 	case Down:
 		in.Done(c.eng.Down(now, in.Node))
 	case ChangeDirective:
@@ -234,6 +238,7 @@ func (c *Core) Tick(now time.Time) {
 	c.eng.ObserveRecovery(now, c.recovery.take())
 	c.eng.Tick(now)
 	c.tickStore(now)
+	c.tickDeparture(now)
 	c.updateServing()
 	c.publishView()
 	c.sampleMetrics()

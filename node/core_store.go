@@ -53,6 +53,7 @@ const (
 	waitTermRead                                 // a coordinator's term: the last one claimed
 	waitTermWrite                                // a coordinator's term: the claim
 	waitDirectives                               // the operator's directives, read
+	waitDeparture                                // the units' configurations, read by a leaving member
 	waitDirectiveChange                          // a change of a directive, written
 	waitHistory                                  // placement records written
 	waitHistoryScan                              // a type's history read, to prune it
@@ -123,6 +124,8 @@ func (c *Core) storeDone(now time.Time, id uint64, res StoreResult) {
 		c.termAnswered(now, w, res)
 	case waitDirectives:
 		c.directivesRead(now, res)
+	case waitDeparture:
+		c.departureChecked(now, res)
 	case waitDirectiveChange:
 		c.directiveChanged(w.change, err)
 	case waitHistory:
@@ -392,6 +395,10 @@ func (c *Core) shardingEvent(now time.Time, se wire.ShardingEvent) {
 	switch se.Kind {
 	case pb.ShardingEvent_DIRECTIVE_CHANGED:
 		c.wantDirectives()
+	case pb.ShardingEvent_STORE_DEPARTING:
+		if se.Origin != c.self.Node {
+			c.markDeparting(se.Origin, now)
+		}
 	case pb.ShardingEvent_SHARD_ALLOCATED:
 		c.eng.StepCoordination(now, se.Origin, se.Type, coordinator.ShardHome{Shard: se.Shard, Region: se.To, Epoch: se.Epoch})
 	}

@@ -716,6 +716,9 @@ func (e *nodeEnv) HostShard(u remember.Unit, epoch uint64, hosted bool) {
 	}
 }
 
+// CareFor has the store look after the replica sets of units (Env).
+func (e *nodeEnv) CareFor(units []remember.Unit) { e.store.Care(units) }
+
 // View returns the latest membership snapshot.
 func (n *Node) View() *View { return n.core.View() }
 

@@ -24,15 +24,15 @@ func ZoneOf(roles []string) string {
 
 // placementOf returns who holds what in the store among members: shards' records on
 // members that are not leaving, down or removed (by their types' roles and zones), the
-// metadata on the voters. Leaving and Down members are in it, away: their replicas count
-// until they are removed. prev's placement comes back when nothing it depends on changed.
+// metadata on the voters. Leaving, departing (departure.go) and Down members are in it,
+// away: their replicas count until moves take them out of the sets. prev's placement comes back when nothing it depends on changed.
 func (c *Core) placementOf(members []membership.Member, prev *View) *remember.Placement {
 	placed := make([]remember.PlacedMember, 0, len(members))
 	for _, m := range members {
 		if m.Status == membership.Removed {
 			continue
 		}
-		away := m.Status >= membership.Leaving // a member still, holding no new shard
+		away := m.Status >= membership.Leaving || c.departing(m.Node) // a member still, holding no new shard
 		placed = append(placed, remember.PlacedMember{ID: m.Node, Zone: ZoneOf(m.Roles), Roles: m.Roles, Age: m.UpNumber, Voter: m.Voter, Away: away})
 	}
 	roles := make(map[string]string, len(c.types))

@@ -29,7 +29,7 @@ func (m *Machine) careAfterDepartures(prev, p *Placement) {
 	}
 	var gone []NodeID
 	for _, id := range prev.Members() {
-		if i, ok := prev.byID[id]; ok && !prev.members[i].Away && !p.mayHoldAny(id) {
+		if i, ok := prev.byID[id]; ok && !prev.members[i].Away && !p.Present(id) {
 			gone = append(gone, id)
 		}
 	}
@@ -44,12 +44,6 @@ func (m *Machine) careAfterDepartures(prev, p *Placement) {
 		}
 		m.queueCare(u, m.now.Add(m.aeJitter()))
 	}
-}
-
-// mayHoldAny reports whether member id may hold records (present, not away).
-func (p *Placement) mayHoldAny(id NodeID) bool {
-	i, ok := p.byID[id]
-	return ok && !p.members[i].Away
 }
 
 // queueCare has u looked at at time at.
@@ -82,6 +76,18 @@ func (m *Machine) tickCare() {
 	}
 }
 
+// Care has this replica look at the configurations of units at once, as after a
+// departure: a member that leaves calls it for the units whose sets still name it, so that
+// those whose home is gone are repaired without it while it can still be copied from.
+func (m *Machine) Care(now time.Time, units []Unit) {
+	m.now = now
+	for _, u := range units {
+		if !u.Meta() {
+			m.queueCare(u, now)
+		}
+	}
+}
+
 // careWake returns when a unit is next due a look (zero: none).
 func (m *Machine) careWake() time.Time {
 	var next time.Time
@@ -102,7 +108,7 @@ func (m *Machine) careFor(u Unit, a Answer) {
 	if !a.Found || m.place == nil {
 		return
 	}
-	cfg, err := decodeUnitConfig(a.Record.Value)
+	cfg, err := DecodeUnitConfig(a.Record.Value)
 	if err != nil {
 		return
 	}
@@ -111,10 +117,15 @@ func (m *Machine) careFor(u Unit, a Answer) {
 		return // its home (a host, or the shard's next one) is there: it moves the set
 	}
 	first := slices.IndexFunc(cfg.Set, present)
-	if first < 0 || cfg.Set[first] != m.self {
+	// A replica that departs (it leaves: away, still answering) cares for the sets it is in
+	// whose home is gone too: it is still there to copy from, and its vote must go before
+	// it does (Care).
+	departing := !present(m.self) && (slices.Contains(cfg.Set, m.self) || slices.Contains(cfg.Next, m.self))
+	if !departing && (first < 0 || cfg.Set[first] != m.self) {
 		return // lost (no survivor), or another survivor cares for it
 	}
-	if !cfg.moving() && equalSets(m.place.Repair(u, cfg.Set), cfg.Set) {
+	repaired := m.place.Repair(u, cfg.Set)
+	if len(repaired) == 0 || (!cfg.moving() && equalSets(repaired, cfg.Set)) {
 		return
 	}
 	us := m.units.get(u)

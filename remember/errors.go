@@ -22,6 +22,10 @@ var (
 	// shards' replica sets): ScanAll reads those.
 	ErrSpansUnits = errors.New("the prefix spans several replica sets: read it with ScanAll")
 
+	// ErrNoPlacement: the store has no placement yet (its member has not joined a cluster),
+	// so it does not know which members hold the metadata; the call may be tried again.
+	ErrNoPlacement = errors.New("no placement yet: this member has not joined a cluster, so it does not know which members hold the metadata")
+
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
 

@@ -145,6 +145,12 @@ func (p *Placement) Target(u Unit, home NodeID) []NodeID {
 // should become, moving as little as possible.
 func (p *Placement) Repair(u Unit, set []NodeID) []NodeID { return p.target(u, set) }
 
+// Present reports whether member id may hold records: it is a member, not away.
+func (p *Placement) Present(id NodeID) bool {
+	i, ok := p.byID[id]
+	return ok && !p.members[i].Away
+}
+
 // May reports whether member id may hold u's records.
 func (p *Placement) May(u Unit, id NodeID) bool {
 	i, ok := p.byID[id]

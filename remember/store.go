@@ -453,6 +453,11 @@ func (s *Store) Unhost(u Unit) {
 	s.post(func() { s.m.Unhost(time.Now(), u) })
 }
 
+// Care has the store look at the configurations of units at once (Machine.Care).
+func (s *Store) Care(units []Unit) {
+	s.post(func() { s.m.Care(time.Now(), units) })
+}
+
 // post hands fn to the loop without waiting; dropped once the store is closing.
 func (s *Store) post(fn func()) {
 	select {

@@ -48,8 +48,13 @@ func (c *UnitConfig) encode() []byte {
 	return b
 }
 
-// decodeUnitConfig reads a stored configuration.
-func decodeUnitConfig(b []byte) (UnitConfig, error) {
+// Votes reports whether id votes in the unit's quorums: it is in the set, or in the next.
+func (c *UnitConfig) Votes(id NodeID) bool {
+	return slices.Contains(c.Set, id) || slices.Contains(c.Next, id)
+}
+
+// DecodeUnitConfig reads a configuration as stored under Layout.ConfigKey.
+func DecodeUnitConfig(b []byte) (UnitConfig, error) {
 	var c UnitConfig
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("replica configuration %q does not decode: %w", truncate(string(b), 200), err)

@@ -203,6 +203,12 @@ func checkQuorum(q quorum) error {
 // known.
 func (m *Machine) unitQuorum(u Unit, write bool, fn func(quorum, error)) {
 	if u.Meta() {
+		if m.place == nil {
+			// Not even itself: its disk may be stale (a restarted member), and the metadata's
+			// majority is among the voters, which it learns with its first placement.
+			fn(quorum{}, ErrNoPlacement)
+			return
+		}
 		fn(single(u, m.metaSet()), nil)
 		return
 	}
@@ -244,7 +250,7 @@ func (m *Machine) resolved(u Unit, fence uint64, a Answer) {
 		return
 	}
 	if a.Found {
-		cfg, err := decodeUnitConfig(a.Record.Value)
+		cfg, err := DecodeUnitConfig(a.Record.Value)
 		if err != nil {
 			m.failWaiting(u, us, fmt.Errorf("remember: replica set of %s: %w", u, err))
 			return

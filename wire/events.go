@@ -57,7 +57,8 @@ func DecodeEvent(frame []byte) (ShardingEvent, error) {
 	if err := checkVersion("sharding events", m.ProtocolVersion); err != nil {
 		return ShardingEvent{}, err
 	}
-	if m.Kind != pb.ShardingEvent_DIRECTIVE_CHANGED || m.EntityType != "" { // directives may be cluster-wide
+	clusterWide := m.Kind == pb.ShardingEvent_DIRECTIVE_CHANGED || m.Kind == pb.ShardingEvent_STORE_DEPARTING
+	if !clusterWide || m.EntityType != "" { // directives and departures may be cluster-wide
 		if err := checkID("entity_type", m.EntityType); err != nil {
 			return ShardingEvent{}, err
 		}

@@ -81,6 +81,8 @@ func (e *simEnv) HostShard(u remember.Unit, epoch uint64, hosted bool) {
 	e.n.store.host(u, epoch, hosted)
 }
 
+func (e *simEnv) CareFor(units []remember.Unit) { e.n.store.care(units) }
+
 func (e *simEnv) StartEntity(t *node.EntityType, ctx node.EntityContext) node.Incarnation {
 	return e.n.entities.start(t, ctx)
 }

@@ -197,10 +197,10 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 	if len(running()) == 0 {
 		return s, s.Err() // every member stopped by the downing rules: nothing to check
 	}
-	// Supervisors restart the members the downing rules stopped, with their disks: a shard's
-	// records are on a replica set of three, and a set that lost two of them (downed while
-	// no host repaired it) needs one back.
-	supervise(s, r, running())
+	// Supervisors restart the members the downing rules stopped and those killed, with their
+	// disks: a shard's records are on a replica set of three, and a set that lost two of
+	// them (downed or killed before a move took them out) needs one back.
+	supervise(s, r, running(), true)
 	if !s.RunUntil(s.Converged, settle) {
 		return s, fmt.Errorf("survivors and restarted members did not converge within %v:\n%s", settle, s.Status())
 	}

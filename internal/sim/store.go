@@ -124,6 +124,15 @@ func (st *memberStore) host(u remember.Unit, epoch uint64, hosted bool) {
 	st.sync()
 }
 
+// care has the machine look after the replica sets of units (Machine.Care).
+func (st *memberStore) care(units []remember.Unit) {
+	if st.m == nil {
+		return
+	}
+	st.m.Care(st.s.now, units)
+	st.sync()
+}
+
 // sync gives the machine the placement the core sees and carries out what it asks for.
 func (st *memberStore) sync() {
 	if st.m == nil || !st.n.Alive {

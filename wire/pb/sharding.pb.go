@@ -44,6 +44,7 @@ const (
 	ShardingEvent_REBALANCE_ROUND       ShardingEvent_Kind = 10
 	ShardingEvent_DIRECTIVE_CHANGED     ShardingEvent_Kind = 11 // an operator changed a directive (drain, pin, pause, stop); cause says which
 	ShardingEvent_ENTITY_FORCE_STOPPED  ShardingEvent_Kind = 12 // a handoff stopped entity by force at handoff-timeout
+	ShardingEvent_STORE_DEPARTING       ShardingEvent_Kind = 13 // the origin leaves and moves its store replicas off first (node/departure.go)
 )
 
 // Enum value maps for ShardingEvent_Kind.
@@ -62,6 +63,7 @@ var (
 		10: "REBALANCE_ROUND",
 		11: "DIRECTIVE_CHANGED",
 		12: "ENTITY_FORCE_STOPPED",
+		13: "STORE_DEPARTING",
 	}
 	ShardingEvent_Kind_value = map[string]int32{
 		"UNKNOWN":               0,
@@ -77,6 +79,7 @@ var (
 		"REBALANCE_ROUND":       10,
 		"DIRECTIVE_CHANGED":     11,
 		"ENTITY_FORCE_STOPPED":  12,
+		"STORE_DEPARTING":       13,
 	}
 )
 
@@ -1288,7 +1291,7 @@ const file_sharding_proto_rawDesc = "" +
 	"\x06ask_id\x18\x01 \x01(\x04R\x05askId\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x04 \x01(\rR\x04code\"\xd7\x05\n" +
+	"\x04code\x18\x04 \x01(\rR\x04code\"\xec\x05\n" +
 	"\rShardingEvent\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\ventity_type\x18\x02 \x01(\tR\n" +
@@ -1308,7 +1311,7 @@ const file_sharding_proto_rawDesc = "" +
 	"\n" +
 	"at_unix_ms\x18\r \x01(\x03R\batUnixMs\x12\x16\n" +
 	"\x06entity\x18\x0e \x01(\tR\x06entity\x12\x1a\n" +
-	"\bentities\x18\x0f \x01(\rR\bentities\"\xa3\x02\n" +
+	"\bentities\x18\x0f \x01(\rR\bentities\"\xb8\x02\n" +
 	"\x04Kind\x12\v\n" +
 	"\aUNKNOWN\x10\x00\x12\x17\n" +
 	"\x13COORDINATOR_STARTED\x10\x01\x12\x19\n" +
@@ -1323,7 +1326,8 @@ const file_sharding_proto_rawDesc = "" +
 	"\x0fREBALANCE_ROUND\x10\n" +
 	"\x12\x15\n" +
 	"\x11DIRECTIVE_CHANGED\x10\v\x12\x18\n" +
-	"\x14ENTITY_FORCE_STOPPED\x10\fB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
+	"\x14ENTITY_FORCE_STOPPED\x10\f\x12\x13\n" +
+	"\x0fSTORE_DEPARTING\x10\rB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
 
 var (
 	file_sharding_proto_rawDescOnce sync.Once
