@@ -352,6 +352,8 @@ type UnitStatus struct {
 	Err    string // the last failed step of a move
 	// Held is what this replica holds of the unit.
 	Held, Tombstones int
+	// Since is when the move running now started.
+	Since time.Time
 }
 
 // Units reports the shard units this member hosts, sorted.
@@ -365,7 +367,7 @@ func (m *Machine) Units() []UnitStatus {
 			st.Moving = us.cfg.moving()
 		}
 		if mv := us.move; mv != nil {
-			st.Phase, st.Copied = mv.phase.String(), mv.copied
+			st.Phase, st.Copied, st.Since = mv.phase.String(), mv.copied, mv.started
 		}
 		if us.lastErr != nil {
 			st.Err = us.lastErr.Error()
