@@ -91,7 +91,7 @@ type HistoryQuery struct {
 
 // History reads the placement history from a read quorum of the store, oldest first.
 // Without a quorum it returns what the members that answer hold, with a *PartialError
-// naming the others.
+// naming the others (scanMetaOrPartial).
 func (n *Node) History(ctx context.Context, q HistoryQuery) ([]PlacementRecord, error) {
 	types := q.Types
 	if len(types) == 0 {
@@ -104,7 +104,7 @@ func (n *Node) History(ctx context.Context, q HistoryQuery) ([]PlacementRecord, 
 		if q.Shard != "" {
 			prefix = datadir.Prefix(datadir.FamilyHistory, typ, string(q.Shard))
 		}
-		recs, err := n.scanOrPartial(ctx, prefix, "placement history")
+		recs, err := n.scanMetaOrPartial(ctx, prefix, "placement history")
 		var pe *PartialError
 		if errors.As(err, &pe) {
 			partial, err = joinPartial(partial, pe), nil
