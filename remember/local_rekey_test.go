@@ -79,6 +79,7 @@ func TestLocalRekey(t *testing.T) {
 	}
 
 	s := c.open(0)
+	ctx = testContext(t) // a wait of its own: the writes above may have taken long on a loaded machine
 	rec, found, err := s.Get(ctx, "new/e00042")
 	if err != nil || !found || string(rec.Value) != "42" || rec.Version != before.rec.Version {
 		t.Fatalf("Get of a moved record: %+v found=%v err=%v (was %+v)", rec, found, err, before.rec)

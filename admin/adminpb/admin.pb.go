@@ -1844,7 +1844,7 @@ type TypeHolding struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
 	Units         uint32                 `protobuf:"varint,2,opt,name=units,proto3" json:"units,omitempty"`           // shards it holds records of
-	Records       uint64                 `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`       // remembered entities and entity states, live
+	Records       uint64                 `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`       // remembered entities and entity states, live (and keys holding only a fence floor)
 	Tombstones    uint64                 `protobuf:"varint,4,opt,name=tombstones,proto3" json:"tombstones,omitempty"` // deleted records kept until every replica holds them
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -36,9 +36,8 @@ under another shard than its entity's is not found. Entity types with a custom e
 are upgraded from Go with datatool.Upgrade.
 
 Running it again moves nothing; stopped halfway, it moves the rest when run again.
---dry-run counts what it would move. Progress goes to stderr with --json. Refused (exit
-code 4) while a sharddaemon holds a directory; a directory of a newer layout is bad input
-(exit code 2).
+--dry-run counts what it would move. Progress goes to stderr. Refused (exit code 4) while
+a sharddaemon holds a directory; a directory of a newer layout is bad input (exit code 2).
 Example:
    shardctl data upgrade --data-dir /tmp/a --data-dir /tmp/b --data-dir /tmp/c
    shardctl data upgrade --data-dir /var/lib/shardmesh --config /etc/shardmesh.yaml
@@ -67,13 +66,9 @@ func dataUpgrade(c *cli.Context) error {
 		return err
 	}
 	dryRun := c.Bool("dry-run")
-	progress := c.App.Writer
-	if c.Bool("json") {
-		progress = c.App.ErrWriter
-	}
 	var out []datatool.UpgradeResult
 	for _, path := range paths {
-		res, err := upgradeDir(path, ex, dryRun, progress)
+		res, err := upgradeDir(path, ex, dryRun, c.App.ErrWriter)
 		if err != nil {
 			return err
 		}
