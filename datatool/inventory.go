@@ -24,7 +24,7 @@ type Inventory struct {
 	// see OldLayoutStates).
 	Layout int `json:"layout"`
 	// Units are the shard units the store holds records of, by type and shard, when asked
-	// for (InspectUnits).
+	// for (Inspect with units).
 	Units []UnitInventory `json:"units,omitempty"`
 }
 
