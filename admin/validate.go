@@ -91,6 +91,10 @@ func Validate(req *adminpb.Request) error {
 			}
 		}
 		return checkTypes(call.History.EntityTypes)
+	case *adminpb.Request_StoreStatus:
+		return checkTypes(call.StoreStatus.EntityTypes)
+	case *adminpb.Request_LocalStoreStatus:
+		return checkTypes(call.LocalStoreStatus.EntityTypes)
 	}
 	return nil
 }

@@ -1,11 +1,13 @@
 package datatool
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/shardmesh/shardmesh/datadir"
+	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/remember"
 )
 
@@ -18,6 +20,22 @@ type Inventory struct {
 	Other   []OtherData     `json:"other,omitempty"`
 	Keys    int             `json:"keys"`
 	Bytes   int64           `json:"bytes"`
+	// Layout is the store's key layout as the directory's LayoutFile says (0: none yet;
+	// see OldLayoutStates).
+	Layout int `json:"layout"`
+	// Units are the shard units the store holds records of, by type and shard, when asked
+	// for (Inspect with units).
+	Units []UnitInventory `json:"units,omitempty"`
+}
+
+// UnitInventory is what a store holds of one shard unit (a shard's remembered entities
+// and entity states): the member is one of the replicas of the shard's replica set.
+type UnitInventory struct {
+	EntityType string `json:"entity_type"`
+	Shard      string `json:"shard"`
+	Records    int    `json:"records"`    // live
+	Tombstones int    `json:"tombstones"` // deleted, kept until every replica holds them
+	FenceOnly  int    `json:"fence_only"`
 }
 
 // TypeInventory is one entity type's data in a store.
@@ -30,6 +48,11 @@ type TypeInventory struct {
 	FenceOnly          int    `json:"fence_only"` // keys that hold only a fence floor
 	Keys               int    `json:"keys"`
 	Bytes              int64  `json:"bytes"`
+	// Units is how many of the type's shards the store holds records of (as a replica).
+	Units int `json:"units"`
+	// OldLayoutStates are entity states in the layout before replica sets (st␀TYPE␀ENTITY):
+	// a daemon refuses the store until 'shardctl data upgrade' moves them under their shards.
+	OldLayoutStates int `json:"old_layout_states"`
 }
 
 // OtherData is data not kept per entity type (coordinator terms, directives, leases) or of
@@ -40,17 +63,26 @@ type OtherData struct {
 	Bytes  int64  `json:"bytes"`
 }
 
-// Inspect inventories the store of d (an Inventory without types when it has none).
-func Inspect(d *Dir) (Inventory, error) {
+// Inspect inventories the store of d (an Inventory without types when it has none); with
+// units, the shard units it holds too.
+func Inspect(d *Dir, units bool) (Inventory, error) {
 	inv := Inventory{DataDir: d.Path, Member: d.Peer, Store: d.Store != nil, Types: []TypeInventory{}}
+	layout, err := d.layout()
+	if err != nil {
+		return inv, err
+	}
+	inv.Layout = layout
 	if d.Store == nil {
 		return inv, nil
 	}
-	types, other, err := inspectStore(d.Store)
+	types, other, us, err := inspectStore(d.Store)
 	if err != nil {
 		return inv, err
 	}
 	inv.Types, inv.Other = types, other
+	if units {
+		inv.Units = us
+	}
 	for _, t := range inv.Types {
 		inv.Keys, inv.Bytes = inv.Keys+t.Keys, inv.Bytes+t.Bytes
 	}
@@ -60,13 +92,24 @@ func Inspect(d *Dir) (Inventory, error) {
 	return inv, nil
 }
 
-// inspectStore walks every key of a store and counts it by type and family.
-func inspectStore(l *remember.Local) ([]TypeInventory, []OtherData, error) {
+// inspectStore walks every key of a store and counts it by type and family, and by shard
+// unit (node.StoreLayout).
+func inspectStore(l *remember.Local) ([]TypeInventory, []OtherData, []UnitInventory, error) {
 	perType := map[string]map[string]*tally{}
 	other := map[string]*OtherData{}
+	perUnit := map[remember.Unit]*tally{}
+	old := map[string]int{}
 	err := l.Entries("", func(e remember.Entry) error {
 		code, typ, ok := datadir.SplitKey(e.Key)
 		if _, known := datadir.TypeFamilyOf(code); ok && known {
+			if u := (node.StoreLayout{}).UnitOf(e.Key); !u.Meta() {
+				if perUnit[u] == nil {
+					perUnit[u] = &tally{}
+				}
+				perUnit[u].add(e)
+			} else if _, isOld := node.OldStateKey(e.Key); isOld {
+				old[typ]++
+			}
 			if perType[typ] == nil {
 				perType[typ] = map[string]*tally{}
 			}
@@ -92,11 +135,20 @@ func inspectStore(l *remember.Local) ([]TypeInventory, []OtherData, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	var units []UnitInventory
+	unitsOf := map[string]int{}
+	for u, t := range perUnit {
+		units = append(units, UnitInventory{EntityType: u.Type, Shard: u.Shard, Records: t.records, Tombstones: t.tombstones, FenceOnly: t.fenceOnly})
+		unitsOf[u.Type]++
+	}
+	slices.SortFunc(units, func(a, b UnitInventory) int {
+		return cmp.Or(strings.Compare(a.EntityType, b.EntityType), compareShardIDs(a.Shard, b.Shard))
+	})
 	var types []TypeInventory
 	for typ, fams := range perType {
-		ti := TypeInventory{EntityType: typ}
+		ti := TypeInventory{EntityType: typ, Units: unitsOf[typ], OldLayoutStates: old[typ]}
 		for code, t := range fams {
 			switch code {
 			case datadir.FamilyShard:
@@ -119,7 +171,17 @@ func inspectStore(l *remember.Local) ([]TypeInventory, []OtherData, error) {
 		others = append(others, *o)
 	}
 	slices.SortFunc(others, func(a, b OtherData) int { return strings.Compare(a.Prefix, b.Prefix) })
-	return types, others, nil
+	return types, others, units, nil
+}
+
+// compareShardIDs orders shard ids numerically when both are decimal numbers, else as text.
+func compareShardIDs(a, b string) int {
+	x, errA := strconv.Atoi(a)
+	y, errB := strconv.Atoi(b)
+	if errA == nil && errB == nil {
+		return cmp.Compare(x, y)
+	}
+	return strings.Compare(a, b)
 }
 
 // StoredTypes lists the entity types with data in any of the directories.
@@ -129,7 +191,7 @@ func StoredTypes(dirs []*Dir) []string {
 		if d.Store == nil {
 			continue
 		}
-		if types, _, err := inspectStore(d.Store); err == nil {
+		if types, _, _, err := inspectStore(d.Store); err == nil {
 			for _, t := range types {
 				if !slices.Contains(out, t.EntityType) {
 					out = append(out, t.EntityType)

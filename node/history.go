@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -89,18 +90,25 @@ type HistoryQuery struct {
 }
 
 // History reads the placement history from a read quorum of the store, oldest first.
+// Without a quorum it returns what the members that answer hold, with a *PartialError
+// naming the others (scanMetaOrPartial).
 func (n *Node) History(ctx context.Context, q HistoryQuery) ([]PlacementRecord, error) {
 	types := q.Types
 	if len(types) == 0 {
 		types = n.TypeNames()
 	}
 	var out []PlacementRecord
+	var partial *PartialError
 	for _, typ := range types {
 		prefix := datadir.Prefix(datadir.FamilyHistory, typ)
 		if q.Shard != "" {
 			prefix = datadir.Prefix(datadir.FamilyHistory, typ, string(q.Shard))
 		}
-		recs, err := n.store.Scan(ctx, prefix)
+		recs, err := n.scanMetaOrPartial(ctx, prefix, "placement history")
+		var pe *PartialError
+		if errors.As(err, &pe) {
+			partial, err = joinPartial(partial, pe), nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read the placement history of %s: %w", typ, err)
 		}
@@ -116,6 +124,9 @@ func (n *Node) History(ctx context.Context, q HistoryQuery) ([]PlacementRecord, 
 		}
 		return strings.Compare(string(a.Shard), string(b.Shard))
 	})
+	if partial != nil {
+		return out, partial
+	}
 	return out, nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/shardmesh/shardmesh/remember"
 )
 
-// ErrOldStoreLayout: the store keeps entity state in the layout of releases before replica
+// ErrOldStoreLayout says the store keeps entity state in the layout of releases before replica
 // sets (st␀TYPE␀ENTITY); `shardctl data upgrade` moves it under its shards.
 var ErrOldStoreLayout = errors.New("the store holds entity state in the layout of releases before replica sets")
 

@@ -138,47 +138,66 @@ func (l *Local) DeletePrefix(prefix string, progress func(done int)) (n int, err
 // Rekey moves every entry under prefix that rekey maps to another key, as it is (record,
 // version, tombstone, fence floor), and returns how many it moved: how a store's keys
 // change layout between releases. Run it on every member's directory before they start.
-func (l *Local) Rekey(prefix string, rekey func(key string) (string, bool)) (n int, err error) {
+// It works in commits of 10,000 entries, calling progress (if set) with the running count
+// after each; a moved key may come under prefix again, so rekey must leave the keys it
+// makes alone (false). Stopped halfway, it moves the rest when run again.
+func (l *Local) Rekey(prefix string, rekey func(key string) (string, bool), progress func(moved int)) (n int, err error) {
 	defer recovered(l.dir, &err)
-	var moves []entry // with their new keys
-	var old []string
-	err = iterate(l.db, prefix, true, func(e *entry) error {
-		to, ok := rekey(e.rec.Key)
-		if !ok || to == e.rec.Key {
-			return nil
+	after := ""
+	for {
+		page, more, err := scanPage(l.db, prefix, after, deleteChunk)
+		if err != nil {
+			return n, fmt.Errorf("remember: read %q in %s: %w", prefix, l.dir, err)
 		}
-		old = append(old, e.rec.Key)
-		moved := *e
-		moved.rec.Key = to
-		moves = append(moves, moved)
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("remember: read %q in %s: %w", prefix, l.dir, err)
-	}
-	for start := 0; start < len(moves); start += deleteChunk {
-		end := min(start+deleteChunk, len(moves))
-		wb := l.db.NewWriteBatch()
-		for i := start; i < end; i++ {
-			e := &moves[i]
-			for _, op := range []func() error{
-				func() error { return wb.Set(storeKey(e.rec.Key), encodeEntry(nil, e)) },
-				func() error { return wb.Set(indexKey(e.rec.Key), encodeSummary(nil, e)) },
-				func() error { return wb.Delete(storeKey(old[i])) },
-				func() error { return wb.Delete(indexKey(old[i])) },
-			} {
-				if err := op(); err != nil {
-					wb.Cancel()
-					return n, fmt.Errorf("remember: rekey in %s: %w", l.dir, err)
-				}
-			}
+		if len(page) == 0 {
+			return n, nil
 		}
-		if err := wb.Flush(); err != nil {
+		after = page[len(page)-1].rec.Key
+		moved, err := l.rekeyPage(page, rekey)
+		if err != nil {
 			return n, fmt.Errorf("remember: rekey in %s: %w", l.dir, err)
 		}
-		n = end
+		if moved > 0 {
+			n += moved
+			if progress != nil {
+				progress(n)
+			}
+		}
+		if !more {
+			return n, nil
+		}
 	}
-	return n, nil
+}
+
+// rekeyPage moves the entries of page that rekey maps elsewhere, in one write batch.
+func (l *Local) rekeyPage(page []entry, rekey func(string) (string, bool)) (int, error) {
+	wb := l.db.NewWriteBatch()
+	defer wb.Cancel()
+	moved := 0
+	for i := range page {
+		e := &page[i]
+		from := e.rec.Key
+		to, ok := rekey(from)
+		if !ok || to == from {
+			continue
+		}
+		e.rec.Key = to
+		for _, op := range []func() error{
+			func() error { return wb.Set(storeKey(to), encodeEntry(nil, e)) },
+			func() error { return wb.Set(indexKey(to), encodeSummary(nil, e)) },
+			func() error { return wb.Delete(storeKey(from)) },
+			func() error { return wb.Delete(indexKey(from)) },
+		} {
+			if err := op(); err != nil {
+				return 0, err
+			}
+		}
+		moved++
+	}
+	if moved == 0 {
+		return 0, nil
+	}
+	return moved, wb.Flush()
 }
 
 // Backup writes a full backup of the directory to w in Badger's backup format (restore it

@@ -411,6 +411,8 @@ type Stats struct {
 	Refilled      uint64        // refills finished
 	Moves         uint64        // moves of replica sets finished (as a unit's host)
 	MovesFailed   uint64        // moves that failed a step (tried again)
+	MovesStarted  uint64        // moves started (as a unit's host or caretaker; a failed one again)
+	Abandoned     uint64        // moves given up because the unit's host changed
 	Copied        uint64        // records copied to new replicas by moves
 	Dropped       uint64        // units this replica dropped (no longer one of their replicas)
 	UnitSyncs     uint64        // shard units whose replicas differed and were synced

@@ -137,6 +137,7 @@ func (m *Machine) startMoves() {
 // move, or only the drops.
 func (m *Machine) startMove(u Unit, us *unitState) {
 	m.moveSeq++
+	m.stats.MovesStarted++
 	mv := &unitMove{u: u, us: us, mark: moveMark{epoch: us.epoch, seq: m.moveSeq}, started: m.now}
 	us.move = mv
 	m.moves = append(m.moves, mv)
@@ -391,8 +392,9 @@ func (m *Machine) endMove(mv *unitMove) {
 }
 
 // abandonMove drops u's move (its host changed): its callbacks find it is not current.
-func (m *Machine) abandonMove(u Unit, us *unitState) {
+func (m *Machine) abandonMove(us *unitState) {
 	if us.move != nil {
+		m.stats.Abandoned++
 		m.endMove(us.move)
 		m.startMoves()
 	}

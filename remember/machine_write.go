@@ -234,18 +234,6 @@ func pick(es []entry, idx []int32) []entry {
 	return out
 }
 
-// sendAll sends one frame, encoded once, to every member of to.
-func (m *Machine) sendAll(to []NodeID, env *pb.ReplicaEnvelope) {
-	if len(to) == 0 {
-		return
-	}
-	m.send(to[0], env)
-	frame := m.out.Sends[len(m.out.Sends)-1].Frame
-	for _, p := range to[1:] {
-		m.sendFrame(p, frame)
-	}
-}
-
 // serveWrite stores a peer's writes (merges them, for a move's copy) and acknowledges them
 // once they are on disk.
 func (m *Machine) serveWrite(from NodeID, req uint64, w *pb.ReplicaWrite) {

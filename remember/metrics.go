@@ -91,7 +91,7 @@ func newStoreMetrics(reg prometheus.Registerer, s *Store) (*storeMetrics, error)
 		counter("shardmesh_store_sync_rounds_total", "Anti-entropy rounds that found differences.", func(st Stats) uint64 { return st.SyncRounds }),
 		counter("shardmesh_store_malformed_frames_total", "Frames from peers that did not decode.", func(st Stats) uint64 { return st.Malformed }),
 		counter("shardmesh_store_frames_dropped_total", "Frames not sent to replicas (peer unreachable, queue full).", func(st Stats) uint64 { return st.FramesDropped }),
-	}, faultMetrics(s)...) {
+	}, append(faultMetrics(s), moveMetrics(s)...)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

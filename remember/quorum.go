@@ -89,19 +89,6 @@ func (q quorum) shortfall(ok func(NodeID) bool) (got, need, n int) {
 	return 0, 1, 0
 }
 
-// key returns a string naming q's sets, to group operations of the same quorum.
-func (q quorum) key() string {
-	var b []byte
-	for _, s := range q.sets {
-		for _, p := range s {
-			b = append(b, p...)
-			b = append(b, 0)
-		}
-		b = append(b, 1)
-	}
-	return string(b)
-}
-
 // verdict of a quorum.
 type verdict uint8
 

@@ -1,7 +1,5 @@
 package remember
 
-import "strings"
-
 // Unit is what a replica set holds: the records of one shard of an entity type (its
 // remembered entities and its entities' durable state), or, as the zero Unit, the cluster
 // metadata (coordinator terms, directives, placement history, leases, remembered shards,
@@ -48,19 +46,6 @@ func (metaLayout) ConfigKey(u Unit) string          { return "rc\x00" + u.Type +
 func (metaLayout) String() string                   { return "metadata only" }
 
 var _ Layout = metaLayout{}
-
-// inUnit reports whether key is one of u's under layout l.
-func inUnit(l Layout, u Unit, key string) bool {
-	if u.Meta() {
-		return l.UnitOf(key).Meta()
-	}
-	for _, p := range l.Prefixes(u) {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
-}
 
 // unitDigest summarises what a replica holds of one unit: the XOR of its keys' state
 // hashes (digest.go), how many keys, how many of them tombstones. Two replicas holding the

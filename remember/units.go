@@ -35,7 +35,7 @@ import (
 // member runs at once.
 const DefaultMaxMoves = 4
 
-// ErrNoReplicas: no member may hold a unit (no member of its type's role).
+// ErrNoReplicas says no member may hold a unit (no member of its type's role).
 var ErrNoReplicas = errors.New("no member may hold the records")
 
 // unitTable holds the state of the shard units this member hosts, or has calls waiting on.
@@ -142,7 +142,7 @@ func (m *Machine) Host(now time.Time, u Unit, epoch uint64) {
 	if us.hosted && us.epoch == epoch {
 		return
 	}
-	m.abandonMove(u, us)
+	m.abandonMove(us)
 	us.hosted, us.caretaker, us.epoch, us.cfg, us.retryAt = true, false, epoch, nil, time.Time{}
 	if !us.resolving {
 		m.resolve(u, us)
@@ -156,7 +156,7 @@ func (m *Machine) Unhost(now time.Time, u Unit) {
 	if us == nil || !us.hosted {
 		return
 	}
-	m.abandonMove(u, us)
+	m.abandonMove(us)
 	us.hosted, us.cfg, us.retryAt = false, nil, time.Time{}
 	m.units.release(u)
 }
@@ -349,6 +349,8 @@ type UnitStatus struct {
 	Err    string // the last failed step of a move
 	// Held is what this replica holds of the unit.
 	Held, Tombstones int
+	// Since is when the move running now started.
+	Since time.Time
 }
 
 // Units reports the shard units this member hosts, sorted.
@@ -362,7 +364,7 @@ func (m *Machine) Units() []UnitStatus {
 			st.Moving = us.cfg.moving()
 		}
 		if mv := us.move; mv != nil {
-			st.Phase, st.Copied = mv.phase.String(), mv.copied
+			st.Phase, st.Copied, st.Since = mv.phase.String(), mv.copied, mv.started
 		}
 		if us.lastErr != nil {
 			st.Err = us.lastErr.Error()

@@ -106,6 +106,8 @@ type Request struct {
 	//	*Request_Handoffs
 	//	*Request_LocalHandoffs
 	//	*Request_History
+	//	*Request_StoreStatus
+	//	*Request_LocalStoreStatus
 	Call          isRequest_Call `protobuf_oneof:"call"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -335,6 +337,24 @@ func (x *Request) GetHistory() *HistoryRequest {
 	return nil
 }
 
+func (x *Request) GetStoreStatus() *StoreStatusRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_StoreStatus); ok {
+			return x.StoreStatus
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetLocalStoreStatus() *LocalStoreStatusRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_LocalStoreStatus); ok {
+			return x.LocalStoreStatus
+		}
+	}
+	return nil
+}
+
 type isRequest_Call interface {
 	isRequest_Call()
 }
@@ -419,6 +439,14 @@ type Request_History struct {
 	History *HistoryRequest `protobuf:"bytes,21,opt,name=history,proto3,oneof"`
 }
 
+type Request_StoreStatus struct {
+	StoreStatus *StoreStatusRequest `protobuf:"bytes,22,opt,name=store_status,json=storeStatus,proto3,oneof"`
+}
+
+type Request_LocalStoreStatus struct {
+	LocalStoreStatus *LocalStoreStatusRequest `protobuf:"bytes,23,opt,name=local_store_status,json=localStoreStatus,proto3,oneof"`
+}
+
 func (*Request_Members) isRequest_Call() {}
 
 func (*Request_Types) isRequest_Call() {}
@@ -459,6 +487,10 @@ func (*Request_LocalHandoffs) isRequest_Call() {}
 
 func (*Request_History) isRequest_Call() {}
 
+func (*Request_StoreStatus) isRequest_Call() {}
+
+func (*Request_LocalStoreStatus) isRequest_Call() {}
+
 type Response struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
@@ -484,6 +516,8 @@ type Response struct {
 	//	*Response_Handoffs
 	//	*Response_LocalHandoffs
 	//	*Response_History
+	//	*Response_StoreStatus
+	//	*Response_LocalStoreStatus
 	Result isResponse_Result `protobuf_oneof:"result"`
 	// more: another response follows on this stream (streaming calls). A streaming response
 	// without a result is a keepalive.
@@ -712,6 +746,24 @@ func (x *Response) GetHistory() *HistoryResponse {
 	return nil
 }
 
+func (x *Response) GetStoreStatus() *StoreStatusResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_StoreStatus); ok {
+			return x.StoreStatus
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetLocalStoreStatus() *LocalStoreStatusResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_LocalStoreStatus); ok {
+			return x.LocalStoreStatus
+		}
+	}
+	return nil
+}
+
 func (x *Response) GetMore() bool {
 	if x != nil {
 		return x.More
@@ -795,6 +847,14 @@ type Response_History struct {
 	History *HistoryResponse `protobuf:"bytes,22,opt,name=history,proto3,oneof"`
 }
 
+type Response_StoreStatus struct {
+	StoreStatus *StoreStatusResponse `protobuf:"bytes,23,opt,name=store_status,json=storeStatus,proto3,oneof"`
+}
+
+type Response_LocalStoreStatus struct {
+	LocalStoreStatus *LocalStoreStatusResponse `protobuf:"bytes,24,opt,name=local_store_status,json=localStoreStatus,proto3,oneof"`
+}
+
 func (*Response_Members) isResponse_Result() {}
 
 func (*Response_Types) isResponse_Result() {}
@@ -830,6 +890,10 @@ func (*Response_Handoffs) isResponse_Result() {}
 func (*Response_LocalHandoffs) isResponse_Result() {}
 
 func (*Response_History) isResponse_Result() {}
+
+func (*Response_StoreStatus) isResponse_Result() {}
+
+func (*Response_LocalStoreStatus) isResponse_Result() {}
 
 type TypesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1669,6 +1733,7 @@ type RegionStats struct {
 	Shards          []*ShardStats          `protobuf:"bytes,7,rep,name=shards,proto3" json:"shards,omitempty"`
 	Allocations     []*Allocation          `protobuf:"bytes,8,rep,name=allocations,proto3" json:"allocations,omitempty"`                       // with_allocations, when the coordinator runs here
 	NoNewShards     bool                   `protobuf:"varint,9,opt,name=no_new_shards,json=noNewShards,proto3" json:"no_new_shards,omitempty"` // its coordinator knows it takes no new shards (the store's disk is full)
+	Holding         *TypeHolding           `protobuf:"bytes,10,opt,name=holding,proto3" json:"holding,omitempty"`                              // what the member holds of the type's shards as a replica
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1766,6 +1831,83 @@ func (x *RegionStats) GetNoNewShards() bool {
 	return false
 }
 
+func (x *RegionStats) GetHolding() *TypeHolding {
+	if x != nil {
+		return x.Holding
+	}
+	return nil
+}
+
+// TypeHolding is what one member holds of an entity type's shards as a replica of their
+// replica sets (its host or not).
+type TypeHolding struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Units         uint32                 `protobuf:"varint,2,opt,name=units,proto3" json:"units,omitempty"`           // shards it holds records of
+	Records       uint64                 `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`       // remembered entities and entity states, live (and keys holding only a fence floor)
+	Tombstones    uint64                 `protobuf:"varint,4,opt,name=tombstones,proto3" json:"tombstones,omitempty"` // deleted records kept until every replica holds them
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TypeHolding) Reset() {
+	*x = TypeHolding{}
+	mi := &file_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypeHolding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypeHolding) ProtoMessage() {}
+
+func (x *TypeHolding) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypeHolding.ProtoReflect.Descriptor instead.
+func (*TypeHolding) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *TypeHolding) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *TypeHolding) GetUnits() uint32 {
+	if x != nil {
+		return x.Units
+	}
+	return 0
+}
+
+func (x *TypeHolding) GetRecords() uint64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *TypeHolding) GetTombstones() uint64 {
+	if x != nil {
+		return x.Tombstones
+	}
+	return 0
+}
+
 type ShardStats struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Shard         string                 `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
@@ -1777,7 +1919,7 @@ type ShardStats struct {
 
 func (x *ShardStats) Reset() {
 	*x = ShardStats{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1931,7 @@ func (x *ShardStats) String() string {
 func (*ShardStats) ProtoMessage() {}
 
 func (x *ShardStats) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1944,7 @@ func (x *ShardStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardStats.ProtoReflect.Descriptor instead.
 func (*ShardStats) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ShardStats) GetShard() string {
@@ -1836,7 +1978,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +1990,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +2003,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Allocation) GetShard() string {
@@ -1889,7 +2031,7 @@ type LocateRequest struct {
 
 func (x *LocateRequest) Reset() {
 	*x = LocateRequest{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2043,7 @@ func (x *LocateRequest) String() string {
 func (*LocateRequest) ProtoMessage() {}
 
 func (x *LocateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2056,7 @@ func (x *LocateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocateRequest.ProtoReflect.Descriptor instead.
 func (*LocateRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LocateRequest) GetEntityType() string {
@@ -1950,7 +2092,7 @@ type LocateResponse struct {
 
 func (x *LocateResponse) Reset() {
 	*x = LocateResponse{}
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2104,7 @@ func (x *LocateResponse) String() string {
 func (*LocateResponse) ProtoMessage() {}
 
 func (x *LocateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2117,7 @@ func (x *LocateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocateResponse.ProtoReflect.Descriptor instead.
 func (*LocateResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LocateResponse) GetEntityType() string {
@@ -2068,7 +2210,7 @@ type ShardInfoRequest struct {
 
 func (x *ShardInfoRequest) Reset() {
 	*x = ShardInfoRequest{}
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2080,7 +2222,7 @@ func (x *ShardInfoRequest) String() string {
 func (*ShardInfoRequest) ProtoMessage() {}
 
 func (x *ShardInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2093,7 +2235,7 @@ func (x *ShardInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardInfoRequest.ProtoReflect.Descriptor instead.
 func (*ShardInfoRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{21}
+	return file_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ShardInfoRequest) GetEntityType() string {
@@ -2139,7 +2281,7 @@ type ShardInfoResponse struct {
 
 func (x *ShardInfoResponse) Reset() {
 	*x = ShardInfoResponse{}
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2151,7 +2293,7 @@ func (x *ShardInfoResponse) String() string {
 func (*ShardInfoResponse) ProtoMessage() {}
 
 func (x *ShardInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2164,7 +2306,7 @@ func (x *ShardInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardInfoResponse.ProtoReflect.Descriptor instead.
 func (*ShardInfoResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{22}
+	return file_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ShardInfoResponse) GetNode() string {
@@ -2273,7 +2415,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2285,7 +2427,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2298,7 +2440,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{23}
+	return file_admin_proto_rawDescGZIP(), []int{24}
 }
 
 // HealthResponse: live when the member's loop answers; ready when it is an Up member that
@@ -2320,7 +2462,7 @@ type HealthResponse struct {
 
 func (x *HealthResponse) Reset() {
 	*x = HealthResponse{}
-	mi := &file_admin_proto_msgTypes[24]
+	mi := &file_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2332,7 +2474,7 @@ func (x *HealthResponse) String() string {
 func (*HealthResponse) ProtoMessage() {}
 
 func (x *HealthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[24]
+	mi := &file_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2345,7 +2487,7 @@ func (x *HealthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
 func (*HealthResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{24}
+	return file_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *HealthResponse) GetNode() string {
@@ -2425,7 +2567,7 @@ type StoreHealth struct {
 
 func (x *StoreHealth) Reset() {
 	*x = StoreHealth{}
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2437,7 +2579,7 @@ func (x *StoreHealth) String() string {
 func (*StoreHealth) ProtoMessage() {}
 
 func (x *StoreHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2450,7 +2592,7 @@ func (x *StoreHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHealth.ProtoReflect.Descriptor instead.
 func (*StoreHealth) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{25}
+	return file_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StoreHealth) GetDir() string {
@@ -2551,7 +2693,7 @@ type RegionHealth struct {
 
 func (x *RegionHealth) Reset() {
 	*x = RegionHealth{}
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2705,7 @@ func (x *RegionHealth) String() string {
 func (*RegionHealth) ProtoMessage() {}
 
 func (x *RegionHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2718,7 @@ func (x *RegionHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionHealth.ProtoReflect.Descriptor instead.
 func (*RegionHealth) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{26}
+	return file_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RegionHealth) GetEntityType() string {
@@ -2633,7 +2775,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +2787,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +2800,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{27}
+	return file_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchRequest) GetEntityTypes() []string {
@@ -2702,7 +2844,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2714,7 +2856,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2727,7 +2869,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{28}
+	return file_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WatchEvent) GetAtUnixMs() int64 {
@@ -2874,7 +3016,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +3028,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +3041,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{29}
+	return file_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ShutdownRequest) GetFollow() bool {
@@ -2924,7 +3066,7 @@ type ShutdownProgress struct {
 
 func (x *ShutdownProgress) Reset() {
 	*x = ShutdownProgress{}
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2936,7 +3078,7 @@ func (x *ShutdownProgress) String() string {
 func (*ShutdownProgress) ProtoMessage() {}
 
 func (x *ShutdownProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2949,7 +3091,7 @@ func (x *ShutdownProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownProgress.ProtoReflect.Descriptor instead.
 func (*ShutdownProgress) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{30}
+	return file_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ShutdownProgress) GetNode() string {
@@ -3014,7 +3156,7 @@ type DownRequest struct {
 
 func (x *DownRequest) Reset() {
 	*x = DownRequest{}
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3026,7 +3168,7 @@ func (x *DownRequest) String() string {
 func (*DownRequest) ProtoMessage() {}
 
 func (x *DownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3039,7 +3181,7 @@ func (x *DownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownRequest.ProtoReflect.Descriptor instead.
 func (*DownRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{31}
+	return file_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DownRequest) GetNode() string {
@@ -3075,7 +3217,7 @@ type DownResponse struct {
 
 func (x *DownResponse) Reset() {
 	*x = DownResponse{}
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3087,7 +3229,7 @@ func (x *DownResponse) String() string {
 func (*DownResponse) ProtoMessage() {}
 
 func (x *DownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3100,7 +3242,7 @@ func (x *DownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownResponse.ProtoReflect.Descriptor instead.
 func (*DownResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{32}
+	return file_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DownResponse) GetNode() string {
@@ -3139,7 +3281,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3151,7 +3293,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3164,7 +3306,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{33}
+	return file_admin_proto_rawDescGZIP(), []int{34}
 }
 
 type MemberInfo struct {
@@ -3185,7 +3327,7 @@ type MemberInfo struct {
 
 func (x *MemberInfo) Reset() {
 	*x = MemberInfo{}
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3197,7 +3339,7 @@ func (x *MemberInfo) String() string {
 func (*MemberInfo) ProtoMessage() {}
 
 func (x *MemberInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3210,7 +3352,7 @@ func (x *MemberInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberInfo.ProtoReflect.Descriptor instead.
 func (*MemberInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{34}
+	return file_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MemberInfo) GetNode() string {
@@ -3300,7 +3442,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3312,7 +3454,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3325,7 +3467,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{35}
+	return file_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MembersResponse) GetSelf() string {
@@ -3401,7 +3543,7 @@ type DirectiveRequest struct {
 
 func (x *DirectiveRequest) Reset() {
 	*x = DirectiveRequest{}
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3555,7 @@ func (x *DirectiveRequest) String() string {
 func (*DirectiveRequest) ProtoMessage() {}
 
 func (x *DirectiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3568,7 @@ func (x *DirectiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectiveRequest.ProtoReflect.Descriptor instead.
 func (*DirectiveRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{36}
+	return file_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DirectiveRequest) GetKind() string {
@@ -3472,7 +3614,7 @@ type DirectivesRequest struct {
 
 func (x *DirectivesRequest) Reset() {
 	*x = DirectivesRequest{}
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3484,7 +3626,7 @@ func (x *DirectivesRequest) String() string {
 func (*DirectivesRequest) ProtoMessage() {}
 
 func (x *DirectivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3497,7 +3639,7 @@ func (x *DirectivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectivesRequest.ProtoReflect.Descriptor instead.
 func (*DirectivesRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{37}
+	return file_admin_proto_rawDescGZIP(), []int{38}
 }
 
 type DirectivesResponse struct {
@@ -3514,7 +3656,7 @@ type DirectivesResponse struct {
 
 func (x *DirectivesResponse) Reset() {
 	*x = DirectivesResponse{}
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3526,7 +3668,7 @@ func (x *DirectivesResponse) String() string {
 func (*DirectivesResponse) ProtoMessage() {}
 
 func (x *DirectivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3539,7 +3681,7 @@ func (x *DirectivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectivesResponse.ProtoReflect.Descriptor instead.
 func (*DirectivesResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{38}
+	return file_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DirectivesResponse) GetNode() string {
@@ -3595,7 +3737,7 @@ type Pin struct {
 
 func (x *Pin) Reset() {
 	*x = Pin{}
-	mi := &file_admin_proto_msgTypes[39]
+	mi := &file_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3607,7 +3749,7 @@ func (x *Pin) String() string {
 func (*Pin) ProtoMessage() {}
 
 func (x *Pin) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[39]
+	mi := &file_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3620,7 +3762,7 @@ func (x *Pin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pin.ProtoReflect.Descriptor instead.
 func (*Pin) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{39}
+	return file_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Pin) GetEntityType() string {
@@ -3657,7 +3799,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_admin_proto_msgTypes[40]
+	mi := &file_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3669,7 +3811,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[40]
+	mi := &file_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3682,7 +3824,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{40}
+	return file_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PlanRequest) GetEntityType() string {
@@ -3719,7 +3861,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_admin_proto_msgTypes[41]
+	mi := &file_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3731,7 +3873,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[41]
+	mi := &file_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3744,7 +3886,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{41}
+	return file_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PlanResponse) GetEntityType() string {
@@ -3795,7 +3937,7 @@ type PlanMove struct {
 
 func (x *PlanMove) Reset() {
 	*x = PlanMove{}
-	mi := &file_admin_proto_msgTypes[42]
+	mi := &file_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3807,7 +3949,7 @@ func (x *PlanMove) String() string {
 func (*PlanMove) ProtoMessage() {}
 
 func (x *PlanMove) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[42]
+	mi := &file_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3820,7 +3962,7 @@ func (x *PlanMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanMove.ProtoReflect.Descriptor instead.
 func (*PlanMove) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{42}
+	return file_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PlanMove) GetShard() string {
@@ -3874,7 +4016,7 @@ type DataRemoveRequest struct {
 
 func (x *DataRemoveRequest) Reset() {
 	*x = DataRemoveRequest{}
-	mi := &file_admin_proto_msgTypes[43]
+	mi := &file_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3886,7 +4028,7 @@ func (x *DataRemoveRequest) String() string {
 func (*DataRemoveRequest) ProtoMessage() {}
 
 func (x *DataRemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[43]
+	mi := &file_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3899,7 +4041,7 @@ func (x *DataRemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataRemoveRequest.ProtoReflect.Descriptor instead.
 func (*DataRemoveRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{43}
+	return file_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DataRemoveRequest) GetEntityTypes() []string {
@@ -3937,7 +4079,7 @@ type DataRemoveProgress struct {
 
 func (x *DataRemoveProgress) Reset() {
 	*x = DataRemoveProgress{}
-	mi := &file_admin_proto_msgTypes[44]
+	mi := &file_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3949,7 +4091,7 @@ func (x *DataRemoveProgress) String() string {
 func (*DataRemoveProgress) ProtoMessage() {}
 
 func (x *DataRemoveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[44]
+	mi := &file_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3962,7 +4104,7 @@ func (x *DataRemoveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataRemoveProgress.ProtoReflect.Descriptor instead.
 func (*DataRemoveProgress) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{44}
+	return file_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *DataRemoveProgress) GetEntityType() string {
@@ -4021,7 +4163,7 @@ type HandoffsRequest struct {
 
 func (x *HandoffsRequest) Reset() {
 	*x = HandoffsRequest{}
-	mi := &file_admin_proto_msgTypes[45]
+	mi := &file_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4175,7 @@ func (x *HandoffsRequest) String() string {
 func (*HandoffsRequest) ProtoMessage() {}
 
 func (x *HandoffsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[45]
+	mi := &file_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4188,7 @@ func (x *HandoffsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffsRequest.ProtoReflect.Descriptor instead.
 func (*HandoffsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{45}
+	return file_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *HandoffsRequest) GetEntityTypes() []string {
@@ -4074,7 +4216,7 @@ type HandoffsResponse struct {
 
 func (x *HandoffsResponse) Reset() {
 	*x = HandoffsResponse{}
-	mi := &file_admin_proto_msgTypes[46]
+	mi := &file_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4228,7 @@ func (x *HandoffsResponse) String() string {
 func (*HandoffsResponse) ProtoMessage() {}
 
 func (x *HandoffsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[46]
+	mi := &file_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4241,7 @@ func (x *HandoffsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffsResponse.ProtoReflect.Descriptor instead.
 func (*HandoffsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{46}
+	return file_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *HandoffsResponse) GetNode() string {
@@ -4144,7 +4286,7 @@ type HandoffInfo struct {
 
 func (x *HandoffInfo) Reset() {
 	*x = HandoffInfo{}
-	mi := &file_admin_proto_msgTypes[47]
+	mi := &file_admin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4156,7 +4298,7 @@ func (x *HandoffInfo) String() string {
 func (*HandoffInfo) ProtoMessage() {}
 
 func (x *HandoffInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[47]
+	mi := &file_admin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4169,7 +4311,7 @@ func (x *HandoffInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffInfo.ProtoReflect.Descriptor instead.
 func (*HandoffInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{47}
+	return file_admin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *HandoffInfo) GetEntityType() string {
@@ -4274,7 +4416,7 @@ type LocalHandoffsRequest struct {
 
 func (x *LocalHandoffsRequest) Reset() {
 	*x = LocalHandoffsRequest{}
-	mi := &file_admin_proto_msgTypes[48]
+	mi := &file_admin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4286,7 +4428,7 @@ func (x *LocalHandoffsRequest) String() string {
 func (*LocalHandoffsRequest) ProtoMessage() {}
 
 func (x *LocalHandoffsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[48]
+	mi := &file_admin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4299,7 +4441,7 @@ func (x *LocalHandoffsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalHandoffsRequest.ProtoReflect.Descriptor instead.
 func (*LocalHandoffsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{48}
+	return file_admin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *LocalHandoffsRequest) GetEntityTypes() []string {
@@ -4319,7 +4461,7 @@ type LocalHandoffsResponse struct {
 
 func (x *LocalHandoffsResponse) Reset() {
 	*x = LocalHandoffsResponse{}
-	mi := &file_admin_proto_msgTypes[49]
+	mi := &file_admin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4331,7 +4473,7 @@ func (x *LocalHandoffsResponse) String() string {
 func (*LocalHandoffsResponse) ProtoMessage() {}
 
 func (x *LocalHandoffsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[49]
+	mi := &file_admin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4344,7 +4486,7 @@ func (x *LocalHandoffsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalHandoffsResponse.ProtoReflect.Descriptor instead.
 func (*LocalHandoffsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{49}
+	return file_admin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *LocalHandoffsResponse) GetNode() string {
@@ -4374,7 +4516,7 @@ type TypeHandoffs struct {
 
 func (x *TypeHandoffs) Reset() {
 	*x = TypeHandoffs{}
-	mi := &file_admin_proto_msgTypes[50]
+	mi := &file_admin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4386,7 +4528,7 @@ func (x *TypeHandoffs) String() string {
 func (*TypeHandoffs) ProtoMessage() {}
 
 func (x *TypeHandoffs) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[50]
+	mi := &file_admin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4399,7 +4541,7 @@ func (x *TypeHandoffs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TypeHandoffs.ProtoReflect.Descriptor instead.
 func (*TypeHandoffs) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{50}
+	return file_admin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TypeHandoffs) GetEntityType() string {
@@ -4453,7 +4595,7 @@ type CoordinatorHandoff struct {
 
 func (x *CoordinatorHandoff) Reset() {
 	*x = CoordinatorHandoff{}
-	mi := &file_admin_proto_msgTypes[51]
+	mi := &file_admin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4465,7 +4607,7 @@ func (x *CoordinatorHandoff) String() string {
 func (*CoordinatorHandoff) ProtoMessage() {}
 
 func (x *CoordinatorHandoff) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[51]
+	mi := &file_admin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4478,7 +4620,7 @@ func (x *CoordinatorHandoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorHandoff.ProtoReflect.Descriptor instead.
 func (*CoordinatorHandoff) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{51}
+	return file_admin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CoordinatorHandoff) GetShard() string {
@@ -4550,7 +4692,7 @@ type LocalHandoff struct {
 
 func (x *LocalHandoff) Reset() {
 	*x = LocalHandoff{}
-	mi := &file_admin_proto_msgTypes[52]
+	mi := &file_admin_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4562,7 +4704,7 @@ func (x *LocalHandoff) String() string {
 func (*LocalHandoff) ProtoMessage() {}
 
 func (x *LocalHandoff) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[52]
+	mi := &file_admin_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4575,7 +4717,7 @@ func (x *LocalHandoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalHandoff.ProtoReflect.Descriptor instead.
 func (*LocalHandoff) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{52}
+	return file_admin_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *LocalHandoff) GetShard() string {
@@ -4628,7 +4770,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_admin_proto_msgTypes[53]
+	mi := &file_admin_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4640,7 +4782,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[53]
+	mi := &file_admin_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4653,7 +4795,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{53}
+	return file_admin_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *HistoryRequest) GetEntityTypes() []string {
@@ -4685,16 +4827,19 @@ func (x *HistoryRequest) GetLimit() uint32 {
 }
 
 type HistoryResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Records       []*PlacementRecord     `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`      // oldest first
-	Truncated     bool                   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"` // more matched than limit
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Records   []*PlacementRecord     `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`      // oldest first
+	Truncated bool                   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"` // more matched than limit
+	// missing: no quorum of the metadata's replicas answered, and these did not: the records
+	// are what the others hold (a partial answer, code PARTIAL).
+	Missing       []string `protobuf:"bytes,3,rep,name=missing,proto3" json:"missing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HistoryResponse) Reset() {
 	*x = HistoryResponse{}
-	mi := &file_admin_proto_msgTypes[54]
+	mi := &file_admin_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4706,7 +4851,7 @@ func (x *HistoryResponse) String() string {
 func (*HistoryResponse) ProtoMessage() {}
 
 func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[54]
+	mi := &file_admin_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4719,7 +4864,7 @@ func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
 func (*HistoryResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{54}
+	return file_admin_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *HistoryResponse) GetRecords() []*PlacementRecord {
@@ -4734,6 +4879,13 @@ func (x *HistoryResponse) GetTruncated() bool {
 		return x.Truncated
 	}
 	return false
+}
+
+func (x *HistoryResponse) GetMissing() []string {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
 }
 
 type PlacementRecord struct {
@@ -4754,7 +4906,7 @@ type PlacementRecord struct {
 
 func (x *PlacementRecord) Reset() {
 	*x = PlacementRecord{}
-	mi := &file_admin_proto_msgTypes[55]
+	mi := &file_admin_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4766,7 +4918,7 @@ func (x *PlacementRecord) String() string {
 func (*PlacementRecord) ProtoMessage() {}
 
 func (x *PlacementRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[55]
+	mi := &file_admin_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4779,7 +4931,7 @@ func (x *PlacementRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRecord.ProtoReflect.Descriptor instead.
 func (*PlacementRecord) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{55}
+	return file_admin_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *PlacementRecord) GetAtUnixMs() int64 {
@@ -4852,12 +5004,978 @@ func (x *PlacementRecord) GetCoordinator() string {
 	return ""
 }
 
+// StoreStatusRequest asks every member for its part of the replicated store (shardctl store
+// status): the shard units its hosts keep on replica sets, the moves of those sets, what
+// each member holds as a replica.
+type StoreStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityTypes   []string               `protobuf:"bytes,1,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"` // empty: every type
+	TimeoutMs     uint64                 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`      // bound of each member's answer (0: shard-region-query-timeout)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreStatusRequest) Reset() {
+	*x = StoreStatusRequest{}
+	mi := &file_admin_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreStatusRequest) ProtoMessage() {}
+
+func (x *StoreStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreStatusRequest.ProtoReflect.Descriptor instead.
+func (*StoreStatusRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *StoreStatusRequest) GetEntityTypes() []string {
+	if x != nil {
+		return x.EntityTypes
+	}
+	return nil
+}
+
+func (x *StoreStatusRequest) GetTimeoutMs() uint64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type StoreStatusResponse struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Node              string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`                                                     // the member that asked the others
+	ReplicationFactor uint32                 `protobuf:"varint,2,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"` // sharding.store.replication-factor
+	Metadata          []string               `protobuf:"bytes,3,rep,name=metadata,proto3" json:"metadata,omitempty"`                                             // the members that hold the cluster metadata
+	Types             []*TypeUnits           `protobuf:"bytes,4,rep,name=types,proto3" json:"types,omitempty"`                                                   // per entity type, in name order
+	Members           []*MemberStore         `protobuf:"bytes,5,rep,name=members,proto3" json:"members,omitempty"`                                               // every member that answered, in id order
+	Moves             []*UnitMove            `protobuf:"bytes,6,rep,name=moves,proto3" json:"moves,omitempty"`                                                   // moves running, queued or waiting to retry, by type and shard
+	Failed            []*FailedMember        `protobuf:"bytes,7,rep,name=failed,proto3" json:"failed,omitempty"`                                                 // members that did not answer
+	TimeoutMs         uint64                 `protobuf:"varint,8,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	MovesTruncated    bool                   `protobuf:"varint,9,opt,name=moves_truncated,json=movesTruncated,proto3" json:"moves_truncated,omitempty"` // more moves than listed (the counts in types are whole)
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *StoreStatusResponse) Reset() {
+	*x = StoreStatusResponse{}
+	mi := &file_admin_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreStatusResponse) ProtoMessage() {}
+
+func (x *StoreStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreStatusResponse.ProtoReflect.Descriptor instead.
+func (*StoreStatusResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *StoreStatusResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *StoreStatusResponse) GetReplicationFactor() uint32 {
+	if x != nil {
+		return x.ReplicationFactor
+	}
+	return 0
+}
+
+func (x *StoreStatusResponse) GetMetadata() []string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *StoreStatusResponse) GetTypes() []*TypeUnits {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+func (x *StoreStatusResponse) GetMembers() []*MemberStore {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *StoreStatusResponse) GetMoves() []*UnitMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+func (x *StoreStatusResponse) GetFailed() []*FailedMember {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
+func (x *StoreStatusResponse) GetTimeoutMs() uint64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *StoreStatusResponse) GetMovesTruncated() bool {
+	if x != nil {
+		return x.MovesTruncated
+	}
+	return false
+}
+
+// TypeUnits sums up the shard units of one entity type, as their hosts know them.
+type TypeUnits struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Units         uint32                 `protobuf:"varint,2,opt,name=units,proto3" json:"units,omitempty"`                                      // hosted shards (each a unit)
+	Full          uint32                 `protobuf:"varint,3,opt,name=full,proto3" json:"full,omitempty"`                                        // whose set has replication-factor members
+	Short         uint32                 `protobuf:"varint,4,opt,name=short,proto3" json:"short,omitempty"`                                      // whose set has fewer (fewer members may hold them, or they are moved)
+	Unknown       uint32                 `protobuf:"varint,5,opt,name=unknown,proto3" json:"unknown,omitempty"`                                  // whose configuration the host is still reading
+	Moving        uint32                 `protobuf:"varint,6,opt,name=moving,proto3" json:"moving,omitempty"`                                    // in a joint configuration (old and new set) or moving now
+	Queued        uint32                 `protobuf:"varint,7,opt,name=queued,proto3" json:"queued,omitempty"`                                    // waiting for a move slot
+	Failed        uint32                 `protobuf:"varint,8,opt,name=failed,proto3" json:"failed,omitempty"`                                    // whose last move failed a step (tried again)
+	ZonesMin      uint32                 `protobuf:"varint,9,opt,name=zones_min,json=zonesMin,proto3" json:"zones_min,omitempty"`                // fewest zones one set spans (0: no member declares a zone)
+	PerMemberMin  uint32                 `protobuf:"varint,10,opt,name=per_member_min,json=perMemberMin,proto3" json:"per_member_min,omitempty"` // fewest sets a member of the sets is in
+	PerMemberMax  uint32                 `protobuf:"varint,11,opt,name=per_member_max,json=perMemberMax,proto3" json:"per_member_max,omitempty"` // most sets a member is in
+	Members       uint32                 `protobuf:"varint,12,opt,name=members,proto3" json:"members,omitempty"`                                 // members in at least one set
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TypeUnits) Reset() {
+	*x = TypeUnits{}
+	mi := &file_admin_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypeUnits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypeUnits) ProtoMessage() {}
+
+func (x *TypeUnits) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypeUnits.ProtoReflect.Descriptor instead.
+func (*TypeUnits) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *TypeUnits) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *TypeUnits) GetUnits() uint32 {
+	if x != nil {
+		return x.Units
+	}
+	return 0
+}
+
+func (x *TypeUnits) GetFull() uint32 {
+	if x != nil {
+		return x.Full
+	}
+	return 0
+}
+
+func (x *TypeUnits) GetShort() uint32 {
+	if x != nil {
+		return x.Short
+	}
+	return 0
+}
+
+func (x *TypeUnits) GetUnknown() uint32 {
+	if x != nil {
+		return x.Unknown
+	}
+	return 0
+}
+
+func (x *TypeUnits) GetMoving() uint32 {
+	if x != nil {
+		return x.Moving
+	}
+	return 0
+}
+
+func (x *TypeUnits) GetQueued() uint32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *TypeUnits) GetFailed() uint32 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *TypeUnits) GetZonesMin() uint32 {
+	if x != nil {
+		return x.ZonesMin
+	}
+	return 0
+}
+
+func (x *TypeUnits) GetPerMemberMin() uint32 {
+	if x != nil {
+		return x.PerMemberMin
+	}
+	return 0
+}
+
+func (x *TypeUnits) GetPerMemberMax() uint32 {
+	if x != nil {
+		return x.PerMemberMax
+	}
+	return 0
+}
+
+func (x *TypeUnits) GetMembers() uint32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
+// MemberStore is one member's part of the store.
+type MemberStore struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Node            string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Zone            string                 `protobuf:"bytes,2,opt,name=zone,proto3" json:"zone,omitempty"`
+	MovesRunning    uint32                 `protobuf:"varint,3,opt,name=moves_running,json=movesRunning,proto3" json:"moves_running,omitempty"`
+	MovesQueued     uint32                 `protobuf:"varint,4,opt,name=moves_queued,json=movesQueued,proto3" json:"moves_queued,omitempty"`
+	MaxMoves        uint32                 `protobuf:"varint,5,opt,name=max_moves,json=maxMoves,proto3" json:"max_moves,omitempty"` // sharding.store.max-simultaneous-moves
+	Holdings        []*TypeHolding         `protobuf:"bytes,6,rep,name=holdings,proto3" json:"holdings,omitempty"`                  // what it holds as a replica, per type
+	MetadataKeys    uint64                 `protobuf:"varint,7,opt,name=metadata_keys,json=metadataKeys,proto3" json:"metadata_keys,omitempty"`
+	MetadataReplica bool                   `protobuf:"varint,8,opt,name=metadata_replica,json=metadataReplica,proto3" json:"metadata_replica,omitempty"`
+	Sets            []*TypeSets            `protobuf:"bytes,9,rep,name=sets,proto3" json:"sets,omitempty"` // per type: the sets of the units hosted here it is in (from local answers)
+	Counters        *MoveCounters          `protobuf:"bytes,10,opt,name=counters,proto3" json:"counters,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *MemberStore) Reset() {
+	*x = MemberStore{}
+	mi := &file_admin_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberStore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberStore) ProtoMessage() {}
+
+func (x *MemberStore) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberStore.ProtoReflect.Descriptor instead.
+func (*MemberStore) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *MemberStore) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *MemberStore) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *MemberStore) GetMovesRunning() uint32 {
+	if x != nil {
+		return x.MovesRunning
+	}
+	return 0
+}
+
+func (x *MemberStore) GetMovesQueued() uint32 {
+	if x != nil {
+		return x.MovesQueued
+	}
+	return 0
+}
+
+func (x *MemberStore) GetMaxMoves() uint32 {
+	if x != nil {
+		return x.MaxMoves
+	}
+	return 0
+}
+
+func (x *MemberStore) GetHoldings() []*TypeHolding {
+	if x != nil {
+		return x.Holdings
+	}
+	return nil
+}
+
+func (x *MemberStore) GetMetadataKeys() uint64 {
+	if x != nil {
+		return x.MetadataKeys
+	}
+	return 0
+}
+
+func (x *MemberStore) GetMetadataReplica() bool {
+	if x != nil {
+		return x.MetadataReplica
+	}
+	return false
+}
+
+func (x *MemberStore) GetSets() []*TypeSets {
+	if x != nil {
+		return x.Sets
+	}
+	return nil
+}
+
+func (x *MemberStore) GetCounters() *MoveCounters {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
+// TypeSets counts, per type, the replica sets a member is in.
+type TypeSets struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Sets          uint32                 `protobuf:"varint,2,opt,name=sets,proto3" json:"sets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TypeSets) Reset() {
+	*x = TypeSets{}
+	mi := &file_admin_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypeSets) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypeSets) ProtoMessage() {}
+
+func (x *TypeSets) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypeSets.ProtoReflect.Descriptor instead.
+func (*TypeSets) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *TypeSets) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *TypeSets) GetSets() uint32 {
+	if x != nil {
+		return x.Sets
+	}
+	return 0
+}
+
+// MoveCounters are a member's counters of moves of replica sets since it started.
+type MoveCounters struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Started       uint64                 `protobuf:"varint,1,opt,name=started,proto3" json:"started,omitempty"`
+	Finished      uint64                 `protobuf:"varint,2,opt,name=finished,proto3" json:"finished,omitempty"`
+	Failed        uint64                 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	Abandoned     uint64                 `protobuf:"varint,4,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	Copied        uint64                 `protobuf:"varint,5,opt,name=copied,proto3" json:"copied,omitempty"` // records copied to new replicas
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveCounters) Reset() {
+	*x = MoveCounters{}
+	mi := &file_admin_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveCounters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveCounters) ProtoMessage() {}
+
+func (x *MoveCounters) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveCounters.ProtoReflect.Descriptor instead.
+func (*MoveCounters) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *MoveCounters) GetStarted() uint64 {
+	if x != nil {
+		return x.Started
+	}
+	return 0
+}
+
+func (x *MoveCounters) GetFinished() uint64 {
+	if x != nil {
+		return x.Finished
+	}
+	return 0
+}
+
+func (x *MoveCounters) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *MoveCounters) GetAbandoned() uint64 {
+	if x != nil {
+		return x.Abandoned
+	}
+	return 0
+}
+
+func (x *MoveCounters) GetCopied() uint64 {
+	if x != nil {
+		return x.Copied
+	}
+	return 0
+}
+
+// UnitMove is a move of one unit's replica set.
+type UnitMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Shard         string                 `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Host          string                 `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`                              // the member that moves it (the shard's host)
+	Epoch         uint64                 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`                           // the host's allocation epoch
+	From          []string               `protobuf:"bytes,5,rep,name=from,proto3" json:"from,omitempty"`                              // the set the records are on
+	To            []string               `protobuf:"bytes,6,rep,name=to,proto3" json:"to,omitempty"`                                  // the set they move to (empty: only former replicas drop copies)
+	Phase         string                 `protobuf:"bytes,7,opt,name=phase,proto3" json:"phase,omitempty"`                            // joining, draining, copying, switching, dropping; queued; retrying
+	Copied        uint64                 `protobuf:"varint,8,opt,name=copied,proto3" json:"copied,omitempty"`                         // records copied so far
+	Total         uint64                 `protobuf:"varint,9,opt,name=total,proto3" json:"total,omitempty"`                           // records the host holds of the unit: about what a copy moves
+	ElapsedMs     uint64                 `protobuf:"varint,10,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"` // since the running move started
+	Error         string                 `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`                           // the last failed step
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnitMove) Reset() {
+	*x = UnitMove{}
+	mi := &file_admin_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnitMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnitMove) ProtoMessage() {}
+
+func (x *UnitMove) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnitMove.ProtoReflect.Descriptor instead.
+func (*UnitMove) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *UnitMove) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *UnitMove) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *UnitMove) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *UnitMove) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *UnitMove) GetFrom() []string {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *UnitMove) GetTo() []string {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *UnitMove) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *UnitMove) GetCopied() uint64 {
+	if x != nil {
+		return x.Copied
+	}
+	return 0
+}
+
+func (x *UnitMove) GetTotal() uint64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *UnitMove) GetElapsedMs() uint64 {
+	if x != nil {
+		return x.ElapsedMs
+	}
+	return 0
+}
+
+func (x *UnitMove) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// LocalStoreStatusRequest asks the answering member for its own part only.
+type LocalStoreStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityTypes   []string               `protobuf:"bytes,1,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"` // empty: every type
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalStoreStatusRequest) Reset() {
+	*x = LocalStoreStatusRequest{}
+	mi := &file_admin_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalStoreStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalStoreStatusRequest) ProtoMessage() {}
+
+func (x *LocalStoreStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalStoreStatusRequest.ProtoReflect.Descriptor instead.
+func (*LocalStoreStatusRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *LocalStoreStatusRequest) GetEntityTypes() []string {
+	if x != nil {
+		return x.EntityTypes
+	}
+	return nil
+}
+
+type LocalStoreStatusResponse struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Member            *MemberStore           `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	ReplicationFactor uint32                 `protobuf:"varint,2,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
+	Metadata          []string               `protobuf:"bytes,3,rep,name=metadata,proto3" json:"metadata,omitempty"`
+	Types             []*LocalTypeUnits      `protobuf:"bytes,4,rep,name=types,proto3" json:"types,omitempty"`                                          // the units hosted here, summed up per type
+	Moves             []*UnitMove            `protobuf:"bytes,5,rep,name=moves,proto3" json:"moves,omitempty"`                                          // of units hosted here, running ones first
+	MovesTruncated    bool                   `protobuf:"varint,6,opt,name=moves_truncated,json=movesTruncated,proto3" json:"moves_truncated,omitempty"` // more than listed
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *LocalStoreStatusResponse) Reset() {
+	*x = LocalStoreStatusResponse{}
+	mi := &file_admin_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalStoreStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalStoreStatusResponse) ProtoMessage() {}
+
+func (x *LocalStoreStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalStoreStatusResponse.ProtoReflect.Descriptor instead.
+func (*LocalStoreStatusResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *LocalStoreStatusResponse) GetMember() *MemberStore {
+	if x != nil {
+		return x.Member
+	}
+	return nil
+}
+
+func (x *LocalStoreStatusResponse) GetReplicationFactor() uint32 {
+	if x != nil {
+		return x.ReplicationFactor
+	}
+	return 0
+}
+
+func (x *LocalStoreStatusResponse) GetMetadata() []string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *LocalStoreStatusResponse) GetTypes() []*LocalTypeUnits {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+func (x *LocalStoreStatusResponse) GetMoves() []*UnitMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+func (x *LocalStoreStatusResponse) GetMovesTruncated() bool {
+	if x != nil {
+		return x.MovesTruncated
+	}
+	return false
+}
+
+// LocalTypeUnits sums up the units of one type a member hosts; the asking member adds the
+// members' answers up.
+type LocalTypeUnits struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Units         uint32                 `protobuf:"varint,2,opt,name=units,proto3" json:"units,omitempty"`
+	Full          uint32                 `protobuf:"varint,3,opt,name=full,proto3" json:"full,omitempty"`
+	Short         uint32                 `protobuf:"varint,4,opt,name=short,proto3" json:"short,omitempty"`
+	Unknown       uint32                 `protobuf:"varint,5,opt,name=unknown,proto3" json:"unknown,omitempty"`
+	Moving        uint32                 `protobuf:"varint,6,opt,name=moving,proto3" json:"moving,omitempty"`
+	Queued        uint32                 `protobuf:"varint,7,opt,name=queued,proto3" json:"queued,omitempty"`
+	Failed        uint32                 `protobuf:"varint,8,opt,name=failed,proto3" json:"failed,omitempty"`
+	ZonesMin      uint32                 `protobuf:"varint,9,opt,name=zones_min,json=zonesMin,proto3" json:"zones_min,omitempty"` // fewest zones one set spans (0: none declared, or no unit)
+	InSets        []*SetCount            `protobuf:"bytes,10,rep,name=in_sets,json=inSets,proto3" json:"in_sets,omitempty"`       // per member: the sets of these units it is in
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalTypeUnits) Reset() {
+	*x = LocalTypeUnits{}
+	mi := &file_admin_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalTypeUnits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalTypeUnits) ProtoMessage() {}
+
+func (x *LocalTypeUnits) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalTypeUnits.ProtoReflect.Descriptor instead.
+func (*LocalTypeUnits) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *LocalTypeUnits) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *LocalTypeUnits) GetUnits() uint32 {
+	if x != nil {
+		return x.Units
+	}
+	return 0
+}
+
+func (x *LocalTypeUnits) GetFull() uint32 {
+	if x != nil {
+		return x.Full
+	}
+	return 0
+}
+
+func (x *LocalTypeUnits) GetShort() uint32 {
+	if x != nil {
+		return x.Short
+	}
+	return 0
+}
+
+func (x *LocalTypeUnits) GetUnknown() uint32 {
+	if x != nil {
+		return x.Unknown
+	}
+	return 0
+}
+
+func (x *LocalTypeUnits) GetMoving() uint32 {
+	if x != nil {
+		return x.Moving
+	}
+	return 0
+}
+
+func (x *LocalTypeUnits) GetQueued() uint32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *LocalTypeUnits) GetFailed() uint32 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *LocalTypeUnits) GetZonesMin() uint32 {
+	if x != nil {
+		return x.ZonesMin
+	}
+	return 0
+}
+
+func (x *LocalTypeUnits) GetInSets() []*SetCount {
+	if x != nil {
+		return x.InSets
+	}
+	return nil
+}
+
+type SetCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Sets          uint32                 `protobuf:"varint,2,opt,name=sets,proto3" json:"sets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetCount) Reset() {
+	*x = SetCount{}
+	mi := &file_admin_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetCount) ProtoMessage() {}
+
+func (x *SetCount) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetCount.ProtoReflect.Descriptor instead.
+func (*SetCount) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *SetCount) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *SetCount) GetSets() uint32 {
+	if x != nil {
+		return x.Sets
+	}
+	return 0
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xcd\n" +
-	"\n" +
+	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xf7\v\n" +
 	"\aRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12>\n" +
 	"\amembers\x18\x02 \x01(\v2\".shardmesh.admin.v1.MembersRequestH\x00R\amembers\x128\n" +
@@ -4885,9 +6003,10 @@ const file_admin_proto_rawDesc = "" +
 	"dataRemove\x12A\n" +
 	"\bhandoffs\x18\x13 \x01(\v2#.shardmesh.admin.v1.HandoffsRequestH\x00R\bhandoffs\x12Q\n" +
 	"\x0elocal_handoffs\x18\x14 \x01(\v2(.shardmesh.admin.v1.LocalHandoffsRequestH\x00R\rlocalHandoffs\x12>\n" +
-	"\ahistory\x18\x15 \x01(\v2\".shardmesh.admin.v1.HistoryRequestH\x00R\ahistoryB\x06\n" +
-	"\x04call\"\xba\n" +
-	"\n" +
+	"\ahistory\x18\x15 \x01(\v2\".shardmesh.admin.v1.HistoryRequestH\x00R\ahistory\x12K\n" +
+	"\fstore_status\x18\x16 \x01(\v2&.shardmesh.admin.v1.StoreStatusRequestH\x00R\vstoreStatus\x12[\n" +
+	"\x12local_store_status\x18\x17 \x01(\v2+.shardmesh.admin.v1.LocalStoreStatusRequestH\x00R\x10localStoreStatusB\x06\n" +
+	"\x04call\"\xe6\v\n" +
 	"\bResponse\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12,\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x18.shardmesh.admin.v1.CodeR\x04code\x12\x14\n" +
@@ -4915,7 +6034,9 @@ const file_admin_proto_rawDesc = "" +
 	"dataRemove\x12B\n" +
 	"\bhandoffs\x18\x14 \x01(\v2$.shardmesh.admin.v1.HandoffsResponseH\x00R\bhandoffs\x12R\n" +
 	"\x0elocal_handoffs\x18\x15 \x01(\v2).shardmesh.admin.v1.LocalHandoffsResponseH\x00R\rlocalHandoffs\x12?\n" +
-	"\ahistory\x18\x16 \x01(\v2#.shardmesh.admin.v1.HistoryResponseH\x00R\ahistory\x12\x12\n" +
+	"\ahistory\x18\x16 \x01(\v2#.shardmesh.admin.v1.HistoryResponseH\x00R\ahistory\x12L\n" +
+	"\fstore_status\x18\x17 \x01(\v2'.shardmesh.admin.v1.StoreStatusResponseH\x00R\vstoreStatus\x12\\\n" +
+	"\x12local_store_status\x18\x18 \x01(\v2,.shardmesh.admin.v1.LocalStoreStatusResponseH\x00R\x10localStoreStatus\x12\x12\n" +
 	"\x04more\x18\b \x01(\bR\x04moreB\b\n" +
 	"\x06result\"\x0e\n" +
 	"\fTypesRequest\"%\n" +
@@ -4981,7 +6102,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x18\n" +
 	"\aserving\x18\x03 \x01(\bR\aserving\x129\n" +
 	"\aregions\x18\x04 \x03(\v2\x1f.shardmesh.admin.v1.RegionStatsR\aregions\x12-\n" +
-	"\x12messages_delivered\x18\x05 \x01(\x04R\x11messagesDelivered\"\xeb\x02\n" +
+	"\x12messages_delivered\x18\x05 \x01(\x04R\x11messagesDelivered\"\xa6\x03\n" +
 	"\vRegionStats\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
@@ -4994,7 +6115,17 @@ const file_admin_proto_rawDesc = "" +
 	"\bbuffered\x18\x06 \x01(\x04R\bbuffered\x126\n" +
 	"\x06shards\x18\a \x03(\v2\x1e.shardmesh.admin.v1.ShardStatsR\x06shards\x12@\n" +
 	"\vallocations\x18\b \x03(\v2\x1e.shardmesh.admin.v1.AllocationR\vallocations\x12\"\n" +
-	"\rno_new_shards\x18\t \x01(\bR\vnoNewShards\"Z\n" +
+	"\rno_new_shards\x18\t \x01(\bR\vnoNewShards\x129\n" +
+	"\aholding\x18\n" +
+	" \x01(\v2\x1f.shardmesh.admin.v1.TypeHoldingR\aholding\"~\n" +
+	"\vTypeHolding\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05units\x18\x02 \x01(\rR\x05units\x12\x18\n" +
+	"\arecords\x18\x03 \x01(\x04R\arecords\x12\x1e\n" +
+	"\n" +
+	"tombstones\x18\x04 \x01(\x04R\n" +
+	"tombstones\"Z\n" +
 	"\n" +
 	"ShardStats\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x1a\n" +
@@ -5265,10 +6396,11 @@ const file_admin_proto_rawDesc = "" +
 	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x14\n" +
 	"\x05shard\x18\x02 \x01(\tR\x05shard\x12\"\n" +
 	"\rsince_unix_ms\x18\x03 \x01(\x03R\vsinceUnixMs\x12\x14\n" +
-	"\x05limit\x18\x04 \x01(\rR\x05limit\"n\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\"\x88\x01\n" +
 	"\x0fHistoryResponse\x12=\n" +
 	"\arecords\x18\x01 \x03(\v2#.shardmesh.admin.v1.PlacementRecordR\arecords\x12\x1c\n" +
-	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\x93\x02\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12\x18\n" +
+	"\amissing\x18\x03 \x03(\tR\amissing\"\x93\x02\n" +
 	"\x0fPlacementRecord\x12\x1c\n" +
 	"\n" +
 	"at_unix_ms\x18\x01 \x01(\x03R\batUnixMs\x12\x1f\n" +
@@ -5283,7 +6415,99 @@ const file_admin_proto_rawDesc = "" +
 	"handoff_ms\x18\b \x01(\x04R\thandoffMs\x12\x1a\n" +
 	"\bentities\x18\t \x01(\rR\bentities\x12 \n" +
 	"\vcoordinator\x18\n" +
-	" \x01(\tR\vcoordinator*E\n" +
+	" \x01(\tR\vcoordinator\"V\n" +
+	"\x12StoreStatusRequest\x12!\n" +
+	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x04R\ttimeoutMs\"\x9a\x03\n" +
+	"\x13StoreStatusResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12-\n" +
+	"\x12replication_factor\x18\x02 \x01(\rR\x11replicationFactor\x12\x1a\n" +
+	"\bmetadata\x18\x03 \x03(\tR\bmetadata\x123\n" +
+	"\x05types\x18\x04 \x03(\v2\x1d.shardmesh.admin.v1.TypeUnitsR\x05types\x129\n" +
+	"\amembers\x18\x05 \x03(\v2\x1f.shardmesh.admin.v1.MemberStoreR\amembers\x122\n" +
+	"\x05moves\x18\x06 \x03(\v2\x1c.shardmesh.admin.v1.UnitMoveR\x05moves\x128\n" +
+	"\x06failed\x18\a \x03(\v2 .shardmesh.admin.v1.FailedMemberR\x06failed\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\b \x01(\x04R\ttimeoutMs\x12'\n" +
+	"\x0fmoves_truncated\x18\t \x01(\bR\x0emovesTruncated\"\xd1\x02\n" +
+	"\tTypeUnits\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05units\x18\x02 \x01(\rR\x05units\x12\x12\n" +
+	"\x04full\x18\x03 \x01(\rR\x04full\x12\x14\n" +
+	"\x05short\x18\x04 \x01(\rR\x05short\x12\x18\n" +
+	"\aunknown\x18\x05 \x01(\rR\aunknown\x12\x16\n" +
+	"\x06moving\x18\x06 \x01(\rR\x06moving\x12\x16\n" +
+	"\x06queued\x18\a \x01(\rR\x06queued\x12\x16\n" +
+	"\x06failed\x18\b \x01(\rR\x06failed\x12\x1b\n" +
+	"\tzones_min\x18\t \x01(\rR\bzonesMin\x12$\n" +
+	"\x0eper_member_min\x18\n" +
+	" \x01(\rR\fperMemberMin\x12$\n" +
+	"\x0eper_member_max\x18\v \x01(\rR\fperMemberMax\x12\x18\n" +
+	"\amembers\x18\f \x01(\rR\amembers\"\x97\x03\n" +
+	"\vMemberStore\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
+	"\x04zone\x18\x02 \x01(\tR\x04zone\x12#\n" +
+	"\rmoves_running\x18\x03 \x01(\rR\fmovesRunning\x12!\n" +
+	"\fmoves_queued\x18\x04 \x01(\rR\vmovesQueued\x12\x1b\n" +
+	"\tmax_moves\x18\x05 \x01(\rR\bmaxMoves\x12;\n" +
+	"\bholdings\x18\x06 \x03(\v2\x1f.shardmesh.admin.v1.TypeHoldingR\bholdings\x12#\n" +
+	"\rmetadata_keys\x18\a \x01(\x04R\fmetadataKeys\x12)\n" +
+	"\x10metadata_replica\x18\b \x01(\bR\x0fmetadataReplica\x120\n" +
+	"\x04sets\x18\t \x03(\v2\x1c.shardmesh.admin.v1.TypeSetsR\x04sets\x12<\n" +
+	"\bcounters\x18\n" +
+	" \x01(\v2 .shardmesh.admin.v1.MoveCountersR\bcounters\"?\n" +
+	"\bTypeSets\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x12\n" +
+	"\x04sets\x18\x02 \x01(\rR\x04sets\"\x92\x01\n" +
+	"\fMoveCounters\x12\x18\n" +
+	"\astarted\x18\x01 \x01(\x04R\astarted\x12\x1a\n" +
+	"\bfinished\x18\x02 \x01(\x04R\bfinished\x12\x16\n" +
+	"\x06failed\x18\x03 \x01(\x04R\x06failed\x12\x1c\n" +
+	"\tabandoned\x18\x04 \x01(\x04R\tabandoned\x12\x16\n" +
+	"\x06copied\x18\x05 \x01(\x04R\x06copied\"\x88\x02\n" +
+	"\bUnitMove\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\tR\x05shard\x12\x12\n" +
+	"\x04host\x18\x03 \x01(\tR\x04host\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x12\n" +
+	"\x04from\x18\x05 \x03(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x06 \x03(\tR\x02to\x12\x14\n" +
+	"\x05phase\x18\a \x01(\tR\x05phase\x12\x16\n" +
+	"\x06copied\x18\b \x01(\x04R\x06copied\x12\x14\n" +
+	"\x05total\x18\t \x01(\x04R\x05total\x12\x1d\n" +
+	"\n" +
+	"elapsed_ms\x18\n" +
+	" \x01(\x04R\telapsedMs\x12\x14\n" +
+	"\x05error\x18\v \x01(\tR\x05error\"<\n" +
+	"\x17LocalStoreStatusRequest\x12!\n" +
+	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\"\xb5\x02\n" +
+	"\x18LocalStoreStatusResponse\x127\n" +
+	"\x06member\x18\x01 \x01(\v2\x1f.shardmesh.admin.v1.MemberStoreR\x06member\x12-\n" +
+	"\x12replication_factor\x18\x02 \x01(\rR\x11replicationFactor\x12\x1a\n" +
+	"\bmetadata\x18\x03 \x03(\tR\bmetadata\x128\n" +
+	"\x05types\x18\x04 \x03(\v2\".shardmesh.admin.v1.LocalTypeUnitsR\x05types\x122\n" +
+	"\x05moves\x18\x05 \x03(\v2\x1c.shardmesh.admin.v1.UnitMoveR\x05moves\x12'\n" +
+	"\x0fmoves_truncated\x18\x06 \x01(\bR\x0emovesTruncated\"\xa7\x02\n" +
+	"\x0eLocalTypeUnits\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05units\x18\x02 \x01(\rR\x05units\x12\x12\n" +
+	"\x04full\x18\x03 \x01(\rR\x04full\x12\x14\n" +
+	"\x05short\x18\x04 \x01(\rR\x05short\x12\x18\n" +
+	"\aunknown\x18\x05 \x01(\rR\aunknown\x12\x16\n" +
+	"\x06moving\x18\x06 \x01(\rR\x06moving\x12\x16\n" +
+	"\x06queued\x18\a \x01(\rR\x06queued\x12\x16\n" +
+	"\x06failed\x18\b \x01(\rR\x06failed\x12\x1b\n" +
+	"\tzones_min\x18\t \x01(\rR\bzonesMin\x125\n" +
+	"\ain_sets\x18\n" +
+	" \x03(\v2\x1c.shardmesh.admin.v1.SetCountR\x06inSets\"2\n" +
+	"\bSetCount\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
+	"\x04sets\x18\x02 \x01(\rR\x04sets*E\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\n" +
 	"\n" +
@@ -5305,129 +6529,157 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_admin_proto_goTypes = []any{
-	(Code)(0),                     // 0: shardmesh.admin.v1.Code
-	(*Request)(nil),               // 1: shardmesh.admin.v1.Request
-	(*Response)(nil),              // 2: shardmesh.admin.v1.Response
-	(*TypesRequest)(nil),          // 3: shardmesh.admin.v1.TypesRequest
-	(*TypesResponse)(nil),         // 4: shardmesh.admin.v1.TypesResponse
-	(*TellRequest)(nil),           // 5: shardmesh.admin.v1.TellRequest
-	(*AskRequest)(nil),            // 6: shardmesh.admin.v1.AskRequest
-	(*AskResponse)(nil),           // 7: shardmesh.admin.v1.AskResponse
-	(*RegionStateRequest)(nil),    // 8: shardmesh.admin.v1.RegionStateRequest
-	(*ShardState)(nil),            // 9: shardmesh.admin.v1.ShardState
-	(*RegionStateResponse)(nil),   // 10: shardmesh.admin.v1.RegionStateResponse
-	(*StatsRequest)(nil),          // 11: shardmesh.admin.v1.StatsRequest
-	(*StatsResponse)(nil),         // 12: shardmesh.admin.v1.StatsResponse
-	(*FailedMember)(nil),          // 13: shardmesh.admin.v1.FailedMember
-	(*TypeShards)(nil),            // 14: shardmesh.admin.v1.TypeShards
-	(*LocalStatsRequest)(nil),     // 15: shardmesh.admin.v1.LocalStatsRequest
-	(*LocalStatsResponse)(nil),    // 16: shardmesh.admin.v1.LocalStatsResponse
-	(*RegionStats)(nil),           // 17: shardmesh.admin.v1.RegionStats
-	(*ShardStats)(nil),            // 18: shardmesh.admin.v1.ShardStats
-	(*Allocation)(nil),            // 19: shardmesh.admin.v1.Allocation
-	(*LocateRequest)(nil),         // 20: shardmesh.admin.v1.LocateRequest
-	(*LocateResponse)(nil),        // 21: shardmesh.admin.v1.LocateResponse
-	(*ShardInfoRequest)(nil),      // 22: shardmesh.admin.v1.ShardInfoRequest
-	(*ShardInfoResponse)(nil),     // 23: shardmesh.admin.v1.ShardInfoResponse
-	(*HealthRequest)(nil),         // 24: shardmesh.admin.v1.HealthRequest
-	(*HealthResponse)(nil),        // 25: shardmesh.admin.v1.HealthResponse
-	(*StoreHealth)(nil),           // 26: shardmesh.admin.v1.StoreHealth
-	(*RegionHealth)(nil),          // 27: shardmesh.admin.v1.RegionHealth
-	(*WatchRequest)(nil),          // 28: shardmesh.admin.v1.WatchRequest
-	(*WatchEvent)(nil),            // 29: shardmesh.admin.v1.WatchEvent
-	(*ShutdownRequest)(nil),       // 30: shardmesh.admin.v1.ShutdownRequest
-	(*ShutdownProgress)(nil),      // 31: shardmesh.admin.v1.ShutdownProgress
-	(*DownRequest)(nil),           // 32: shardmesh.admin.v1.DownRequest
-	(*DownResponse)(nil),          // 33: shardmesh.admin.v1.DownResponse
-	(*MembersRequest)(nil),        // 34: shardmesh.admin.v1.MembersRequest
-	(*MemberInfo)(nil),            // 35: shardmesh.admin.v1.MemberInfo
-	(*MembersResponse)(nil),       // 36: shardmesh.admin.v1.MembersResponse
-	(*DirectiveRequest)(nil),      // 37: shardmesh.admin.v1.DirectiveRequest
-	(*DirectivesRequest)(nil),     // 38: shardmesh.admin.v1.DirectivesRequest
-	(*DirectivesResponse)(nil),    // 39: shardmesh.admin.v1.DirectivesResponse
-	(*Pin)(nil),                   // 40: shardmesh.admin.v1.Pin
-	(*PlanRequest)(nil),           // 41: shardmesh.admin.v1.PlanRequest
-	(*PlanResponse)(nil),          // 42: shardmesh.admin.v1.PlanResponse
-	(*PlanMove)(nil),              // 43: shardmesh.admin.v1.PlanMove
-	(*DataRemoveRequest)(nil),     // 44: shardmesh.admin.v1.DataRemoveRequest
-	(*DataRemoveProgress)(nil),    // 45: shardmesh.admin.v1.DataRemoveProgress
-	(*HandoffsRequest)(nil),       // 46: shardmesh.admin.v1.HandoffsRequest
-	(*HandoffsResponse)(nil),      // 47: shardmesh.admin.v1.HandoffsResponse
-	(*HandoffInfo)(nil),           // 48: shardmesh.admin.v1.HandoffInfo
-	(*LocalHandoffsRequest)(nil),  // 49: shardmesh.admin.v1.LocalHandoffsRequest
-	(*LocalHandoffsResponse)(nil), // 50: shardmesh.admin.v1.LocalHandoffsResponse
-	(*TypeHandoffs)(nil),          // 51: shardmesh.admin.v1.TypeHandoffs
-	(*CoordinatorHandoff)(nil),    // 52: shardmesh.admin.v1.CoordinatorHandoff
-	(*LocalHandoff)(nil),          // 53: shardmesh.admin.v1.LocalHandoff
-	(*HistoryRequest)(nil),        // 54: shardmesh.admin.v1.HistoryRequest
-	(*HistoryResponse)(nil),       // 55: shardmesh.admin.v1.HistoryResponse
-	(*PlacementRecord)(nil),       // 56: shardmesh.admin.v1.PlacementRecord
+	(Code)(0),                        // 0: shardmesh.admin.v1.Code
+	(*Request)(nil),                  // 1: shardmesh.admin.v1.Request
+	(*Response)(nil),                 // 2: shardmesh.admin.v1.Response
+	(*TypesRequest)(nil),             // 3: shardmesh.admin.v1.TypesRequest
+	(*TypesResponse)(nil),            // 4: shardmesh.admin.v1.TypesResponse
+	(*TellRequest)(nil),              // 5: shardmesh.admin.v1.TellRequest
+	(*AskRequest)(nil),               // 6: shardmesh.admin.v1.AskRequest
+	(*AskResponse)(nil),              // 7: shardmesh.admin.v1.AskResponse
+	(*RegionStateRequest)(nil),       // 8: shardmesh.admin.v1.RegionStateRequest
+	(*ShardState)(nil),               // 9: shardmesh.admin.v1.ShardState
+	(*RegionStateResponse)(nil),      // 10: shardmesh.admin.v1.RegionStateResponse
+	(*StatsRequest)(nil),             // 11: shardmesh.admin.v1.StatsRequest
+	(*StatsResponse)(nil),            // 12: shardmesh.admin.v1.StatsResponse
+	(*FailedMember)(nil),             // 13: shardmesh.admin.v1.FailedMember
+	(*TypeShards)(nil),               // 14: shardmesh.admin.v1.TypeShards
+	(*LocalStatsRequest)(nil),        // 15: shardmesh.admin.v1.LocalStatsRequest
+	(*LocalStatsResponse)(nil),       // 16: shardmesh.admin.v1.LocalStatsResponse
+	(*RegionStats)(nil),              // 17: shardmesh.admin.v1.RegionStats
+	(*TypeHolding)(nil),              // 18: shardmesh.admin.v1.TypeHolding
+	(*ShardStats)(nil),               // 19: shardmesh.admin.v1.ShardStats
+	(*Allocation)(nil),               // 20: shardmesh.admin.v1.Allocation
+	(*LocateRequest)(nil),            // 21: shardmesh.admin.v1.LocateRequest
+	(*LocateResponse)(nil),           // 22: shardmesh.admin.v1.LocateResponse
+	(*ShardInfoRequest)(nil),         // 23: shardmesh.admin.v1.ShardInfoRequest
+	(*ShardInfoResponse)(nil),        // 24: shardmesh.admin.v1.ShardInfoResponse
+	(*HealthRequest)(nil),            // 25: shardmesh.admin.v1.HealthRequest
+	(*HealthResponse)(nil),           // 26: shardmesh.admin.v1.HealthResponse
+	(*StoreHealth)(nil),              // 27: shardmesh.admin.v1.StoreHealth
+	(*RegionHealth)(nil),             // 28: shardmesh.admin.v1.RegionHealth
+	(*WatchRequest)(nil),             // 29: shardmesh.admin.v1.WatchRequest
+	(*WatchEvent)(nil),               // 30: shardmesh.admin.v1.WatchEvent
+	(*ShutdownRequest)(nil),          // 31: shardmesh.admin.v1.ShutdownRequest
+	(*ShutdownProgress)(nil),         // 32: shardmesh.admin.v1.ShutdownProgress
+	(*DownRequest)(nil),              // 33: shardmesh.admin.v1.DownRequest
+	(*DownResponse)(nil),             // 34: shardmesh.admin.v1.DownResponse
+	(*MembersRequest)(nil),           // 35: shardmesh.admin.v1.MembersRequest
+	(*MemberInfo)(nil),               // 36: shardmesh.admin.v1.MemberInfo
+	(*MembersResponse)(nil),          // 37: shardmesh.admin.v1.MembersResponse
+	(*DirectiveRequest)(nil),         // 38: shardmesh.admin.v1.DirectiveRequest
+	(*DirectivesRequest)(nil),        // 39: shardmesh.admin.v1.DirectivesRequest
+	(*DirectivesResponse)(nil),       // 40: shardmesh.admin.v1.DirectivesResponse
+	(*Pin)(nil),                      // 41: shardmesh.admin.v1.Pin
+	(*PlanRequest)(nil),              // 42: shardmesh.admin.v1.PlanRequest
+	(*PlanResponse)(nil),             // 43: shardmesh.admin.v1.PlanResponse
+	(*PlanMove)(nil),                 // 44: shardmesh.admin.v1.PlanMove
+	(*DataRemoveRequest)(nil),        // 45: shardmesh.admin.v1.DataRemoveRequest
+	(*DataRemoveProgress)(nil),       // 46: shardmesh.admin.v1.DataRemoveProgress
+	(*HandoffsRequest)(nil),          // 47: shardmesh.admin.v1.HandoffsRequest
+	(*HandoffsResponse)(nil),         // 48: shardmesh.admin.v1.HandoffsResponse
+	(*HandoffInfo)(nil),              // 49: shardmesh.admin.v1.HandoffInfo
+	(*LocalHandoffsRequest)(nil),     // 50: shardmesh.admin.v1.LocalHandoffsRequest
+	(*LocalHandoffsResponse)(nil),    // 51: shardmesh.admin.v1.LocalHandoffsResponse
+	(*TypeHandoffs)(nil),             // 52: shardmesh.admin.v1.TypeHandoffs
+	(*CoordinatorHandoff)(nil),       // 53: shardmesh.admin.v1.CoordinatorHandoff
+	(*LocalHandoff)(nil),             // 54: shardmesh.admin.v1.LocalHandoff
+	(*HistoryRequest)(nil),           // 55: shardmesh.admin.v1.HistoryRequest
+	(*HistoryResponse)(nil),          // 56: shardmesh.admin.v1.HistoryResponse
+	(*PlacementRecord)(nil),          // 57: shardmesh.admin.v1.PlacementRecord
+	(*StoreStatusRequest)(nil),       // 58: shardmesh.admin.v1.StoreStatusRequest
+	(*StoreStatusResponse)(nil),      // 59: shardmesh.admin.v1.StoreStatusResponse
+	(*TypeUnits)(nil),                // 60: shardmesh.admin.v1.TypeUnits
+	(*MemberStore)(nil),              // 61: shardmesh.admin.v1.MemberStore
+	(*TypeSets)(nil),                 // 62: shardmesh.admin.v1.TypeSets
+	(*MoveCounters)(nil),             // 63: shardmesh.admin.v1.MoveCounters
+	(*UnitMove)(nil),                 // 64: shardmesh.admin.v1.UnitMove
+	(*LocalStoreStatusRequest)(nil),  // 65: shardmesh.admin.v1.LocalStoreStatusRequest
+	(*LocalStoreStatusResponse)(nil), // 66: shardmesh.admin.v1.LocalStoreStatusResponse
+	(*LocalTypeUnits)(nil),           // 67: shardmesh.admin.v1.LocalTypeUnits
+	(*SetCount)(nil),                 // 68: shardmesh.admin.v1.SetCount
 }
 var file_admin_proto_depIdxs = []int32{
-	34, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
+	35, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
 	3,  // 1: shardmesh.admin.v1.Request.types:type_name -> shardmesh.admin.v1.TypesRequest
 	5,  // 2: shardmesh.admin.v1.Request.tell:type_name -> shardmesh.admin.v1.TellRequest
 	6,  // 3: shardmesh.admin.v1.Request.ask:type_name -> shardmesh.admin.v1.AskRequest
 	8,  // 4: shardmesh.admin.v1.Request.region_state:type_name -> shardmesh.admin.v1.RegionStateRequest
 	11, // 5: shardmesh.admin.v1.Request.stats:type_name -> shardmesh.admin.v1.StatsRequest
 	15, // 6: shardmesh.admin.v1.Request.local_stats:type_name -> shardmesh.admin.v1.LocalStatsRequest
-	20, // 7: shardmesh.admin.v1.Request.locate:type_name -> shardmesh.admin.v1.LocateRequest
-	22, // 8: shardmesh.admin.v1.Request.shard_info:type_name -> shardmesh.admin.v1.ShardInfoRequest
-	24, // 9: shardmesh.admin.v1.Request.health:type_name -> shardmesh.admin.v1.HealthRequest
-	28, // 10: shardmesh.admin.v1.Request.watch:type_name -> shardmesh.admin.v1.WatchRequest
-	30, // 11: shardmesh.admin.v1.Request.shutdown:type_name -> shardmesh.admin.v1.ShutdownRequest
-	32, // 12: shardmesh.admin.v1.Request.down:type_name -> shardmesh.admin.v1.DownRequest
-	37, // 13: shardmesh.admin.v1.Request.directive:type_name -> shardmesh.admin.v1.DirectiveRequest
-	38, // 14: shardmesh.admin.v1.Request.directives:type_name -> shardmesh.admin.v1.DirectivesRequest
-	41, // 15: shardmesh.admin.v1.Request.plan:type_name -> shardmesh.admin.v1.PlanRequest
-	44, // 16: shardmesh.admin.v1.Request.data_remove:type_name -> shardmesh.admin.v1.DataRemoveRequest
-	46, // 17: shardmesh.admin.v1.Request.handoffs:type_name -> shardmesh.admin.v1.HandoffsRequest
-	49, // 18: shardmesh.admin.v1.Request.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsRequest
-	54, // 19: shardmesh.admin.v1.Request.history:type_name -> shardmesh.admin.v1.HistoryRequest
-	0,  // 20: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
-	36, // 21: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
-	4,  // 22: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
-	7,  // 23: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
-	10, // 24: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
-	12, // 25: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
-	16, // 26: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	21, // 27: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
-	23, // 28: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
-	25, // 29: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
-	29, // 30: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
-	31, // 31: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
-	33, // 32: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
-	39, // 33: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
-	42, // 34: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
-	45, // 35: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
-	47, // 36: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
-	50, // 37: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
-	55, // 38: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
-	9,  // 39: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
-	16, // 40: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	13, // 41: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	14, // 42: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
-	17, // 43: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
-	18, // 44: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
-	19, // 45: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
-	27, // 46: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
-	26, // 47: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
-	35, // 48: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
-	40, // 49: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
-	43, // 50: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
-	48, // 51: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
-	13, // 52: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	51, // 53: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
-	52, // 54: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
-	53, // 55: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
-	56, // 56: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	21, // 7: shardmesh.admin.v1.Request.locate:type_name -> shardmesh.admin.v1.LocateRequest
+	23, // 8: shardmesh.admin.v1.Request.shard_info:type_name -> shardmesh.admin.v1.ShardInfoRequest
+	25, // 9: shardmesh.admin.v1.Request.health:type_name -> shardmesh.admin.v1.HealthRequest
+	29, // 10: shardmesh.admin.v1.Request.watch:type_name -> shardmesh.admin.v1.WatchRequest
+	31, // 11: shardmesh.admin.v1.Request.shutdown:type_name -> shardmesh.admin.v1.ShutdownRequest
+	33, // 12: shardmesh.admin.v1.Request.down:type_name -> shardmesh.admin.v1.DownRequest
+	38, // 13: shardmesh.admin.v1.Request.directive:type_name -> shardmesh.admin.v1.DirectiveRequest
+	39, // 14: shardmesh.admin.v1.Request.directives:type_name -> shardmesh.admin.v1.DirectivesRequest
+	42, // 15: shardmesh.admin.v1.Request.plan:type_name -> shardmesh.admin.v1.PlanRequest
+	45, // 16: shardmesh.admin.v1.Request.data_remove:type_name -> shardmesh.admin.v1.DataRemoveRequest
+	47, // 17: shardmesh.admin.v1.Request.handoffs:type_name -> shardmesh.admin.v1.HandoffsRequest
+	50, // 18: shardmesh.admin.v1.Request.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsRequest
+	55, // 19: shardmesh.admin.v1.Request.history:type_name -> shardmesh.admin.v1.HistoryRequest
+	58, // 20: shardmesh.admin.v1.Request.store_status:type_name -> shardmesh.admin.v1.StoreStatusRequest
+	65, // 21: shardmesh.admin.v1.Request.local_store_status:type_name -> shardmesh.admin.v1.LocalStoreStatusRequest
+	0,  // 22: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
+	37, // 23: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
+	4,  // 24: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
+	7,  // 25: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
+	10, // 26: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
+	12, // 27: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
+	16, // 28: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	22, // 29: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
+	24, // 30: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
+	26, // 31: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
+	30, // 32: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
+	32, // 33: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
+	34, // 34: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
+	40, // 35: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
+	43, // 36: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
+	46, // 37: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
+	48, // 38: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
+	51, // 39: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
+	56, // 40: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
+	59, // 41: shardmesh.admin.v1.Response.store_status:type_name -> shardmesh.admin.v1.StoreStatusResponse
+	66, // 42: shardmesh.admin.v1.Response.local_store_status:type_name -> shardmesh.admin.v1.LocalStoreStatusResponse
+	9,  // 43: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
+	16, // 44: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	13, // 45: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	14, // 46: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
+	17, // 47: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
+	19, // 48: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
+	20, // 49: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
+	18, // 50: shardmesh.admin.v1.RegionStats.holding:type_name -> shardmesh.admin.v1.TypeHolding
+	28, // 51: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
+	27, // 52: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
+	36, // 53: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
+	41, // 54: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
+	44, // 55: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
+	49, // 56: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
+	13, // 57: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	52, // 58: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
+	53, // 59: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
+	54, // 60: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
+	57, // 61: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
+	60, // 62: shardmesh.admin.v1.StoreStatusResponse.types:type_name -> shardmesh.admin.v1.TypeUnits
+	61, // 63: shardmesh.admin.v1.StoreStatusResponse.members:type_name -> shardmesh.admin.v1.MemberStore
+	64, // 64: shardmesh.admin.v1.StoreStatusResponse.moves:type_name -> shardmesh.admin.v1.UnitMove
+	13, // 65: shardmesh.admin.v1.StoreStatusResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	18, // 66: shardmesh.admin.v1.MemberStore.holdings:type_name -> shardmesh.admin.v1.TypeHolding
+	62, // 67: shardmesh.admin.v1.MemberStore.sets:type_name -> shardmesh.admin.v1.TypeSets
+	63, // 68: shardmesh.admin.v1.MemberStore.counters:type_name -> shardmesh.admin.v1.MoveCounters
+	61, // 69: shardmesh.admin.v1.LocalStoreStatusResponse.member:type_name -> shardmesh.admin.v1.MemberStore
+	67, // 70: shardmesh.admin.v1.LocalStoreStatusResponse.types:type_name -> shardmesh.admin.v1.LocalTypeUnits
+	64, // 71: shardmesh.admin.v1.LocalStoreStatusResponse.moves:type_name -> shardmesh.admin.v1.UnitMove
+	68, // 72: shardmesh.admin.v1.LocalTypeUnits.in_sets:type_name -> shardmesh.admin.v1.SetCount
+	73, // [73:73] is the sub-list for method output_type
+	73, // [73:73] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -5456,6 +6708,8 @@ func file_admin_proto_init() {
 		(*Request_Handoffs)(nil),
 		(*Request_LocalHandoffs)(nil),
 		(*Request_History)(nil),
+		(*Request_StoreStatus)(nil),
+		(*Request_LocalStoreStatus)(nil),
 	}
 	file_admin_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Members)(nil),
@@ -5476,6 +6730,8 @@ func file_admin_proto_init() {
 		(*Response_Handoffs)(nil),
 		(*Response_LocalHandoffs)(nil),
 		(*Response_History)(nil),
+		(*Response_StoreStatus)(nil),
+		(*Response_LocalStoreStatus)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5483,7 +6739,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   56,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

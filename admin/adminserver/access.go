@@ -65,6 +65,10 @@ func callInfo(req *adminpb.Request) (string, access) {
 		return "local-handoffs", accessRead
 	case *adminpb.Request_History:
 		return "history", accessRead
+	case *adminpb.Request_StoreStatus:
+		return "store-status", accessRead
+	case *adminpb.Request_LocalStoreStatus:
+		return "local-store-status", accessRead
 	case *adminpb.Request_Directive:
 		return directiveCallName(c.Directive), accessAdmin
 	case *adminpb.Request_DataRemove:

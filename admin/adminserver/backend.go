@@ -53,7 +53,8 @@ type Backend interface {
 	// Plan is the dry run of a rebalance of type typ by its coordinator, which must run
 	// here (else a *node.NotCoordinatorError); the moves come without entity counts.
 	Plan(ctx context.Context, typ string, join int, leave string) (*adminpb.PlanResponse, error)
-	// RememberedCounts counts the remembered entities of each shard of type typ.
+	// RememberedCounts counts the remembered entities of each shard of type typ; with an
+	// error, the counts it has (those of the members that answered), or nil.
 	RememberedCounts(ctx context.Context, typ string) (map[string]uint64, error)
 	// RemoveTypeData removes (or with dryRun counts) the stored data of a stopped type.
 	RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error)
@@ -67,6 +68,9 @@ type Backend interface {
 	StopReason() string
 	// Store returns the state of the member's replica of the store: its disk, its refill.
 	Store() *adminpb.StoreHealth
+	// LocalStoreStatus returns the member's part of the replicated store: the units it
+	// hosts, summed up per type (types: all when empty), their moves, what it holds.
+	LocalStoreStatus(types []string) *adminpb.LocalStoreStatusResponse
 }
 
 // NodeBackend answers admin calls from a member's runtime.
@@ -143,10 +147,17 @@ func (b *nodeBackend) LocalStats(ctx context.Context, types []string, withAlloca
 	if err != nil {
 		return nil, err
 	}
+	holdings, _ := b.n.StoreHoldings()
+	held := typeHoldings(holdings, func(string) bool { return true })
 	resp := &adminpb.LocalStatsResponse{Node: string(b.n.ID()), Status: st.Status.String(), Serving: st.Serving, MessagesDelivered: st.Delivered}
 	for _, r := range st.Regions {
 		rs := &adminpb.RegionStats{EntityType: r.Type, Proxy: r.Proxy, Registered: r.Registered, NoNewShards: r.NoNewShards, Coordinator: string(r.Coordinator),
-			CoordinatorHere: r.CoordinatorHere, Buffered: uint64(r.Buffered)}
+			CoordinatorHere: r.CoordinatorHere, Buffered: uint64(r.Buffered), Holding: &adminpb.TypeHolding{EntityType: r.Type}}
+		for _, h := range held {
+			if h.EntityType == r.Type {
+				rs.Holding = h
+			}
+		}
 		for _, s := range r.Shards {
 			rs.Shards = append(rs.Shards, &adminpb.ShardStats{Shard: string(s.Shard), Entities: uint64(s.Entities), Stopping: s.Stopping})
 		}
@@ -246,15 +257,15 @@ func (b *nodeBackend) Plan(ctx context.Context, typ string, join int, leave stri
 }
 
 func (b *nodeBackend) RememberedCounts(ctx context.Context, typ string) (map[string]uint64, error) {
-	counts, err := b.n.RememberedCounts(ctx, typ)
-	if err != nil {
+	counts, err := b.n.RememberedCounts(ctx, typ) // with a *node.PartialError, the counts of those that answered
+	if counts == nil {
 		return nil, err
 	}
 	out := make(map[string]uint64, len(counts))
 	for s, n := range counts {
 		out[string(s)] = uint64(n)
 	}
-	return out, nil
+	return out, err
 }
 
 func (b *nodeBackend) RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (int, int, error) {
@@ -295,10 +306,17 @@ func (b *nodeBackend) History(ctx context.Context, req *adminpb.HistoryRequest) 
 		q.Since = time.UnixMilli(req.SinceUnixMs)
 	}
 	recs, err := b.n.History(ctx, q)
+	var partial *node.PartialError
+	if errors.As(err, &partial) {
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	resp := &adminpb.HistoryResponse{}
+	if partial != nil {
+		resp.Missing = nodeIDs(partial.Missing)
+	}
 	for _, r := range recs {
 		resp.Records = append(resp.Records, &adminpb.PlacementRecord{AtUnixMs: r.At.UnixMilli(), EntityType: r.Type, Shard: string(r.Shard),
 			From: string(r.From), To: string(r.To), Epoch: uint64(r.Epoch), Cause: string(r.Cause), HandoffMs: uint64(r.Handoff.Milliseconds()),

@@ -51,6 +51,8 @@ type fakeBackend struct {
 	removals   int           // RemoveTypeData calls
 	askWait    time.Duration // how long the last Ask was given
 	store      *adminpb.StoreHealth
+	storeParts *adminpb.LocalStoreStatusResponse // LocalStoreStatus's answer
+	history    *adminpb.HistoryResponse          // History's answer (empty when nil)
 }
 
 func newFakeBackend(self string, others ...string) *fakeBackend {
@@ -195,7 +197,17 @@ func (b *fakeBackend) LocalHandoffs(context.Context, []string) (*adminpb.LocalHa
 }
 
 func (b *fakeBackend) History(context.Context, *adminpb.HistoryRequest) (*adminpb.HistoryResponse, error) {
+	if b.history != nil {
+		return b.history, nil
+	}
 	return &adminpb.HistoryResponse{}, nil
+}
+
+func (b *fakeBackend) LocalStoreStatus([]string) *adminpb.LocalStoreStatusResponse {
+	if b.storeParts != nil {
+		return b.storeParts
+	}
+	return &adminpb.LocalStoreStatusResponse{Member: &adminpb.MemberStore{Node: b.self}}
 }
 
 func (b *fakeBackend) RememberedCounts(context.Context, string) (map[string]uint64, error) {

@@ -2,6 +2,8 @@ package adminserver
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 )
@@ -28,5 +30,10 @@ func (s *Server) history(ctx context.Context, req *adminpb.HistoryRequest) *admi
 	if len(h.Records) > limit {
 		h.Records, h.Truncated = h.Records[len(h.Records)-limit:], true
 	}
-	return &adminpb.Response{Result: &adminpb.Response_History{History: h}}
+	resp := &adminpb.Response{Result: &adminpb.Response_History{History: h}}
+	if len(h.Missing) > 0 {
+		resp.Code = adminpb.Code_PARTIAL
+		resp.Error = fmt.Sprintf("partial placement history: no quorum of the metadata's replicas answered; the records of %s are missing", strings.Join(h.Missing, ", "))
+	}
+	return resp
 }

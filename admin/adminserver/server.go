@@ -256,6 +256,10 @@ func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Resp
 		return s.localHandoffs(ctx, call.LocalHandoffs)
 	case *adminpb.Request_History:
 		return s.history(ctx, call.History)
+	case *adminpb.Request_StoreStatus:
+		return s.storeStatus(ctx, call.StoreStatus)
+	case *adminpb.Request_LocalStoreStatus:
+		return s.localStoreStatus(call.LocalStoreStatus)
 	}
 	return refuse(adminpb.Code_BAD_REQUEST, "unknown admin call %T: is shardctl newer than this member?", req.Call)
 }

@@ -14,20 +14,20 @@ import (
 	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
-// The offline data commands (data inspect, backup, restore and remove-internal-data) open
-// stopped members' stores, which takes Badger. shardctl does not link it: they run in
-// sharddaemon, the binary that writes those directories (its data.go), which shardctl
-// executes in its own place with the same arguments. Their help, exit codes and output are
-// sharddaemon's, under shardctl's name.
+// The offline data commands (data inspect, backup, restore, verify, rebuild, upgrade and
+// remove-internal-data) open stopped members' stores, which takes Badger. shardctl does not
+// link it: they run in sharddaemon, the binary that writes those directories (its data.go),
+// which shardctl executes in its own place with the same arguments. Their help, exit codes
+// and output are sharddaemon's, under shardctl's name.
 
 // dataCommand is data inspect|backup|restore (offline, in sharddaemon) and the networked
 // commands given (data remove, through a running cluster).
 func dataCommand(networked ...*cli.Command) *cli.Command {
 	return &cli.Command{
 		Name:  "data",
-		Usage: "inspect, back up, restore, verify and rebuild stopped members' data directories; remove a stopped type's data",
+		Usage: "inspect, back up, restore, verify, rebuild and upgrade stopped members' data directories; remove a stopped type's data",
 		Description: `Offline tools for the store (remembered shards and entities, durable entity state) in
-a stopped member's data directory: inspect, backup, restore, verify, rebuild. They refuse
+a stopped member's data directory: inspect, backup, restore, verify, rebuild, upgrade. They refuse
 (exit code 4) a directory a running sharddaemon holds, and run in sharddaemon (the one
 beside shardctl, or on $PATH), which owns the data directory's format. 'data remove'
 removes a stopped type's data through a running cluster; to remove it from stopped
@@ -37,7 +37,8 @@ Example:
    shardctl data backup --data-dir /tmp/a --out a.backup
    shardctl data restore --data-dir /tmp/a --in a.backup --replace
    shardctl data verify --data-dir /tmp/a
-   shardctl data rebuild --data-dir /tmp/a`,
+   shardctl data rebuild --data-dir /tmp/a
+   shardctl data upgrade --data-dir /tmp/a`,
 		Flags:           []cli.Flag{&cli.BoolFlag{Name: "json", Hidden: true}}, // the subcommands have it
 		HideHelpCommand: true,
 		// Without a known subcommand: help, or one line naming the unknown one (exit 2).
@@ -53,6 +54,7 @@ Example:
 			daemonCommand("restore", "restore a backup into a stopped member's data directory", "data", "restore"),
 			daemonCommand("verify", "check every file of a stopped member's store: would it start, or what is damaged", "data", "verify"),
 			daemonCommand("rebuild", "move a stopped member's damaged store aside, so that it refills from its peers", "data", "rebuild"),
+			daemonCommand("upgrade", "move a stopped member's entity states from the layout before replica sets under their shards", "data", "upgrade"),
 		}, networked...),
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -34,7 +35,10 @@ replicated store (sharding.placement-history.max-per-shard records per shard, fo
 sharding.placement-history.retention): when, shard, from, to, epoch, cause — new,
 rebalance, graceful-shutdown, drain, operator-move, type-stopped, member-downed,
 member-left, member-removed, member-restarted, conflict — the handoff's duration and the
-entities it stopped. Oldest first; --limit keeps the newest.
+entities it stopped. Oldest first; --limit keeps the newest. The history is cluster
+metadata, read from a majority of the members that hold it; when no majority answers, the
+records of those that do are printed, a line names the members missing, and the exit code
+is 3 (a partial result).
 Example:
    shardctl history --data-dir /tmp/a --type counter --shard 17
    shardctl history --data-dir /tmp/a --since 1h --json`,
@@ -73,10 +77,13 @@ Example:
 				out = append(out, historyView(r))
 			}
 			if c.Bool("json") {
-				return cmdline.PrintJSON(c.App.Writer, out)
+				if err := cmdline.PrintJSON(c.App.Writer, out); err != nil {
+					return err
+				}
+			} else {
+				printHistory(c.App.Writer, out, h.Truncated)
 			}
-			printHistory(c.App.Writer, out, h.Truncated)
-			return nil
+			return partialHistory(h.Missing)
 		},
 	}
 }
@@ -103,4 +110,13 @@ func printHistory(w io.Writer, recs []historyJSON, truncated bool) {
 		t.Row(r.At, r.Type, r.Shard, cmdline.OrDash(cmdline.ShortID(r.From)), cmdline.ShortID(r.To), r.Epoch, r.Cause, handoff, fmt.Sprint(r.Entities))
 	}
 	t.Flush()
+}
+
+// partialHistory is exit code 3, naming the replicas missing, when the history read reached
+// no majority of the metadata's replicas.
+func partialHistory(missing []string) error {
+	if len(missing) == 0 {
+		return nil
+	}
+	return cli.Exit(fmt.Sprintf("partial result: no majority of the metadata's replicas answered; records only %s hold are missing", strings.Join(missing, ", ")), exitPartial)
 }

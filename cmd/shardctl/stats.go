@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,11 @@ type statsRegionJSON struct {
 	Shards          int               `json:"shards"`
 	Entities        uint64            `json:"entities"`
 	ShardEntities   map[string]uint64 `json:"shard_entities"` // live entities per shard
+	// What the member holds of the type's shards as a replica of their replica sets (its
+	// own shards and others'): units (shards), live records, tombstones.
+	HeldUnits      uint32 `json:"held_units"`
+	HeldRecords    uint64 `json:"held_records"`
+	HeldTombstones uint64 `json:"held_tombstones"`
 }
 
 type statsFailedJSON struct {
@@ -54,6 +60,7 @@ type statsTotalJSON struct {
 	Shards           int    `json:"shards"`             // in the regions that answered
 	Entities         uint64 `json:"entities"`           // in the regions that answered
 	Members          int    `json:"members"`            // that answered
+	HeldRecords      uint64 `json:"held_records"`       // records on the replicas that answered (each held by several)
 	UnansweredShards int    `json:"unanswered_shards"`  // known to be on members that did not answer
 	UnknownShards    bool   `json:"unanswered_unknown"` // members did not answer and no coordinator said what they host
 }
@@ -64,7 +71,10 @@ func statsCommand() *cli.Command {
 		Usage: "shards and live entities of every member's regions (GetClusterShardingStats)",
 		Description: `Asks the member to query every member's regions at once, each within the
 shard-region-query-timeout (3 s by default, --query-timeout to change it), and prints the
-shards and live entities per member. Members that did not answer are listed, with the shards
+shards and live entities per member, and what each member holds of the type's shards as a
+replica (REPLICA OF: the shards it holds records of, its own and others', each kept on
+sharding.store.replication-factor members; RECORDS: remembered entities and entity states,
+with tombstones in parentheses). Members that did not answer are listed, with the shards
 the coordinator places on them, and the exit code is 3: the totals are never silently
 smaller than the truth.
 Example:
@@ -97,7 +107,7 @@ Example:
 					return err
 				}
 			} else {
-				printStats(c, out)
+				printStats(c.App.Writer, out)
 			}
 			if !out.Complete {
 				return cli.Exit(fmt.Sprintf("partial result: %d member(s) did not answer within %v", len(out.Failed), time.Duration(out.TimeoutMs)*time.Millisecond), exitPartial)
@@ -117,7 +127,8 @@ func statsView(st *adminpb.StatsResponse) statsJSON {
 	for _, m := range st.Members {
 		for _, r := range m.Regions {
 			rj := statsRegionJSON{Node: m.Node, EntityType: r.EntityType, Status: m.Status, Proxy: r.Proxy, Registered: r.Registered,
-				CoordinatorHere: r.CoordinatorHere, Buffered: r.Buffered, Shards: len(r.Shards), ShardEntities: map[string]uint64{}}
+				CoordinatorHere: r.CoordinatorHere, Buffered: r.Buffered, Shards: len(r.Shards), ShardEntities: map[string]uint64{},
+				HeldUnits: r.GetHolding().GetUnits(), HeldRecords: r.GetHolding().GetRecords(), HeldTombstones: r.GetHolding().GetTombstones()}
 			for _, sh := range r.Shards {
 				rj.Entities += sh.Entities
 				rj.ShardEntities[sh.Shard] = sh.Entities
@@ -127,6 +138,7 @@ func statsView(st *adminpb.StatsResponse) statsJSON {
 				t.Shards += rj.Shards
 				t.Entities += rj.Entities
 				t.Members++
+				t.HeldRecords += rj.HeldRecords
 			}
 		}
 	}
@@ -148,9 +160,8 @@ func statsView(st *adminpb.StatsResponse) statsJSON {
 	return out
 }
 
-func printStats(c *cli.Context, out statsJSON) {
-	w := c.App.Writer
-	t := cmdline.NewTable(w, "TYPE", "MEMBER", "STATUS", "SHARDS", "ENTITIES", "BUFFERED", "")
+func printStats(w io.Writer, out statsJSON) {
+	t := cmdline.NewTable(w, "TYPE", "MEMBER", "STATUS", "SHARDS", "ENTITIES", "BUFFERED", "REPLICA OF", "RECORDS", "")
 	for _, r := range out.Regions {
 		var notes []string
 		if r.CoordinatorHere {
@@ -165,7 +176,8 @@ func printStats(c *cli.Context, out statsJSON) {
 		if r.Node == out.Node {
 			notes = append(notes, "(answering)")
 		}
-		t.Row(r.EntityType, cmdline.ShortID(r.Node), r.Status, strconv.Itoa(r.Shards), strconv.FormatUint(r.Entities, 10), strconv.FormatUint(r.Buffered, 10), strings.Join(notes, " "))
+		t.Row(r.EntityType, cmdline.ShortID(r.Node), r.Status, strconv.Itoa(r.Shards), strconv.FormatUint(r.Entities, 10), strconv.FormatUint(r.Buffered, 10),
+			cmdline.Plural(int(r.HeldUnits), "shard", "shards"), heldRecords(r), strings.Join(notes, " "))
 	}
 	t.Flush()
 	if len(out.Failed) > 0 {
@@ -187,7 +199,7 @@ func printStats(c *cli.Context, out statsJSON) {
 		fmt.Fprintln(w)
 	}
 	for _, tot := range out.Totals {
-		line := fmt.Sprintf("%s: %d shards, %d live entities on %d members", tot.EntityType, tot.Shards, tot.Entities, tot.Members)
+		line := fmt.Sprintf("%s: %d shards, %d live entities on %d members; %d records on their replicas", tot.EntityType, tot.Shards, tot.Entities, tot.Members, tot.HeldRecords)
 		switch {
 		case tot.UnknownShards:
 			line += fmt.Sprintf("; plus the shards of %d member(s) that did not answer (how many is unknown)", len(out.Failed))
@@ -196,4 +208,12 @@ func printStats(c *cli.Context, out statsJSON) {
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// heldRecords is a member's records of a type as a replica, tombstones apart.
+func heldRecords(r statsRegionJSON) string {
+	if r.HeldTombstones == 0 {
+		return strconv.FormatUint(r.HeldRecords, 10)
+	}
+	return fmt.Sprintf("%d (+%d tombstones)", r.HeldRecords, r.HeldTombstones)
 }

@@ -23,16 +23,17 @@ import (
 func dataCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "data",
-		Usage: "inspect, back up, restore, verify and rebuild stopped members' data directories",
+		Usage: "inspect, back up, restore, verify, rebuild and upgrade stopped members' data directories",
 		Description: `Offline tools for the store (remembered shards and entities, durable entity state) in
-a stopped member's data directory: inspect, backup, restore, verify, rebuild. They refuse
-(exit code 4) a directory a running sharddaemon holds. shardctl data … runs them.
+a stopped member's data directory: inspect, backup, restore, verify, rebuild, upgrade. They
+refuse (exit code 4) a directory a running sharddaemon holds. shardctl data … runs them.
 Example:
    shardctl data inspect --data-dir /tmp/a
    shardctl data backup --data-dir /tmp/a --out a.backup
    shardctl data restore --data-dir /tmp/a --in a.backup --replace
    shardctl data verify --data-dir /tmp/a
-   shardctl data rebuild --data-dir /tmp/a`,
+   shardctl data rebuild --data-dir /tmp/a
+   shardctl data upgrade --data-dir /tmp/a`,
 		Flags:           []cli.Flag{&cli.BoolFlag{Name: "json", Hidden: true}}, // the subcommands have it
 		HideHelpCommand: true,
 		// Without a known subcommand: help, or one line naming the unknown one (exit 2).
@@ -42,7 +43,7 @@ Example:
 			}
 			return cmdline.UnknownCommand(c, c.Args().First())
 		},
-		Subcommands: []*cli.Command{dataInspectCommand(), dataBackupCommand(), dataRestoreCommand(), dataVerifyCommand(), dataRebuildCommand()},
+		Subcommands: []*cli.Command{dataInspectCommand(), dataBackupCommand(), dataRestoreCommand(), dataVerifyCommand(), dataRebuildCommand(), dataUpgradeCommand()},
 	}
 }
 
@@ -111,14 +112,22 @@ func dataInspectCommand() *cli.Command {
 remembered shards, remembered entities and entity-state records stored, the tombstones
 (deleted records kept so replicas agree: passivated entities, …), keys holding only a fence
 floor (an entity that loaded its state but never saved one), and the keys and bytes of it
-all (keys and values as stored, before Badger's compression). Data not kept per type
+all (keys and values as stored, before Badger's compression); the shard units the member
+holds as a replica (each shard's remembered entities and entity states live on a replica
+set of sharding.store.replication-factor members), and entity states still in the layout
+before replica sets ('shardctl data upgrade' moves them). Data not kept per type
 (coordinator terms, directives, leases) and data of a kind this release does not know is
-listed as other. Refused (exit code 4) while a sharddaemon holds a directory; ask a
-running cluster with 'shardctl stats' instead.
+listed as other. --units lists every unit held, with its records. Refused (exit code 4)
+while a sharddaemon holds a directory; ask a running cluster with 'shardctl stats' or
+'shardctl store status' instead.
 Example:
    shardctl data inspect --data-dir /tmp/a --data-dir /tmp/b
+   shardctl data inspect --data-dir /tmp/a --units
    shardctl data inspect --data-dir /tmp/a --json`,
-		Flags: []cli.Flag{dataDirFlag("a stopped member's data `DIR` (repeatable)")},
+		Flags: []cli.Flag{
+			dataDirFlag("a stopped member's data `DIR` (repeatable)"),
+			&cli.BoolFlag{Name: "units", Usage: "list every shard unit held, with its records"},
+		},
 		Action: func(c *cli.Context) error {
 			if _, err := cmdline.Positional(c, "", 0); err != nil {
 				return err
@@ -134,7 +143,7 @@ Example:
 			defer datatool.CloseAll(dirs)
 			var out []datatool.Inventory
 			for _, d := range dirs {
-				inv, err := datatool.Inspect(d)
+				inv, err := datatool.Inspect(d, c.Bool("units"))
 				if err != nil {
 					return cmdline.Failf("%s: %v", d.Path, err)
 				}
@@ -165,20 +174,42 @@ func printInventory(w io.Writer, inv datatool.Inventory) {
 		fmt.Fprintf(w, "%s: no store yet\n", head)
 		return
 	}
-	fmt.Fprintf(w, "%s: %d keys, %d bytes\n", head, inv.Keys, inv.Bytes)
+	fmt.Fprintf(w, "%s: %d keys, %d bytes, %s\n", head, inv.Keys, inv.Bytes, layoutName(inv))
 	if len(inv.Types) == 0 && len(inv.Other) == 0 {
 		fmt.Fprintln(w, "  (empty)")
 		return
 	}
-	t := cmdline.NewTable(w, "TYPE", "REMEMBERED SHARDS", "REMEMBERED ENTITIES", "ENTITY STATES", "TOMBSTONES", "FENCE-ONLY", "KEYS", "BYTES")
+	t := cmdline.NewTable(w, "TYPE", "REMEMBERED SHARDS", "REMEMBERED ENTITIES", "ENTITY STATES", "TOMBSTONES", "FENCE-ONLY", "KEYS", "BYTES", "UNITS HELD", "OLD LAYOUT")
+	old := 0
 	for _, ti := range inv.Types {
 		t.Row(ti.EntityType, strconv.Itoa(ti.RememberedShards), strconv.Itoa(ti.RememberedEntities), strconv.Itoa(ti.EntityStates),
-			strconv.Itoa(ti.Tombstones), strconv.Itoa(ti.FenceOnly), strconv.Itoa(ti.Keys), strconv.FormatInt(ti.Bytes, 10))
+			strconv.Itoa(ti.Tombstones), strconv.Itoa(ti.FenceOnly), strconv.Itoa(ti.Keys), strconv.FormatInt(ti.Bytes, 10),
+			strconv.Itoa(ti.Units), strconv.Itoa(ti.OldLayoutStates))
+		old += ti.OldLayoutStates
 	}
 	for _, o := range inv.Other {
-		t.Row("(other "+o.Prefix+")", "-", "-", "-", "-", "-", strconv.Itoa(o.Keys), strconv.FormatInt(o.Bytes, 10))
+		t.Row("(other "+o.Prefix+")", "-", "-", "-", "-", "-", strconv.Itoa(o.Keys), strconv.FormatInt(o.Bytes, 10), "-", "-")
 	}
 	t.Flush()
+	if old > 0 {
+		fmt.Fprintf(w, "%d entity states are in the layout before replica sets: a sharddaemon refuses this store until 'shardctl data upgrade --data-dir %s' moves them\n", old, inv.DataDir)
+	}
+	if len(inv.Units) > 0 {
+		fmt.Fprintln(w)
+		t := cmdline.NewTable(w, "TYPE", "SHARD", "RECORDS", "TOMBSTONES", "FENCE-ONLY")
+		for _, u := range inv.Units {
+			t.Row(u.EntityType, u.Shard, strconv.Itoa(u.Records), strconv.Itoa(u.Tombstones), strconv.Itoa(u.FenceOnly))
+		}
+		t.Flush()
+	}
+}
+
+// layoutName names a store's key layout for people.
+func layoutName(inv datatool.Inventory) string {
+	if inv.Layout == 0 {
+		return "no store-layout file (layout 1 if it holds entity states from before replica sets)"
+	}
+	return fmt.Sprintf("store layout %d", inv.Layout)
 }
 
 func dataBackupCommand() *cli.Command {

@@ -115,7 +115,7 @@ func typesData(t *testing.T) string {
 		for i := range 5 {
 			first = append(first,
 				remember.Write{Key: fmt.Sprintf("re\x00%s\x003\x00e%d", typ, i)},
-				remember.Write{Key: fmt.Sprintf("st\x00%s\x00e%d", typ, i), Value: []byte(fmt.Sprint(i))})
+				remember.Write{Key: fmt.Sprintf("st\x00%s\x003\x00e%d", typ, i), Value: []byte(fmt.Sprint(i))})
 		}
 		first = append(first, remember.Write{Key: "re\x00" + typ + "\x003\x00x\x00counter\x00y"})
 	}
@@ -124,7 +124,7 @@ func typesData(t *testing.T) string {
 		{Key: "re\x00count\x003\x00e0", Delete: true},   // passivated
 		{Key: "re\x00counter\x003\x00e1", Delete: true}, // passivated
 	}
-	return testDataDir(t, [][]remember.Write{first, second}, []string{"st\x00count\x00never-saved", "st\x00counter\x00never-saved"})
+	return testDataDir(t, [][]remember.Write{first, second}, []string{"st\x00count\x003\x00never-saved", "st\x00counter\x003\x00never-saved"})
 }
 
 // TestDryRunIsTheRunsRemovalSet: the dry run changes nothing and reports what the real run
@@ -219,8 +219,8 @@ func TestDryRunIsTheRunsRemovalSet(t *testing.T) {
 		t.Fatalf("inspect: exit %d %s", code, out)
 	}
 	want := []datatool.TypeInventory{
-		{EntityType: "count-x", RememberedShards: 1, RememberedEntities: 6, EntityStates: 5, Keys: 12},
-		{EntityType: "counter", RememberedShards: 1, RememberedEntities: 5, EntityStates: 5, Tombstones: 1, FenceOnly: 1, Keys: 13},
+		{EntityType: "count-x", RememberedShards: 1, RememberedEntities: 6, EntityStates: 5, Keys: 12, Units: 1},
+		{EntityType: "counter", RememberedShards: 1, RememberedEntities: 5, EntityStates: 5, Tombstones: 1, FenceOnly: 1, Keys: 13, Units: 1},
 	}
 	got := inv.DataDirs[0].Types
 	for i := range got {

@@ -82,9 +82,9 @@ Every configuration key can be set in the --config file, with SHARDMESH_<KEY> (u
 dots and dashes as underscores), or with --set key=value; flags win over the environment,
 which wins over the file. 'sharddaemon config' lists every key with its default.
 
-'sharddaemon data inspect|backup|restore' and 'sharddaemon remove-internal-data' work on
-stopped members' data directories: this binary owns their format and links the store, and
-shardctl's commands of the same names run them here.
+'sharddaemon data inspect|backup|restore|verify|rebuild|upgrade' and 'sharddaemon
+remove-internal-data' work on stopped members' data directories: this binary owns their
+format and links the store, and shardctl's commands of the same names run them here.
 
 Example: a three-member cluster on one machine
    shardctl keygen --out cluster.key

@@ -1,0 +1,68 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/shardmesh/shardmesh/remember"
+)
+
+// scanMetaOrPartial reads the live records of the cluster metadata under prefix from a
+// quorum of the metadata's replicas. When no quorum answers (or the failure detector finds
+// a majority of them unreachable, when it does not wait for the quorum's timeout first), an
+// administrator's read (history) still gets what the members that answer hold
+// (remember.Store.ScanAll): the records, with a *PartialError naming what and the members
+// missing. Any other failure is the error.
+func (n *Node) scanMetaOrPartial(ctx context.Context, prefix, what string) ([]remember.Record, error) {
+	if !n.metaUnreachable() {
+		recs, err := n.store.Scan(ctx, prefix)
+		if !errors.Is(err, remember.ErrNoQuorum) {
+			return recs, err
+		}
+	}
+	recs, missing, err := n.store.ScanAll(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if len(missing) > 0 {
+		return recs, &PartialError{What: what, Missing: missing}
+	}
+	return recs, nil
+}
+
+// metaUnreachable reports whether the failure detector finds a majority of the metadata's
+// replicas unreachable: a quorum read of the metadata would wait for its timeout and fail.
+func (n *Node) metaUnreachable() bool {
+	v := n.View()
+	if v == nil || v.placement == nil {
+		return false
+	}
+	meta := v.placement.Meta()
+	away := 0
+	for _, id := range meta {
+		if slices.Contains(v.Unreachable, id) {
+			away++
+		}
+	}
+	return len(meta) > 0 && len(meta)-away < len(meta)/2+1
+}
+
+// joinPartial adds the members missing from b to a (either may be nil), for a read made of
+// several partial ones.
+func joinPartial(a, b *PartialError) *PartialError {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		return b
+	}
+	out := &PartialError{What: a.What, Missing: slices.Clone(a.Missing)}
+	for _, id := range b.Missing {
+		if !slices.Contains(out.Missing, id) {
+			out.Missing = append(out.Missing, id)
+		}
+	}
+	slices.Sort(out.Missing)
+	return out
+}
