@@ -124,7 +124,7 @@ func (m *Machine) careFor(u Unit, a Answer) {
 	if !departing && (first < 0 || cfg.Set[first] != m.self) {
 		return // lost (no survivor), or another survivor cares for it
 	}
-	repaired := m.place.Repair(u, cfg.Set)
+	repaired := m.place.Keep(m.place.Repair(u, cfg.Set), cfg.Set)
 	if len(repaired) == 0 || (!cfg.moving() && equalSets(repaired, cfg.Set)) {
 		return
 	}

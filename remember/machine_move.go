@@ -102,7 +102,7 @@ func (m *Machine) considerMove(u Unit) {
 		return
 	}
 	cfg := us.cfg
-	target := m.place.Target(u, m.self)
+	target := m.place.Keep(m.place.Target(u, m.self), cfg.Set)
 	if !cfg.moving() && (len(target) == 0 || equalSets(cfg.Set, target)) && len(m.droppable(cfg)) == 0 {
 		return
 	}
@@ -142,9 +142,9 @@ func (m *Machine) startMove(u Unit, us *unitState) {
 	us.move = mv
 	m.moves = append(m.moves, mv)
 	cfg := *us.cfg
-	target := m.place.Target(u, m.self)
+	target := m.place.Keep(m.place.Target(u, m.self), cfg.Set)
 	if us.caretaker {
-		target = m.place.Repair(u, cfg.Set)
+		target = m.place.Keep(m.place.Repair(u, cfg.Set), cfg.Set)
 	}
 	joint := func(next UnitConfig) {
 		mv.phase = moveJoining

@@ -69,6 +69,7 @@ type refill struct {
 func (m *Machine) StartRefill(now time.Time, reason string) {
 	m.startMetaRefill(now, reason)
 	m.rf.units, m.rf.unitOK = true, map[Unit]bool{}
+	m.rf.compare = false
 }
 
 // startMetaRefill makes the replica refill the metadata for reason.
@@ -76,19 +77,19 @@ func (m *Machine) startMetaRefill(now time.Time, reason string) {
 	m.now = now
 	m.rf.active, m.rf.reason, m.rf.since = true, reason, now
 	m.rf.synced, m.rf.peerRefilling = map[NodeID]bool{}, map[NodeID]bool{}
-	m.rf.compare = false
-	m.ae.next = now // start at once
+	m.ae.next = now // start at once (a returning replica still compares its keys with the first peer's)
 }
 
 // enteredMeta starts a refill of the metadata when this member joins the metadata
 // replicas with placement p (prev: the one before, nil at its first): new, back after a
 // restart or a while away, it may lack writes a majority of the set took meanwhile, and two
 // such members in a read quorum could miss one (the simulation found it: two restarted
-// voters read a directive from before). Not as the oldest member, nor the only one (it
-// founded the cluster; when every member enters at once, the others refill from it); nor
-// without anti-entropy, which refills. Reads wait for it (refillWait) rather than fail.
+// voters read a directive from before). Not as the only one, nor without anti-entropy,
+// which refills. The oldest refills too: after a full-cluster restart it may be the one
+// that missed the last writes (the simulation found that as well); its peers refill from
+// one another then (refill.lost). Reads wait for it (refillWait) rather than fail.
 func (m *Machine) enteredMeta(prev, p *Placement) {
-	if m.cfg.AntiEntropyInterval <= 0 || p == nil || !slices.Contains(p.Meta(), m.self) || len(p.Meta()) < 2 || p.Meta()[0] == m.self {
+	if m.cfg.AntiEntropyInterval <= 0 || p == nil || !slices.Contains(p.Meta(), m.self) || len(p.Meta()) < 2 {
 		return
 	}
 	if prev != nil && slices.Contains(prev.Meta(), m.self) {
@@ -102,15 +103,13 @@ func (m *Machine) enteredMeta(prev, p *Placement) {
 // reasonEnteredMeta is the refill of a member that joined the metadata replicas.
 const reasonEnteredMeta = "it joined the metadata replicas"
 
-// allRefilling reports whether every one of peers answered that it refills.
-func (m *Machine) allRefilling(peers []NodeID) bool {
-	for _, p := range peers {
-		if !m.rf.peerRefilling[p] {
-			return false
-		}
-	}
-	return true
-}
+// lost reports whether this replica refills because records may be missing from its disk
+// (rebuilt, far fewer keys, asked for), not only because it joined the metadata replicas:
+// a peer that refills then is no source for another's refill. A member that joined (or
+// restarted into) the metadata set holds a whole disk, stale perhaps but only of real
+// writes: its peers refill from it, so that after a full-cluster restart every metadata
+// replica refills from N - majority(N) + 1 others and none counts at once on its own disk.
+func (r *refill) lost() bool { return r.active && r.reason != reasonEnteredMeta }
 
 // counts reports whether this replica's answers count in reads of u.
 func (r *refill) counts(u Unit) bool {
@@ -209,13 +208,6 @@ func (m *Machine) refillRound(peer NodeID, answered, peerRefilling bool, peerKey
 		m.rf.rounds++
 	}
 	peers := slices.DeleteFunc(slices.Clone(m.metaSet()), func(p NodeID) bool { return p == m.self })
-	if m.rf.reason == reasonEnteredMeta && len(peers) > 0 && m.metaSet()[0] == m.self && m.allRefilling(peers) {
-		// Every other metadata replica refills too (they all joined the set at once, or
-		// restarted in a cluster whose voters changed): the oldest counts, the others
-		// refill from it.
-		m.rf.active = false
-		return
-	}
 	synced := 0
 	for _, p := range peers {
 		if m.rf.synced[p] {

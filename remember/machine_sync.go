@@ -287,7 +287,7 @@ func (m *Machine) serveDigest(from NodeID, req uint64, remote []uint64) {
 	answer := func(buckets []uint32, recs []entry) {
 		m.send(from, &pb.ReplicaEnvelope{RequestId: req,
 			Msg: &pb.ReplicaEnvelope_Summaries{Summaries: &pb.ReplicaSummaries{Buckets: buckets, Records: toPBs(recs, true),
-				Differing: uint32(len(differing)), Entries: m.hold.meta.entries(), Refilling: m.rf.active}}})
+				Differing: uint32(len(differing)), Entries: m.hold.meta.entries(), Refilling: m.rf.lost()}}})
 	}
 	if len(differing) == 0 {
 		answer(nil, nil)

@@ -140,6 +140,27 @@ func (p *Placement) Target(u Unit, home NodeID) []NodeID {
 	return p.target(u, []NodeID{home})
 }
 
+// Keep returns target, or — when it is smaller than a majority of set, the set u has now —
+// target filled up to the replication factor with the members of set that are away but
+// still members (leaving, departing, down). A set never shrinks below a majority of itself
+// onto the few members left present: when most of its members leave at once (the cluster
+// scaled down below the replication factor, every member leaving), the away ones keep
+// their copies and votes until others can take them. 3 → 2 members moves {a b L} to {a b}.
+func (p *Placement) Keep(target, set []NodeID) []NodeID {
+	if len(target) >= majority(len(set)) {
+		return target
+	}
+	for _, id := range set {
+		if len(target) >= p.rf {
+			break
+		}
+		if _, member := p.byID[id]; member && !slices.Contains(target, id) {
+			target = append(target, id)
+		}
+	}
+	return target
+}
+
 // Repair returns the replica set of u that keeps the members of set that may still hold it
 // (in their order) and adds the best others, as Target does: what a set that lost members
 // should become, moving as little as possible.
