@@ -38,7 +38,12 @@ func (m *Machine) careAfterDepartures(prev, p *Placement) {
 	}
 	// Which of them had a gone member in their set only their configurations say: each is
 	// read, spread over an anti-entropy interval.
+	held := make([]Unit, 0, len(m.hold.units))
 	for u := range m.hold.units {
+		held = append(held, u)
+	}
+	slices.SortFunc(held, compareUnits) // each draws its time from the machine's rng: in a fixed order
+	for _, u := range held {
 		if us := m.units[u]; us != nil && (us.hosted || us.caretaker) {
 			continue
 		}

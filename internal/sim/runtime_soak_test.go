@@ -280,7 +280,7 @@ func (s *Sim) restartAll(r *rand.Rand) {
 // TestRuntimeReplaysBySeed: a schedule run twice from its seed is the same run, event for
 // event — what makes -runtime.seed replay a failure.
 func TestRuntimeReplaysBySeed(t *testing.T) {
-	for _, seed := range []uint64{3, 110} {
+	for _, seed := range []uint64{3, 110, 267} {
 		a, errA := runtimeSchedule(seed)
 		b, errB := runtimeSchedule(seed)
 		if fmt.Sprint(errA) != fmt.Sprint(errB) || a.Delivered != b.Delivered || a.TrafficReport() != b.TrafficReport() ||
