@@ -28,7 +28,10 @@ import (
 //     that names it (a host that had not heard of the departure may have started a move to
 //     it just before: the second check sees its joint configuration), when no other member
 //     may hold records, or after ShutdownTimeout (it then leaves with sets that still name
-//     it, and says so).
+//     it, and says so);
+//   - goes on announcing while it hands its shards off and leaves the membership: a set
+//     that moved back onto it then would lose its vote when it is gone (sharding soak seed
+//     224: a handoff that took handoff-timeout outlasted the mark, and sets moved back).
 //
 // The marks are soft state: a member that restarts forgets them and hears the next
 // announcement; a member that rejoins after leaving is placed again once its mark expired.
@@ -48,6 +51,10 @@ type departures struct {
 type departure struct {
 	started, deadline, next time.Time
 	checking                bool
+	// done: the replicas are off; the member hands its shards off and leaves the
+	// membership, and goes on announcing until it stops, so that no set moves back onto it
+	// meanwhile (a handoff may take handoff-timeout, longer than departTTL).
+	done bool
 	named                   int // units whose sets named this member at the last check
 	clean                   int // checks in a row that found none
 }
@@ -90,7 +97,7 @@ func (c *Core) tickDeparture(now time.Time) {
 	d.next = now.Add(departAnnounce)
 	c.markDeparting(c.self.Node, now)
 	c.env.Gossip(wire.AppendEvent(nil, wire.ShardingEvent{Kind: pb.ShardingEvent_STORE_DEPARTING, At: now, Origin: c.self.Node}))
-	if !d.checking {
+	if !d.checking && !d.done {
 		d.checking = true
 		c.request(StoreRequest{Scan: datadir.Prefix(datadir.FamilyReplicas), IsScan: true}, storeWait{kind: waitDeparture})
 	}
@@ -150,7 +157,7 @@ func (c *Core) departureChecked(now time.Time, res StoreResult) {
 		c.env.CareFor(named)
 		return
 	}
-	c.departs.own = nil
+	d.done = true
 	c.eng.Leave(now)
 }
 

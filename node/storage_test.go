@@ -52,8 +52,17 @@ func TestDamagedStoreStopsTheStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.store.Write(context.Background(), remember.Write{Key: "k", Value: []byte("v")}); err != nil {
-		t.Fatal(err)
+	// Metadata calls fail with ErrNoPlacement until the member formed its cluster; callers
+	// retry, as this one.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := n.store.Write(context.Background(), remember.Write{Key: "k", Value: []byte("v")})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, remember.ErrNoPlacement) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
