@@ -175,12 +175,13 @@ func (c *Core) othersMayHold() bool {
 	return false
 }
 
-// unitOfConfigKey returns the unit whose configuration is kept under key (rc␀TYPE␀SHARD).
+// unitOfConfigKey returns the unit whose configuration is kept under key (rc␀TYPE␀SHARD; the
+// zero Unit for the metadata's, rc␀␀, whose set and next decode as a unit's).
 func unitOfConfigKey(key string) (remember.Unit, bool) {
 	rest, ok := strings.CutPrefix(key, datadir.Prefix(datadir.FamilyReplicas))
 	if !ok {
 		return remember.Unit{}, false
 	}
 	typ, shard, ok := strings.Cut(rest, datadir.Sep)
-	return remember.Unit{Type: typ, Shard: shard}, ok && typ != ""
+	return remember.Unit{Type: typ, Shard: shard}, ok && (typ != "" || shard == "") // rc␀␀: the metadata's
 }

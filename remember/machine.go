@@ -63,6 +63,7 @@ type Machine struct {
 	ae        antiEntropy
 	us        unitSync
 	rf        refill
+	meta      metaState // the metadata's configuration (metaconfig.go)
 
 	out   Ready
 	stats Stats
@@ -179,6 +180,10 @@ func NewMachine(cfg MachineConfig, st DiskState, now time.Time) (*Machine, error
 	m.ae.next = now.Add(m.aeJitter())
 	m.us.next = now.Add(m.aeJitter())
 	m.rf.compare, m.rf.openKeys = cfg.Returning, m.hold.meta.entries()
+	// A member whose disk holds no configuration (new, or from a cluster that stored none)
+	// routes metadata calls to the voters until it reads one; one that held the metadata
+	// reads the configuration from the last set it knew before any metadata call.
+	m.meta.cfg, m.meta.known, m.meta.nextLearn = st.meta, st.meta.Gen == 0, now
 	return m, nil
 }
 
@@ -195,13 +200,20 @@ func (m *Machine) Stats() Stats { return m.stats }
 // Self returns this member.
 func (m *Machine) Self() NodeID { return m.self }
 
-// metaSet returns the members that hold the metadata (Placement.Meta); this member alone
+// metaSet returns the members that hold the metadata: those of its stored configuration
+// (both sets during a change), or the voters before one was stored; this member alone
 // before it has a placement.
 func (m *Machine) metaSet() []NodeID {
-	if m.place == nil || len(m.place.Meta()) == 0 {
-		return []NodeID{m.self}
+	return m.metaQuorum().members("")
+}
+
+// metaSources returns the members a refilling replica of the metadata refills from: the
+// stored configuration's set (the old one during a change), or the voters.
+func (m *Machine) metaSources() []NodeID {
+	if m.meta.cfg.Gen == 0 {
+		return m.placedMeta()
 	}
-	return m.place.Meta()
+	return m.meta.cfg.Set
 }
 
 // metaMember reports whether this member holds the metadata.
@@ -269,6 +281,11 @@ func (m *Machine) DiskDone(now time.Time, res DiskResult) {
 			m.keys--
 		}
 		m.clock = max(m.clock, c.after.rec.Version.Counter)
+		if c.key == m.metaKey() {
+			if mc, ok := decodeMetaConfig(&c.after); ok {
+				m.learnMeta(mc) // stored (and synced) here before the machine acts on it
+			}
+		}
 	}
 	for _, a := range res.applied {
 		m.stats.Refused += uint64(len(a.refused))
@@ -293,6 +310,7 @@ func (m *Machine) Tick(now time.Time) {
 		}
 	}
 	m.tickReasks()
+	m.tickMeta()
 	m.tickAntiEntropy()
 	m.tickUnits()
 }
@@ -312,7 +330,7 @@ func (m *Machine) NextDeadline() time.Time {
 			next = a.at
 		}
 	}
-	for _, w := range []time.Time{m.units.wake(), m.careWake()} {
+	for _, w := range []time.Time{m.units.wake(), m.careWake(), m.metaWake()} {
 		if !w.IsZero() && (next.IsZero() || w.Before(next)) {
 			next = w
 		}

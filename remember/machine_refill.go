@@ -89,7 +89,7 @@ func (m *Machine) startMetaRefill(now time.Time, reason string) {
 // that missed the last writes (the simulation found that as well); its peers refill from
 // one another then (refill.lost). Reads wait for it (refillWait) rather than fail.
 func (m *Machine) enteredMeta(prev, p *Placement) {
-	if m.cfg.AntiEntropyInterval <= 0 || p == nil || !slices.Contains(p.Meta(), m.self) || len(p.Meta()) < 2 {
+	if m.meta.cfg.Gen > 0 || m.cfg.AntiEntropyInterval <= 0 || p == nil || !slices.Contains(p.Meta(), m.self) || len(p.Meta()) < 2 {
 		return
 	}
 	if prev != nil && slices.Contains(prev.Meta(), m.self) {
@@ -157,10 +157,10 @@ func (m *Machine) Refill() RefillState {
 // among them; all the peers not refilling themselves when fewer are (the metadata set
 // grew by several members at once: what they hold, they took as writes).
 func (m *Machine) refillNeed() int {
-	n := len(m.metaSet())
+	n := len(m.metaSources())
 	need := n - majority(n) + 1
 	others := 0
-	for _, p := range m.metaSet() {
+	for _, p := range m.metaSources() {
 		if p != m.self && !m.rf.peerRefilling[p] {
 			others++
 		}
@@ -207,7 +207,7 @@ func (m *Machine) refillRound(peer NodeID, answered, peerRefilling bool, peerKey
 		m.rf.turn++ // another peer first next time
 		m.rf.rounds++
 	}
-	peers := slices.DeleteFunc(slices.Clone(m.metaSet()), func(p NodeID) bool { return p == m.self })
+	peers := slices.DeleteFunc(slices.Clone(m.metaSources()), func(p NodeID) bool { return p == m.self })
 	synced := 0
 	for _, p := range peers {
 		if m.rf.synced[p] {

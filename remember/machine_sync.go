@@ -126,7 +126,8 @@ func (m *Machine) tickAntiEntropy() {
 	}
 	peer := peers[m.rng.IntN(len(peers))]
 	if m.rf.active {
-		if p := m.refillPeer(peers); p != "" {
+		sources := slices.DeleteFunc(slices.Clone(m.metaSources()), func(p NodeID) bool { return p == m.self })
+		if p := m.refillPeer(sources); p != "" {
 			peer = p
 		}
 	}

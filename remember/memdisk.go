@@ -127,9 +127,16 @@ type DiskState struct {
 	hold       holdings
 	maxCounter uint64
 	entries    int
+	metaKey    string
+	meta       MetaConfig // the metadata's configuration stored here (metaconfig.go)
 }
 
-func newDiskState(l Layout) DiskState { return DiskState{hold: newHoldings(l)} }
+func newDiskState(l Layout) DiskState {
+	if l == nil {
+		l = metaLayout{}
+	}
+	return DiskState{hold: newHoldings(l), metaKey: l.ConfigKey(Unit{})}
+}
 
 // add accounts for a stored entry.
 func (s *DiskState) add(key string, e *entry) {
@@ -138,6 +145,11 @@ func (s *DiskState) add(key string, e *entry) {
 	s.hold.update(key, &none, e)
 	s.maxCounter = max(s.maxCounter, e.rec.Version.Counter)
 	s.entries++
+	if key == s.metaKey {
+		if c, ok := decodeMetaConfig(e); ok && c.Gen > s.meta.Gen {
+			s.meta = c
+		}
+	}
 }
 
 // holdings returns the digests by unit of layout l (empty for a zero DiskState).

@@ -120,7 +120,11 @@ func (m *Machine) SetPlacement(now time.Time, p *Placement) {
 	}
 	prev := m.place
 	m.place = p
+	if prev == nil {
+		m.meta.firstSet = p.Meta()
+	}
 	m.enteredMeta(prev, p)
+	m.tickMeta()
 	for _, u := range m.hostedUnits() {
 		m.considerMove(u)
 	}
@@ -209,7 +213,11 @@ func (m *Machine) unitQuorum(u Unit, write bool, fn func(quorum, error)) {
 			fn(quorum{}, ErrNoPlacement)
 			return
 		}
-		fn(single(u, m.metaSet()), nil)
+		if !m.meta.known {
+			m.meta.waiting = append(m.meta.waiting, metaWait{since: m.now, fn: fn}) // read from the last set it knew first
+			return
+		}
+		fn(m.metaQuorum(), nil)
 		return
 	}
 	us := m.units.get(u)

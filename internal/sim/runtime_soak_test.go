@@ -305,7 +305,7 @@ func TestRuntimeReplaysBySeed(t *testing.T) {
 //     cluster of two in between): now every replica that joins the metadata set refills
 //     from N - majority(N) + 1 others, which may be refilling too when their disks are whole.
 func TestRuntimeReplicaSetSeeds(t *testing.T) {
-	for _, seed := range []uint64{33, 191, 267, 470} {
+	for _, seed := range []uint64{33, 191, 267, 470, 573} {
 		if s, err := runtimeSchedule(seed); err != nil {
 			t.Errorf("seed %d: %v\n%s", seed, err, strings.Join(s.Timeline(), "\n"))
 		}

@@ -1,0 +1,61 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/shard"
+)
+
+// TestScaleDownThreeToTwo: a member of three leaves gracefully under durable load. Its
+// shards' replica sets and the metadata's stored configuration move to the two others
+// (joint quorums), so it leaves at once — well within handoff-timeout, which it never
+// waits out — and every acknowledged increment is kept.
+func TestScaleDownThreeToTwo(t *testing.T) {
+	typ := testType("counter", 1)
+	typ.Coordinator.HandoffTimeout = 30 * time.Second
+	s := New(Options{Seed: 32, Membership: membership.DefaultConfig(), Types: []engine.TypeConfig{typ}, NumberOfShards: 10, Durable: true,
+		AntiEntropyInterval: time.Second})
+	for range 3 {
+		s.AddNode(nil, "1")
+	}
+	s.Start(1)
+	s.Start(2, 1)
+	s.Start(3, 1)
+	load := func(d time.Duration) {
+		for i, end := 0, s.Now().Add(d); s.Now().Before(end); i++ {
+			s.Send(1+i%2, "counter", shard.EntityID(fmt.Sprintf("c%d", i%20)))
+			s.RunFor(20 * time.Millisecond)
+		}
+	}
+	load(5 * time.Second)
+	meta, _ := s.Node(1).store.m.MetaConfig()
+	if len(meta.Set) != 3 {
+		t.Fatalf("before: the metadata's stored set is %v, want the three members", meta.Set)
+	}
+	left := s.Now()
+	s.Leave(3)
+	for s.Node(3).Stopped == nil && s.Now().Sub(left) < time.Minute {
+		load(100 * time.Millisecond)
+	}
+	took := s.Now().Sub(left)
+	if s.Node(3).Stopped == nil || took >= 10*time.Second {
+		t.Fatalf("the member left after %v (handoff-timeout %v), stopped: %v\n%s", took, typ.Coordinator.HandoffTimeout, s.Node(3).Stopped, s.Timeline())
+	}
+	load(3 * time.Second)
+	meta, known := s.Node(1).store.m.MetaConfig()
+	if !known || meta.Next != nil || len(meta.Set) != 2 || slices.Contains(meta.Set, s.Node(3).ID) {
+		t.Fatalf("after: the metadata's stored configuration is %+v (known %v), want the two members", meta, known)
+	}
+	if err := s.CheckCounters(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Err() != nil {
+		t.Fatal(s.Err())
+	}
+	t.Logf("3 -> 2: the member left %v after it was asked (handoff-timeout %v); metadata on %v (generation %d)", took.Round(time.Millisecond), typ.Coordinator.HandoffTimeout, meta.Set, meta.Gen)
+}
