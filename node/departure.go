@@ -54,9 +54,9 @@ type departure struct {
 	// done: the replicas are off; the member hands its shards off and leaves the
 	// membership, and goes on announcing until it stops, so that no set moves back onto it
 	// meanwhile (a handoff may take handoff-timeout, longer than departTTL).
-	done bool
-	named                   int // units whose sets named this member at the last check
-	clean                   int // checks in a row that found none
+	done  bool
+	named int // units whose sets named this member at the last check
+	clean int // checks in a row that found none
 }
 
 // departing reports whether member id departs (its mark has not expired).
