@@ -86,6 +86,9 @@ type MachineConfig struct {
 	Seed uint64
 	// OnRound, when set, is told the size of every round the machine starts (metrics).
 	OnRound func(kind string, n int)
+	// OnMetaConfig, when set, is told each configuration of the metadata's replicas this
+	// member stored as the driver of a change (logs, tests).
+	OnMetaConfig func(MetaConfig)
 	// Returning: the member ran before with this disk (it is not new): at its first
 	// anti-entropy round it compares how many keys it opened with to what the peer holds,
 	// and refills when it holds far fewer (machine_refill.go).

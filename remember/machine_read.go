@@ -173,7 +173,9 @@ func (r *readRound) ask(m *Machine, p NodeID) {
 		if p == m.self {
 			m.diskOp(DiskOp{Kind: DiskScan, prefix: calls[0].key}, r.localAnswer(m))
 		} else {
-			m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Scan: true, Prefix: []byte(calls[0].key)}}})
+			read := &pb.ReplicaRead{Scan: true, Prefix: []byte(calls[0].key)}
+			r.route(read)
+			m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: read}})
 		}
 		return
 	}
@@ -190,7 +192,9 @@ func (r *readRound) ask(m *Machine, p NodeID) {
 	}
 	switch {
 	case p != m.self:
-		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Keys: keyBytes(keys), Fences: fences}}})
+		read := &pb.ReplicaRead{Keys: keyBytes(keys), Fences: fences}
+		r.route(read)
+		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: read}})
 	case r.fenced:
 		m.apply(applyOp{kind: opFence, keys: keys, fences: fences}, func(res DiskResult) {
 			if res.err == nil {
@@ -279,6 +283,9 @@ func (r *readRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
 		return
 	}
 	var err error
+	if len(msg.Records.MetaConfig) > 0 {
+		m.learnMetaFrom(msg.Records.MetaConfig)
+	}
 	if msg.Records.Error != "" {
 		if msg.Records.Refilling && !r.finished && !r.answered[from] && r.askAgain(m, from) {
 			return
@@ -523,6 +530,10 @@ func (m *Machine) serveRead(from NodeID, req uint64, msg *pb.ReplicaRead) {
 	keys := make([]string, len(msg.Keys))
 	for i, k := range msg.Keys {
 		keys[i] = string(k)
+	}
+	if m.staleRead(keys, msg) {
+		m.sendFrame(from, staleFrame(req, m.meta.cfg))
+		return
 	}
 	counts := m.rf.countsKeys(m.layout, keys, msg)
 	if len(msg.Fences) > 0 {

@@ -154,6 +154,9 @@ func (r *syncRound) answer(m *Machine, _ NodeID, env *pb.ReplicaEnvelope) {
 			return
 		}
 		r.answered, r.peerRefilling, r.peerKeys = true, msg.Summaries.Refilling, msg.Summaries.Entries
+		// A peer behind this member's configuration of the metadata may yet have accepted
+		// writes routed by an older one after it compared: it is not whole for the refill.
+		r.peerRefilling = r.peerRefilling || newerMeta(m.meta.cfg, MetaConfig{Gen: msg.Summaries.MetaGen, Ballot: msg.Summaries.MetaBallot})
 		r.covered = len(msg.Summaries.Buckets) >= int(msg.Summaries.Differing)
 		if len(msg.Summaries.Buckets) == 0 {
 			m.endSync(r, false)
@@ -219,7 +222,7 @@ func (m *Machine) fetchDiffering(r *syncRound) {
 	r.theirs = make(map[string]entry, len(r.keys))
 	delete(m.pending, r.req)
 	r.req = m.request(r) // the peer's answers to the read come under a new request id
-	m.send(r.peer, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Keys: keyBytes(r.keys)}}})
+	m.send(r.peer, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Keys: keyBytes(r.keys), MetaUnrouted: true}}})
 	m.diskOp(DiskOp{Kind: DiskRead, keys: r.keys}, func(res DiskResult) {
 		if m.ae.round != r {
 			return
@@ -288,7 +291,8 @@ func (m *Machine) serveDigest(from NodeID, req uint64, remote []uint64) {
 	answer := func(buckets []uint32, recs []entry) {
 		m.send(from, &pb.ReplicaEnvelope{RequestId: req,
 			Msg: &pb.ReplicaEnvelope_Summaries{Summaries: &pb.ReplicaSummaries{Buckets: buckets, Records: toPBs(recs, true),
-				Differing: uint32(len(differing)), Entries: m.hold.meta.entries(), Refilling: m.rf.lost()}}})
+				Differing: uint32(len(differing)), Entries: m.hold.meta.entries(), Refilling: m.rf.lost(),
+				MetaGen: m.meta.cfg.Gen, MetaBallot: m.meta.cfg.Ballot}}})
 	}
 	if len(differing) == 0 {
 		answer(nil, nil)

@@ -181,6 +181,15 @@ func (m *Machine) startWrite(calls []*writeCall) {
 		us.writeGen++
 	}
 	r.req = m.request(r)
+	by := routedBy(func(yield func(quorum) bool) {
+		for _, c := range r.calls {
+			for _, q := range c.quorums {
+				if !yield(q) {
+					return
+				}
+			}
+		}
+	})
 	var all []byte // the frame of every record, encoded once for the replicas that get all
 	for _, p := range r.asked {
 		if p == m.self {
@@ -189,15 +198,18 @@ func (m *Machine) startWrite(calls []*writeCall) {
 		idx := r.dest[p]
 		if len(idx) == len(r.recs) {
 			if all == nil {
-				all = wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{Records: toPBs(r.recs, false)}}})
+				all = wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{
+					Records: toPBs(r.recs, false), MetaGen: by.Gen, MetaBallot: by.Ballot}}})
 			}
 			m.sendFrame(p, all)
 			continue
 		}
-		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{Records: toPBs(pick(r.recs, idx), false)}}})
+		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{
+			Records: toPBs(pick(r.recs, idx), false), MetaGen: by.Gen, MetaBallot: by.Ballot}}})
 	}
 	if idx, ok := r.dest[m.self]; ok {
-		m.apply(applyOp{kind: opWrite, recs: pick(r.recs, idx)}, func(res DiskResult) {
+		recs := pick(r.recs, idx)
+		m.apply(applyOp{kind: opWrite, recs: recs, meta: m.fenceMeta(recs, by.Gen, by.Ballot)}, func(res DiskResult) {
 			var refused []refusal
 			if res.err == nil {
 				refused = res.applied[0].refused
@@ -244,13 +256,20 @@ func (m *Machine) serveWrite(from NodeID, req uint64, w *pb.ReplicaWrite) {
 		kind = opMerge
 		m.markCopy(m.layout.UnitOf(recs[0].rec.Key), moveMark{epoch: w.MoveEpoch, seq: w.MoveSeq})
 	}
-	m.apply(applyOp{kind: kind, recs: recs}, func(res DiskResult) {
+	op := applyOp{kind: kind, recs: recs}
+	if kind == opWrite {
+		op.meta = m.fenceMeta(recs, w.MetaGen, w.MetaBallot)
+	}
+	m.apply(op, func(res DiskResult) {
 		ack := &pb.ReplicaWriteAck{}
 		if res.err != nil {
 			ack.Error = truncate(res.err.Error(), 1024)
 		} else if kind == opWrite {
 			for _, r := range res.applied[0].refused {
-				ack.Refused = append(ack.Refused, &pb.ReplicaRefusal{Index: uint32(r.index), Floor: r.need})
+				ack.Refused = append(ack.Refused, &pb.ReplicaRefusal{Index: uint32(r.index), Floor: r.need, StaleMeta: r.stale})
+				if r.stale && ack.MetaConfig == nil {
+					ack.MetaConfig = m.meta.cfg.encode()
+				}
 			}
 		}
 		m.send(from, &pb.ReplicaEnvelope{RequestId: req, Msg: &pb.ReplicaEnvelope_WriteAck{WriteAck: ack}})
@@ -265,9 +284,12 @@ func (r *writeRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
 	if !ok {
 		return
 	}
+	if len(ack.WriteAck.MetaConfig) > 0 {
+		m.learnMetaFrom(ack.WriteAck.MetaConfig)
+	}
 	refused := make([]refusal, 0, len(ack.WriteAck.Refused))
 	for _, rf := range ack.WriteAck.Refused {
-		refused = append(refused, refusal{index: int(rf.Index), need: rf.Floor})
+		refused = append(refused, refusal{index: int(rf.Index), need: rf.Floor, stale: rf.StaleMeta})
 	}
 	var err error
 	if ack.WriteAck.Error != "" {
@@ -299,6 +321,12 @@ func (r *writeRound) count(m *Machine, from NodeID, refused []refusal, err error
 			continue // its error, fenced or not, is the caller's now: not to be changed
 		}
 		refusedCall[i] = true
+		if rf.stale {
+			if c.cause == nil {
+				c.cause = fmt.Errorf("replica %s: %w", from, ErrStaleMeta)
+			}
+			continue
+		}
 		need := rf.need
 		if c.fenced != nil {
 			need = max(need, c.fenced.Need)

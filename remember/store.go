@@ -158,6 +158,9 @@ func (s *Store) machineConfig() MachineConfig {
 			s.met.readRound(n)
 		}
 	}
+	mc.OnMetaConfig = func(c MetaConfig) {
+		s.log.Info("the metadata's replica set changed", "generation", c.Gen, "set", c.Set, "next", c.Next, "ballot", c.Ballot)
+	}
 	return mc
 }
 

@@ -433,9 +433,14 @@ type ReplicaWrite struct {
 	// Merge the records by the merge rule instead (floors included, never refused): a
 	// unit's records copied to a new replica, with the host's allocation epoch and the
 	// move's sequence number (a drop from an earlier move must not remove them).
-	Merge         bool   `protobuf:"varint,2,opt,name=merge,proto3" json:"merge,omitempty"`
-	MoveEpoch     uint64 `protobuf:"varint,3,opt,name=move_epoch,json=moveEpoch,proto3" json:"move_epoch,omitempty"`
-	MoveSeq       uint64 `protobuf:"varint,4,opt,name=move_seq,json=moveSeq,proto3" json:"move_seq,omitempty"`
+	Merge     bool   `protobuf:"varint,2,opt,name=merge,proto3" json:"merge,omitempty"`
+	MoveEpoch uint64 `protobuf:"varint,3,opt,name=move_epoch,json=moveEpoch,proto3" json:"move_epoch,omitempty"`
+	MoveSeq   uint64 `protobuf:"varint,4,opt,name=move_seq,json=moveSeq,proto3" json:"move_seq,omitempty"`
+	// The metadata's configuration the writer routed the request by (its generation and
+	// ballot; 0: none stored): a replica that holds a newer one refuses the request's
+	// metadata writes (stale_meta) and answers with it.
+	MetaGen       uint64 `protobuf:"varint,5,opt,name=meta_gen,json=metaGen,proto3" json:"meta_gen,omitempty"`
+	MetaBallot    uint64 `protobuf:"varint,6,opt,name=meta_ballot,json=metaBallot,proto3" json:"meta_ballot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -498,12 +503,29 @@ func (x *ReplicaWrite) GetMoveSeq() uint64 {
 	return 0
 }
 
+func (x *ReplicaWrite) GetMetaGen() uint64 {
+	if x != nil {
+		return x.MetaGen
+	}
+	return 0
+}
+
+func (x *ReplicaWrite) GetMetaBallot() uint64 {
+	if x != nil {
+		return x.MetaBallot
+	}
+	return 0
+}
+
 type ReplicaWriteAck struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The writes refused for fencing; every other write of the request is stored.
 	Refused []*ReplicaRefusal `protobuf:"bytes,1,rep,name=refused,proto3" json:"refused,omitempty"`
 	// Non-empty when the replica could not store the request at all (a disk error).
-	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// With a refusal for stale_meta: the replica's configuration of the metadata (JSON, as
+	// stored), for the writer to route by.
+	MetaConfig    []byte `protobuf:"bytes,3,opt,name=meta_config,json=metaConfig,proto3" json:"meta_config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -552,12 +574,22 @@ func (x *ReplicaWriteAck) GetError() string {
 	return ""
 }
 
+func (x *ReplicaWriteAck) GetMetaConfig() []byte {
+	if x != nil {
+		return x.MetaConfig
+	}
+	return nil
+}
+
 type ReplicaRefusal struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Position of the refused write in the request.
 	Index uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
 	// The epoch the write would have needed: the key's floor or its stored record's epoch.
-	Floor         uint64 `protobuf:"varint,2,opt,name=floor,proto3" json:"floor,omitempty"`
+	Floor uint64 `protobuf:"varint,2,opt,name=floor,proto3" json:"floor,omitempty"`
+	// Refused instead because the writer routed it by an older configuration of the
+	// metadata than the replica holds (floor is then 0).
+	StaleMeta     bool `protobuf:"varint,3,opt,name=stale_meta,json=staleMeta,proto3" json:"stale_meta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -606,6 +638,13 @@ func (x *ReplicaRefusal) GetFloor() uint64 {
 	return 0
 }
 
+func (x *ReplicaRefusal) GetStaleMeta() bool {
+	if x != nil {
+		return x.StaleMeta
+	}
+	return false
+}
+
 type ReplicaRead struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The keys to read; empty for a scan.
@@ -618,8 +657,14 @@ type ReplicaRead struct {
 	Prefix []byte `protobuf:"bytes,4,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	// A scan's page: the keys after this one (none: from the first), at most limit of them
 	// (0: all).
-	After         []byte `protobuf:"bytes,5,opt,name=after,proto3" json:"after,omitempty"`
-	Limit         uint32 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	After []byte `protobuf:"bytes,5,opt,name=after,proto3" json:"after,omitempty"`
+	Limit uint32 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	// As in ReplicaWrite: a replica that holds a newer configuration of the metadata
+	// answers a read of metadata keys with an error and its configuration.
+	MetaGen    uint64 `protobuf:"varint,7,opt,name=meta_gen,json=metaGen,proto3" json:"meta_gen,omitempty"`
+	MetaBallot uint64 `protobuf:"varint,8,opt,name=meta_ballot,json=metaBallot,proto3" json:"meta_ballot,omitempty"`
+	// A read of every member (ScanAll), not routed by the configuration: never refused for it.
+	MetaUnrouted  bool `protobuf:"varint,9,opt,name=meta_unrouted,json=metaUnrouted,proto3" json:"meta_unrouted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -696,6 +741,27 @@ func (x *ReplicaRead) GetLimit() uint32 {
 	return 0
 }
 
+func (x *ReplicaRead) GetMetaGen() uint64 {
+	if x != nil {
+		return x.MetaGen
+	}
+	return 0
+}
+
+func (x *ReplicaRead) GetMetaBallot() uint64 {
+	if x != nil {
+		return x.MetaBallot
+	}
+	return 0
+}
+
+func (x *ReplicaRead) GetMetaUnrouted() bool {
+	if x != nil {
+		return x.MetaUnrouted
+	}
+	return false
+}
+
 type ReplicaRecords struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Records []*ReplicaRecord       `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
@@ -706,7 +772,10 @@ type ReplicaRecords struct {
 	// A scan's page was cut at its limit: more keys follow the last one.
 	More bool `protobuf:"varint,4,opt,name=more,proto3" json:"more,omitempty"`
 	// With error: the replica refills and does not count in this read yet (ask again).
-	Refilling     bool `protobuf:"varint,5,opt,name=refilling,proto3" json:"refilling,omitempty"`
+	Refilling bool `protobuf:"varint,5,opt,name=refilling,proto3" json:"refilling,omitempty"`
+	// With error: the reader routed the read by an older configuration of the metadata than
+	// this one (JSON, as stored), which the replica holds.
+	MetaConfig    []byte `protobuf:"bytes,6,opt,name=meta_config,json=metaConfig,proto3" json:"meta_config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -776,6 +845,13 @@ func (x *ReplicaRecords) GetRefilling() bool {
 	return false
 }
 
+func (x *ReplicaRecords) GetMetaConfig() []byte {
+	if x != nil {
+		return x.MetaConfig
+	}
+	return nil
+}
+
 type ReplicaDigest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One hash per bucket of the key space: the XOR of the bucket's record hashes.
@@ -833,7 +909,12 @@ type ReplicaSummaries struct {
 	// replica that holds far fewer refills before its answers count (remember/refill.go).
 	Entries uint64 `protobuf:"varint,4,opt,name=entries,proto3" json:"entries,omitempty"`
 	// The answering replica is refilling itself: what it holds does not count yet.
-	Refilling     bool `protobuf:"varint,5,opt,name=refilling,proto3" json:"refilling,omitempty"`
+	Refilling bool `protobuf:"varint,5,opt,name=refilling,proto3" json:"refilling,omitempty"`
+	// The configuration of the metadata the answering replica held when it compared (its
+	// generation and ballot): a replica that refills after joining the metadata's set
+	// counts only a peer that held the configuration it joined by.
+	MetaGen       uint64 `protobuf:"varint,6,opt,name=meta_gen,json=metaGen,proto3" json:"meta_gen,omitempty"`
+	MetaBallot    uint64 `protobuf:"varint,7,opt,name=meta_ballot,json=metaBallot,proto3" json:"meta_ballot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -901,6 +982,20 @@ func (x *ReplicaSummaries) GetRefilling() bool {
 		return x.Refilling
 	}
 	return false
+}
+
+func (x *ReplicaSummaries) GetMetaGen() uint64 {
+	if x != nil {
+		return x.MetaGen
+	}
+	return 0
+}
+
+func (x *ReplicaSummaries) GetMetaBallot() uint64 {
+	if x != nil {
+		return x.MetaBallot
+	}
+	return 0
 }
 
 // ReplicaUnit names a shard unit: the records of one shard of an entity type.
@@ -1324,40 +1419,56 @@ const file_replica_proto_rawDesc = "" +
 	"\adeleted\x18\x06 \x01(\bR\adeleted\x12\x14\n" +
 	"\x05floor\x18\a \x01(\x04R\x05floor\x12\x1d\n" +
 	"\n" +
-	"value_hash\x18\b \x01(\x04R\tvalueHash\"\x9a\x01\n" +
+	"value_hash\x18\b \x01(\x04R\tvalueHash\"\xd6\x01\n" +
 	"\fReplicaWrite\x12:\n" +
 	"\arecords\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x14\n" +
 	"\x05merge\x18\x02 \x01(\bR\x05merge\x12\x1d\n" +
 	"\n" +
 	"move_epoch\x18\x03 \x01(\x04R\tmoveEpoch\x12\x19\n" +
-	"\bmove_seq\x18\x04 \x01(\x04R\amoveSeq\"d\n" +
+	"\bmove_seq\x18\x04 \x01(\x04R\amoveSeq\x12\x19\n" +
+	"\bmeta_gen\x18\x05 \x01(\x04R\ametaGen\x12\x1f\n" +
+	"\vmeta_ballot\x18\x06 \x01(\x04R\n" +
+	"metaBallot\"\x85\x01\n" +
 	"\x0fReplicaWriteAck\x12;\n" +
 	"\arefused\x18\x01 \x03(\v2!.shardmesh.wire.v1.ReplicaRefusalR\arefused\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"<\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +
+	"\vmeta_config\x18\x03 \x01(\fR\n" +
+	"metaConfig\"[\n" +
 	"\x0eReplicaRefusal\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x14\n" +
-	"\x05floor\x18\x02 \x01(\x04R\x05floor\"\x91\x01\n" +
+	"\x05floor\x18\x02 \x01(\x04R\x05floor\x12\x1d\n" +
+	"\n" +
+	"stale_meta\x18\x03 \x01(\bR\tstaleMeta\"\xf2\x01\n" +
 	"\vReplicaRead\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\fR\x04keys\x12\x16\n" +
 	"\x06fences\x18\x02 \x03(\x04R\x06fences\x12\x12\n" +
 	"\x04scan\x18\x03 \x01(\bR\x04scan\x12\x16\n" +
 	"\x06prefix\x18\x04 \x01(\fR\x06prefix\x12\x14\n" +
 	"\x05after\x18\x05 \x01(\fR\x05after\x12\x14\n" +
-	"\x05limit\x18\x06 \x01(\rR\x05limit\"\xa8\x01\n" +
+	"\x05limit\x18\x06 \x01(\rR\x05limit\x12\x19\n" +
+	"\bmeta_gen\x18\a \x01(\x04R\ametaGen\x12\x1f\n" +
+	"\vmeta_ballot\x18\b \x01(\x04R\n" +
+	"metaBallot\x12#\n" +
+	"\rmeta_unrouted\x18\t \x01(\bR\fmetaUnrouted\"\xc9\x01\n" +
 	"\x0eReplicaRecords\x12:\n" +
 	"\arecords\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x12\n" +
 	"\x04last\x18\x02 \x01(\bR\x04last\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
 	"\x04more\x18\x04 \x01(\bR\x04more\x12\x1c\n" +
-	"\trefilling\x18\x05 \x01(\bR\trefilling\")\n" +
+	"\trefilling\x18\x05 \x01(\bR\trefilling\x12\x1f\n" +
+	"\vmeta_config\x18\x06 \x01(\fR\n" +
+	"metaConfig\")\n" +
 	"\rReplicaDigest\x12\x18\n" +
-	"\abuckets\x18\x01 \x03(\x06R\abuckets\"\xbe\x01\n" +
+	"\abuckets\x18\x01 \x03(\x06R\abuckets\"\xfa\x01\n" +
 	"\x10ReplicaSummaries\x12\x18\n" +
 	"\abuckets\x18\x01 \x03(\rR\abuckets\x12:\n" +
 	"\arecords\x18\x02 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x1c\n" +
 	"\tdiffering\x18\x03 \x01(\rR\tdiffering\x12\x18\n" +
 	"\aentries\x18\x04 \x01(\x04R\aentries\x12\x1c\n" +
-	"\trefilling\x18\x05 \x01(\bR\trefilling\"7\n" +
+	"\trefilling\x18\x05 \x01(\bR\trefilling\x12\x19\n" +
+	"\bmeta_gen\x18\x06 \x01(\x04R\ametaGen\x12\x1f\n" +
+	"\vmeta_ballot\x18\a \x01(\x04R\n" +
+	"metaBallot\"7\n" +
 	"\vReplicaUnit\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05shard\x18\x02 \x01(\tR\x05shard\"D\n" +
