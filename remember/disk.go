@@ -95,9 +95,9 @@ const (
 // applyOp is one operation of a DiskApply.
 type applyOp struct {
 	kind   opKind
-	recs   []entry  // opWrite, opMerge
-	keys   []string // opFence
-	fences []uint64 // opFence, as long as keys
+	recs   []entry    // opWrite, opMerge
+	keys   []string   // opFence
+	fences []uint64   // opFence, as long as keys
 	meta   *metaFence // opWrite: the metadata's configuration the writer routed by
 }
 

@@ -42,7 +42,7 @@ type metaNet struct {
 	ms    []*Machine
 	disks []*MemDisk
 	wakes []time.Time
-	drop  float64                // the chance a frame is lost
+	drop  float64                 // the chance a frame is lost
 	cut   func(from, to int) bool // frames between these members are lost (a partition)
 
 	writes map[trafficCall]string // metadata writes in flight: their keys
