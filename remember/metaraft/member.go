@@ -1,0 +1,565 @@
+package metaraft
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"slices"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+var (
+	// ErrNoLeader says the group has no leader this member knows of (an election, a
+	// partition, a group that lost its majority): nothing was proposed; callers retry.
+	ErrNoLeader = errors.New("metaraft: the metadata group has no leader now: retry")
+	// ErrTimeout says a call was not answered in time; a write may still be committed
+	// (writes are puts: retrying is safe).
+	ErrTimeout = errors.New("metaraft: the metadata group did not answer in time: retry")
+)
+
+// Config configures a Member.
+type Config struct {
+	// Self names the member (its member id).
+	Self string
+	// Found makes a member with an empty storage found a group of itself alone. Exactly one
+	// member of a new cluster founds (the one that forms it); the others start empty and
+	// join when ChangeVoters names them.
+	Found bool
+	// Tick is raft's clock unit (100 ms); ElectionTicks (10) and HeartbeatTicks (1) are
+	// counted in it.
+	Tick                          time.Duration
+	ElectionTicks, HeartbeatTicks int
+	// Timeout fails a call not answered in time (5 s).
+	Timeout time.Duration
+	// SnapshotEvery compacts the log into a snapshot every so many applied entries (1,000).
+	SnapshotEvery uint64
+}
+
+func (c *Config) defaults() {
+	if c.Tick <= 0 {
+		c.Tick = 100 * time.Millisecond
+	}
+	if c.ElectionTicks <= 0 {
+		c.ElectionTicks = 10
+	}
+	if c.HeartbeatTicks <= 0 {
+		c.HeartbeatTicks = 1
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Second
+	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = 1000
+	}
+}
+
+// Send is a frame for a peer.
+type Send struct {
+	To    string
+	Frame []byte
+}
+
+// Answer answers a call (Write, Get, ChangeVoters).
+type Answer struct {
+	Call  uint64
+	Err   error
+	Found bool   // Get: the key holds Value
+	Value []byte // Get
+	Index uint64 // the log index the answer is at (Write: its entry; Get: the read index)
+	Term  uint64 // Write: its entry's term
+}
+
+// Applied is a metadata write applied here, in log order.
+type Applied struct {
+	Index uint64
+	Key   string
+	Value []byte
+}
+
+// Configuration is the group's configuration from log index Index on: Voters, and while
+// it is joint, Outgoing (the set it leaves).
+type Configuration struct {
+	Index    uint64
+	Voters   []string
+	Outgoing []string
+}
+
+// Joint reports whether the configuration is a joint one.
+func (c Configuration) Joint() bool { return len(c.Outgoing) > 0 }
+
+// Ready is what a member hands out: frames to send, answers, applied writes and
+// configurations.
+type Ready struct {
+	Sends   []Send
+	Answers []Answer
+	Applied []Applied
+	Configs []Configuration
+}
+
+// Empty reports whether there is nothing to hand out.
+func (r *Ready) Empty() bool {
+	return len(r.Sends)+len(r.Answers)+len(r.Applied)+len(r.Configs) == 0
+}
+
+// call is a call waiting for its answer.
+type call struct {
+	id       uint64
+	deadline time.Time
+	key      string   // Get
+	target   []string // ChangeVoters
+	index    uint64   // Get: the read index, once known
+}
+
+// Member is one voter's replica of the metadata group.
+type Member struct {
+	cfg   Config
+	id    uint64
+	by    string // names this incarnation's proposals (Self#start)
+	rn    *raft.RawNode
+	st    Storage
+	names map[uint64]string
+
+	recs     records
+	applied  uint64
+	snapped  uint64 // the index of the last snapshot taken
+	conf     *pb.ConfState
+	lastTick time.Time
+
+	nextCall uint64
+	calls    map[uint64]*call
+	writes   map[uint64]uint64 // proposal seq → call
+	reads    []*call           // Gets with a read index, waiting to apply that far
+	changes  []*call
+	out      Ready
+
+	ackEarly bool // tests only (the negative control): answer writes when proposed
+}
+
+// raftID is the group's id of a member: a hash of its name (never 0, raft's "none").
+func raftID(name string) uint64 { return max(xxhash.Sum64String(name), 1) }
+
+var logger raft.Logger = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
+
+// New returns the member that carries on from storage st (empty: a new member, which
+// founds the group when cfg.Found, else waits to be added).
+func New(cfg Config, st Storage, now time.Time) (*Member, error) {
+	cfg.defaults()
+	if cfg.Self == "" {
+		return nil, errors.New("metaraft: a member needs a name (Config.Self)")
+	}
+	m := &Member{cfg: cfg, id: raftID(cfg.Self), by: fmt.Sprintf("%s#%d", cfg.Self, now.UnixNano()), st: st,
+		names: map[uint64]string{}, recs: records{}, conf: pb.EnsureConfState(nil), lastTick: now, calls: map[uint64]*call{},
+		writes: map[uint64]uint64{}}
+	m.names[m.id] = cfg.Self
+	snap, err := st.Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("metaraft: read the snapshot of %s: %w", cfg.Self, err)
+	}
+	if !raft.IsEmptySnap(snap) {
+		if err := m.restore(snap); err != nil {
+			return nil, err
+		}
+	}
+	rc := &raft.Config{ID: m.id, ElectionTick: cfg.ElectionTicks, HeartbeatTick: cfg.HeartbeatTicks, Storage: st,
+		Applied: m.applied, MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true,
+		StepDownOnRemoval: true, Logger: logger}
+	if m.rn, err = raft.NewRawNode(rc); err != nil {
+		return nil, fmt.Errorf("metaraft: start %s: %w", cfg.Self, err)
+	}
+	last, err := st.LastIndex()
+	if err != nil {
+		return nil, fmt.Errorf("metaraft: read the log of %s: %w", cfg.Self, err)
+	}
+	if cfg.Found && last == 0 && raft.IsEmptySnap(snap) {
+		if err := m.rn.Bootstrap([]raft.Peer{{ID: m.id, Context: []byte(cfg.Self)}}); err != nil {
+			return nil, fmt.Errorf("metaraft: found the group at %s: %w", cfg.Self, err)
+		}
+	}
+	m.process()
+	return m, nil
+}
+
+// restore takes the state of snapshot snap.
+func (m *Member) restore(snap *pb.Snapshot) error {
+	s, err := decodeSnapshot(snap.GetData())
+	if err != nil {
+		return err
+	}
+	m.recs = s.Records
+	for _, n := range s.Names {
+		m.names[raftID(n)] = n
+	}
+	md := snap.GetMetadata()
+	m.applied, m.snapped, m.conf = md.GetIndex(), md.GetIndex(), md.GetConfState()
+	m.out.Configs = append(m.out.Configs, m.configuration(m.applied))
+	return nil
+}
+
+// Tick advances the member's clock to now: raft's ticks, and calls that time out.
+func (m *Member) Tick(now time.Time) {
+	for !now.Before(m.lastTick.Add(m.cfg.Tick)) {
+		m.rn.Tick()
+		m.lastTick = m.lastTick.Add(m.cfg.Tick)
+	}
+	var late []uint64
+	for id, c := range m.calls {
+		if !now.Before(c.deadline) {
+			late = append(late, id)
+		}
+	}
+	slices.Sort(late) // answers in call order, whatever the map's
+	for _, id := range late {
+		m.answer(Answer{Call: id, Err: ErrTimeout})
+	}
+	m.process()
+}
+
+// NextDeadline returns when Tick has something to do.
+func (m *Member) NextDeadline() time.Time {
+	next := m.lastTick.Add(m.cfg.Tick)
+	for _, c := range m.calls {
+		if c.deadline.Before(next) {
+			next = c.deadline
+		}
+	}
+	return next
+}
+
+// Receive takes a frame from peer from.
+func (m *Member) Receive(from string, frame []byte) error {
+	msg := &pb.Message{}
+	if err := proto.Unmarshal(frame, msg); err != nil {
+		return fmt.Errorf("metaraft: damaged frame from %s: %w", from, err)
+	}
+	// Proposals and read requests keep their first sender when a follower forwards them on
+	// (to the leader it knows); every other message comes from its sender.
+	forwarded := msg.GetType() == pb.MsgProp || msg.GetType() == pb.MsgReadIndex
+	if msg.GetTo() != m.id || msg.GetFrom() != raftID(from) && !forwarded || raft.IsLocalMsg(msg.GetType()) {
+		return fmt.Errorf("metaraft: a %v frame from %s names another sender or receiver (%x → %x)", msg.GetType(), from, msg.GetFrom(), msg.GetTo())
+	}
+	if msg.GetFrom() == raftID(from) {
+		m.names[msg.GetFrom()] = from
+	}
+	// A response from a member no longer in the configuration, or a proposal forwarded
+	// while this member cannot take it, is not a bad frame: raft drops it.
+	if err := m.rn.Step(msg); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) && !errors.Is(err, raft.ErrProposalDropped) {
+		return fmt.Errorf("metaraft: frame from %s: %w", from, err)
+	}
+	m.process()
+	return nil
+}
+
+func (m *Member) newCall(now time.Time) *call {
+	m.nextCall++
+	c := &call{id: m.nextCall, deadline: now.Add(m.cfg.Timeout)}
+	m.calls[c.id] = c
+	return c
+}
+
+// Write stores value under key in the metadata; it is answered once committed and applied
+// here.
+func (m *Member) Write(now time.Time, key string, value []byte) uint64 {
+	c := m.newCall(now)
+	m.nextCall++ // the proposal's sequence: unique in this incarnation
+	seq := m.nextCall
+	err := m.rn.Propose((&proposal{by: m.by, seq: seq, key: key, value: value}).encode())
+	switch {
+	case err != nil:
+		m.answer(Answer{Call: c.id, Err: ErrNoLeader})
+	case m.ackEarly:
+		m.answer(Answer{Call: c.id})
+	default:
+		m.writes[seq] = c.id
+	}
+	m.process()
+	return c.id
+}
+
+// Get reads key linearizably: the answer holds every write acknowledged before the call.
+func (m *Member) Get(now time.Time, key string) uint64 {
+	c := m.newCall(now)
+	c.key = key
+	if m.rn.BasicStatus().Lead == raft.None {
+		m.answer(Answer{Call: c.id, Err: ErrNoLeader})
+		return c.id
+	}
+	m.rn.ReadIndex(m.readCtx(c.id))
+	m.process()
+	return c.id
+}
+
+// readCtx names a read index request: this incarnation and the call.
+func (m *Member) readCtx(id uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(m.by), id)
+}
+
+// ChangeVoters moves the group to voters set (joint consensus, left automatically); it is
+// answered once the group's configuration is set alone. Only one change runs at a time:
+// a change proposed during another is dropped by the leader, and the call times out
+// unless the group reaches set anyway (callers retry).
+func (m *Member) ChangeVoters(now time.Time, set []string) uint64 {
+	c := m.newCall(now)
+	c.target = slices.Sorted(slices.Values(set))
+	c.target = slices.Compact(c.target)
+	for _, n := range c.target {
+		m.names[raftID(n)] = n
+	}
+	if len(c.target) == 0 {
+		m.answer(Answer{Call: c.id, Err: errors.New("metaraft: a configuration needs at least one voter")})
+		return c.id
+	}
+	if m.reached(c.target) {
+		m.answer(Answer{Call: c.id, Index: m.applied})
+		return c.id
+	}
+	cc := &pb.ConfChangeV2{Transition: pb.ConfChangeTransitionAuto.Enum(), Context: mustJSON(c.target)}
+	// Every voter of the target is named (adding a voter is idempotent), so a change
+	// computed from a stale configuration never leaves the group without voters.
+	for _, n := range c.target {
+		cc.Changes = append(cc.Changes, &pb.ConfChangeSingle{Type: pb.ConfChangeAddNode.Enum(), NodeId: new(raftID(n))})
+	}
+	for _, id := range m.conf.GetVoters() {
+		if !slices.Contains(c.target, m.names[id]) {
+			cc.Changes = append(cc.Changes, &pb.ConfChangeSingle{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: new(id)})
+		}
+	}
+	if err := m.rn.ProposeConfChange(cc); err != nil {
+		m.answer(Answer{Call: c.id, Err: ErrNoLeader})
+		return c.id
+	}
+	m.changes = append(m.changes, c)
+	m.process()
+	return c.id
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("metaraft: encode %T: %v", v, err)) // string slices always encode
+	}
+	return b
+}
+
+// reached reports whether the applied configuration is set alone.
+func (m *Member) reached(set []string) bool {
+	c := m.configuration(m.applied)
+	return !c.Joint() && slices.Equal(c.Voters, set)
+}
+
+// configuration returns the applied configuration, named.
+func (m *Member) configuration(index uint64) Configuration {
+	name := func(ids []uint64) []string {
+		var out []string
+		for _, id := range ids {
+			n, ok := m.names[id]
+			if !ok {
+				n = fmt.Sprintf("%x", id)
+			}
+			out = append(out, n)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return Configuration{Index: index, Voters: name(m.conf.GetVoters()), Outgoing: name(m.conf.GetVotersOutgoing())}
+}
+
+// Leader returns the leader this member knows of ("" for none) and its term.
+func (m *Member) Leader() (string, uint64) {
+	s := m.rn.BasicStatus()
+	return m.names[s.Lead], s.GetTerm()
+}
+
+// IsLeader reports whether this member leads, and in which term.
+func (m *Member) IsLeader() (bool, uint64) {
+	s := m.rn.BasicStatus()
+	return s.RaftState == raft.StateLeader, s.GetTerm()
+}
+
+// Value returns key as applied here (not linearizable: tests and tools).
+func (m *Member) Value(key string) ([]byte, bool) {
+	v, ok := m.recs[key]
+	return v, ok
+}
+
+// AppliedIndex returns the index applied here.
+func (m *Member) AppliedIndex() uint64 { return m.applied }
+
+// Ready hands out what the member has for its caller.
+func (m *Member) Ready() Ready {
+	out := m.out
+	m.out = Ready{}
+	return out
+}
+
+func (m *Member) answer(a Answer) {
+	delete(m.calls, a.Call)
+	m.out.Answers = append(m.out.Answers, a)
+}
+
+// process runs raft's Readys: stores, sends, applies, then answers what waited.
+func (m *Member) process() {
+	for m.rn.HasReady() {
+		rd := m.rn.Ready()
+		if err := m.st.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
+			// The disk failed: nothing more is sent or applied, as if the member stopped;
+			// its calls time out. (The store's disk errors take it out the same way.)
+			panic(err) // TODO(spike): a stopped state with the error, not a panic
+		}
+		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+			if err := m.restore(rd.Snapshot); err != nil {
+				panic(err) // TODO(spike): as above
+			}
+		}
+		for _, msg := range rd.Messages {
+			m.send(msg)
+		}
+		for _, e := range rd.CommittedEntries {
+			m.apply(e)
+		}
+		for _, rs := range rd.ReadStates {
+			m.readAt(rs)
+		}
+		m.rn.Advance(rd)
+	}
+	m.serveReads()
+	m.compact()
+}
+
+func (m *Member) send(msg *pb.Message) {
+	to, ok := m.names[msg.GetTo()]
+	if !ok {
+		return // a member not named yet (raft resends)
+	}
+	frame, err := proto.Marshal(msg)
+	if err != nil {
+		panic(fmt.Sprintf("metaraft: encode %v: %v", msg.GetType(), err)) // raft's own messages always encode
+	}
+	if msg.GetType() == pb.MsgSnap {
+		if msg.GetSnapshot().GetMetadata().GetIndex() < m.applied {
+			// A snapshot older than the state applied here may predate the configuration
+			// that added the member it is for, which would refuse it: take one of the
+			// applied state (the log stays) and have raft send that one instead.
+			m.snapshot()
+			m.rn.ReportSnapshot(msg.GetTo(), raft.SnapshotFailure)
+			return
+		}
+		// The frame may be lost: have raft probe again rather than wait for it forever.
+		defer m.rn.ReportSnapshot(msg.GetTo(), raft.SnapshotFinish)
+	}
+	m.out.Sends = append(m.out.Sends, Send{To: to, Frame: frame})
+}
+
+func (m *Member) apply(e *pb.Entry) {
+	m.applied = e.GetIndex()
+	switch e.GetType() {
+	case pb.EntryNormal:
+		if len(e.GetData()) == 0 {
+			return // a new leader's empty entry
+		}
+		p, err := decodeProposal(e.GetData())
+		if err != nil {
+			return // TODO(spike): count it; every member skips it alike
+		}
+		m.recs[p.key] = p.value
+		m.out.Applied = append(m.out.Applied, Applied{Index: e.GetIndex(), Key: p.key, Value: p.value})
+		if p.by == m.by {
+			if id, ok := m.writes[p.seq]; ok {
+				delete(m.writes, p.seq)
+				if _, waiting := m.calls[id]; waiting {
+					m.answer(Answer{Call: id, Index: e.GetIndex(), Term: e.GetTerm()})
+				}
+			}
+		}
+	case pb.EntryConfChange, pb.EntryConfChangeV2:
+		var cc pb.ConfChangeI
+		if e.GetType() == pb.EntryConfChange {
+			v1 := &pb.ConfChange{}
+			if proto.Unmarshal(e.GetData(), v1) != nil {
+				return
+			}
+			m.names[v1.GetNodeId()] = string(v1.GetContext())
+			cc = v1
+		} else {
+			v2 := &pb.ConfChangeV2{}
+			if proto.Unmarshal(e.GetData(), v2) != nil {
+				return
+			}
+			var names []string
+			if json.Unmarshal(v2.GetContext(), &names) == nil {
+				for _, n := range names {
+					m.names[raftID(n)] = n
+				}
+			}
+			cc = v2
+		}
+		m.conf = m.rn.ApplyConfChange(cc)
+		conf := m.configuration(e.GetIndex())
+		m.out.Configs = append(m.out.Configs, conf)
+		m.changes = slices.DeleteFunc(m.changes, func(c *call) bool {
+			if _, waiting := m.calls[c.id]; !waiting {
+				return true
+			}
+			if !conf.Joint() && slices.Equal(conf.Voters, c.target) {
+				m.answer(Answer{Call: c.id, Index: e.GetIndex()})
+				return true
+			}
+			return false
+		})
+	}
+}
+
+// readAt takes the read index raft confirmed for a Get.
+func (m *Member) readAt(rs raft.ReadState) {
+	ctx := rs.RequestCtx
+	if len(ctx) != len(m.by)+8 || string(ctx[:len(m.by)]) != m.by {
+		return // another incarnation's
+	}
+	c, ok := m.calls[binary.BigEndian.Uint64(ctx[len(m.by):])]
+	if !ok || c.index != 0 {
+		return
+	}
+	c.index = max(rs.Index, 1)
+	m.reads = append(m.reads, c)
+}
+
+// serveReads answers the Gets whose read index is applied.
+func (m *Member) serveReads() {
+	m.reads = slices.DeleteFunc(m.reads, func(c *call) bool {
+		if _, waiting := m.calls[c.id]; !waiting {
+			return true
+		}
+		if c.index > m.applied {
+			return false
+		}
+		v, found := m.recs[c.key]
+		m.answer(Answer{Call: c.id, Found: found, Value: v, Index: c.index})
+		return true
+	})
+}
+
+// compact takes a snapshot every SnapshotEvery applied entries.
+func (m *Member) compact() {
+	if m.applied < m.snapped+m.cfg.SnapshotEvery {
+		return
+	}
+	m.snapshot()
+	if err := m.st.Compact(m.applied); err != nil {
+		panic(fmt.Sprintf("metaraft: compact the log to %d: %v", m.applied, err)) // TODO(spike): as process
+	}
+}
+
+// snapshot keeps a snapshot of the applied state.
+func (m *Member) snapshot() {
+	if _, err := m.st.CreateSnapshot(m.applied, m.conf, encodeSnapshot(m.recs, m.names)); err != nil {
+		panic(fmt.Sprintf("metaraft: snapshot at %d: %v", m.applied, err)) // TODO(spike): as process
+	}
+	m.snapped = m.applied
+}

@@ -1,0 +1,168 @@
+package metaraft
+
+import (
+	"flag"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var raceSeeds = flag.Int("metaraft.seeds", 40, "seeds of TestMetaRaftRace")
+
+// TestMetaRaftRace is TestMetaDriversRace (remember/metaballot_test.go) on raft: 5 members,
+// one founds the group, and every member drives the voters toward its own view of the
+// membership, views that differ for 40 s while the network drops 5–15 % of frames, delays
+// and reorders the rest, partitions members, and members crash and restart from their
+// storage. Every member writes metadata all along and reads acknowledged writes back.
+// After every event: at most one leader per term; every member applies the same write and
+// configuration at each index, and each configuration follows the one before; every
+// acknowledged write is in the log of a majority of the set that holds the metadata
+// (checked on each acknowledgement, each new configuration and each log that lost
+// entries: nothing else can take an entry away); and every linearizable read finds every
+// write acknowledged before it. Healed, the group ends on the last view, m1..m4, and every
+// acknowledged write is read back from each of them and is in each one's applied state.
+func TestMetaRaftRace(t *testing.T) {
+	seeds := *raceSeeds
+	if testing.Short() {
+		seeds = 10
+	}
+	for seed := range uint64(seeds) {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			s := raceGroup(t, seed, false)
+			t.Logf("seed %d: %d events, %d configurations, %d terms with a leader, %d writes acknowledged, %d reads checked (%d failed to answer)",
+				seed, s.events, s.nConfs, len(s.leaders), len(s.acked), s.readsOK, s.readsFailed)
+		})
+	}
+}
+
+// TestMetaRaftRaceCatchesEarlyAcks is the negative control: members that acknowledge a
+// write when they propose it, before it is committed, lose acknowledged writes (a proposal
+// forwarded to a leader that is gone, or dropped by the network, is never retried), and
+// the linearizable reads of the checker find them missing.
+func TestMetaRaftRaceCatchesEarlyAcks(t *testing.T) {
+	caught := 0
+	const seeds = 5
+	for seed := range uint64(seeds) {
+		s := raceGroup(t, seed, true)
+		lost := slices.IndexFunc(s.failures, func(f string) bool { return strings.Contains(f, "found false") })
+		if lost >= 0 {
+			caught++
+			t.Logf("seed %d: %d failures, e.g. %s", seed, len(s.failures), s.failures[lost])
+		}
+	}
+	if caught < seeds {
+		t.Fatalf("the checks caught early acknowledgements in %d of %d seeds", caught, seeds)
+	}
+}
+
+func raceGroup(t *testing.T, seed uint64, ackEarly bool) *sim {
+	s := newSim(t, seed, Config{SnapshotEvery: 100, Timeout: 3 * time.Second})
+	s.ackEarly, s.collect = ackEarly, ackEarly
+	all := names(5)
+	for i, name := range all {
+		s.add(name, i == 0)
+		s.nodes[i].view = all
+	}
+	for i := range s.nodes {
+		s.every(100*time.Millisecond, 300*time.Millisecond, func() { s.write(i) })
+		s.every(time.Second, 3*time.Second, func() { s.drive(i) })
+		s.every(200*time.Millisecond, 600*time.Millisecond, func() {
+			if len(s.acked) > 0 {
+				s.read(i, s.acked[s.rng.IntN(len(s.acked))])
+			}
+		})
+	}
+	s.run(10 * time.Second)
+	if c := s.nodes[0].m.configuration(0); c.Joint() || !slices.Equal(c.Voters, all) {
+		s.fail("after 10 s the group is %+v, want %v", c, all)
+	}
+
+	// 40 s of trouble.
+	s.drop = 0.05 + 0.1*s.rng.Float64()
+	var faults func()
+	var cutUntil time.Time
+	var side []bool
+	healed := false
+	faults = func() {
+		if healed {
+			return
+		}
+		switch r := s.rng.IntN(10); {
+		case r < 3: // a partition for 1–8 s
+			side = make([]bool, len(s.nodes))
+			for i := range side {
+				side[i] = s.rng.IntN(2) == 0
+			}
+			cutUntil = s.now.Add(time.Second + time.Duration(s.rng.Int64N(int64(7*time.Second))))
+		case r < 6: // a crash, restarted 0.5–5 s later (at most 2 down at once)
+			i := s.rng.IntN(len(s.nodes))
+			downs := 0
+			for _, n := range s.nodes {
+				if n.m == nil {
+					downs++
+				}
+			}
+			if s.nodes[i].m == nil || downs >= 2 {
+				break
+			}
+			s.down(i)
+			s.at(500*time.Millisecond+time.Duration(s.rng.Int64N(int64(4500*time.Millisecond))), func() { s.up(i) })
+		default: // a member's view of the voters changes: 3–5 of them
+			i := s.rng.IntN(len(s.nodes))
+			view := slices.Clone(all)
+			s.rng.Shuffle(len(view), func(a, b int) { view[a], view[b] = view[b], view[a] })
+			view = view[:3+s.rng.IntN(3)]
+			slices.Sort(view)
+			s.nodes[i].view = view
+		}
+		s.at(500*time.Millisecond+time.Duration(s.rng.Int64N(int64(2500*time.Millisecond))), faults)
+	}
+	s.cut = func(a, b int) bool { return s.now.Before(cutUntil) && side[a] != side[b] }
+	s.at(0, faults)
+	s.run(40 * time.Second)
+
+	// Healed: everyone up, one view (m0 gone), no loss.
+	healed, s.drop, s.cut = true, 0, nil
+	final := all[1:]
+	for i, n := range s.nodes {
+		if n.m == nil {
+			s.up(i)
+		}
+		n.view = final
+	}
+	s.run(30 * time.Second)
+	s.stopped = true // the writes in flight settle
+	s.run(2 * time.Second)
+	for _, n := range s.nodes[1:] {
+		if c := n.m.configuration(0); c.Joint() || !slices.Equal(c.Voters, final) {
+			s.fail("healed, %s is at configuration %+v, want %v", n.name, c, final)
+		}
+	}
+	// Every acknowledged write, from each final voter's applied state and read back.
+	s.spread = time.Millisecond
+	for _, n := range s.nodes[1:] {
+		for _, w := range s.acked {
+			if v, ok := n.m.Value(w.key); !ok || string(v) != w.value {
+				s.fail("healed, %s holds %q = %q (%v), but %q was acknowledged", n.name, w.key, v, ok, w.value)
+				break
+			}
+		}
+	}
+	for _, w := range s.acked {
+		w.final = true
+		s.read(1+s.rng.IntN(4), w)
+	}
+	s.run(5 * time.Second)
+	for _, w := range s.reads {
+		if w.final {
+			s.fail("healed, the final read of %q is not answered after 5 s", w.key)
+			break
+		}
+	}
+	if len(s.acked) < 100 && !s.collect {
+		s.fail("only %d writes acknowledged", len(s.acked))
+	}
+	return s
+}

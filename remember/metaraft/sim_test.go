@@ -1,0 +1,471 @@
+package metaraft
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"testing/cryptotest"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// A deterministic simulation of a metadata group: members with their own storage, a seeded
+// network that delays, reorders and drops frames and partitions members, crashes and
+// restarts (a new Member from the storage the old one wrote), and a checker that runs
+// after every event. etcd's raft draws election timeouts from crypto/rand; the test makes
+// that deterministic with cryptotest.SetGlobalRandom, so a seed replays.
+
+type event struct {
+	at  time.Time
+	seq uint64
+	do  func()
+}
+
+type events []event
+
+func (q events) Len() int { return len(q) }
+func (q events) Less(i, j int) bool {
+	return q[i].at.Before(q[j].at) || q[i].at.Equal(q[j].at) && q[i].seq < q[j].seq
+}
+func (q events) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *events) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *events) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+type simNode struct {
+	name  string
+	st    *trackedStorage
+	m     *Member // nil while down
+	life  int     // incarnations: a stale wake-up of an earlier one does nothing
+	wake  time.Time
+	view  []string // the voters as its membership sees them
+	found bool
+}
+
+// trackedStorage tells the checker when a Save replaces log entries (the one way a
+// durable entry can go) so that it checks every acknowledged write again.
+type trackedStorage struct {
+	*MemStorage
+	truncated bool
+}
+
+func (s *trackedStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error {
+	if len(ents) > 0 {
+		if last, _ := s.LastIndex(); ents[0].GetIndex() <= last {
+			s.truncated = true
+		}
+	}
+	return s.MemStorage.Save(hs, ents, snap)
+}
+
+type ackedWrite struct {
+	key, value string
+	index      uint64
+	term       uint64
+	at         time.Time
+	final      bool // read back at the end: must answer
+}
+
+type sim struct {
+	t        *testing.T
+	rng      *rand.Rand
+	start    time.Time
+	now      time.Time
+	seq      uint64
+	q        events
+	nodes    []*simNode
+	idx      map[string]int
+	cfg      Config
+	ackEarly bool
+
+	drop             float64
+	minDelay, spread time.Duration
+	cut              func(a, b int) bool
+
+	writes  map[[2]uint64]ackedWrite // in flight: node, call
+	reads   map[[2]uint64]ackedWrite // in flight: the write a Get must find
+	changes map[[2]uint64]bool
+	acked   []ackedWrite
+	nextVal int
+
+	leaders map[uint64]string        // term → leader
+	confs   map[uint64]Configuration // log index → configuration applied there
+	applied map[uint64]string        // log index → the write applied there
+	nConfs  int
+
+	stopped  bool     // the writers, readers and drivers stop
+	collect  bool     // the negative control: count failures rather than stop
+	failures []string // (collect)
+
+	// figures
+	events, sends, frameBytes int
+	sent                      map[int]int // frames sent by member
+	readsOK, readsFailed      int
+	readErrs                  map[string]int
+	latencies                 []time.Duration
+}
+
+func newSim(t *testing.T, seed uint64, cfg Config) *sim {
+	cryptotest.SetGlobalRandom(t, seed)
+	start := time.Unix(1_700_000_000, 0)
+	s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, 19)), start: start, now: start, idx: map[string]int{}, cfg: cfg,
+		minDelay: 100 * time.Microsecond, spread: 30 * time.Millisecond,
+		writes: map[[2]uint64]ackedWrite{}, reads: map[[2]uint64]ackedWrite{}, changes: map[[2]uint64]bool{}, readErrs: map[string]int{}, sent: map[int]int{},
+		leaders: map[uint64]string{}, confs: map[uint64]Configuration{}, applied: map[uint64]string{}}
+	return s
+}
+
+func (s *sim) fail(format string, args ...any) {
+	msg := fmt.Sprintf("at %v: ", s.now.Sub(s.start)) + fmt.Sprintf(format, args...)
+	if s.collect {
+		s.failures = append(s.failures, msg)
+		return
+	}
+	for _, n := range s.nodes {
+		if n.m == nil {
+			s.t.Logf("%s: down", n.name)
+			continue
+		}
+		lead, term := n.m.Leader()
+		s.t.Logf("%s: leader %q term %d applied %d %+v view %v", n.name, lead, term, n.m.applied, n.m.configuration(0), n.view)
+		if isLead, _ := n.m.IsLeader(); isLead {
+			for id, pr := range n.m.rn.Status().Progress {
+				s.t.Logf("  %s: %v", n.m.names[id], pr.String())
+			}
+		}
+		first, _ := n.st.FirstIndex()
+		last, _ := n.st.LastIndex()
+		s.t.Logf("  log %d..%d", first, last)
+	}
+	s.t.Fatal(msg)
+}
+
+func (s *sim) at(d time.Duration, do func()) {
+	s.seq++
+	heap.Push(&s.q, event{at: s.now.Add(d), seq: s.seq, do: do})
+}
+
+func (s *sim) add(name string, found bool) {
+	n := &simNode{name: name, st: &trackedStorage{MemStorage: NewMemStorage()}, found: found}
+	s.idx[name] = len(s.nodes)
+	s.nodes = append(s.nodes, n)
+	s.up(len(s.nodes) - 1)
+}
+
+// up starts node i's member from its storage (when it is down).
+func (s *sim) up(i int) {
+	n := s.nodes[i]
+	if n.m != nil {
+		return
+	}
+	cfg := s.cfg
+	cfg.Self, cfg.Found = n.name, n.found
+	m, err := New(cfg, n.st, s.now)
+	if err != nil {
+		s.t.Fatalf("start %s: %v", n.name, err)
+	}
+	m.ackEarly = s.ackEarly
+	n.m, n.wake = m, time.Time{}
+	n.life++
+	s.drain(i)
+}
+
+// down crashes node i: its member and everything it had in memory go; its storage stays.
+func (s *sim) down(i int) {
+	n := s.nodes[i]
+	n.m = nil
+	n.life++
+	for k := range s.writes {
+		if k[0] == uint64(i) {
+			delete(s.writes, k)
+		}
+	}
+	for k := range s.reads {
+		if k[0] == uint64(i) {
+			delete(s.reads, k)
+		}
+	}
+}
+
+func (s *sim) drain(i int) {
+	n := s.nodes[i]
+	m := n.m
+	if m == nil {
+		return
+	}
+	for {
+		rd := m.Ready()
+		if rd.Empty() {
+			break
+		}
+		for _, snd := range rd.Sends {
+			s.sends++
+			s.frameBytes += len(snd.Frame)
+			s.sent[i]++
+			to, ok := s.idx[snd.To]
+			if !ok || s.rng.Float64() < s.drop || s.cut != nil && s.cut(i, to) {
+				continue
+			}
+			from, frame, life := n.name, snd.Frame, s.nodes[to].life
+			s.at(s.minDelay+time.Duration(s.rng.Int64N(int64(s.spread)+1)), func() {
+				dst := s.nodes[to]
+				if dst.m == nil || dst.life != life {
+					return // it crashed meanwhile: the frame is lost with the connection
+				}
+				if err := dst.m.Receive(from, frame); err != nil {
+					s.t.Fatalf("%s: %v", dst.name, err)
+				}
+				s.drain(to)
+			})
+		}
+		for _, a := range rd.Applied {
+			w := a.Key + "=" + string(a.Value)
+			if prev, ok := s.applied[a.Index]; ok && prev != w {
+				s.fail("%s applied %s at %d, another member %s", n.name, w, a.Index, prev)
+			}
+			s.applied[a.Index] = w
+		}
+		for _, c := range rd.Configs {
+			s.config(n.name, c)
+		}
+		for _, a := range rd.Answers {
+			s.answered(i, a)
+		}
+	}
+	if next := m.NextDeadline(); n.wake.IsZero() || next.Before(n.wake) {
+		n.wake = next
+		life := n.life
+		s.at(max(next.Sub(s.now), 0), func() {
+			if n.life != life || !n.wake.Equal(next) {
+				return
+			}
+			n.wake = time.Time{}
+			n.m.Tick(s.now)
+			s.drain(i)
+		})
+	}
+}
+
+func (s *sim) answered(i int, a Answer) {
+	k := [2]uint64{uint64(i), a.Call}
+	if w, ok := s.writes[k]; ok {
+		delete(s.writes, k)
+		if a.Err != nil {
+			return
+		}
+		w.index, w.term = a.Index, a.Term
+		s.acked = append(s.acked, w)
+		s.latencies = append(s.latencies, s.now.Sub(w.at))
+		s.checkHeld(s.acked[len(s.acked)-1:])
+		return
+	}
+	if w, ok := s.reads[k]; ok {
+		delete(s.reads, k)
+		if a.Err != nil {
+			s.readsFailed++
+			s.readErrs[a.Err.Error()]++
+			if w.final {
+				s.fail("final read of %q at %s: %v", w.key, s.nodes[i].name, a.Err)
+			}
+			return
+		}
+		s.readsOK++
+		if !a.Found || string(a.Value) != w.value {
+			s.fail("%s read %q at index %d: found %v %q, but %q was acknowledged at %v (index %d)",
+				s.nodes[i].name, w.key, a.Index, a.Found, a.Value, w.value, w.at.Sub(s.start), w.index)
+		}
+		return
+	}
+	delete(s.changes, k)
+}
+
+// config checks that configuration c, applied by member by, is the one every member
+// applies at its index, and follows the one before and precedes the one after.
+func (s *sim) config(by string, c Configuration) {
+	if prev, ok := s.confs[c.Index]; ok {
+		if !slices.Equal(prev.Voters, c.Voters) || !slices.Equal(prev.Outgoing, c.Outgoing) {
+			s.fail("%s applied configuration %+v at %d, another member %+v", by, c, c.Index, prev)
+		}
+		return
+	}
+	s.confs[c.Index] = c
+	s.nConfs++
+	idx := slices.Sorted(func(yield func(uint64) bool) {
+		for i := range s.confs {
+			if !yield(i) {
+				return
+			}
+		}
+	})
+	at := slices.Index(idx, c.Index)
+	if at > 0 {
+		s.follows(s.confs[idx[at-1]], c)
+	}
+	if at < len(idx)-1 {
+		s.follows(c, s.confs[idx[at+1]])
+	}
+	s.checkHeld(s.acked)
+}
+
+// follows checks that b may follow a: a joint configuration leaves to its incoming set;
+// a simple one enters a joint one from itself (or, founding, grows by one voter); or b is
+// a (snapshot's) restatement of a.
+func (s *sim) follows(a, b Configuration) {
+	same := slices.Equal(a.Voters, b.Voters) && slices.Equal(a.Outgoing, b.Outgoing)
+	var ok bool
+	switch {
+	case same:
+		ok = true
+	case a.Joint():
+		ok = !b.Joint() && slices.Equal(b.Voters, a.Voters)
+	case b.Joint():
+		ok = slices.Equal(b.Outgoing, a.Voters)
+	default:
+		ok = len(a.Voters) == 0 && len(b.Voters) == 1
+	}
+	if !ok {
+		s.fail("configuration %+v does not follow %+v", b, a)
+	}
+}
+
+// quorumSet is the set whose majority holds every committed entry: the newest applied
+// configuration's voters, or while it is joint, the set it leaves (a joint configuration
+// was committed by the one before it, and raft leaves it only by a joint commit).
+func (s *sim) quorumSet() []string {
+	var newest uint64
+	for i := range s.confs {
+		newest = max(newest, i)
+	}
+	c := s.confs[newest]
+	if c.Joint() {
+		return c.Outgoing
+	}
+	return c.Voters
+}
+
+// checkHeld checks that each acknowledged write ws is in the durable log (or snapshot) of
+// a majority of quorumSet.
+func (s *sim) checkHeld(ws []ackedWrite) {
+	set := s.quorumSet()
+	for _, w := range ws {
+		if w.index == 0 {
+			if !s.ackEarly { // early acknowledgements (the negative control) are checked by reads alone
+				s.fail("write of %q acknowledged before it had a log index", w.key)
+			}
+			continue
+		}
+		held := 0
+		for _, name := range set {
+			i, ok := s.idx[name]
+			if !ok {
+				continue
+			}
+			st := s.nodes[i].st
+			if first, _ := st.FirstIndex(); w.index < first {
+				held++ // in the snapshot, taken of applied (committed) entries
+				continue
+			}
+			if t, err := st.Term(w.index); err == nil && t == w.term {
+				held++
+			}
+		}
+		if held <= len(set)/2 {
+			s.fail("acknowledged write of %q (index %d, term %d) is in the log of %d of %v", w.key, w.index, w.term, held, set)
+		}
+	}
+}
+
+// checkEvent runs after every event: one leader per term, and every acknowledged write
+// held again when a log lost entries.
+func (s *sim) checkEvent() {
+	again := false
+	for _, n := range s.nodes {
+		if n.st.truncated {
+			n.st.truncated, again = false, true
+		}
+		if n.m == nil {
+			continue
+		}
+		if lead, term := n.m.IsLeader(); lead {
+			if prev, ok := s.leaders[term]; ok && prev != n.name {
+				s.fail("two leaders in term %d: %s and %s", term, prev, n.name)
+			}
+			s.leaders[term] = n.name
+		}
+	}
+	if again {
+		s.checkHeld(s.acked)
+	}
+}
+
+func (s *sim) run(d time.Duration) {
+	end := s.now.Add(d)
+	for s.q.Len() > 0 && !s.q[0].at.After(end) {
+		e := heap.Pop(&s.q).(event)
+		s.now = e.at
+		e.do()
+		s.events++
+		s.checkEvent()
+	}
+	s.now = end
+}
+
+// write has node i write a new key.
+func (s *sim) write(i int) {
+	n := s.nodes[i]
+	if n.m == nil {
+		return
+	}
+	s.nextVal++
+	w := ackedWrite{key: fmt.Sprintf("k/%s/%d", n.name, s.nextVal), value: fmt.Sprintf("v%d", s.nextVal), at: s.now}
+	s.writes[[2]uint64{uint64(i), n.m.Write(s.now, w.key, []byte(w.value))}] = w
+	s.drain(i)
+}
+
+// read has node i read an acknowledged write back.
+func (s *sim) read(i int, w ackedWrite) {
+	n := s.nodes[i]
+	if n.m == nil {
+		return
+	}
+	s.reads[[2]uint64{uint64(i), n.m.Get(s.now, w.key)}] = w
+	s.drain(i)
+}
+
+// drive has node i move the group to its view of the voters (the membership's driver).
+func (s *sim) drive(i int) {
+	n := s.nodes[i]
+	if n.m == nil || n.m.reached(n.view) {
+		return
+	}
+	s.changes[[2]uint64{uint64(i), n.m.ChangeVoters(s.now, n.view)}] = true
+	s.drain(i)
+}
+
+// every runs do at random intervals in [lo, hi) until the simulation stops.
+func (s *sim) every(lo, hi time.Duration, do func()) {
+	var again func()
+	again = func() {
+		if s.stopped {
+			return
+		}
+		do()
+		s.at(lo+time.Duration(s.rng.Int64N(int64(hi-lo))), again)
+	}
+	s.at(time.Duration(s.rng.Int64N(int64(hi-lo))), again)
+}
+
+func names(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("m%d", i))
+	}
+	return out
+}
