@@ -8,9 +8,11 @@
 // log, HardState and snapshots go through a small Storage seam, written synchronously
 // before anything that depends on them is sent, as Raft requires. etcd's raft brings:
 //
-//   - Write(key, value): a proposal, answered once the entry is committed and applied here;
-//   - Get(key): a linearizable read by ReadIndex (the leader confirms it still leads with a
-//     heartbeat round to a quorum, and the answer waits until this replica applied that far);
+//   - Propose(data): an entry for the caller's StateMachine, answered with what its Apply
+//     returned once the entry is committed and applied here;
+//   - ReadIndex(): answered once this replica applied every entry committed before the
+//     call (the leader confirms it still leads with a heartbeat round to a quorum), so a
+//     read of the state machine then is linearizable;
 //   - ChangeVoters(set): a ConfChangeV2 that enters a joint configuration and leaves it
 //     automatically (Raft §6 joint consensus), answered once the group's configuration is
 //     the set alone;

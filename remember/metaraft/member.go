@@ -67,21 +67,23 @@ type Send struct {
 	Frame []byte
 }
 
-// Answer answers a call (Write, Get, ChangeVoters).
-type Answer struct {
-	Call  uint64
-	Err   error
-	Found bool   // Get: the key holds Value
-	Value []byte // Get
-	Index uint64 // the log index the answer is at (Write: its entry; Get: the read index)
-	Term  uint64 // Write: its entry's term
+// StateMachine is what the group replicates. Apply runs every committed proposal, in log
+// order, on every member: it must be deterministic (the same data at the same index gives
+// the same state and result everywhere). Snapshot and Restore carry the applied state in
+// the group's snapshots.
+type StateMachine interface {
+	Apply(index uint64, data []byte) (result []byte)
+	Snapshot() ([]byte, error)
+	Restore(data []byte) error
 }
 
-// Applied is a metadata write applied here, in log order.
-type Applied struct {
-	Index uint64
-	Key   string
-	Value []byte
+// Answer answers a call (Propose, ReadIndex, ChangeVoters).
+type Answer struct {
+	Call   uint64
+	Err    error
+	Result []byte // Propose: what Apply returned for it
+	Index  uint64 // the log index the answer is at (Propose: its entry; ReadIndex: the read index)
+	Term   uint64 // Propose: its entry's term
 }
 
 // Configuration is the group's configuration from log index Index on: Voters, and while
@@ -95,27 +97,24 @@ type Configuration struct {
 // Joint reports whether the configuration is a joint one.
 func (c Configuration) Joint() bool { return len(c.Outgoing) > 0 }
 
-// Ready is what a member hands out: frames to send, answers, applied writes and
-// configurations.
+// Ready is what a member hands out: frames to send, answers and configurations.
 type Ready struct {
 	Sends   []Send
 	Answers []Answer
-	Applied []Applied
 	Configs []Configuration
 }
 
 // Empty reports whether there is nothing to hand out.
 func (r *Ready) Empty() bool {
-	return len(r.Sends)+len(r.Answers)+len(r.Applied)+len(r.Configs) == 0
+	return len(r.Sends)+len(r.Answers)+len(r.Configs) == 0
 }
 
 // call is a call waiting for its answer.
 type call struct {
 	id       uint64
 	deadline time.Time
-	key      string   // Get
 	target   []string // ChangeVoters
-	index    uint64   // Get: the read index, once known
+	index    uint64   // ReadIndex: the read index, once known
 }
 
 // Member is one voter's replica of the metadata group.
@@ -127,7 +126,7 @@ type Member struct {
 	st    Storage
 	names map[uint64]string
 
-	recs     records
+	sm       StateMachine
 	applied  uint64
 	snapped  uint64 // the index of the last snapshot taken
 	conf     *pb.ConfState
@@ -136,7 +135,7 @@ type Member struct {
 	nextCall uint64
 	calls    map[uint64]*call
 	writes   map[uint64]uint64 // proposal seq → call
-	reads    []*call           // Gets with a read index, waiting to apply that far
+	reads    []*call           // ReadIndex calls with a read index, waiting to apply that far
 	changes  []*call
 	out      Ready
 
@@ -149,14 +148,16 @@ func raftID(name string) uint64 { return max(xxhash.Sum64String(name), 1) }
 var logger raft.Logger = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
 
 // New returns the member that carries on from storage st (empty: a new member, which
-// founds the group when cfg.Found, else waits to be added).
-func New(cfg Config, st Storage, now time.Time) (*Member, error) {
+// founds the group when cfg.Found, else waits to be added), applying the group's log to
+// sm. sm must hold nothing yet: the snapshot in st restores it, and the committed entries
+// after the snapshot are applied to it again.
+func New(cfg Config, st Storage, sm StateMachine, now time.Time) (*Member, error) {
 	cfg.defaults()
 	if cfg.Self == "" {
 		return nil, errors.New("metaraft: a member needs a name (Config.Self)")
 	}
 	m := &Member{cfg: cfg, id: raftID(cfg.Self), by: fmt.Sprintf("%s#%d", cfg.Self, now.UnixNano()), st: st,
-		names: map[uint64]string{}, recs: records{}, conf: pb.EnsureConfState(nil), lastTick: now, calls: map[uint64]*call{},
+		names: map[uint64]string{}, sm: sm, conf: pb.EnsureConfState(nil), lastTick: now, calls: map[uint64]*call{},
 		writes: map[uint64]uint64{}}
 	m.names[m.id] = cfg.Self
 	snap, err := st.Snapshot()
@@ -193,7 +194,9 @@ func (m *Member) restore(snap *pb.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	m.recs = s.Records
+	if err := m.sm.Restore(s.Data); err != nil {
+		return fmt.Errorf("metaraft: restore the snapshot at %d: %w", snap.GetMetadata().GetIndex(), err)
+	}
 	for _, n := range s.Names {
 		m.names[raftID(n)] = n
 	}
@@ -264,13 +267,13 @@ func (m *Member) newCall(now time.Time) *call {
 	return c
 }
 
-// Write stores value under key in the metadata; it is answered once committed and applied
-// here.
-func (m *Member) Write(now time.Time, key string, value []byte) uint64 {
+// Propose appends data to the group's log; it is answered, with what the state machine's
+// Apply returned, once the entry is committed and applied here.
+func (m *Member) Propose(now time.Time, data []byte) uint64 {
 	c := m.newCall(now)
 	m.nextCall++ // the proposal's sequence: unique in this incarnation
 	seq := m.nextCall
-	err := m.rn.Propose((&proposal{by: m.by, seq: seq, key: key, value: value}).encode())
+	err := m.rn.Propose((&proposal{by: m.by, seq: seq, data: data}).encode())
 	switch {
 	case err != nil:
 		m.answer(Answer{Call: c.id, Err: ErrNoLeader})
@@ -283,10 +286,11 @@ func (m *Member) Write(now time.Time, key string, value []byte) uint64 {
 	return c.id
 }
 
-// Get reads key linearizably: the answer holds every write acknowledged before the call.
-func (m *Member) Get(now time.Time, key string) uint64 {
+// ReadIndex is answered once the state machine applied every entry committed before the
+// call (the leader confirms it still leads with a heartbeat round to a quorum): a read of
+// the state machine made then is linearizable.
+func (m *Member) ReadIndex(now time.Time) uint64 {
 	c := m.newCall(now)
-	c.key = key
 	if m.rn.BasicStatus().Lead == raft.None {
 		m.answer(Answer{Call: c.id, Err: ErrNoLeader})
 		return c.id
@@ -383,12 +387,6 @@ func (m *Member) IsLeader() (bool, uint64) {
 	return s.RaftState == raft.StateLeader, s.GetTerm()
 }
 
-// Value returns key as applied here (not linearizable: tests and tools).
-func (m *Member) Value(key string) ([]byte, bool) {
-	v, ok := m.recs[key]
-	return v, ok
-}
-
 // AppliedIndex returns the index applied here.
 func (m *Member) AppliedIndex() uint64 { return m.applied }
 
@@ -468,13 +466,12 @@ func (m *Member) apply(e *pb.Entry) {
 		if err != nil {
 			return // TODO(spike): count it; every member skips it alike
 		}
-		m.recs[p.key] = p.value
-		m.out.Applied = append(m.out.Applied, Applied{Index: e.GetIndex(), Key: p.key, Value: p.value})
+		result := m.sm.Apply(e.GetIndex(), p.data)
 		if p.by == m.by {
 			if id, ok := m.writes[p.seq]; ok {
 				delete(m.writes, p.seq)
 				if _, waiting := m.calls[id]; waiting {
-					m.answer(Answer{Call: id, Index: e.GetIndex(), Term: e.GetTerm()})
+					m.answer(Answer{Call: id, Result: result, Index: e.GetIndex(), Term: e.GetTerm()})
 				}
 			}
 		}
@@ -530,7 +527,7 @@ func (m *Member) readAt(rs raft.ReadState) {
 	m.reads = append(m.reads, c)
 }
 
-// serveReads answers the Gets whose read index is applied.
+// serveReads answers the ReadIndex calls whose read index is applied.
 func (m *Member) serveReads() {
 	m.reads = slices.DeleteFunc(m.reads, func(c *call) bool {
 		if _, waiting := m.calls[c.id]; !waiting {
@@ -539,8 +536,7 @@ func (m *Member) serveReads() {
 		if c.index > m.applied {
 			return false
 		}
-		v, found := m.recs[c.key]
-		m.answer(Answer{Call: c.id, Found: found, Value: v, Index: c.index})
+		m.answer(Answer{Call: c.id, Index: c.index})
 		return true
 	})
 }
@@ -558,7 +554,11 @@ func (m *Member) compact() {
 
 // snapshot keeps a snapshot of the applied state.
 func (m *Member) snapshot() {
-	if _, err := m.st.CreateSnapshot(m.applied, m.conf, encodeSnapshot(m.recs, m.names)); err != nil {
+	data, err := m.sm.Snapshot()
+	if err != nil {
+		panic(fmt.Sprintf("metaraft: snapshot at %d: %v", m.applied, err)) // TODO(spike): as process
+	}
+	if _, err := m.st.CreateSnapshot(m.applied, m.conf, encodeSnapshot(data, m.names)); err != nil {
 		panic(fmt.Sprintf("metaraft: snapshot at %d: %v", m.applied, err)) // TODO(spike): as process
 	}
 	m.snapped = m.applied

@@ -144,7 +144,7 @@ func raceGroup(t *testing.T, seed uint64, ackEarly bool) *sim {
 	s.spread = time.Millisecond
 	for _, n := range s.nodes[1:] {
 		for _, w := range s.acked {
-			if v, ok := n.m.Value(w.key); !ok || string(v) != w.value {
+			if v, ok := n.kv.value(w.key); !ok || string(v) != w.value {
 				s.fail("healed, %s holds %q = %q (%v), but %q was acknowledged", n.name, w.key, v, ok, w.value)
 				break
 			}

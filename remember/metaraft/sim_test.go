@@ -43,6 +43,7 @@ type simNode struct {
 	name  string
 	st    *trackedStorage
 	m     *Member // nil while down
+	kv    *kv     // its state machine (a new one at each start)
 	life  int     // incarnations: a stale wake-up of an earlier one does nothing
 	wake  time.Time
 	view  []string // the voters as its membership sees them
@@ -167,7 +168,14 @@ func (s *sim) up(i int) {
 	}
 	cfg := s.cfg
 	cfg.Self, cfg.Found = n.name, n.found
-	m, err := New(cfg, n.st, s.now)
+	n.kv = newKV(func(index uint64, key string, value []byte) {
+		w := key + "=" + string(value)
+		if prev, ok := s.applied[index]; ok && prev != w {
+			s.fail("%s applied %s at %d, another member %s", n.name, w, index, prev)
+		}
+		s.applied[index] = w
+	})
+	m, err := New(cfg, n.st, n.kv, s.now)
 	if err != nil {
 		s.t.Fatalf("start %s: %v", n.name, err)
 	}
@@ -225,13 +233,6 @@ func (s *sim) drain(i int) {
 				s.drain(to)
 			})
 		}
-		for _, a := range rd.Applied {
-			w := a.Key + "=" + string(a.Value)
-			if prev, ok := s.applied[a.Index]; ok && prev != w {
-				s.fail("%s applied %s at %d, another member %s", n.name, w, a.Index, prev)
-			}
-			s.applied[a.Index] = w
-		}
 		for _, c := range rd.Configs {
 			s.config(n.name, c)
 		}
@@ -277,9 +278,9 @@ func (s *sim) answered(i int, a Answer) {
 			return
 		}
 		s.readsOK++
-		if !a.Found || string(a.Value) != w.value {
+		if v, found := s.nodes[i].kv.value(w.key); !found || string(v) != w.value {
 			s.fail("%s read %q at index %d: found %v %q, but %q was acknowledged at %v (index %d)",
-				s.nodes[i].name, w.key, a.Index, a.Found, a.Value, w.value, w.at.Sub(s.start), w.index)
+				s.nodes[i].name, w.key, a.Index, found, v, w.value, w.at.Sub(s.start), w.index)
 		}
 		return
 	}
@@ -425,7 +426,7 @@ func (s *sim) write(i int) {
 	}
 	s.nextVal++
 	w := ackedWrite{key: fmt.Sprintf("k/%s/%d", n.name, s.nextVal), value: fmt.Sprintf("v%d", s.nextVal), at: s.now}
-	s.writes[[2]uint64{uint64(i), n.m.Write(s.now, w.key, []byte(w.value))}] = w
+	s.writes[[2]uint64{uint64(i), n.m.Propose(s.now, encodeKV(w.key, []byte(w.value)))}] = w
 	s.drain(i)
 }
 
@@ -435,7 +436,7 @@ func (s *sim) read(i int, w ackedWrite) {
 	if n.m == nil {
 		return
 	}
-	s.reads[[2]uint64{uint64(i), n.m.Get(s.now, w.key)}] = w
+	s.reads[[2]uint64{uint64(i), n.m.ReadIndex(s.now)}] = w
 	s.drain(i)
 }
 
