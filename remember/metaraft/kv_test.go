@@ -12,7 +12,9 @@ type kv struct {
 	applied func(index uint64, key string, value []byte) // told each apply (the checker)
 }
 
-func newKV(applied func(uint64, string, []byte)) *kv { return &kv{recs: map[string][]byte{}, applied: applied} }
+func newKV(applied func(uint64, string, []byte)) *kv {
+	return &kv{recs: map[string][]byte{}, applied: applied}
+}
 
 func encodeKV(key string, value []byte) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(key)))
@@ -47,4 +49,3 @@ func (s *kv) value(key string) ([]byte, bool) {
 	v, ok := s.recs[key]
 	return v, ok
 }
-
