@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/remember/metaraft"
 	"github.com/shardmesh/shardmesh/wire"
 	"github.com/shardmesh/shardmesh/wire/pb"
 )
@@ -64,6 +65,7 @@ type Machine struct {
 	us        unitSync
 	rf        refill
 	meta      metaState // the metadata's configuration (metaconfig.go)
+	mg        metaGroup // this member's part in the metadata group (metagroup.go)
 
 	out   Ready
 	stats Stats
@@ -89,6 +91,14 @@ type MachineConfig struct {
 	// OnMetaConfig, when set, is told each configuration of the metadata's replicas this
 	// member stored as the driver of a change (logs, tests).
 	OnMetaConfig func(MetaConfig)
+	// MetaStorage is where this member's replica of the metadata group is durable, when it
+	// is a voter: it outlives the machine (a restarted member carries on from it).
+	MetaStorage metaraft.Storage
+	// MetaTick is the metadata group's clock unit (metaraft.Config.Tick; 0: its default).
+	MetaTick time.Duration
+	// OnMetaGroup, when set, is told each configuration of the metadata group this member's
+	// replica applies (logs, tests).
+	OnMetaGroup func(metaraft.Configuration)
 	// Returning: the member ran before with this disk (it is not new): at its first
 	// anti-entropy round it compares how many keys it opened with to what the peer holds,
 	// and refills when it holds far fewer (machine_refill.go).

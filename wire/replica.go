@@ -99,6 +99,14 @@ func DecodeReplica(frame []byte) (*pb.ReplicaEnvelope, error) {
 		err = checkUnit("collect.unit", m.Collect.Unit)
 	case *pb.ReplicaEnvelope_Synced:
 		err = checkUnit("synced", m.Synced)
+	case *pb.ReplicaEnvelope_Raft:
+		if n := len(m.Raft); n == 0 || n > MaxRaftFrame {
+			return nil, malformed("raft frame is %d bytes long (1..%d)", n, MaxRaftFrame)
+		}
+	case *pb.ReplicaEnvelope_MetaCall:
+		err = checkMetaCall(m.MetaCall)
+	case *pb.ReplicaEnvelope_MetaAnswer:
+		err = checkMetaAnswer(m.MetaAnswer)
 	default:
 		return nil, malformed("replica frame carries an unknown message %T", m)
 	}
@@ -111,7 +119,7 @@ func DecodeReplica(frame []byte) (*pb.ReplicaEnvelope, error) {
 // oneWay reports whether msg is a one-way frame, without a request id.
 func oneWay(msg any) bool {
 	switch msg.(type) {
-	case *pb.ReplicaEnvelope_Repair, *pb.ReplicaEnvelope_Collect, *pb.ReplicaEnvelope_Synced:
+	case *pb.ReplicaEnvelope_Repair, *pb.ReplicaEnvelope_Collect, *pb.ReplicaEnvelope_Synced, *pb.ReplicaEnvelope_Raft:
 		return true
 	}
 	return false

@@ -375,6 +375,9 @@ func (m *Member) configuration(index uint64) Configuration {
 	return Configuration{Index: index, Voters: name(m.conf.GetVoters()), Outgoing: name(m.conf.GetVotersOutgoing())}
 }
 
+// Configuration returns the configuration applied here (Index: the applied index).
+func (m *Member) Configuration() Configuration { return m.configuration(m.applied) }
+
 // Leader returns the leader this member knows of ("" for none) and its term.
 func (m *Member) Leader() (string, uint64) {
 	s := m.rn.BasicStatus()

@@ -49,6 +49,9 @@ type ReplicaEnvelope struct {
 	//	*ReplicaEnvelope_DropAck
 	//	*ReplicaEnvelope_Collect
 	//	*ReplicaEnvelope_Synced
+	//	*ReplicaEnvelope_Raft
+	//	*ReplicaEnvelope_MetaCall
+	//	*ReplicaEnvelope_MetaAnswer
 	Msg           isReplicaEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -222,6 +225,33 @@ func (x *ReplicaEnvelope) GetSynced() *ReplicaUnit {
 	return nil
 }
 
+func (x *ReplicaEnvelope) GetRaft() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_Raft); ok {
+			return x.Raft
+		}
+	}
+	return nil
+}
+
+func (x *ReplicaEnvelope) GetMetaCall() *MetaCall {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_MetaCall); ok {
+			return x.MetaCall
+		}
+	}
+	return nil
+}
+
+func (x *ReplicaEnvelope) GetMetaAnswer() *MetaAnswer {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_MetaAnswer); ok {
+			return x.MetaAnswer
+		}
+	}
+	return nil
+}
+
 type isReplicaEnvelope_Msg interface {
 	isReplicaEnvelope_Msg()
 }
@@ -293,6 +323,22 @@ type ReplicaEnvelope_Synced struct {
 	Synced *ReplicaUnit `protobuf:"bytes,15,opt,name=synced,proto3,oneof"`
 }
 
+type ReplicaEnvelope_Raft struct {
+	// One-way, between the voters: a frame of the metadata group's Raft (package
+	// remember/metaraft; an etcd raftpb.Message).
+	Raft []byte `protobuf:"bytes,16,opt,name=raft,proto3,oneof"`
+}
+
+type ReplicaEnvelope_MetaCall struct {
+	// Request of a voter, from a member that holds no part of the metadata group: make
+	// this metadata call in the group. Answered by meta_answer.
+	MetaCall *MetaCall `protobuf:"bytes,17,opt,name=meta_call,json=metaCall,proto3,oneof"`
+}
+
+type ReplicaEnvelope_MetaAnswer struct {
+	MetaAnswer *MetaAnswer `protobuf:"bytes,18,opt,name=meta_answer,json=metaAnswer,proto3,oneof"`
+}
+
 func (*ReplicaEnvelope_Write) isReplicaEnvelope_Msg() {}
 
 func (*ReplicaEnvelope_WriteAck) isReplicaEnvelope_Msg() {}
@@ -319,6 +365,310 @@ func (*ReplicaEnvelope_Collect) isReplicaEnvelope_Msg() {}
 
 func (*ReplicaEnvelope_Synced) isReplicaEnvelope_Msg() {}
 
+func (*ReplicaEnvelope_Raft) isReplicaEnvelope_Msg() {}
+
+func (*ReplicaEnvelope_MetaCall) isReplicaEnvelope_Msg() {}
+
+func (*ReplicaEnvelope_MetaAnswer) isReplicaEnvelope_Msg() {}
+
+// MetaProposal is an entry of the metadata group's log: fenced writes (versions assigned
+// by the member that made the call), fence floors to raise, and records to merge (the
+// metadata a member brings from the layout before the group), applied in this order by
+// every voter with the rule the replicas' disks use.
+type MetaProposal struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Writes    []*ReplicaRecord       `protobuf:"bytes,1,rep,name=writes,proto3" json:"writes,omitempty"`
+	FenceKeys [][]byte               `protobuf:"bytes,2,rep,name=fence_keys,json=fenceKeys,proto3" json:"fence_keys,omitempty"`
+	// As many as fence_keys.
+	Fences        []uint64         `protobuf:"varint,3,rep,packed,name=fences,proto3" json:"fences,omitempty"`
+	Merges        []*ReplicaRecord `protobuf:"bytes,4,rep,name=merges,proto3" json:"merges,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaProposal) Reset() {
+	*x = MetaProposal{}
+	mi := &file_replica_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaProposal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaProposal) ProtoMessage() {}
+
+func (x *MetaProposal) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaProposal.ProtoReflect.Descriptor instead.
+func (*MetaProposal) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *MetaProposal) GetWrites() []*ReplicaRecord {
+	if x != nil {
+		return x.Writes
+	}
+	return nil
+}
+
+func (x *MetaProposal) GetFenceKeys() [][]byte {
+	if x != nil {
+		return x.FenceKeys
+	}
+	return nil
+}
+
+func (x *MetaProposal) GetFences() []uint64 {
+	if x != nil {
+		return x.Fences
+	}
+	return nil
+}
+
+func (x *MetaProposal) GetMerges() []*ReplicaRecord {
+	if x != nil {
+		return x.Merges
+	}
+	return nil
+}
+
+// MetaResult is what applying a MetaProposal decided: the writes refused for fencing, and
+// the entries of fence_keys once their floors were raised.
+type MetaResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Refused       []*ReplicaRefusal      `protobuf:"bytes,1,rep,name=refused,proto3" json:"refused,omitempty"`
+	Fenced        []*ReplicaRecord       `protobuf:"bytes,2,rep,name=fenced,proto3" json:"fenced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaResult) Reset() {
+	*x = MetaResult{}
+	mi := &file_replica_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaResult) ProtoMessage() {}
+
+func (x *MetaResult) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaResult.ProtoReflect.Descriptor instead.
+func (*MetaResult) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *MetaResult) GetRefused() []*ReplicaRefusal {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
+}
+
+func (x *MetaResult) GetFenced() []*ReplicaRecord {
+	if x != nil {
+		return x.Fenced
+	}
+	return nil
+}
+
+// MetaCall is a metadata call forwarded to a voter: a proposal, or a linearizable read of
+// keys or of a prefix (read.scan; read.fences are not allowed: a fenced read is a
+// proposal).
+type MetaCall struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Propose       *MetaProposal          `protobuf:"bytes,1,opt,name=propose,proto3" json:"propose,omitempty"`
+	Read          *ReplicaRead           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaCall) Reset() {
+	*x = MetaCall{}
+	mi := &file_replica_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaCall) ProtoMessage() {}
+
+func (x *MetaCall) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaCall.ProtoReflect.Descriptor instead.
+func (*MetaCall) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *MetaCall) GetPropose() *MetaProposal {
+	if x != nil {
+		return x.Propose
+	}
+	return nil
+}
+
+func (x *MetaCall) GetRead() *ReplicaRead {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+// MetaAnswer answers a MetaCall: the proposal's result, or the records read (live and
+// tombstones; a scan leaves tombstones out); or an error. not_voter: the member asked holds
+// no part of the group (the caller asks another voter).
+type MetaAnswer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *MetaResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Records       []*ReplicaRecord       `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	NotVoter      bool                   `protobuf:"varint,4,opt,name=not_voter,json=notVoter,proto3" json:"not_voter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaAnswer) Reset() {
+	*x = MetaAnswer{}
+	mi := &file_replica_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaAnswer) ProtoMessage() {}
+
+func (x *MetaAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaAnswer.ProtoReflect.Descriptor instead.
+func (*MetaAnswer) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *MetaAnswer) GetResult() *MetaResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *MetaAnswer) GetRecords() []*ReplicaRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *MetaAnswer) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *MetaAnswer) GetNotVoter() bool {
+	if x != nil {
+		return x.NotVoter
+	}
+	return false
+}
+
+// MetaSnapshot is the metadata group's applied state in a Raft snapshot: every entry.
+type MetaSnapshot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*ReplicaRecord       `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaSnapshot) Reset() {
+	*x = MetaSnapshot{}
+	mi := &file_replica_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaSnapshot) ProtoMessage() {}
+
+func (x *MetaSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaSnapshot.ProtoReflect.Descriptor instead.
+func (*MetaSnapshot) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *MetaSnapshot) GetRecords() []*ReplicaRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
 // ReplicaRecord is one key's replicated state. epoch, counter and writer are its version
 // (all zero/empty for a key that only has a fence floor). In summaries value is left out and
 // value_hash stands for it.
@@ -342,7 +692,7 @@ type ReplicaRecord struct {
 
 func (x *ReplicaRecord) Reset() {
 	*x = ReplicaRecord{}
-	mi := &file_replica_proto_msgTypes[1]
+	mi := &file_replica_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +704,7 @@ func (x *ReplicaRecord) String() string {
 func (*ReplicaRecord) ProtoMessage() {}
 
 func (x *ReplicaRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[1]
+	mi := &file_replica_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +717,7 @@ func (x *ReplicaRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRecord.ProtoReflect.Descriptor instead.
 func (*ReplicaRecord) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{1}
+	return file_replica_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReplicaRecord) GetKey() []byte {
@@ -447,7 +797,7 @@ type ReplicaWrite struct {
 
 func (x *ReplicaWrite) Reset() {
 	*x = ReplicaWrite{}
-	mi := &file_replica_proto_msgTypes[2]
+	mi := &file_replica_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -459,7 +809,7 @@ func (x *ReplicaWrite) String() string {
 func (*ReplicaWrite) ProtoMessage() {}
 
 func (x *ReplicaWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[2]
+	mi := &file_replica_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -472,7 +822,7 @@ func (x *ReplicaWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaWrite.ProtoReflect.Descriptor instead.
 func (*ReplicaWrite) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{2}
+	return file_replica_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReplicaWrite) GetRecords() []*ReplicaRecord {
@@ -532,7 +882,7 @@ type ReplicaWriteAck struct {
 
 func (x *ReplicaWriteAck) Reset() {
 	*x = ReplicaWriteAck{}
-	mi := &file_replica_proto_msgTypes[3]
+	mi := &file_replica_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +894,7 @@ func (x *ReplicaWriteAck) String() string {
 func (*ReplicaWriteAck) ProtoMessage() {}
 
 func (x *ReplicaWriteAck) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[3]
+	mi := &file_replica_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +907,7 @@ func (x *ReplicaWriteAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaWriteAck.ProtoReflect.Descriptor instead.
 func (*ReplicaWriteAck) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{3}
+	return file_replica_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReplicaWriteAck) GetRefused() []*ReplicaRefusal {
@@ -596,7 +946,7 @@ type ReplicaRefusal struct {
 
 func (x *ReplicaRefusal) Reset() {
 	*x = ReplicaRefusal{}
-	mi := &file_replica_proto_msgTypes[4]
+	mi := &file_replica_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +958,7 @@ func (x *ReplicaRefusal) String() string {
 func (*ReplicaRefusal) ProtoMessage() {}
 
 func (x *ReplicaRefusal) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[4]
+	mi := &file_replica_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +971,7 @@ func (x *ReplicaRefusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRefusal.ProtoReflect.Descriptor instead.
 func (*ReplicaRefusal) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{4}
+	return file_replica_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReplicaRefusal) GetIndex() uint32 {
@@ -671,7 +1021,7 @@ type ReplicaRead struct {
 
 func (x *ReplicaRead) Reset() {
 	*x = ReplicaRead{}
-	mi := &file_replica_proto_msgTypes[5]
+	mi := &file_replica_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +1033,7 @@ func (x *ReplicaRead) String() string {
 func (*ReplicaRead) ProtoMessage() {}
 
 func (x *ReplicaRead) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[5]
+	mi := &file_replica_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +1046,7 @@ func (x *ReplicaRead) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRead.ProtoReflect.Descriptor instead.
 func (*ReplicaRead) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{5}
+	return file_replica_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReplicaRead) GetKeys() [][]byte {
@@ -782,7 +1132,7 @@ type ReplicaRecords struct {
 
 func (x *ReplicaRecords) Reset() {
 	*x = ReplicaRecords{}
-	mi := &file_replica_proto_msgTypes[6]
+	mi := &file_replica_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +1144,7 @@ func (x *ReplicaRecords) String() string {
 func (*ReplicaRecords) ProtoMessage() {}
 
 func (x *ReplicaRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[6]
+	mi := &file_replica_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +1157,7 @@ func (x *ReplicaRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRecords.ProtoReflect.Descriptor instead.
 func (*ReplicaRecords) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{6}
+	return file_replica_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReplicaRecords) GetRecords() []*ReplicaRecord {
@@ -862,7 +1212,7 @@ type ReplicaDigest struct {
 
 func (x *ReplicaDigest) Reset() {
 	*x = ReplicaDigest{}
-	mi := &file_replica_proto_msgTypes[7]
+	mi := &file_replica_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1224,7 @@ func (x *ReplicaDigest) String() string {
 func (*ReplicaDigest) ProtoMessage() {}
 
 func (x *ReplicaDigest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[7]
+	mi := &file_replica_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1237,7 @@ func (x *ReplicaDigest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaDigest.ProtoReflect.Descriptor instead.
 func (*ReplicaDigest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{7}
+	return file_replica_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReplicaDigest) GetBuckets() []uint64 {
@@ -921,7 +1271,7 @@ type ReplicaSummaries struct {
 
 func (x *ReplicaSummaries) Reset() {
 	*x = ReplicaSummaries{}
-	mi := &file_replica_proto_msgTypes[8]
+	mi := &file_replica_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1283,7 @@ func (x *ReplicaSummaries) String() string {
 func (*ReplicaSummaries) ProtoMessage() {}
 
 func (x *ReplicaSummaries) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[8]
+	mi := &file_replica_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1296,7 @@ func (x *ReplicaSummaries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSummaries.ProtoReflect.Descriptor instead.
 func (*ReplicaSummaries) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{8}
+	return file_replica_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReplicaSummaries) GetBuckets() []uint32 {
@@ -1009,7 +1359,7 @@ type ReplicaUnit struct {
 
 func (x *ReplicaUnit) Reset() {
 	*x = ReplicaUnit{}
-	mi := &file_replica_proto_msgTypes[9]
+	mi := &file_replica_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1371,7 @@ func (x *ReplicaUnit) String() string {
 func (*ReplicaUnit) ProtoMessage() {}
 
 func (x *ReplicaUnit) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[9]
+	mi := &file_replica_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1384,7 @@ func (x *ReplicaUnit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaUnit.ProtoReflect.Descriptor instead.
 func (*ReplicaUnit) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{9}
+	return file_replica_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReplicaUnit) GetType() string {
@@ -1060,7 +1410,7 @@ type ReplicaUnits struct {
 
 func (x *ReplicaUnits) Reset() {
 	*x = ReplicaUnits{}
-	mi := &file_replica_proto_msgTypes[10]
+	mi := &file_replica_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1422,7 @@ func (x *ReplicaUnits) String() string {
 func (*ReplicaUnits) ProtoMessage() {}
 
 func (x *ReplicaUnits) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[10]
+	mi := &file_replica_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1435,7 @@ func (x *ReplicaUnits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaUnits.ProtoReflect.Descriptor instead.
 func (*ReplicaUnits) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{10}
+	return file_replica_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReplicaUnits) GetUnits() []*ReplicaUnit {
@@ -1111,7 +1461,7 @@ type ReplicaUnitDigest struct {
 
 func (x *ReplicaUnitDigest) Reset() {
 	*x = ReplicaUnitDigest{}
-	mi := &file_replica_proto_msgTypes[11]
+	mi := &file_replica_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1473,7 @@ func (x *ReplicaUnitDigest) String() string {
 func (*ReplicaUnitDigest) ProtoMessage() {}
 
 func (x *ReplicaUnitDigest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[11]
+	mi := &file_replica_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1486,7 @@ func (x *ReplicaUnitDigest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaUnitDigest.ProtoReflect.Descriptor instead.
 func (*ReplicaUnitDigest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{11}
+	return file_replica_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReplicaUnitDigest) GetUnit() *ReplicaUnit {
@@ -1183,7 +1533,7 @@ type ReplicaUnitDigests struct {
 
 func (x *ReplicaUnitDigests) Reset() {
 	*x = ReplicaUnitDigests{}
-	mi := &file_replica_proto_msgTypes[12]
+	mi := &file_replica_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1545,7 @@ func (x *ReplicaUnitDigests) String() string {
 func (*ReplicaUnitDigests) ProtoMessage() {}
 
 func (x *ReplicaUnitDigests) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[12]
+	mi := &file_replica_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1558,7 @@ func (x *ReplicaUnitDigests) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaUnitDigests.ProtoReflect.Descriptor instead.
 func (*ReplicaUnitDigests) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{12}
+	return file_replica_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReplicaUnitDigests) GetDigests() []*ReplicaUnitDigest {
@@ -1231,7 +1581,7 @@ type ReplicaDrop struct {
 
 func (x *ReplicaDrop) Reset() {
 	*x = ReplicaDrop{}
-	mi := &file_replica_proto_msgTypes[13]
+	mi := &file_replica_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1243,7 +1593,7 @@ func (x *ReplicaDrop) String() string {
 func (*ReplicaDrop) ProtoMessage() {}
 
 func (x *ReplicaDrop) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[13]
+	mi := &file_replica_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1606,7 @@ func (x *ReplicaDrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaDrop.ProtoReflect.Descriptor instead.
 func (*ReplicaDrop) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{13}
+	return file_replica_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReplicaDrop) GetUnit() *ReplicaUnit {
@@ -1291,7 +1641,7 @@ type ReplicaDropAck struct {
 
 func (x *ReplicaDropAck) Reset() {
 	*x = ReplicaDropAck{}
-	mi := &file_replica_proto_msgTypes[14]
+	mi := &file_replica_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1653,7 @@ func (x *ReplicaDropAck) String() string {
 func (*ReplicaDropAck) ProtoMessage() {}
 
 func (x *ReplicaDropAck) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[14]
+	mi := &file_replica_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1666,7 @@ func (x *ReplicaDropAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaDropAck.ProtoReflect.Descriptor instead.
 func (*ReplicaDropAck) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{14}
+	return file_replica_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReplicaDropAck) GetKept() bool {
@@ -1343,7 +1693,7 @@ type ReplicaCollect struct {
 
 func (x *ReplicaCollect) Reset() {
 	*x = ReplicaCollect{}
-	mi := &file_replica_proto_msgTypes[15]
+	mi := &file_replica_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1705,7 @@ func (x *ReplicaCollect) String() string {
 func (*ReplicaCollect) ProtoMessage() {}
 
 func (x *ReplicaCollect) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[15]
+	mi := &file_replica_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1718,7 @@ func (x *ReplicaCollect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCollect.ProtoReflect.Descriptor instead.
 func (*ReplicaCollect) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{15}
+	return file_replica_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReplicaCollect) GetUnit() *ReplicaUnit {
@@ -1389,7 +1739,7 @@ var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
 	"\n" +
-	"\rreplica.proto\x12\x11shardmesh.wire.v1\"\x90\a\n" +
+	"\rreplica.proto\x12\x11shardmesh.wire.v1\"\xa4\b\n" +
 	"\x0fReplicaEnvelope\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1d\n" +
 	"\n" +
@@ -1408,8 +1758,33 @@ const file_replica_proto_rawDesc = "" +
 	"\x04drop\x18\f \x01(\v2\x1e.shardmesh.wire.v1.ReplicaDropH\x00R\x04drop\x12>\n" +
 	"\bdrop_ack\x18\r \x01(\v2!.shardmesh.wire.v1.ReplicaDropAckH\x00R\adropAck\x12=\n" +
 	"\acollect\x18\x0e \x01(\v2!.shardmesh.wire.v1.ReplicaCollectH\x00R\acollect\x128\n" +
-	"\x06synced\x18\x0f \x01(\v2\x1e.shardmesh.wire.v1.ReplicaUnitH\x00R\x06syncedB\x05\n" +
-	"\x03msg\"\xce\x01\n" +
+	"\x06synced\x18\x0f \x01(\v2\x1e.shardmesh.wire.v1.ReplicaUnitH\x00R\x06synced\x12\x14\n" +
+	"\x04raft\x18\x10 \x01(\fH\x00R\x04raft\x12:\n" +
+	"\tmeta_call\x18\x11 \x01(\v2\x1b.shardmesh.wire.v1.MetaCallH\x00R\bmetaCall\x12@\n" +
+	"\vmeta_answer\x18\x12 \x01(\v2\x1d.shardmesh.wire.v1.MetaAnswerH\x00R\n" +
+	"metaAnswerB\x05\n" +
+	"\x03msg\"\xb9\x01\n" +
+	"\fMetaProposal\x128\n" +
+	"\x06writes\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\x06writes\x12\x1d\n" +
+	"\n" +
+	"fence_keys\x18\x02 \x03(\fR\tfenceKeys\x12\x16\n" +
+	"\x06fences\x18\x03 \x03(\x04R\x06fences\x128\n" +
+	"\x06merges\x18\x04 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\x06merges\"\x83\x01\n" +
+	"\n" +
+	"MetaResult\x12;\n" +
+	"\arefused\x18\x01 \x03(\v2!.shardmesh.wire.v1.ReplicaRefusalR\arefused\x128\n" +
+	"\x06fenced\x18\x02 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\x06fenced\"y\n" +
+	"\bMetaCall\x129\n" +
+	"\apropose\x18\x01 \x01(\v2\x1f.shardmesh.wire.v1.MetaProposalR\apropose\x122\n" +
+	"\x04read\x18\x02 \x01(\v2\x1e.shardmesh.wire.v1.ReplicaReadR\x04read\"\xb2\x01\n" +
+	"\n" +
+	"MetaAnswer\x125\n" +
+	"\x06result\x18\x01 \x01(\v2\x1d.shardmesh.wire.v1.MetaResultR\x06result\x12:\n" +
+	"\arecords\x18\x02 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1b\n" +
+	"\tnot_voter\x18\x04 \x01(\bR\bnotVoter\"J\n" +
+	"\fMetaSnapshot\x12:\n" +
+	"\arecords\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\"\xce\x01\n" +
 	"\rReplicaRecord\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x14\n" +
@@ -1508,53 +1883,69 @@ func file_replica_proto_rawDescGZIP() []byte {
 	return file_replica_proto_rawDescData
 }
 
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_replica_proto_goTypes = []any{
 	(*ReplicaEnvelope)(nil),    // 0: shardmesh.wire.v1.ReplicaEnvelope
-	(*ReplicaRecord)(nil),      // 1: shardmesh.wire.v1.ReplicaRecord
-	(*ReplicaWrite)(nil),       // 2: shardmesh.wire.v1.ReplicaWrite
-	(*ReplicaWriteAck)(nil),    // 3: shardmesh.wire.v1.ReplicaWriteAck
-	(*ReplicaRefusal)(nil),     // 4: shardmesh.wire.v1.ReplicaRefusal
-	(*ReplicaRead)(nil),        // 5: shardmesh.wire.v1.ReplicaRead
-	(*ReplicaRecords)(nil),     // 6: shardmesh.wire.v1.ReplicaRecords
-	(*ReplicaDigest)(nil),      // 7: shardmesh.wire.v1.ReplicaDigest
-	(*ReplicaSummaries)(nil),   // 8: shardmesh.wire.v1.ReplicaSummaries
-	(*ReplicaUnit)(nil),        // 9: shardmesh.wire.v1.ReplicaUnit
-	(*ReplicaUnits)(nil),       // 10: shardmesh.wire.v1.ReplicaUnits
-	(*ReplicaUnitDigest)(nil),  // 11: shardmesh.wire.v1.ReplicaUnitDigest
-	(*ReplicaUnitDigests)(nil), // 12: shardmesh.wire.v1.ReplicaUnitDigests
-	(*ReplicaDrop)(nil),        // 13: shardmesh.wire.v1.ReplicaDrop
-	(*ReplicaDropAck)(nil),     // 14: shardmesh.wire.v1.ReplicaDropAck
-	(*ReplicaCollect)(nil),     // 15: shardmesh.wire.v1.ReplicaCollect
+	(*MetaProposal)(nil),       // 1: shardmesh.wire.v1.MetaProposal
+	(*MetaResult)(nil),         // 2: shardmesh.wire.v1.MetaResult
+	(*MetaCall)(nil),           // 3: shardmesh.wire.v1.MetaCall
+	(*MetaAnswer)(nil),         // 4: shardmesh.wire.v1.MetaAnswer
+	(*MetaSnapshot)(nil),       // 5: shardmesh.wire.v1.MetaSnapshot
+	(*ReplicaRecord)(nil),      // 6: shardmesh.wire.v1.ReplicaRecord
+	(*ReplicaWrite)(nil),       // 7: shardmesh.wire.v1.ReplicaWrite
+	(*ReplicaWriteAck)(nil),    // 8: shardmesh.wire.v1.ReplicaWriteAck
+	(*ReplicaRefusal)(nil),     // 9: shardmesh.wire.v1.ReplicaRefusal
+	(*ReplicaRead)(nil),        // 10: shardmesh.wire.v1.ReplicaRead
+	(*ReplicaRecords)(nil),     // 11: shardmesh.wire.v1.ReplicaRecords
+	(*ReplicaDigest)(nil),      // 12: shardmesh.wire.v1.ReplicaDigest
+	(*ReplicaSummaries)(nil),   // 13: shardmesh.wire.v1.ReplicaSummaries
+	(*ReplicaUnit)(nil),        // 14: shardmesh.wire.v1.ReplicaUnit
+	(*ReplicaUnits)(nil),       // 15: shardmesh.wire.v1.ReplicaUnits
+	(*ReplicaUnitDigest)(nil),  // 16: shardmesh.wire.v1.ReplicaUnitDigest
+	(*ReplicaUnitDigests)(nil), // 17: shardmesh.wire.v1.ReplicaUnitDigests
+	(*ReplicaDrop)(nil),        // 18: shardmesh.wire.v1.ReplicaDrop
+	(*ReplicaDropAck)(nil),     // 19: shardmesh.wire.v1.ReplicaDropAck
+	(*ReplicaCollect)(nil),     // 20: shardmesh.wire.v1.ReplicaCollect
 }
 var file_replica_proto_depIdxs = []int32{
-	2,  // 0: shardmesh.wire.v1.ReplicaEnvelope.write:type_name -> shardmesh.wire.v1.ReplicaWrite
-	3,  // 1: shardmesh.wire.v1.ReplicaEnvelope.write_ack:type_name -> shardmesh.wire.v1.ReplicaWriteAck
-	5,  // 2: shardmesh.wire.v1.ReplicaEnvelope.read:type_name -> shardmesh.wire.v1.ReplicaRead
-	6,  // 3: shardmesh.wire.v1.ReplicaEnvelope.records:type_name -> shardmesh.wire.v1.ReplicaRecords
-	6,  // 4: shardmesh.wire.v1.ReplicaEnvelope.repair:type_name -> shardmesh.wire.v1.ReplicaRecords
-	7,  // 5: shardmesh.wire.v1.ReplicaEnvelope.digest:type_name -> shardmesh.wire.v1.ReplicaDigest
-	8,  // 6: shardmesh.wire.v1.ReplicaEnvelope.summaries:type_name -> shardmesh.wire.v1.ReplicaSummaries
-	10, // 7: shardmesh.wire.v1.ReplicaEnvelope.unit_digest:type_name -> shardmesh.wire.v1.ReplicaUnits
-	12, // 8: shardmesh.wire.v1.ReplicaEnvelope.unit_digests:type_name -> shardmesh.wire.v1.ReplicaUnitDigests
-	13, // 9: shardmesh.wire.v1.ReplicaEnvelope.drop:type_name -> shardmesh.wire.v1.ReplicaDrop
-	14, // 10: shardmesh.wire.v1.ReplicaEnvelope.drop_ack:type_name -> shardmesh.wire.v1.ReplicaDropAck
-	15, // 11: shardmesh.wire.v1.ReplicaEnvelope.collect:type_name -> shardmesh.wire.v1.ReplicaCollect
-	9,  // 12: shardmesh.wire.v1.ReplicaEnvelope.synced:type_name -> shardmesh.wire.v1.ReplicaUnit
-	1,  // 13: shardmesh.wire.v1.ReplicaWrite.records:type_name -> shardmesh.wire.v1.ReplicaRecord
-	4,  // 14: shardmesh.wire.v1.ReplicaWriteAck.refused:type_name -> shardmesh.wire.v1.ReplicaRefusal
-	1,  // 15: shardmesh.wire.v1.ReplicaRecords.records:type_name -> shardmesh.wire.v1.ReplicaRecord
-	1,  // 16: shardmesh.wire.v1.ReplicaSummaries.records:type_name -> shardmesh.wire.v1.ReplicaRecord
-	9,  // 17: shardmesh.wire.v1.ReplicaUnits.units:type_name -> shardmesh.wire.v1.ReplicaUnit
-	9,  // 18: shardmesh.wire.v1.ReplicaUnitDigest.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
-	11, // 19: shardmesh.wire.v1.ReplicaUnitDigests.digests:type_name -> shardmesh.wire.v1.ReplicaUnitDigest
-	9,  // 20: shardmesh.wire.v1.ReplicaDrop.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
-	9,  // 21: shardmesh.wire.v1.ReplicaCollect.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	7,  // 0: shardmesh.wire.v1.ReplicaEnvelope.write:type_name -> shardmesh.wire.v1.ReplicaWrite
+	8,  // 1: shardmesh.wire.v1.ReplicaEnvelope.write_ack:type_name -> shardmesh.wire.v1.ReplicaWriteAck
+	10, // 2: shardmesh.wire.v1.ReplicaEnvelope.read:type_name -> shardmesh.wire.v1.ReplicaRead
+	11, // 3: shardmesh.wire.v1.ReplicaEnvelope.records:type_name -> shardmesh.wire.v1.ReplicaRecords
+	11, // 4: shardmesh.wire.v1.ReplicaEnvelope.repair:type_name -> shardmesh.wire.v1.ReplicaRecords
+	12, // 5: shardmesh.wire.v1.ReplicaEnvelope.digest:type_name -> shardmesh.wire.v1.ReplicaDigest
+	13, // 6: shardmesh.wire.v1.ReplicaEnvelope.summaries:type_name -> shardmesh.wire.v1.ReplicaSummaries
+	15, // 7: shardmesh.wire.v1.ReplicaEnvelope.unit_digest:type_name -> shardmesh.wire.v1.ReplicaUnits
+	17, // 8: shardmesh.wire.v1.ReplicaEnvelope.unit_digests:type_name -> shardmesh.wire.v1.ReplicaUnitDigests
+	18, // 9: shardmesh.wire.v1.ReplicaEnvelope.drop:type_name -> shardmesh.wire.v1.ReplicaDrop
+	19, // 10: shardmesh.wire.v1.ReplicaEnvelope.drop_ack:type_name -> shardmesh.wire.v1.ReplicaDropAck
+	20, // 11: shardmesh.wire.v1.ReplicaEnvelope.collect:type_name -> shardmesh.wire.v1.ReplicaCollect
+	14, // 12: shardmesh.wire.v1.ReplicaEnvelope.synced:type_name -> shardmesh.wire.v1.ReplicaUnit
+	3,  // 13: shardmesh.wire.v1.ReplicaEnvelope.meta_call:type_name -> shardmesh.wire.v1.MetaCall
+	4,  // 14: shardmesh.wire.v1.ReplicaEnvelope.meta_answer:type_name -> shardmesh.wire.v1.MetaAnswer
+	6,  // 15: shardmesh.wire.v1.MetaProposal.writes:type_name -> shardmesh.wire.v1.ReplicaRecord
+	6,  // 16: shardmesh.wire.v1.MetaProposal.merges:type_name -> shardmesh.wire.v1.ReplicaRecord
+	9,  // 17: shardmesh.wire.v1.MetaResult.refused:type_name -> shardmesh.wire.v1.ReplicaRefusal
+	6,  // 18: shardmesh.wire.v1.MetaResult.fenced:type_name -> shardmesh.wire.v1.ReplicaRecord
+	1,  // 19: shardmesh.wire.v1.MetaCall.propose:type_name -> shardmesh.wire.v1.MetaProposal
+	10, // 20: shardmesh.wire.v1.MetaCall.read:type_name -> shardmesh.wire.v1.ReplicaRead
+	2,  // 21: shardmesh.wire.v1.MetaAnswer.result:type_name -> shardmesh.wire.v1.MetaResult
+	6,  // 22: shardmesh.wire.v1.MetaAnswer.records:type_name -> shardmesh.wire.v1.ReplicaRecord
+	6,  // 23: shardmesh.wire.v1.MetaSnapshot.records:type_name -> shardmesh.wire.v1.ReplicaRecord
+	6,  // 24: shardmesh.wire.v1.ReplicaWrite.records:type_name -> shardmesh.wire.v1.ReplicaRecord
+	9,  // 25: shardmesh.wire.v1.ReplicaWriteAck.refused:type_name -> shardmesh.wire.v1.ReplicaRefusal
+	6,  // 26: shardmesh.wire.v1.ReplicaRecords.records:type_name -> shardmesh.wire.v1.ReplicaRecord
+	6,  // 27: shardmesh.wire.v1.ReplicaSummaries.records:type_name -> shardmesh.wire.v1.ReplicaRecord
+	14, // 28: shardmesh.wire.v1.ReplicaUnits.units:type_name -> shardmesh.wire.v1.ReplicaUnit
+	14, // 29: shardmesh.wire.v1.ReplicaUnitDigest.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
+	16, // 30: shardmesh.wire.v1.ReplicaUnitDigests.digests:type_name -> shardmesh.wire.v1.ReplicaUnitDigest
+	14, // 31: shardmesh.wire.v1.ReplicaDrop.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
+	14, // 32: shardmesh.wire.v1.ReplicaCollect.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -1576,6 +1967,9 @@ func file_replica_proto_init() {
 		(*ReplicaEnvelope_DropAck)(nil),
 		(*ReplicaEnvelope_Collect)(nil),
 		(*ReplicaEnvelope_Synced)(nil),
+		(*ReplicaEnvelope_Raft)(nil),
+		(*ReplicaEnvelope_MetaCall)(nil),
+		(*ReplicaEnvelope_MetaAnswer)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1583,7 +1977,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,419 @@
+package remember
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shardmesh/shardmesh/remember/metaraft"
+	"github.com/shardmesh/shardmesh/wire"
+	"github.com/shardmesh/shardmesh/wire/pb"
+)
+
+// The metadata (coordinator terms, directives and pins, placement history, leases, audit,
+// the shard units' configurations) is one Raft group over the voters, the oldest Up members
+// (Placement.Meta): docs/design/metadata-raft.md. A voter holds a replica of the group (a
+// metaraft.Member applying the log to metaRecords); a member that is not one forwards its
+// metadata calls to a voter. Metadata calls never go through the shard units' quorum
+// rounds.
+
+// metaGroup is this member's part in the metadata group.
+type metaGroup struct {
+	member *metaraft.Member // nil: holds no replica of the group (not a voter yet)
+	recs   *metaRecords
+	err    error // why the replica could not start (a damaged storage): logged once, calls fail
+
+	calls   map[uint64]*metaCall // calls waiting for the member, by its call id
+	retries []*metaCall          // calls to make again at the next tick (no leader yet)
+
+	ask     int       // a non-voter's rotation over the voters it forwards to
+	driveAt time.Time // the leader's next look at the voters
+	driving uint64    // the member's ChangeVoters call in flight (0: none)
+}
+
+// metaCall is one metadata call: a proposal, or a read (keys or a prefix) after a read
+// index. Its answer goes to done; it is made again (or forwarded to the next voter) until
+// deadline while the group has no leader.
+type metaCall struct {
+	propose  *pb.MetaProposal
+	read     *pb.ReplicaRead
+	deadline time.Time
+	done     func(*pb.MetaAnswer, error)
+	tried    []NodeID // the voters a forwarded call went to
+	lastErr  error
+}
+
+// metaTry is how long a forwarded call waits for one voter before it asks the next.
+func (m *Machine) metaTry() time.Duration { return m.cfg.Timeout / 3 }
+
+// metaRaftConfig returns the group's settings for this member.
+func (m *Machine) metaRaftConfig(found bool) metaraft.Config {
+	return metaraft.Config{Self: string(m.self), Found: found, Tick: m.cfg.MetaTick, Timeout: m.cfg.Timeout}
+}
+
+// holdsGroup reports whether st holds a part of a group (a member that was a voter).
+func holdsGroup(st metaraft.Storage) (bool, error) {
+	last, err := st.LastIndex()
+	if err != nil {
+		return false, err
+	}
+	snap, err := st.Snapshot()
+	if err != nil {
+		return false, err
+	}
+	return last > 0 || len(snap.GetMetadata().GetConfState().GetVoters()) > 0, nil
+}
+
+// startMeta starts this member's replica of the group when it should hold one: its storage
+// holds a part of the group (it was a voter: it carries on), or the placement names it a
+// voter (it starts empty and the leader adds it). A member founds the group — a group of
+// itself, which grows as the leader adds the other voters — only when it is alone in its
+// cluster on a disk that never ran (the member that forms a new cluster): a member that
+// ran before never founds, so a cluster restarting without its voters waits for them
+// rather than start a second, empty metadata.
+func (m *Machine) startMeta() {
+	g := &m.mg
+	if g.member != nil || g.err != nil || m.cfg.MetaStorage == nil {
+		return
+	}
+	held, err := holdsGroup(m.cfg.MetaStorage)
+	if err != nil {
+		g.err = fmt.Errorf("remember: read the metadata group's storage: %w", err)
+		return
+	}
+	voter := m.place != nil && slices.Contains(m.place.Meta(), m.self)
+	if !held && !voter {
+		return
+	}
+	found := !held && !m.cfg.Returning && m.place != nil && slices.Equal(m.place.Members(), []NodeID{m.self})
+	g.recs = newMetaRecords(m.mirrorMeta)
+	member, err := metaraft.New(m.metaRaftConfig(found), m.cfg.MetaStorage, g.recs, m.now)
+	if err != nil {
+		g.err, g.recs = err, nil
+		return
+	}
+	g.member, g.calls = member, map[uint64]*metaCall{}
+	m.pumpMeta()
+}
+
+// mirrorMeta writes what the group applied to the local disk, where ScanAll and the
+// offline tools (inspect, backup) read it.
+func (m *Machine) mirrorMeta(changes []change) {
+	recs := make([]entry, len(changes))
+	for i := range changes {
+		recs[i] = changes[i].after
+	}
+	m.apply(applyOp{kind: opMerge, recs: recs}, func(DiskResult) {})
+}
+
+// inGroup reports whether this member's replica is a voter of the configuration it
+// applied: only then does it make calls itself rather than forward them.
+func (g *metaGroup) inGroup(self NodeID) bool {
+	if g.member == nil {
+		return false
+	}
+	c := g.member.Configuration()
+	return slices.Contains(c.Voters, string(self)) || slices.Contains(c.Outgoing, string(self))
+}
+
+// callMeta makes a metadata call: on this member's replica when it is a voter, else at a
+// voter. done gets the answer, or an error once the call's time is up.
+func (m *Machine) callMeta(c *metaCall) {
+	if c.deadline.IsZero() {
+		c.deadline = m.now.Add(m.cfg.Timeout)
+	}
+	g := &m.mg
+	switch {
+	case g.err != nil:
+		c.done(nil, g.err)
+	case g.inGroup(m.self):
+		m.callLocal(c)
+	case m.place == nil:
+		c.done(nil, ErrNoPlacement)
+	default:
+		m.forwardMeta(c)
+	}
+}
+
+// callLocal makes c on this member's replica.
+func (m *Machine) callLocal(c *metaCall) {
+	g := &m.mg
+	var id uint64
+	if c.propose != nil {
+		id = g.member.Propose(m.now, wire.Marshal(c.propose))
+	} else {
+		id = g.member.ReadIndex(m.now)
+	}
+	g.calls[id] = c
+	m.pumpMeta()
+}
+
+// metaAnswered ends a call of the replica: the answer, or again at the next tick while the
+// group has no leader and time is left.
+func (m *Machine) metaAnswered(a metaraft.Answer) {
+	g := &m.mg
+	c := g.calls[a.Call]
+	if c == nil {
+		if a.Call == g.driving {
+			g.driving = 0
+		}
+		return
+	}
+	delete(g.calls, a.Call)
+	if a.Err != nil {
+		c.lastErr = a.Err
+		if m.now.Before(c.deadline) {
+			g.retries = append(g.retries, c)
+			return
+		}
+		c.done(nil, m.metaError(c))
+		return
+	}
+	ans := &pb.MetaAnswer{}
+	if c.propose != nil {
+		res, err := wire.DecodeMetaResult(a.Result)
+		if err != nil {
+			c.done(nil, fmt.Errorf("remember: the metadata group did not apply the call: %w", err))
+			return
+		}
+		ans.Result = res
+	} else {
+		ans.Records = m.readApplied(c.read)
+	}
+	c.done(ans, nil)
+}
+
+// readApplied reads what r names from the applied metadata (after its read index).
+func (m *Machine) readApplied(r *pb.ReplicaRead) []*pb.ReplicaRecord {
+	recs := m.mg.recs
+	if r.Scan {
+		return toPBs(recs.scan(string(r.Prefix)), false)
+	}
+	out := make([]*pb.ReplicaRecord, len(r.Keys))
+	for i, k := range r.Keys {
+		e := recs.get(string(k))
+		out[i] = toPB(&e, false)
+	}
+	return out
+}
+
+// metaError is the error of a call whose time is up: it is an ErrNoQuorum (callers retry
+// it as they retry a quorum round that failed).
+func (m *Machine) metaError(c *metaCall) error {
+	cause := c.lastErr
+	if cause == nil {
+		cause = metaraft.ErrTimeout
+	}
+	return &MetaError{Tried: c.tried, Cause: cause}
+}
+
+// MetaError is the ErrNoQuorum of a metadata call the group did not answer in time: it has
+// no leader (an election, or a majority of its voters unreachable), or the voters asked
+// (Tried, for a member that is not one) did not answer.
+type MetaError struct {
+	Tried []NodeID
+	Cause error
+}
+
+func (e *MetaError) Error() string {
+	if len(e.Tried) > 0 {
+		return fmt.Sprintf("remember: the metadata group did not answer (asked %v): %v: %v", e.Tried, e.Cause, ErrNoQuorum)
+	}
+	return fmt.Sprintf("remember: the metadata group did not answer: %v: %v", e.Cause, ErrNoQuorum)
+}
+
+// Unwrap makes errors.Is(err, ErrNoQuorum) hold, and the cause reachable.
+func (e *MetaError) Unwrap() []error { return []error{ErrNoQuorum, e.Cause} }
+
+// tickMetaGroup ticks the replica, makes the calls waiting for a leader again, and has
+// the leader move the group's voters to the placement's.
+func (m *Machine) tickMetaGroup() {
+	g := &m.mg
+	if g.member == nil {
+		return
+	}
+	g.member.Tick(m.now)
+	retries := g.retries
+	g.retries = nil
+	for _, c := range retries {
+		m.callMeta(c)
+	}
+	m.driveVoters()
+	m.pumpMeta()
+}
+
+// driveVoters has the group's leader change its voters to the placement's (the oldest Up
+// members), one change at a time, at most once a second.
+func (m *Machine) driveVoters() {
+	g := &m.mg
+	if g.member == nil || g.driving != 0 || m.place == nil || m.now.Before(g.driveAt) {
+		return
+	}
+	if lead, _ := g.member.IsLeader(); !lead {
+		return
+	}
+	want := slices.Sorted(slices.Values(m.place.Meta()))
+	if len(want) == 0 {
+		return
+	}
+	c := g.member.Configuration()
+	names := make([]string, len(want))
+	for i, id := range want {
+		names[i] = string(id)
+	}
+	if !c.Joint() && slices.Equal(c.Voters, names) {
+		return
+	}
+	g.driveAt = m.now.Add(time.Second)
+	g.driving = g.member.ChangeVoters(m.now, names)
+}
+
+// pumpMeta hands out what the replica has: frames for the other voters, answers.
+func (m *Machine) pumpMeta() {
+	g := &m.mg
+	if g.member == nil {
+		return
+	}
+	for {
+		rd := g.member.Ready()
+		if rd.Empty() {
+			return
+		}
+		for _, s := range rd.Sends {
+			m.send(NodeID(s.To), &pb.ReplicaEnvelope{Msg: &pb.ReplicaEnvelope_Raft{Raft: s.Frame}})
+		}
+		for _, c := range rd.Configs {
+			if m.cfg.OnMetaGroup != nil {
+				m.cfg.OnMetaGroup(c)
+			}
+		}
+		for _, a := range rd.Answers {
+			m.metaAnswered(a)
+		}
+	}
+}
+
+// receiveRaft takes a frame of the group from another voter. A member that holds no
+// replica starts one when a leader reaches it (the leader added it).
+func (m *Machine) receiveRaft(from NodeID, frame []byte) {
+	g := &m.mg
+	if g.member == nil {
+		m.startMeta()
+		if g.member == nil {
+			m.stats.Malformed++ // not a voter: nothing to do with it
+			return
+		}
+	}
+	if err := g.member.Receive(string(from), frame); err != nil {
+		m.stats.Malformed++
+	}
+	m.pumpMeta()
+}
+
+// metaWakeGroup returns when the replica next needs a tick (zero: none).
+func (m *Machine) metaWakeGroup() time.Time {
+	g := &m.mg
+	if g.member == nil {
+		return time.Time{}
+	}
+	next := g.member.NextDeadline()
+	if len(g.retries) > 0 {
+		next = m.now // at once: they wait for the next tick only
+	}
+	return next
+}
+
+// forwardMeta sends c to a voter: the one that answered last, else the next in turn.
+func (m *Machine) forwardMeta(c *metaCall) {
+	voters := m.place.Meta()
+	var to NodeID
+	for range voters {
+		v := voters[m.mg.ask%len(voters)]
+		if v != m.self && !slices.Contains(c.tried, v) {
+			to = v
+			break
+		}
+		m.mg.ask++
+	}
+	if to == "" {
+		if len(c.tried) > 0 && m.now.Before(c.deadline) {
+			c.tried = c.tried[:0] // every voter was asked once: round again
+			m.forwardMeta(c)
+			return
+		}
+		c.done(nil, m.metaError(c))
+		return
+	}
+	c.tried = append(c.tried, to)
+	f := &forwarded{call: c, to: to, until: minTime(c.deadline, m.now.Add(m.metaTry()))}
+	f.req = m.request(f)
+	m.send(to, &pb.ReplicaEnvelope{RequestId: f.req, Msg: &pb.ReplicaEnvelope_MetaCall{MetaCall: &pb.MetaCall{Propose: c.propose, Read: c.read}}})
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// forwarded is a metadata call sent to a voter, waiting for its answer.
+type forwarded struct {
+	req   uint64
+	call  *metaCall
+	to    NodeID
+	until time.Time
+}
+
+func (f *forwarded) from(p NodeID) bool  { return p == f.to }
+func (f *forwarded) deadline() time.Time { return f.until }
+
+func (f *forwarded) answer(m *Machine, _ NodeID, env *pb.ReplicaEnvelope) {
+	a, ok := env.Msg.(*pb.ReplicaEnvelope_MetaAnswer)
+	if !ok {
+		return // not an answer to this request: it keeps waiting
+	}
+	delete(m.pending, f.req)
+	switch {
+	case a.MetaAnswer.NotVoter:
+		f.call.lastErr = fmt.Errorf("%s holds no part of the metadata group", f.to)
+	case a.MetaAnswer.Error != "":
+		f.call.lastErr = errors.New(a.MetaAnswer.Error)
+	default:
+		m.mg.ask = slices.Index(m.place.Meta(), f.to) // ask it first next time
+		f.call.done(a.MetaAnswer, nil)
+		return
+	}
+	m.mg.ask++
+	m.forwardMeta(f.call)
+}
+
+func (f *forwarded) expire(m *Machine) {
+	delete(m.pending, f.req)
+	f.call.lastErr = fmt.Errorf("%s did not answer in %v", f.to, m.metaTry())
+	m.mg.ask++
+	m.forwardMeta(f.call)
+}
+
+// serveMetaCall makes a call a member that is not a voter forwarded here, and answers it.
+func (m *Machine) serveMetaCall(from NodeID, req uint64, call *pb.MetaCall) {
+	answer := func(a *pb.MetaAnswer) {
+		m.send(from, &pb.ReplicaEnvelope{RequestId: req, Msg: &pb.ReplicaEnvelope_MetaAnswer{MetaAnswer: a}})
+	}
+	if !m.mg.inGroup(m.self) {
+		answer(&pb.MetaAnswer{NotVoter: true})
+		return
+	}
+	m.callLocal(&metaCall{propose: call.Propose, read: call.Read, deadline: m.now.Add(m.metaTry() - m.metaTry()/8),
+		done: func(a *pb.MetaAnswer, err error) {
+			if err != nil {
+				answer(&pb.MetaAnswer{Error: truncate(err.Error(), 4000)})
+				return
+			}
+			answer(a)
+		}})
+}
+
+// errAnswerShape is a voter's answer that does not fit the call (a bug or a damaged frame).
+var errAnswerShape = errors.New("remember: a voter's answer does not match the call")
