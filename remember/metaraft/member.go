@@ -1,6 +1,7 @@
 package metaraft
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -8,9 +9,9 @@ import (
 	"io"
 	"log"
 	"slices"
+	"strings"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -23,6 +24,9 @@ var (
 	// ErrTimeout says a call was not answered in time; a write may still be committed
 	// (writes are puts: retrying is safe).
 	ErrTimeout = errors.New("metaraft: the metadata group did not answer in time: retry")
+	// ErrOtherReplica says a frame is for another replica of this member: the one it was
+	// before its storage was lost (the group still names it until the leader replaces it).
+	ErrOtherReplica = errors.New("meant for this member's replica of before its storage was lost")
 )
 
 // Config configures a Member.
@@ -86,12 +90,25 @@ type Answer struct {
 	Term   uint64 // Propose: its entry's term
 }
 
+// Voter is a voter of the group: a member's name and the id of its replica (its storage's:
+// a member whose storage was lost comes back as another replica, with another id).
+type Voter struct {
+	Name string `json:"name"`
+	ID   uint64 `json:"id"`
+}
+
 // Configuration is the group's configuration from log index Index on: Voters, and while
-// it is joint, Outgoing (the set it leaves).
+// it is joint, Outgoing (the set it leaves); each sorted by name, then id.
 type Configuration struct {
 	Index    uint64
-	Voters   []string
-	Outgoing []string
+	Voters   []Voter
+	Outgoing []Voter
+}
+
+// Has reports whether name votes in c (in either set while it is joint).
+func (c Configuration) Has(name string) bool {
+	is := func(v Voter) bool { return v.Name == name }
+	return slices.ContainsFunc(c.Voters, is) || slices.ContainsFunc(c.Outgoing, is)
 }
 
 // Joint reports whether the configuration is a joint one.
@@ -113,8 +130,8 @@ func (r *Ready) Empty() bool {
 type call struct {
 	id       uint64
 	deadline time.Time
-	target   []string // ChangeVoters
-	index    uint64   // ReadIndex: the read index, once known
+	target   []Voter // ChangeVoters
+	index    uint64  // ReadIndex: the read index, once known
 }
 
 // Member is one voter's replica of the metadata group.
@@ -142,9 +159,6 @@ type Member struct {
 	ackEarly bool // tests only (the negative control): answer writes when proposed
 }
 
-// raftID is the group's id of a member: a hash of its name (never 0, raft's "none").
-func raftID(name string) uint64 { return max(xxhash.Sum64String(name), 1) }
-
 var logger raft.Logger = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
 
 // New returns the member that carries on from storage st (empty: a new member, which
@@ -156,7 +170,11 @@ func New(cfg Config, st Storage, sm StateMachine, now time.Time) (*Member, error
 	if cfg.Self == "" {
 		return nil, errors.New("metaraft: a member needs a name (Config.Self)")
 	}
-	m := &Member{cfg: cfg, id: raftID(cfg.Self), by: fmt.Sprintf("%s#%d", cfg.Self, now.UnixNano()), st: st,
+	id, err := st.ID()
+	if err != nil {
+		return nil, fmt.Errorf("metaraft: read the replica id of %s: %w", cfg.Self, err)
+	}
+	m := &Member{cfg: cfg, id: id, by: fmt.Sprintf("%s#%d", cfg.Self, now.UnixNano()), st: st,
 		names: map[uint64]string{}, sm: sm, conf: pb.EnsureConfState(nil), lastTick: now, calls: map[uint64]*call{},
 		writes: map[uint64]uint64{}}
 	m.names[m.id] = cfg.Self
@@ -197,8 +215,8 @@ func (m *Member) restore(snap *pb.Snapshot) error {
 	if err := m.sm.Restore(s.Data); err != nil {
 		return fmt.Errorf("metaraft: restore the snapshot at %d: %w", snap.GetMetadata().GetIndex(), err)
 	}
-	for _, n := range s.Names {
-		m.names[raftID(n)] = n
+	for _, v := range s.Names {
+		m.names[v.ID] = v.Name
 	}
 	md := snap.GetMetadata()
 	m.applied, m.snapped, m.conf = md.GetIndex(), md.GetIndex(), md.GetConfState()
@@ -245,11 +263,17 @@ func (m *Member) Receive(from string, frame []byte) error {
 	// Proposals and read requests keep their first sender when a follower forwards them on
 	// (to the leader it knows); every other message comes from its sender.
 	forwarded := msg.GetType() == pb.MsgProp || msg.GetType() == pb.MsgReadIndex
-	if msg.GetTo() != m.id || msg.GetFrom() != raftID(from) && !forwarded || raft.IsLocalMsg(msg.GetType()) {
-		return fmt.Errorf("metaraft: a %v frame from %s names another sender or receiver (%x → %x)", msg.GetType(), from, msg.GetFrom(), msg.GetTo())
+	if raft.IsLocalMsg(msg.GetType()) {
+		return fmt.Errorf("metaraft: a %v frame from %s: a local message", msg.GetType(), from)
 	}
-	if msg.GetFrom() == raftID(from) {
-		m.names[msg.GetFrom()] = from
+	if msg.GetTo() != m.id {
+		return fmt.Errorf("metaraft: a %v frame from %s for replica %x, this one is %x: %w", msg.GetType(), from, msg.GetTo(), m.id, ErrOtherReplica)
+	}
+	if !forwarded {
+		if name, known := m.names[msg.GetFrom()]; known && name != from {
+			return fmt.Errorf("metaraft: a %v frame from %s names replica %x, which is %s's", msg.GetType(), from, msg.GetFrom(), name)
+		}
+		m.names[msg.GetFrom()] = from // a new replica learns who the leader is, to answer it
 	}
 	// A response from a member no longer in the configuration, or a proposal forwarded
 	// while this member cannot take it, is not a bad frame: raft drops it.
@@ -309,12 +333,11 @@ func (m *Member) readCtx(id uint64) []byte {
 // answered once the group's configuration is set alone. Only one change runs at a time:
 // a change proposed during another is dropped by the leader, and the call times out
 // unless the group reaches set anyway (callers retry).
-func (m *Member) ChangeVoters(now time.Time, set []string) uint64 {
+func (m *Member) ChangeVoters(now time.Time, set []Voter) uint64 {
 	c := m.newCall(now)
-	c.target = slices.Sorted(slices.Values(set))
-	c.target = slices.Compact(c.target)
-	for _, n := range c.target {
-		m.names[raftID(n)] = n
+	c.target = sortVoters(slices.Clone(set))
+	for _, v := range c.target {
+		m.names[v.ID] = v.Name
 	}
 	if len(c.target) == 0 {
 		m.answer(Answer{Call: c.id, Err: errors.New("metaraft: a configuration needs at least one voter")})
@@ -327,11 +350,11 @@ func (m *Member) ChangeVoters(now time.Time, set []string) uint64 {
 	cc := &pb.ConfChangeV2{Transition: pb.ConfChangeTransitionAuto.Enum(), Context: mustJSON(c.target)}
 	// Every voter of the target is named (adding a voter is idempotent), so a change
 	// computed from a stale configuration never leaves the group without voters.
-	for _, n := range c.target {
-		cc.Changes = append(cc.Changes, &pb.ConfChangeSingle{Type: pb.ConfChangeAddNode.Enum(), NodeId: new(raftID(n))})
+	for _, v := range c.target {
+		cc.Changes = append(cc.Changes, &pb.ConfChangeSingle{Type: pb.ConfChangeAddNode.Enum(), NodeId: new(v.ID)})
 	}
 	for _, id := range m.conf.GetVoters() {
-		if !slices.Contains(c.target, m.names[id]) {
+		if !slices.ContainsFunc(c.target, func(v Voter) bool { return v.ID == id }) {
 			cc.Changes = append(cc.Changes, &pb.ConfChangeSingle{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: new(id)})
 		}
 	}
@@ -352,25 +375,38 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// reached reports whether the applied configuration is set alone.
-func (m *Member) reached(set []string) bool {
-	c := m.configuration(m.applied)
-	return !c.Joint() && slices.Equal(c.Voters, set)
+// sortVoters sorts set by name, then id, without repeats.
+func sortVoters(set []Voter) []Voter {
+	slices.SortFunc(set, func(a, b Voter) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return slices.Compact(set)
 }
+
+// reached reports whether the applied configuration is set alone.
+func (m *Member) reached(set []Voter) bool {
+	c := m.configuration(m.applied)
+	return !c.Joint() && slices.Equal(c.Voters, sortVoters(slices.Clone(set)))
+}
+
+// ID returns this replica's id in the group (its storage's).
+func (m *Member) ID() uint64 { return m.id }
 
 // configuration returns the applied configuration, named.
 func (m *Member) configuration(index uint64) Configuration {
-	name := func(ids []uint64) []string {
-		var out []string
+	name := func(ids []uint64) []Voter {
+		var out []Voter
 		for _, id := range ids {
 			n, ok := m.names[id]
 			if !ok {
 				n = fmt.Sprintf("%x", id)
 			}
-			out = append(out, n)
+			out = append(out, Voter{Name: n, ID: id})
 		}
-		slices.Sort(out)
-		return out
+		return sortVoters(out)
 	}
 	return Configuration{Index: index, Voters: name(m.conf.GetVoters()), Outgoing: name(m.conf.GetVotersOutgoing())}
 }
@@ -485,17 +521,17 @@ func (m *Member) apply(e *pb.Entry) {
 			if proto.Unmarshal(e.GetData(), v1) != nil {
 				return
 			}
-			m.names[v1.GetNodeId()] = string(v1.GetContext())
+			m.names[v1.GetNodeId()] = string(v1.GetContext()) // Bootstrap's: the founder's name
 			cc = v1
 		} else {
 			v2 := &pb.ConfChangeV2{}
 			if proto.Unmarshal(e.GetData(), v2) != nil {
 				return
 			}
-			var names []string
-			if json.Unmarshal(v2.GetContext(), &names) == nil {
-				for _, n := range names {
-					m.names[raftID(n)] = n
+			var voters []Voter
+			if json.Unmarshal(v2.GetContext(), &voters) == nil {
+				for _, v := range voters {
+					m.names[v.ID] = v.Name
 				}
 			}
 			cc = v2

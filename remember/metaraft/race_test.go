@@ -30,7 +30,7 @@ func TestMetaRaftRace(t *testing.T) {
 	}
 	for seed := range uint64(seeds) {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-			s := raceGroup(t, seed, false)
+			s := raceGroup(t, seed, "")
 			t.Logf("seed %d: %d events, %d configurations, %d terms with a leader, %d writes acknowledged, %d reads checked (%d failed to answer)",
 				seed, s.events, s.nConfs, len(s.leaders), len(s.acked), s.readsOK, s.readsFailed)
 		})
@@ -45,7 +45,7 @@ func TestMetaRaftRaceCatchesEarlyAcks(t *testing.T) {
 	caught := 0
 	const seeds = 5
 	for seed := range uint64(seeds) {
-		s := raceGroup(t, seed, true)
+		s := raceGroup(t, seed, "ack early")
 		lost := slices.IndexFunc(s.failures, func(f string) bool { return strings.Contains(f, "found false") })
 		if lost >= 0 {
 			caught++
@@ -57,9 +57,14 @@ func TestMetaRaftRaceCatchesEarlyAcks(t *testing.T) {
 	}
 }
 
-func raceGroup(t *testing.T, seed uint64, ackEarly bool) *sim {
+func raceGroup(t *testing.T, seed uint64, control string) *sim {
 	s := newSim(t, seed, Config{SnapshotEvery: 100, Timeout: 3 * time.Second})
-	s.ackEarly, s.collect = ackEarly, ackEarly
+	s.ackEarly, s.forgetful = control == "ack early", control == "forgetful"
+	s.collect = control != ""
+	wipes := 6 // 1 in 6 crashes loses the storage
+	if s.forgetful {
+		wipes = 2
+	}
 	all := names(5)
 	for i, name := range all {
 		s.add(name, i == 0)
@@ -75,7 +80,7 @@ func raceGroup(t *testing.T, seed uint64, ackEarly bool) *sim {
 		})
 	}
 	s.run(10 * time.Second)
-	if c := s.nodes[0].m.configuration(0); c.Joint() || !slices.Equal(c.Voters, all) {
+	if c := s.nodes[0].m.configuration(0); c.Joint() || !slices.Equal(voterNames(c.Voters), all) {
 		s.fail("after 10 s the group is %+v, want %v", c, all)
 	}
 
@@ -96,8 +101,9 @@ func raceGroup(t *testing.T, seed uint64, ackEarly bool) *sim {
 				side[i] = s.rng.IntN(2) == 0
 			}
 			cutUntil = s.now.Add(time.Second + time.Duration(s.rng.Int64N(int64(7*time.Second))))
-		case r < 6: // a crash, restarted 0.5–5 s later (at most 2 down at once)
+		case r < 6: // a crash, restarted 0.5–5 s later (at most 2 down at once); 1 in 6 loses its storage
 			i := s.rng.IntN(len(s.nodes))
+			wipe := s.rng.IntN(wipes) == 0 && (s.forgetful || s.mayWipe(i))
 			downs := 0
 			for _, n := range s.nodes {
 				if n.m == nil {
@@ -107,7 +113,11 @@ func raceGroup(t *testing.T, seed uint64, ackEarly bool) *sim {
 			if s.nodes[i].m == nil || downs >= 2 {
 				break
 			}
-			s.down(i)
+			if wipe {
+				s.wipe(i)
+			} else {
+				s.down(i)
+			}
 			s.at(500*time.Millisecond+time.Duration(s.rng.Int64N(int64(4500*time.Millisecond))), func() { s.up(i) })
 		default: // a member's view of the voters changes: 3–5 of them
 			i := s.rng.IntN(len(s.nodes))
@@ -136,7 +146,7 @@ func raceGroup(t *testing.T, seed uint64, ackEarly bool) *sim {
 	s.stopped = true // the writes in flight settle
 	s.run(2 * time.Second)
 	for _, n := range s.nodes[1:] {
-		if c := n.m.configuration(0); c.Joint() || !slices.Equal(c.Voters, final) {
+		if c := n.m.configuration(0); c.Joint() || !slices.Equal(c.Voters, s.voters(final)) {
 			s.fail("healed, %s is at configuration %+v, want %v", n.name, c, final)
 		}
 	}
@@ -165,4 +175,26 @@ func raceGroup(t *testing.T, seed uint64, ackEarly bool) *sim {
 		s.fail("only %d writes acknowledged", len(s.acked))
 	}
 	return s
+}
+
+// TestMetaRaftRaceCatchesForgetfulVoters is the negative control of replica ids: a member
+// whose storage was lost comes back under the id it had (as it would if ids were its
+// name's), votes as if it had never acknowledged anything, and the group loses or rewrites
+// committed entries — the checker's reads and applied-entry comparison find it.
+func TestMetaRaftRaceCatchesForgetfulVoters(t *testing.T) {
+	caught := 0
+	const seeds = 10
+	for seed := range uint64(seeds) {
+		s := raceGroup(t, seed, "forgetful")
+		lost := slices.IndexFunc(s.failures, func(f string) bool {
+			return strings.Contains(f, "found false") || strings.Contains(f, "another member") || strings.Contains(f, "panicked")
+		})
+		if lost >= 0 {
+			caught++
+			t.Logf("seed %d: %d wipes, %d failures, e.g. %s", seed, s.wipes, len(s.failures), s.failures[lost])
+		}
+	}
+	if caught == 0 {
+		t.Fatalf("no seed of %d caught a forgetful voter", seeds)
+	}
 }

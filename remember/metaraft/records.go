@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 )
 
@@ -45,12 +44,16 @@ func decodeProposal(b []byte) (proposal, error) {
 // snapshot is what a snapshot's data holds: the state machine's snapshot and the names of
 // the members.
 type snapshot struct {
-	Data  []byte   `json:"data"`
-	Names []string `json:"names"`
+	Data  []byte  `json:"data"`
+	Names []Voter `json:"names"`
 }
 
 func encodeSnapshot(data []byte, names map[uint64]string) []byte {
-	b, err := json.Marshal(snapshot{Data: data, Names: slices.Sorted(maps.Values(names))})
+	voters := make([]Voter, 0, len(names))
+	for id, n := range names {
+		voters = append(voters, Voter{Name: n, ID: id})
+	}
+	b, err := json.Marshal(snapshot{Data: data, Names: sortVoters(voters)})
 	if err != nil {
 		panic(fmt.Sprintf("metaraft: encode snapshot: %v", err)) // bytes and strings always encode
 	}

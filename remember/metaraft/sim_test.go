@@ -2,6 +2,7 @@ package metaraft
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -75,16 +76,17 @@ type ackedWrite struct {
 }
 
 type sim struct {
-	t        *testing.T
-	rng      *rand.Rand
-	start    time.Time
-	now      time.Time
-	seq      uint64
-	q        events
-	nodes    []*simNode
-	idx      map[string]int
-	cfg      Config
-	ackEarly bool
+	t         *testing.T
+	rng       *rand.Rand
+	start     time.Time
+	now       time.Time
+	seq       uint64
+	q         events
+	nodes     []*simNode
+	idx       map[string]int
+	cfg       Config
+	ackEarly  bool
+	forgetful bool // the negative control: a lost storage comes back under its old replica id
 
 	drop             float64
 	minDelay, spread time.Duration
@@ -100,6 +102,9 @@ type sim struct {
 	confs   map[uint64]Configuration // log index → configuration applied there
 	applied map[uint64]string        // log index → the write applied there
 	nConfs  int
+	wipes   int
+
+	otherReplica int // frames for a replica whose storage was lost
 
 	stopped  bool     // the writers, readers and drivers stop
 	collect  bool     // the negative control: count failures rather than stop
@@ -227,7 +232,19 @@ func (s *sim) drain(i int) {
 				if dst.m == nil || dst.life != life {
 					return // it crashed meanwhile: the frame is lost with the connection
 				}
-				if err := dst.m.Receive(from, frame); err != nil {
+				if s.forgetful {
+					// The negative control: raft panics when a leader's commit index is past
+					// the end of a follower's log (one that forgot it): a failure found.
+					defer func() {
+						if r := recover(); r != nil {
+							s.fail("%s: raft panicked: %v", dst.name, r)
+							s.down(to)
+						}
+					}()
+				}
+				if err := dst.m.Receive(from, frame); errors.Is(err, ErrOtherReplica) {
+					s.otherReplica++ // meant for the replica this member was before its storage was lost
+				} else if err != nil {
 					s.t.Fatalf("%s: %v", dst.name, err)
 				}
 				s.drain(to)
@@ -339,7 +356,7 @@ func (s *sim) follows(a, b Configuration) {
 // quorumSet is the set whose majority holds every committed entry: the newest applied
 // configuration's voters, or while it is joint, the set it leaves (a joint configuration
 // was committed by the one before it, and raft leaves it only by a joint commit).
-func (s *sim) quorumSet() []string {
+func (s *sim) quorumSet() []Voter {
 	var newest uint64
 	for i := range s.confs {
 		newest = max(newest, i)
@@ -352,7 +369,10 @@ func (s *sim) quorumSet() []string {
 }
 
 // checkHeld checks that each acknowledged write ws is in the durable log (or snapshot) of
-// a majority of quorumSet.
+// a majority of quorumSet — of its replicas that still have their storage: every majority
+// of the set that can still vote must hold it. (A replica whose storage was lost never
+// votes again under its id: of 5 with one lost, the write must be on 2 of the 4 left, as
+// any 3 of those 4 include one of them.)
 func (s *sim) checkHeld(ws []ackedWrite) {
 	set := s.quorumSet()
 	for _, w := range ws {
@@ -362,13 +382,17 @@ func (s *sim) checkHeld(ws []ackedWrite) {
 			}
 			continue
 		}
-		held := 0
-		for _, name := range set {
-			i, ok := s.idx[name]
+		held, live := 0, 0
+		for _, v := range set {
+			i, ok := s.idx[v.Name]
 			if !ok {
 				continue
 			}
 			st := s.nodes[i].st
+			if id, _ := st.ID(); id != v.ID {
+				continue // that replica's storage was lost: it holds nothing, and never votes
+			}
+			live++
 			if first, _ := st.FirstIndex(); w.index < first {
 				held++ // in the snapshot, taken of applied (committed) entries
 				continue
@@ -377,8 +401,8 @@ func (s *sim) checkHeld(ws []ackedWrite) {
 				held++
 			}
 		}
-		if held <= len(set)/2 {
-			s.fail("acknowledged write of %q (index %d, term %d) is in the log of %d of %v", w.key, w.index, w.term, held, set)
+		if held <= live-(len(set)/2+1) {
+			s.fail("acknowledged write of %q (index %d, term %d) is in the log of %d of %v (%d with their storage)", w.key, w.index, w.term, held, set, live)
 		}
 	}
 }
@@ -443,10 +467,10 @@ func (s *sim) read(i int, w ackedWrite) {
 // drive has node i move the group to its view of the voters (the membership's driver).
 func (s *sim) drive(i int) {
 	n := s.nodes[i]
-	if n.m == nil || n.m.reached(n.view) {
+	if n.m == nil || n.m.reached(s.voters(n.view)) {
 		return
 	}
-	s.changes[[2]uint64{uint64(i), n.m.ChangeVoters(s.now, n.view)}] = true
+	s.changes[[2]uint64{uint64(i), n.m.ChangeVoters(s.now, s.voters(n.view))}] = true
 	s.drain(i)
 }
 
@@ -461,6 +485,62 @@ func (s *sim) every(lo, hi time.Duration, do func()) {
 		s.at(lo+time.Duration(s.rng.Int64N(int64(hi-lo))), again)
 	}
 	s.at(time.Duration(s.rng.Int64N(int64(hi-lo))), again)
+}
+
+// voters names the replicas of members view: each one's current storage (the membership
+// learns a new replica's id when it announces itself).
+func (s *sim) voters(view []string) []Voter {
+	out := make([]Voter, len(view))
+	for i, name := range view {
+		id, _ := s.nodes[s.idx[name]].st.ID()
+		out[i] = Voter{Name: name, ID: id}
+	}
+	return out
+}
+
+// wipe loses node i's storage (a replaced disk): it comes back as a new replica.
+func (s *sim) wipe(i int) {
+	s.down(i)
+	st := NewMemStorage()
+	if s.forgetful {
+		st.id, _ = s.nodes[i].st.ID() // the negative control: the same id, an empty storage
+	}
+	s.nodes[i].st = &trackedStorage{MemStorage: st}
+	s.nodes[i].found = false
+	s.wipes++
+}
+
+// mayWipe reports whether node i may lose its storage and the group still hold: every set
+// of the newest configuration keeps a majority of replicas with their storage. (Raft
+// tolerates the loss of a minority; a group that lost the storage of a majority is gone.)
+func (s *sim) mayWipe(i int) bool {
+	var newest uint64
+	for idx := range s.confs {
+		newest = max(newest, idx)
+	}
+	c := s.confs[newest]
+	for _, set := range [][]Voter{c.Voters, c.Outgoing} {
+		live := 0
+		for _, v := range set {
+			j := s.idx[v.Name]
+			if id, _ := s.nodes[j].st.ID(); id == v.ID && j != i {
+				live++
+			}
+		}
+		if len(set) > 0 && live <= len(set)/2 {
+			return false
+		}
+	}
+	return true
+}
+
+// voterNames returns the names of set.
+func voterNames(set []Voter) []string {
+	out := make([]string, len(set))
+	for i, v := range set {
+		out[i] = v.Name
+	}
+	return out
 }
 
 func names(n int) []string {

@@ -1,6 +1,8 @@
 package metaraft
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 
 	"go.etcd.io/raft/v3"
@@ -13,6 +15,11 @@ import (
 // nothing that depends on it before.
 type Storage interface {
 	raft.Storage
+	// ID is this storage's replica id: drawn when the storage was made, never 0, the same
+	// for as long as it holds the group's state. A member whose storage was lost comes back
+	// as another replica (a new id the leader adds), never as one that forgot what it voted
+	// for and what it acknowledged.
+	ID() (uint64, error)
 	// Save stores a snapshot (nil or empty: none), then entries (replacing the log from
 	// the first one's index on), then the HardState (nil or empty: unchanged).
 	Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error
@@ -27,10 +34,28 @@ type Storage interface {
 // outlives the Member, as a disk outlives a process).
 type MemStorage struct {
 	*raft.MemoryStorage
+	id uint64
 }
 
-// NewMemStorage returns an empty storage.
-func NewMemStorage() *MemStorage { return &MemStorage{raft.NewMemoryStorage()} }
+// NewMemStorage returns an empty storage with a new replica id.
+func NewMemStorage() *MemStorage {
+	return &MemStorage{MemoryStorage: raft.NewMemoryStorage(), id: NewReplicaID()}
+}
+
+// ID implements Storage.
+func (s *MemStorage) ID() (uint64, error) { return s.id, nil }
+
+// NewReplicaID draws a replica id (crypto/rand: tests make it deterministic with
+// testing/cryptotest).
+func NewReplicaID() uint64 {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		if id := binary.LittleEndian.Uint64(b[:]); id != 0 {
+			return id
+		}
+	}
+}
 
 // Save implements Storage.
 func (s *MemStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error {
