@@ -3,6 +3,7 @@ package remember
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -27,10 +28,18 @@ type metaGroup struct {
 	calls   map[uint64]*metaCall // calls waiting for the member, by its call id
 	retries []*metaCall          // calls to make again at the next tick (no leader yet)
 
-	ask     int       // a non-voter's rotation over the voters it forwards to
-	driveAt time.Time // the leader's next look at the voters
-	driving uint64    // the member's ChangeVoters call in flight (0: none)
+	ask     int               // a non-voter's rotation over the voters it forwards to
+	driveAt time.Time         // the leader's next look at the voters
+	driving uint64            // the member's ChangeVoters call in flight (0: none)
+	joins   map[NodeID]uint64 // replicas that announced themselves to be added, by member
+	joinAt  time.Time         // this member's next announcement (while it waits to be added)
+	// unknownSince: since when a voter of the placement has no replica the leader knows of
+	unknownSince time.Time
 }
+
+// metaJoinWait is how long the leader keeps voters the placement no longer names while a
+// voter it names has not announced its replica.
+const metaJoinWait = 10 * time.Second
 
 // metaCall is one metadata call: a proposal, or a read (keys or a prefix) after a read
 // index. Its answer goes to done; it is made again (or forwarded to the next voter) until
@@ -109,12 +118,13 @@ func (m *Machine) mirrorMeta(changes []change) {
 
 // inGroup reports whether this member's replica is a voter of the configuration it
 // applied: only then does it make calls itself rather than forward them.
-func (g *metaGroup) inGroup(self NodeID) bool {
+func (g *metaGroup) inGroup() bool {
 	if g.member == nil {
 		return false
 	}
-	c := g.member.Configuration()
-	return slices.Contains(c.Voters, string(self)) || slices.Contains(c.Outgoing, string(self))
+	c, id := g.member.Configuration(), g.member.ID()
+	is := func(v metaraft.Voter) bool { return v.ID == id }
+	return slices.ContainsFunc(c.Voters, is) || slices.ContainsFunc(c.Outgoing, is)
 }
 
 // callMeta makes a metadata call: on this member's replica when it is a voter, else at a
@@ -127,7 +137,7 @@ func (m *Machine) callMeta(c *metaCall) {
 	switch {
 	case g.err != nil:
 		c.done(nil, g.err)
-	case g.inGroup(m.self):
+	case g.inGroup():
 		m.callLocal(c)
 	case m.place == nil:
 		c.done(nil, ErrNoPlacement)
@@ -240,7 +250,37 @@ func (m *Machine) tickMetaGroup() {
 		m.callMeta(c)
 	}
 	m.driveVoters()
+	m.announceReplica()
 	m.pumpMeta()
+}
+
+// announceReplica has a member that the placement names a voter, and whose replica the
+// group does not count, tell the voters its replica's id once a second, for the leader to
+// add it (metaJoined).
+func (m *Machine) announceReplica() {
+	g := &m.mg
+	if g.member == nil || m.place == nil || g.inGroup() || m.now.Before(g.joinAt) || !slices.Contains(m.place.Meta(), m.self) {
+		return
+	}
+	g.joinAt = m.now.Add(time.Second)
+	for _, v := range m.place.Meta() {
+		if v != m.self {
+			m.send(v, &pb.ReplicaEnvelope{Msg: &pb.ReplicaEnvelope_MetaJoin{MetaJoin: g.member.ID()}})
+		}
+	}
+}
+
+// metaJoined takes member from's announcement of its replica id (kept while the placement
+// names it a voter: at most the voters' count).
+func (m *Machine) metaJoined(from NodeID, id uint64) {
+	if m.place == nil || !slices.Contains(m.place.Meta(), from) {
+		return
+	}
+	if m.mg.joins == nil {
+		m.mg.joins = map[NodeID]uint64{}
+	}
+	m.mg.joins[from] = id
+	maps.DeleteFunc(m.mg.joins, func(p NodeID, _ uint64) bool { return !slices.Contains(m.place.Meta(), p) })
 }
 
 // driveVoters has the group's leader change its voters to the placement's (the oldest Up
@@ -253,20 +293,47 @@ func (m *Machine) driveVoters() {
 	if lead, _ := g.member.IsLeader(); !lead {
 		return
 	}
-	want := slices.Sorted(slices.Values(m.place.Meta()))
-	if len(want) == 0 {
+	c := g.member.Configuration()
+	// Each voter of the placement by the replica it announced, else the one the group
+	// counts. While one has neither, the group only grows (for up to metaJoinWait), so a
+	// change of the placement never leaves it smaller than it was while the new voters
+	// start.
+	var target []metaraft.Voter
+	unknown := false
+	for _, p := range m.place.Meta() {
+		switch id, joined := g.joins[p]; {
+		case p == m.self:
+			target = append(target, metaraft.Voter{Name: string(p), ID: g.member.ID()})
+		case joined:
+			target = append(target, metaraft.Voter{Name: string(p), ID: id})
+		default:
+			n := len(target)
+			for _, v := range c.Voters {
+				if v.Name == string(p) {
+					target = append(target, v)
+				}
+			}
+			unknown = unknown || len(target) == n
+		}
+	}
+	switch {
+	case !unknown:
+		g.unknownSince = time.Time{}
+	case g.unknownSince.IsZero():
+		g.unknownSince = m.now
+		fallthrough
+	case m.now.Sub(g.unknownSince) < metaJoinWait:
+		target = append(target, c.Voters...)
+	}
+	if len(target) == 0 {
 		return
 	}
-	c := g.member.Configuration()
-	names := make([]string, len(want))
-	for i, id := range want {
-		names[i] = string(id)
-	}
-	if !c.Joint() && slices.Equal(c.Voters, names) {
+	target = metaraft.SortVoters(target)
+	if !c.Joint() && slices.Equal(c.Voters, target) {
 		return
 	}
 	g.driveAt = m.now.Add(time.Second)
-	g.driving = g.member.ChangeVoters(m.now, names)
+	g.driving = g.member.ChangeVoters(m.now, target)
 }
 
 // pumpMeta hands out what the replica has: frames for the other voters, answers.
@@ -401,7 +468,7 @@ func (m *Machine) serveMetaCall(from NodeID, req uint64, call *pb.MetaCall) {
 	answer := func(a *pb.MetaAnswer) {
 		m.send(from, &pb.ReplicaEnvelope{RequestId: req, Msg: &pb.ReplicaEnvelope_MetaAnswer{MetaAnswer: a}})
 	}
-	if !m.mg.inGroup(m.self) {
+	if !m.mg.inGroup() {
 		answer(&pb.MetaAnswer{NotVoter: true})
 		return
 	}

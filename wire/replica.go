@@ -103,6 +103,10 @@ func DecodeReplica(frame []byte) (*pb.ReplicaEnvelope, error) {
 		if n := len(m.Raft); n == 0 || n > MaxRaftFrame {
 			return nil, malformed("raft frame is %d bytes long (1..%d)", n, MaxRaftFrame)
 		}
+	case *pb.ReplicaEnvelope_MetaJoin:
+		if m.MetaJoin == 0 {
+			return nil, malformed("meta_join names replica 0")
+		}
 	case *pb.ReplicaEnvelope_MetaCall:
 		err = checkMetaCall(m.MetaCall)
 	case *pb.ReplicaEnvelope_MetaAnswer:
@@ -119,7 +123,8 @@ func DecodeReplica(frame []byte) (*pb.ReplicaEnvelope, error) {
 // oneWay reports whether msg is a one-way frame, without a request id.
 func oneWay(msg any) bool {
 	switch msg.(type) {
-	case *pb.ReplicaEnvelope_Repair, *pb.ReplicaEnvelope_Collect, *pb.ReplicaEnvelope_Synced, *pb.ReplicaEnvelope_Raft:
+	case *pb.ReplicaEnvelope_Repair, *pb.ReplicaEnvelope_Collect, *pb.ReplicaEnvelope_Synced, *pb.ReplicaEnvelope_Raft,
+		*pb.ReplicaEnvelope_MetaJoin:
 		return true
 	}
 	return false

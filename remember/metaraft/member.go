@@ -335,7 +335,7 @@ func (m *Member) readCtx(id uint64) []byte {
 // unless the group reaches set anyway (callers retry).
 func (m *Member) ChangeVoters(now time.Time, set []Voter) uint64 {
 	c := m.newCall(now)
-	c.target = sortVoters(slices.Clone(set))
+	c.target = SortVoters(slices.Clone(set))
 	for _, v := range c.target {
 		m.names[v.ID] = v.Name
 	}
@@ -375,8 +375,8 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// sortVoters sorts set by name, then id, without repeats.
-func sortVoters(set []Voter) []Voter {
+// SortVoters sorts set by name, then id, without repeats.
+func SortVoters(set []Voter) []Voter {
 	slices.SortFunc(set, func(a, b Voter) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
 			return c
@@ -389,7 +389,7 @@ func sortVoters(set []Voter) []Voter {
 // reached reports whether the applied configuration is set alone.
 func (m *Member) reached(set []Voter) bool {
 	c := m.configuration(m.applied)
-	return !c.Joint() && slices.Equal(c.Voters, sortVoters(slices.Clone(set)))
+	return !c.Joint() && slices.Equal(c.Voters, SortVoters(slices.Clone(set)))
 }
 
 // ID returns this replica's id in the group (its storage's).
@@ -406,7 +406,7 @@ func (m *Member) configuration(index uint64) Configuration {
 			}
 			out = append(out, Voter{Name: n, ID: id})
 		}
-		return sortVoters(out)
+		return SortVoters(out)
 	}
 	return Configuration{Index: index, Voters: name(m.conf.GetVoters()), Outgoing: name(m.conf.GetVotersOutgoing())}
 }

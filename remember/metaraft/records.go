@@ -53,7 +53,7 @@ func encodeSnapshot(data []byte, names map[uint64]string) []byte {
 	for id, n := range names {
 		voters = append(voters, Voter{Name: n, ID: id})
 	}
-	b, err := json.Marshal(snapshot{Data: data, Names: sortVoters(voters)})
+	b, err := json.Marshal(snapshot{Data: data, Names: SortVoters(voters)})
 	if err != nil {
 		panic(fmt.Sprintf("metaraft: encode snapshot: %v", err)) // bytes and strings always encode
 	}

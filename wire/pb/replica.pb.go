@@ -52,6 +52,7 @@ type ReplicaEnvelope struct {
 	//	*ReplicaEnvelope_Raft
 	//	*ReplicaEnvelope_MetaCall
 	//	*ReplicaEnvelope_MetaAnswer
+	//	*ReplicaEnvelope_MetaJoin
 	Msg           isReplicaEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -252,6 +253,15 @@ func (x *ReplicaEnvelope) GetMetaAnswer() *MetaAnswer {
 	return nil
 }
 
+func (x *ReplicaEnvelope) GetMetaJoin() uint64 {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_MetaJoin); ok {
+			return x.MetaJoin
+		}
+	}
+	return 0
+}
+
 type isReplicaEnvelope_Msg interface {
 	isReplicaEnvelope_Msg()
 }
@@ -339,6 +349,13 @@ type ReplicaEnvelope_MetaAnswer struct {
 	MetaAnswer *MetaAnswer `protobuf:"bytes,18,opt,name=meta_answer,json=metaAnswer,proto3,oneof"`
 }
 
+type ReplicaEnvelope_MetaJoin struct {
+	// One-way, to the voters, from a member the placement names a voter whose replica
+	// the group does not count yet: the id of its replica (its storage's), for the
+	// leader to add.
+	MetaJoin uint64 `protobuf:"varint,19,opt,name=meta_join,json=metaJoin,proto3,oneof"`
+}
+
 func (*ReplicaEnvelope_Write) isReplicaEnvelope_Msg() {}
 
 func (*ReplicaEnvelope_WriteAck) isReplicaEnvelope_Msg() {}
@@ -370,6 +387,8 @@ func (*ReplicaEnvelope_Raft) isReplicaEnvelope_Msg() {}
 func (*ReplicaEnvelope_MetaCall) isReplicaEnvelope_Msg() {}
 
 func (*ReplicaEnvelope_MetaAnswer) isReplicaEnvelope_Msg() {}
+
+func (*ReplicaEnvelope_MetaJoin) isReplicaEnvelope_Msg() {}
 
 // MetaProposal is an entry of the metadata group's log: fenced writes (versions assigned
 // by the member that made the call), fence floors to raise, and records to merge (the
@@ -1739,7 +1758,7 @@ var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
 	"\n" +
-	"\rreplica.proto\x12\x11shardmesh.wire.v1\"\xa4\b\n" +
+	"\rreplica.proto\x12\x11shardmesh.wire.v1\"\xc3\b\n" +
 	"\x0fReplicaEnvelope\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1d\n" +
 	"\n" +
@@ -1762,7 +1781,8 @@ const file_replica_proto_rawDesc = "" +
 	"\x04raft\x18\x10 \x01(\fH\x00R\x04raft\x12:\n" +
 	"\tmeta_call\x18\x11 \x01(\v2\x1b.shardmesh.wire.v1.MetaCallH\x00R\bmetaCall\x12@\n" +
 	"\vmeta_answer\x18\x12 \x01(\v2\x1d.shardmesh.wire.v1.MetaAnswerH\x00R\n" +
-	"metaAnswerB\x05\n" +
+	"metaAnswer\x12\x1d\n" +
+	"\tmeta_join\x18\x13 \x01(\x04H\x00R\bmetaJoinB\x05\n" +
 	"\x03msg\"\xb9\x01\n" +
 	"\fMetaProposal\x128\n" +
 	"\x06writes\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\x06writes\x12\x1d\n" +
@@ -1970,6 +1990,7 @@ func file_replica_proto_init() {
 		(*ReplicaEnvelope_Raft)(nil),
 		(*ReplicaEnvelope_MetaCall)(nil),
 		(*ReplicaEnvelope_MetaAnswer)(nil),
+		(*ReplicaEnvelope_MetaJoin)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
