@@ -95,10 +95,9 @@ const (
 // applyOp is one operation of a DiskApply.
 type applyOp struct {
 	kind   opKind
-	recs   []entry    // opWrite, opMerge
-	keys   []string   // opFence
-	fences []uint64   // opFence, as long as keys
-	meta   *metaFence // opWrite: the metadata's configuration the writer routed by
+	recs   []entry  // opWrite, opMerge
+	keys   []string // opFence
+	fences []uint64 // opFence, as long as keys
 }
 
 func (op *applyOp) size() int { return len(op.recs) + len(op.keys) }
@@ -115,7 +114,6 @@ type applyResult struct {
 type refusal struct {
 	index int
 	need  uint64
-	stale bool // refused because the writer routed it by an older metadata configuration
 }
 
 // change is an entry that an apply changed: what it held before and holds now.
@@ -138,9 +136,6 @@ func applyKeys(ops []applyOp) []string {
 		for j := range ops[i].recs {
 			add(ops[i].recs[j].rec.Key)
 		}
-		if ops[i].meta != nil {
-			add(ops[i].meta.key)
-		}
 		for _, k := range ops[i].keys {
 			add(k)
 		}
@@ -162,13 +157,8 @@ func applyOps(ops []applyOp, before map[string]entry) ([]applyResult, []change) 
 		op, res := &ops[i], &results[i]
 		switch op.kind {
 		case opWrite:
-			stale := op.meta.stale(after)
 			for j := range op.recs {
 				in := &op.recs[j]
-				if stale && op.meta.isMeta[j] {
-					res.refused = append(res.refused, refusal{index: j, stale: true})
-					continue
-				}
 				next, need, ok := applyWrite(after[in.rec.Key], *in)
 				if !ok {
 					res.refused = append(res.refused, refusal{index: j, need: need})

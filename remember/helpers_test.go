@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -74,11 +75,36 @@ func newCluster(t testing.TB, n int, tune func(*Config)) *cluster {
 	for i := range n {
 		c.open(i)
 	}
-	// New stores joining the metadata replicas refill them first (from the oldest).
-	for i, s := range c.stores {
-		waitFor(t, fmt.Sprintf("member %d's refill of the metadata", i), func() bool { return !s.Refill().Active })
-	}
+	c.waitGroup()
 	return c
+}
+
+// waitGroup waits until the metadata group holds every voter of the placement and has a
+// leader, as every open store sees it.
+func (c *cluster) waitGroup() {
+	c.t.Helper()
+	voters := c.placement().Meta()
+	for i, s := range c.stores {
+		if s == nil {
+			continue
+		}
+		waitFor(c.t, fmt.Sprintf("member %d to see the metadata group formed", i), func() bool {
+			st := s.MetaStatus()
+			if st.Leader == "" && slices.Contains(voters, c.id(i)) {
+				return false
+			}
+			if !slices.Contains(voters, c.id(i)) {
+				return true // not a voter: it forwards
+			}
+			n := 0
+			for _, v := range st.Voters {
+				if slices.Contains(voters, NodeID(v.Name)) {
+					n++
+				}
+			}
+			return st.Voter && n == len(voters) && len(st.Voters) == len(voters)
+		})
+	}
 }
 
 func (c *cluster) config(i int) Config {
@@ -88,6 +114,7 @@ func (c *cluster) config(i int) Config {
 		Placement:           c.placement,
 		AntiEntropyInterval: 50 * time.Millisecond,
 		Timeout:             2 * time.Second,
+		MetaTick:            10 * time.Millisecond,
 		Logger:              c.log.With("member", i),
 	}
 	if c.tune != nil {

@@ -61,10 +61,8 @@ type Machine struct {
 	moveSeq   uint64
 	marks     map[Unit]moveMark
 	care      map[Unit]time.Time // units to look after, by when (care.go)
-	ae        antiEntropy
 	us        unitSync
 	rf        refill
-	meta      metaState // the metadata's configuration (metaconfig.go)
 	mg        metaGroup // this member's part in the metadata group (metagroup.go)
 
 	out   Ready
@@ -88,9 +86,6 @@ type MachineConfig struct {
 	Seed uint64
 	// OnRound, when set, is told the size of every round the machine starts (metrics).
 	OnRound func(kind string, n int)
-	// OnMetaConfig, when set, is told each configuration of the metadata's replicas this
-	// member stored as the driver of a change (logs, tests).
-	OnMetaConfig func(MetaConfig)
 	// MetaStorage is where this member's replica of the metadata group is durable, when it
 	// is a voter: it outlives the machine (a restarted member carries on from it).
 	MetaStorage metaraft.Storage
@@ -190,13 +185,9 @@ func NewMachine(cfg MachineConfig, st DiskState, now time.Time) (*Machine, error
 	// Request ids start at a random point, so answers meant for a previous process of this
 	// member match nothing.
 	m.nextReq = m.rng.Uint64() >> 1
-	m.ae.next = now.Add(m.aeJitter())
 	m.us.next = now.Add(m.aeJitter())
-	m.rf.compare, m.rf.openKeys = cfg.Returning, m.hold.meta.entries()
-	// A member whose disk holds no configuration (new, or from a cluster that stored none)
-	// routes metadata calls to the voters until it reads one; one that held the metadata
-	// reads the configuration from the last set it knew before any metadata call.
-	m.meta.cfg, m.meta.known, m.meta.nextLearn = st.meta, st.meta.Gen == 0, now
+	// A member that was a voter carries on with its replica of the metadata group.
+	m.startMeta()
 	return m, nil
 }
 
@@ -212,25 +203,6 @@ func (m *Machine) Stats() Stats { return m.stats }
 
 // Self returns this member.
 func (m *Machine) Self() NodeID { return m.self }
-
-// metaSet returns the members that hold the metadata: those of its stored configuration
-// (both sets during a change), or the voters before one was stored; this member alone
-// before it has a placement.
-func (m *Machine) metaSet() []NodeID {
-	return m.metaQuorum().members("")
-}
-
-// metaSources returns the members a refilling replica of the metadata refills from: the
-// stored configuration's set (the old one during a change), or the voters.
-func (m *Machine) metaSources() []NodeID {
-	if m.meta.cfg.Gen == 0 {
-		return m.placedMeta()
-	}
-	return m.meta.cfg.Set
-}
-
-// metaMember reports whether this member holds the metadata.
-func (m *Machine) metaMember() bool { return slices.Contains(m.metaSet(), m.self) }
 
 // Receive handles a frame of the replica protocol from member from. A frame that does not
 // decode is counted, dropped and returned as an error.
@@ -256,8 +228,6 @@ func (m *Machine) ReceiveEnvelope(now time.Time, from NodeID, env *pb.ReplicaEnv
 		recs := fromPBs(msg.Repair.Records, false)
 		m.observe(recs)
 		m.apply(applyOp{kind: opMerge, recs: recs}, func(DiskResult) {})
-	case *pb.ReplicaEnvelope_Digest:
-		m.serveDigest(from, env.RequestId, msg.Digest.Buckets)
 	case *pb.ReplicaEnvelope_UnitDigest:
 		m.serveUnitDigests(from, env.RequestId, msg.UnitDigest.Units)
 	case *pb.ReplicaEnvelope_Drop:
@@ -265,7 +235,13 @@ func (m *Machine) ReceiveEnvelope(now time.Time, from NodeID, env *pb.ReplicaEnv
 	case *pb.ReplicaEnvelope_Collect:
 		m.serveCollect(unitOf(msg.Collect.Unit), msg.Collect.Hash)
 	case *pb.ReplicaEnvelope_Synced:
-		m.rf.unitSynced(unitOf(msg.Synced))
+		m.unitSynced(unitOf(msg.Synced))
+	case *pb.ReplicaEnvelope_Raft:
+		m.receiveRaft(from, msg.Raft)
+	case *pb.ReplicaEnvelope_MetaJoin:
+		m.metaJoined(from, msg.MetaJoin)
+	case *pb.ReplicaEnvelope_MetaCall:
+		m.serveMetaCall(from, env.RequestId, msg.MetaCall)
 	default: // answers
 		p := m.pending[env.RequestId]
 		if p == nil || !p.from(from) {
@@ -294,11 +270,6 @@ func (m *Machine) DiskDone(now time.Time, res DiskResult) {
 			m.keys--
 		}
 		m.clock = max(m.clock, c.after.rec.Version.Counter)
-		if c.key == m.metaKey() {
-			if mc, ok := decodeMetaConfig(&c.after); ok {
-				m.learnMeta(mc) // stored (and synced) here before the machine acts on it
-			}
-		}
 	}
 	for _, a := range res.applied {
 		m.stats.Refused += uint64(len(a.refused))
@@ -323,8 +294,8 @@ func (m *Machine) Tick(now time.Time) {
 		}
 	}
 	m.tickReasks()
-	m.tickMeta()
-	m.tickAntiEntropy()
+	m.tickMetaGroup()
+	m.tickRefill()
 	m.tickUnits()
 }
 
@@ -333,17 +304,14 @@ func (m *Machine) Tick(now time.Time) {
 func (m *Machine) NextDeadline() time.Time {
 	var next time.Time
 	if m.cfg.AntiEntropyInterval > 0 {
-		next = m.ae.wake()
-		if w := m.us.wake(); !w.IsZero() && w.Before(next) {
-			next = w
-		}
+		next = m.us.wake()
 	}
 	for _, a := range m.reasks {
 		if next.IsZero() || a.at.Before(next) {
 			next = a.at
 		}
 	}
-	for _, w := range []time.Time{m.units.wake(), m.careWake(), m.metaWake()} {
+	for _, w := range []time.Time{m.units.wake(), m.careWake(), m.metaWakeGroup(), m.refillWake()} {
 		if !w.IsZero() && (next.IsZero() || w.Before(next)) {
 			next = w
 		}

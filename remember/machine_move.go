@@ -594,7 +594,7 @@ func (m *Machine) readPage(q quorum, prefix, after string, done func(es []entry,
 	for _, p := range r.asked {
 		if p == m.self {
 			m.diskOp(DiskOp{Kind: DiskScan, prefix: prefix, after: after, limit: copyPageSize}, func(res DiskResult) {
-				if res.err == nil && !m.rf.counts(q.unit) {
+				if res.err == nil && !m.counts(q.unit) {
 					res.err = fmt.Errorf("remember: %w", ErrRefilling)
 				}
 				r.take(m, m.self, res.entries, true, res.more, res.err)

@@ -31,6 +31,10 @@ func (m *Machine) Get(now time.Time, key string, fence uint64) CallID {
 	m.nextCall++
 	m.stats.Reads++
 	c := &readCall{id: m.nextCall, key: key, fence: fence}
+	if m.layout.UnitOf(key).Meta() {
+		m.getMeta(c.id, key, fence)
+		return c.id
+	}
 	m.prepare([]Unit{m.layout.UnitOf(key)}, false, func(qs []quorum, err error) {
 		if err != nil {
 			m.answerCall(Answer{Call: c.id, Err: err})
@@ -55,6 +59,10 @@ func (m *Machine) Scan(now time.Time, prefix string) CallID {
 	u, ok := m.layout.UnitOfPrefix(prefix)
 	if !ok {
 		m.answerCall(Answer{Call: c.id, Err: fmt.Errorf("remember: scan of %q: %w", prefix, ErrSpansUnits)})
+		return c.id
+	}
+	if u.Meta() {
+		m.scanMeta(c.id, prefix)
 		return c.id
 	}
 	m.prepare([]Unit{u}, false, func(qs []quorum, err error) {
@@ -174,7 +182,6 @@ func (r *readRound) ask(m *Machine, p NodeID) {
 			m.diskOp(DiskOp{Kind: DiskScan, prefix: calls[0].key}, r.localAnswer(m))
 		} else {
 			read := &pb.ReplicaRead{Scan: true, Prefix: []byte(calls[0].key)}
-			r.route(read)
 			m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: read}})
 		}
 		return
@@ -193,7 +200,6 @@ func (r *readRound) ask(m *Machine, p NodeID) {
 	switch {
 	case p != m.self:
 		read := &pb.ReplicaRead{Keys: keyBytes(keys), Fences: fences}
-		r.route(read)
 		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: read}})
 	case r.fenced:
 		m.apply(applyOp{kind: opFence, keys: keys, fences: fences}, func(res DiskResult) {
@@ -255,7 +261,7 @@ func (r *readRound) localAnswer(m *Machine) func(DiskResult) {
 	return func(res DiskResult) {
 		if res.err == nil && !r.calls[0].all {
 			for _, i := range r.dest[m.self] {
-				if !m.rf.counts(r.calls[i].q.unit) {
+				if !m.counts(r.calls[i].q.unit) {
 					if !r.finished && r.askAgain(m, m.self) {
 						return
 					}
@@ -283,9 +289,6 @@ func (r *readRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
 		return
 	}
 	var err error
-	if len(msg.Records.MetaConfig) > 0 {
-		m.learnMetaFrom(msg.Records.MetaConfig)
-	}
 	if msg.Records.Error != "" {
 		if msg.Records.Refilling && !r.finished && !r.answered[from] && r.askAgain(m, from) {
 			return
@@ -531,11 +534,7 @@ func (m *Machine) serveRead(from NodeID, req uint64, msg *pb.ReplicaRead) {
 	for i, k := range msg.Keys {
 		keys[i] = string(k)
 	}
-	if m.staleRead(keys, msg) {
-		m.sendFrame(from, staleFrame(req, m.meta.cfg))
-		return
-	}
-	counts := m.rf.countsKeys(m.layout, keys, msg)
+	counts := m.countsKeys(keys, msg)
 	if len(msg.Fences) > 0 {
 		m.apply(applyOp{kind: opFence, keys: keys, fences: msg.Fences}, func(res DiskResult) {
 			if res.err == nil {

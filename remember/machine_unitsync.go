@@ -158,7 +158,7 @@ func (m *Machine) compared(r *digestRound) {
 		for _, p := range us.cfg.Set {
 			if p == m.self {
 				check(mine.hash)
-				refilling = refilling || !m.rf.counts(u)
+				refilling = refilling || !m.counts(u)
 				continue
 			}
 			d := r.got[p][u]
@@ -236,7 +236,7 @@ func (m *Machine) serveUnitDigests(from NodeID, req uint64, units []*pb.ReplicaU
 		u := unitOf(pu)
 		d := m.hold.unit(u)
 		out.Digests = append(out.Digests, &pb.ReplicaUnitDigest{Unit: pu, Hash: d.hash, Count: uint64(d.count),
-			Tombstones: uint64(d.tombstones), Refilling: !m.rf.counts(u)})
+			Tombstones: uint64(d.tombstones), Refilling: !m.counts(u)})
 	}
 	m.send(from, &pb.ReplicaEnvelope{RequestId: req, Msg: &pb.ReplicaEnvelope_UnitDigests{UnitDigests: out}})
 }
@@ -300,7 +300,7 @@ func (m *Machine) syncPage(s *unitSyncRun) {
 	for _, p := range s.set {
 		if p == m.self {
 			m.diskOp(DiskOp{Kind: DiskScan, prefix: r.prefix, after: s.after, limit: copyPageSize}, func(res DiskResult) {
-				if res.err == nil && !m.rf.counts(s.u) {
+				if res.err == nil && !m.counts(s.u) {
 					res.err = fmt.Errorf("remember: %w", ErrRefilling)
 				}
 				r.take(m, m.self, res.entries, true, res.more, res.err)
@@ -367,7 +367,7 @@ func (m *Machine) endUnitSync(s *unitSyncRun) {
 				switch {
 				case s.unpushed[p]:
 				case p == m.self:
-					m.rf.unitSynced(s.u)
+					m.unitSynced(s.u)
 				default:
 					m.send(p, &pb.ReplicaEnvelope{Msg: &pb.ReplicaEnvelope_Synced{Synced: unitPB(s.u)}})
 				}
@@ -375,4 +375,13 @@ func (m *Machine) endUnitSync(s *unitSyncRun) {
 		}
 	}
 	m.startUnitSyncs()
+}
+
+// aeJitter returns an anti-entropy interval ±25 %, so members' rounds do not align.
+func (m *Machine) aeJitter() time.Duration {
+	iv := m.cfg.AntiEntropyInterval
+	if iv <= 0 {
+		return 0
+	}
+	return iv*3/4 + time.Duration(m.rng.Int64N(int64(iv/2)+1))
 }

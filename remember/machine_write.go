@@ -46,7 +46,43 @@ func (m *Machine) Write(now time.Time, ws []Write) CallID {
 	m.now = now
 	m.nextCall++
 	m.stats.Writes += uint64(len(ws))
-	c := &writeCall{id: m.nextCall, writes: ws}
+	id := m.nextCall
+	var meta, units []Write
+	for _, w := range ws {
+		if m.layout.UnitOf(w.Key).Meta() {
+			meta = append(meta, w)
+		} else {
+			units = append(units, w)
+		}
+	}
+	switch {
+	case len(units) == 0:
+		m.writeMeta(id, meta, m.answerCall)
+	case len(meta) == 0:
+		m.writeUnits(id, ws)
+	default:
+		// Both: the metadata's in the group, the units' in rounds; answered when both are,
+		// with the first error.
+		left, first := 2, error(nil)
+		both := func(a Answer) {
+			if first == nil {
+				first = a.Err
+			}
+			if left--; left == 0 {
+				m.answerCall(Answer{Call: id, Err: first})
+			}
+		}
+		m.nextCall++
+		m.own(m.nextCall, both)
+		m.writeUnits(m.nextCall, units)
+		m.writeMeta(id, meta, both)
+	}
+	return id
+}
+
+// writeUnits makes call id, writes of shard units' keys only, in quorum rounds.
+func (m *Machine) writeUnits(id CallID, ws []Write) {
+	c := &writeCall{id: id, writes: ws}
 	units := make([]Unit, 0, 1)
 	c.unitOf = make([]int, len(ws))
 	for i, w := range ws {
@@ -67,7 +103,6 @@ func (m *Machine) Write(now time.Time, ws []Write) CallID {
 		m.writeQueue = append(m.writeQueue, c)
 		m.startWrites()
 	})
-	return c.id
 }
 
 // writeCall is one Write call in a round.
@@ -181,15 +216,6 @@ func (m *Machine) startWrite(calls []*writeCall) {
 		us.writeGen++
 	}
 	r.req = m.request(r)
-	by := routedBy(func(yield func(quorum) bool) {
-		for _, c := range r.calls {
-			for _, q := range c.quorums {
-				if !yield(q) {
-					return
-				}
-			}
-		}
-	})
 	var all []byte // the frame of every record, encoded once for the replicas that get all
 	for _, p := range r.asked {
 		if p == m.self {
@@ -199,17 +225,17 @@ func (m *Machine) startWrite(calls []*writeCall) {
 		if len(idx) == len(r.recs) {
 			if all == nil {
 				all = wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{
-					Records: toPBs(r.recs, false), MetaGen: by.Gen, MetaBallot: by.Ballot}}})
+					Records: toPBs(r.recs, false)}}})
 			}
 			m.sendFrame(p, all)
 			continue
 		}
 		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{
-			Records: toPBs(pick(r.recs, idx), false), MetaGen: by.Gen, MetaBallot: by.Ballot}}})
+			Records: toPBs(pick(r.recs, idx), false)}}})
 	}
 	if idx, ok := r.dest[m.self]; ok {
 		recs := pick(r.recs, idx)
-		m.apply(applyOp{kind: opWrite, recs: recs, meta: m.fenceMeta(recs, by.Gen, by.Ballot)}, func(res DiskResult) {
+		m.apply(applyOp{kind: opWrite, recs: recs}, func(res DiskResult) {
 			var refused []refusal
 			if res.err == nil {
 				refused = res.applied[0].refused
@@ -256,20 +282,13 @@ func (m *Machine) serveWrite(from NodeID, req uint64, w *pb.ReplicaWrite) {
 		kind = opMerge
 		m.markCopy(m.layout.UnitOf(recs[0].rec.Key), moveMark{epoch: w.MoveEpoch, seq: w.MoveSeq})
 	}
-	op := applyOp{kind: kind, recs: recs}
-	if kind == opWrite {
-		op.meta = m.fenceMeta(recs, w.MetaGen, w.MetaBallot)
-	}
-	m.apply(op, func(res DiskResult) {
+	m.apply(applyOp{kind: kind, recs: recs}, func(res DiskResult) {
 		ack := &pb.ReplicaWriteAck{}
 		if res.err != nil {
 			ack.Error = truncate(res.err.Error(), 1024)
 		} else if kind == opWrite {
 			for _, r := range res.applied[0].refused {
-				ack.Refused = append(ack.Refused, &pb.ReplicaRefusal{Index: uint32(r.index), Floor: r.need, StaleMeta: r.stale})
-				if r.stale && ack.MetaConfig == nil {
-					ack.MetaConfig = m.meta.cfg.encode()
-				}
+				ack.Refused = append(ack.Refused, &pb.ReplicaRefusal{Index: uint32(r.index), Floor: r.need})
 			}
 		}
 		m.send(from, &pb.ReplicaEnvelope{RequestId: req, Msg: &pb.ReplicaEnvelope_WriteAck{WriteAck: ack}})
@@ -284,12 +303,9 @@ func (r *writeRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
 	if !ok {
 		return
 	}
-	if len(ack.WriteAck.MetaConfig) > 0 {
-		m.learnMetaFrom(ack.WriteAck.MetaConfig)
-	}
 	refused := make([]refusal, 0, len(ack.WriteAck.Refused))
 	for _, rf := range ack.WriteAck.Refused {
-		refused = append(refused, refusal{index: int(rf.Index), need: rf.Floor, stale: rf.StaleMeta})
+		refused = append(refused, refusal{index: int(rf.Index), need: rf.Floor})
 	}
 	var err error
 	if ack.WriteAck.Error != "" {
@@ -321,12 +337,6 @@ func (r *writeRound) count(m *Machine, from NodeID, refused []refusal, err error
 			continue // its error, fenced or not, is the caller's now: not to be changed
 		}
 		refusedCall[i] = true
-		if rf.stale {
-			if c.cause == nil {
-				c.cause = fmt.Errorf("replica %s: %w", from, ErrStaleMeta)
-			}
-			continue
-		}
 		need := rf.need
 		if c.fenced != nil {
 			need = max(need, c.fenced.Need)

@@ -127,15 +127,13 @@ type DiskState struct {
 	hold       holdings
 	maxCounter uint64
 	entries    int
-	metaKey    string
-	meta       MetaConfig // the metadata's configuration stored here (metaconfig.go)
 }
 
 func newDiskState(l Layout) DiskState {
 	if l == nil {
 		l = metaLayout{}
 	}
-	return DiskState{hold: newHoldings(l), metaKey: l.ConfigKey(Unit{})}
+	return DiskState{hold: newHoldings(l)}
 }
 
 // add accounts for a stored entry.
@@ -145,11 +143,6 @@ func (s *DiskState) add(key string, e *entry) {
 	s.hold.update(key, &none, e)
 	s.maxCounter = max(s.maxCounter, e.rec.Version.Counter)
 	s.entries++
-	if key == s.metaKey {
-		if c, ok := decodeMetaConfig(e); ok && c.Gen > s.meta.Gen {
-			s.meta = c
-		}
-	}
 }
 
 // holdings returns the digests by unit of layout l (empty for a zero DiskState).

@@ -77,10 +77,11 @@ func holdsGroup(st metaraft.Storage) (bool, error) {
 // startMeta starts this member's replica of the group when it should hold one: its storage
 // holds a part of the group (it was a voter: it carries on), or the placement names it a
 // voter (it starts empty and the leader adds it). A member founds the group — a group of
-// itself, which grows as the leader adds the other voters — only when it is alone in its
-// cluster on a disk that never ran (the member that forms a new cluster): a member that
-// ran before never founds, so a cluster restarting without its voters waits for them
-// rather than start a second, empty metadata.
+// itself, which grows as the leader adds the other voters — only as the oldest voter on
+// an empty disk that never ran: the member that forms a new cluster (a member that joins
+// one is younger than its voters). A member that ran before never founds, so a cluster
+// restarting without its voters waits for them rather than start a second, empty
+// metadata.
 func (m *Machine) startMeta() {
 	g := &m.mg
 	if g.member != nil || g.err != nil || m.cfg.MetaStorage == nil {
@@ -95,7 +96,7 @@ func (m *Machine) startMeta() {
 	if !held && !voter {
 		return
 	}
-	found := !held && !m.cfg.Returning && m.place != nil && slices.Equal(m.place.Members(), []NodeID{m.self})
+	found := !held && !m.cfg.Returning && m.keys == 0 && voter && m.place.Meta()[0] == m.self
 	g.recs = newMetaRecords(m.mirrorMeta)
 	member, err := metaraft.New(m.metaRaftConfig(found), m.cfg.MetaStorage, g.recs, m.now)
 	if err != nil {
@@ -188,6 +189,11 @@ func (m *Machine) metaAnswered(a metaraft.Answer) {
 			return
 		}
 		ans.Result = res
+		// Answered once the local disk holds what the group applied up to the entry too
+		// (disk operations run in order): the offline tools and ScanAll on this member
+		// then see what it was told is written.
+		m.apply(applyOp{kind: opMerge}, func(DiskResult) { c.done(ans, nil) })
+		return
 	} else {
 		ans.Records = m.readApplied(c.read)
 	}
@@ -484,3 +490,29 @@ func (m *Machine) serveMetaCall(from NodeID, req uint64, call *pb.MetaCall) {
 
 // errAnswerShape is a voter's answer that does not fit the call (a bug or a damaged frame).
 var errAnswerShape = errors.New("remember: a voter's answer does not match the call")
+
+// errMetaRound is a quorum round asked for the metadata, which is the group's (a bug).
+var errMetaRound = errors.New("remember: the metadata is the metadata group's, not a replica set's")
+
+// MetaStatus is this member's view of the metadata group.
+type MetaStatus struct {
+	Replica bool   // it holds a replica of the group (it is, or is about to be, a voter)
+	Voter   bool   // its replica votes in the configuration it applied
+	Leader  NodeID // the leader it knows of ("" for none)
+	Term    uint64
+	Applied uint64 // the log index its replica applied
+	Voters  []metaraft.Voter
+	Err     error // why it holds no replica though it should (a damaged storage)
+}
+
+// MetaStatus returns this member's view of the metadata group.
+func (m *Machine) MetaStatus() MetaStatus {
+	g := &m.mg
+	st := MetaStatus{Err: g.err}
+	if g.member == nil {
+		return st
+	}
+	lead, term := g.member.Leader()
+	c := g.member.Configuration()
+	return MetaStatus{Replica: true, Voter: g.inGroup(), Leader: NodeID(lead), Term: term, Applied: c.Index, Voters: c.Voters, Err: g.err}
+}

@@ -57,7 +57,9 @@ func (s *metaRecords) Apply(_ uint64, data []byte) []byte {
 		before[k] = s.entries[k]
 	}
 	results, changes := applyOps(ops, before)
-	for _, c := range changes {
+	for i := range changes {
+		c := &changes[i]
+		c.after.rec.Key = c.key // a key with only a floor has no record to name it
 		if c.after.absent() {
 			delete(s.entries, c.key)
 		} else {
@@ -75,6 +77,9 @@ func (s *metaRecords) Apply(_ uint64, data []byte) []byte {
 				out.Refused = append(out.Refused, &pb.ReplicaRefusal{Index: uint32(r.index), Floor: r.need})
 			}
 		case opFence:
+			for j := range results[i].entries {
+				results[i].entries[j].rec.Key = op.keys[j]
+			}
 			out.Fenced = toPBs(results[i].entries, false)
 		}
 	}

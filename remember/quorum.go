@@ -12,9 +12,6 @@ func majority(n int) int { return max(n, 0)/2 + 1 }
 type quorum struct {
 	unit Unit
 	sets [][]NodeID
-	// by, for the metadata, is the configuration the sets come from (Gen and Ballot; the
-	// zero one: the voters, none stored): calls name it to the replicas (metaconfig.go).
-	by MetaConfig
 }
 
 // single returns the quorum of one set.

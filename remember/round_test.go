@@ -11,11 +11,12 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// roundMachine is machine "a" with the metadata on members a, b, … (n of them: a write
-// needs a majority), its frames and disk operations fed by hand.
+// roundMachine is machine "a" with the shard unit t/1 (keys u/1/…, testLayout) on members
+// a, b, … (n of them: a write needs a majority), its frames and disk operations fed by
+// hand.
 func roundMachine(t *testing.T, n int) *Machine {
 	t.Helper()
-	m, err := NewMachine(MachineConfig{Self: "a", Timeout: time.Second, AntiEntropyInterval: -1}, DiskState{}, t0)
+	m, err := NewMachine(MachineConfig{Self: "a", Layout: testLayout{}, Timeout: time.Second, AntiEntropyInterval: -1}, DiskState{}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +24,9 @@ func roundMachine(t *testing.T, n int) *Machine {
 	for i := range n {
 		ms = append(ms, PlacedMember{ID: NodeID(rune('a' + i)), Age: uint64(i + 1)})
 	}
-	m.SetPlacement(t0, NewPlacement(ms, 0, 0, nil))
+	m.SetPlacement(t0, NewPlacement(ms, n, 0, nil))
+	us := m.units.get(Unit{Type: "t", Shard: "1"})
+	us.hosted, us.cfg = true, &UnitConfig{Set: m.place.Members()}
 	return m
 }
 
@@ -40,7 +43,7 @@ func roundOf(t *testing.T, m *Machine, calls ...[]Write) ([]CallID, uint64, Disk
 	m.startWrites()
 	m.writeRounds = 1 // this round alone
 	rd := m.Ready()
-	if len(rd.Disk) != 1 || len(rd.Sends) != len(m.metaSet())-1 {
+	if len(rd.Disk) != 1 || len(rd.Sends) != len(m.place.Members())-1 {
 		t.Fatalf("one round: %d disk ops, %d sends", len(rd.Disk), len(rd.Sends))
 	}
 	env, err := wire.DecodeReplica(rd.Sends[0].Frame)
@@ -72,12 +75,12 @@ func TestWriteRoundDecisions(t *testing.T) {
 	// Both needed (a majority of two); one replica refuses the second call: it fails at
 	// once, the first waits.
 	m := roundMachine(t, 2)
-	ids, req, _ := roundOf(t, m, []Write{{Key: "x", Epoch: 2}}, []Write{{Key: "y", Epoch: 2}, {Key: "z", Epoch: 2}})
+	ids, req, _ := roundOf(t, m, []Write{{Key: "u/1/x", Epoch: 2}}, []Write{{Key: "u/1/y", Epoch: 2}, {Key: "u/1/z", Epoch: 2}})
 	ack(m, "b", req, "", refusal{index: 2, need: 5})
 	got := answers(m)
 	if a, ok := got[ids[1]]; !ok || !errors.Is(a.Err, ErrFenced) {
 		t.Fatalf("fenced call: %+v", got)
-	} else if fe := a.Err.(*FencedError); fe.Key != "z" || fe.Epoch != 2 || fe.Need != 5 {
+	} else if fe := a.Err.(*FencedError); fe.Key != "u/1/z" || fe.Epoch != 2 || fe.Need != 5 {
 		t.Errorf("fenced error %+v", fe)
 	}
 	if _, ok := got[ids[0]]; ok {
@@ -94,7 +97,7 @@ func TestWriteRoundDecisions(t *testing.T) {
 	// Two of three needed: a refusal does not fail a call two others store; a duplicate
 	// answer counts once.
 	m = roundMachine(t, 3)
-	ids, req, _ = roundOf(t, m, []Write{{Key: "x", Epoch: 1}})
+	ids, req, _ = roundOf(t, m, []Write{{Key: "u/1/x", Epoch: 1}})
 	m.DiskDone(t0, DiskResult{ID: 1, applied: []applyResult{{refused: []refusal{{index: 0, need: 3}}}}})
 	ack(m, "b", req, "")
 	ack(m, "b", req, "")
@@ -108,7 +111,7 @@ func TestWriteRoundDecisions(t *testing.T) {
 
 	// A replica's error and a silent replica: a quorum error naming both.
 	m = roundMachine(t, 3)
-	ids, req, _ = roundOf(t, m, []Write{{Key: "x"}})
+	ids, req, _ = roundOf(t, m, []Write{{Key: "u/1/x"}})
 	m.DiskDone(t0, DiskResult{ID: 1, applied: []applyResult{{}}})
 	ack(m, "b", req, "disk full")
 	m.Tick(t0.Add(time.Second))
@@ -130,7 +133,7 @@ func TestWriteRoundDecisions(t *testing.T) {
 // it, before the store was a machine).
 func TestLateRefusalLeavesADecidedErrorAlone(t *testing.T) {
 	m := roundMachine(t, 2)
-	ids, req, _ := roundOf(t, m, []Write{{Key: "x", Epoch: 2}}, []Write{{Key: "y", Epoch: 2}}) // the second keeps the round open
+	ids, req, _ := roundOf(t, m, []Write{{Key: "u/1/x", Epoch: 2}}, []Write{{Key: "u/1/y", Epoch: 2}}) // the second keeps the round open
 	ack(m, "b", req, "", refusal{index: 0, need: 5})
 	var fe *FencedError
 	if err := answers(m)[ids[0]].Err; !errors.As(err, &fe) || fe.Need != 5 {

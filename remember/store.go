@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"github.com/shardmesh/shardmesh/remember/metaraft"
 	"log/slog"
 	"os"
 	"strings"
@@ -24,13 +25,14 @@ import (
 // driven by one goroutine, with its disk on Badger (badgerDisk) and its peers over libp2p.
 // Create it with Open; all methods are safe for concurrent use.
 type Store struct {
-	cfg  Config
-	log  *slog.Logger
-	host *p2p.Host
-	self NodeID
-	db   *badger.DB
-	disk *badgerDisk
-	out  *outboxes
+	cfg         Config
+	log         *slog.Logger
+	host        *p2p.Host
+	self        NodeID
+	db          *badger.DB
+	metaStorage metaraft.Storage // this member's replica of the metadata group, when it is a voter
+	disk        *badgerDisk
+	out         *outboxes
 
 	// Owned by the loop goroutine.
 	m       *Machine
@@ -98,15 +100,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "store"),
-		host:     cfg.Host,
-		self:     NodeID(cfg.Host.ID().String()),
-		db:       db,
-		waiting:  map[CallID]func(Answer){},
-		peers:    map[NodeID]peer.ID{},
-		inbox:    make(chan storeInput, 4096),
-		loopDone: make(chan struct{}),
+		cfg:  cfg,
+		log:  cfg.Logger.With("component", "store"),
+		host: cfg.Host,
+		self: NodeID(cfg.Host.ID().String()),
+		db:   db,
+		// TODO(issue 19): the Badger storage (branch raft-storage); in memory it does not
+		// survive a restart.
+		metaStorage: metaraft.NewMemStorage(),
+		waiting:     map[CallID]func(Answer){},
+		peers:       map[NodeID]peer.ID{},
+		inbox:       make(chan storeInput, 4096),
+		loopDone:    make(chan struct{}),
 	}
 	if s.met, err = newStoreMetrics(cfg.Metrics, s); err != nil {
 		_ = db.Close()
@@ -158,8 +163,9 @@ func (s *Store) machineConfig() MachineConfig {
 			s.met.readRound(n)
 		}
 	}
-	mc.OnMetaConfig = func(c MetaConfig) {
-		s.log.Info("the metadata's replica set changed", "generation", c.Gen, "set", c.Set, "next", c.Next, "ballot", c.Ballot)
+	mc.MetaStorage = s.metaStorage
+	mc.OnMetaGroup = func(c metaraft.Configuration) {
+		s.log.Info("the metadata group's voters changed", "index", c.Index, "voters", c.Voters, "outgoing", c.Outgoing)
 	}
 	return mc
 }
@@ -477,6 +483,12 @@ func (s *Store) Units() []UnitStatus {
 }
 
 // Holdings reports what this replica holds: the shard units it has records of, and how
+// MetaStatus returns this member's view of the metadata group.
+func (s *Store) MetaStatus() (st MetaStatus) {
+	s.onLoop(func() { st = s.m.MetaStatus() })
+	return st
+}
+
 // many metadata keys.
 func (s *Store) Holdings() (units []Holding, metaKeys int) {
 	s.onLoop(func() { units, metaKeys = s.m.Holdings() })

@@ -44,12 +44,8 @@ func (s *Store) startRefill() error {
 // when it is done.
 func (s *Store) refillChanged(st RefillState) {
 	if st.Active {
-		if st.Reason == reasonEnteredMeta { // a new voter: expected, nothing was lost
-			s.log.Info("this member now holds the cluster metadata: it refills from the other voters before its answers count in reads", "dir", s.cfg.Dir)
-		} else {
-			s.log.Warn("this replica refills from its peers before its answers count in reads (a store lost, replaced or damaged?)",
-				"dir", s.cfg.Dir, "why", st.Reason)
-		}
+		s.log.Warn("this replica refills from its peers before its answers count in reads (a store lost, replaced or damaged?)",
+			"dir", s.cfg.Dir, "why", st.Reason)
 		if s.cfg.RefillMarker != "" {
 			if err := os.WriteFile(s.cfg.RefillMarker, []byte(st.Reason), 0o600); err != nil {
 				s.log.Error("cannot keep the refill across a restart", "err", fmt.Errorf("remember: write the refill marker: %w", err))

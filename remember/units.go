@@ -120,11 +120,7 @@ func (m *Machine) SetPlacement(now time.Time, p *Placement) {
 	}
 	prev := m.place
 	m.place = p
-	if prev == nil {
-		m.meta.firstSet = p.Meta()
-	}
-	m.enteredMeta(prev, p)
-	m.tickMeta()
+	m.startMeta()
 	for _, u := range m.hostedUnits() {
 		m.considerMove(u)
 	}
@@ -207,17 +203,7 @@ func checkQuorum(q quorum) error {
 // known.
 func (m *Machine) unitQuorum(u Unit, write bool, fn func(quorum, error)) {
 	if u.Meta() {
-		if m.place == nil {
-			// Not even itself: its disk may be stale (a restarted member), and the metadata's
-			// majority is among the voters, which it learns with its first placement.
-			fn(quorum{}, ErrNoPlacement)
-			return
-		}
-		if !m.meta.known {
-			m.meta.waiting = append(m.meta.waiting, metaWait{since: m.now, fn: fn}) // read from the last set it knew first
-			return
-		}
-		fn(m.metaQuorum(), nil)
+		fn(quorum{}, errMetaRound) // metadata calls go to the metadata group (metagroup.go)
 		return
 	}
 	us := m.units.get(u)
