@@ -186,6 +186,11 @@ func NewMachine(cfg MachineConfig, st DiskState, now time.Time) (*Machine, error
 	// member match nothing.
 	m.nextReq = m.rng.Uint64() >> 1
 	m.us.next = now.Add(m.aeJitter())
+	// A member that ran before and holds nothing lost its store (a disk replaced without
+	// `shardctl data rebuild`): it refills all the same.
+	if cfg.Returning && st.entries == 0 {
+		m.StartRefill(now, "its store is empty though the member ran before (a replaced disk?)")
+	}
 	// A member that was a voter carries on with its replica of the metadata group.
 	m.startMeta()
 	return m, nil

@@ -51,6 +51,7 @@ type metaCall struct {
 	done     func(*pb.MetaAnswer, error)
 	tried    []NodeID // the voters a forwarded call went to
 	lastErr  error
+	paged    []*pb.ReplicaRecord // a forwarded scan's pages so far
 }
 
 // metaTry is how long a forwarded call waits for one voter before it asks the next.
@@ -204,7 +205,7 @@ func (m *Machine) metaAnswered(a metaraft.Answer) {
 func (m *Machine) readApplied(r *pb.ReplicaRead) []*pb.ReplicaRecord {
 	recs := m.mg.recs
 	if r.Scan {
-		return toPBs(recs.scan(string(r.Prefix)), false)
+		return toPBs(recs.scan(string(r.Prefix), string(r.After)), false)
 	}
 	out := make([]*pb.ReplicaRecord, len(r.Keys))
 	for i, k := range r.Keys {
@@ -258,6 +259,34 @@ func (m *Machine) tickMetaGroup() {
 	m.driveVoters()
 	m.announceReplica()
 	m.pumpMeta()
+	m.dropReplica()
+}
+
+// dropReplica drops this member's replica once the group removed it and the placement no
+// longer names it a voter: the replica's storage is reset (a new id, should it be a voter
+// again) and its copy of the metadata leaves the local disk, so a member outside the group
+// holds no stale metadata.
+func (m *Machine) dropReplica() {
+	g := &m.mg
+	if g.member == nil || m.place == nil || slices.Contains(m.place.Meta(), m.self) || len(g.calls) > 0 || len(g.retries) > 0 {
+		return
+	}
+	c := g.member.Configuration()
+	if c.Index == 0 || c.Joint() || g.inGroup() {
+		return // not added yet, or a change under way, or still a voter
+	}
+	if err := m.cfg.MetaStorage.Reset(); err != nil {
+		g.err = fmt.Errorf("remember: reset the metadata group's storage: %w", err)
+	}
+	var recs []entry
+	for k, e := range g.recs.entries {
+		e.rec.Key = k
+		recs = append(recs, e)
+	}
+	g.member, g.recs, g.calls, g.joins = nil, nil, nil, nil
+	if len(recs) > 0 {
+		m.apply(applyOp{kind: opDiscard, recs: recs}, func(DiskResult) {})
+	}
 }
 
 // announceReplica has a member that the placement names a voter, and whose replica the
@@ -424,6 +453,14 @@ func (m *Machine) forwardMeta(c *metaCall) {
 	m.send(to, &pb.ReplicaEnvelope{RequestId: f.req, Msg: &pb.ReplicaEnvelope_MetaCall{MetaCall: &pb.MetaCall{Propose: c.propose, Read: c.read}}})
 }
 
+// nextPage asks voter to of a forwarded scan for the page after the records got so far.
+func (m *Machine) nextPage(c *metaCall, to NodeID) {
+	c.read = &pb.ReplicaRead{Scan: true, Prefix: c.read.Prefix, After: c.paged[len(c.paged)-1].Key}
+	f := &forwarded{call: c, to: to, until: minTime(c.deadline, m.now.Add(m.metaTry()))}
+	f.req = m.request(f)
+	m.send(to, &pb.ReplicaEnvelope{RequestId: f.req, Msg: &pb.ReplicaEnvelope_MetaCall{MetaCall: &pb.MetaCall{Read: c.read}}})
+}
+
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {
 		return a
@@ -453,8 +490,15 @@ func (f *forwarded) answer(m *Machine, _ NodeID, env *pb.ReplicaEnvelope) {
 		f.call.lastErr = fmt.Errorf("%s holds no part of the metadata group", f.to)
 	case a.MetaAnswer.Error != "":
 		f.call.lastErr = errors.New(a.MetaAnswer.Error)
+	case a.MetaAnswer.More && len(a.MetaAnswer.Records) > 0:
+		f.call.paged = append(f.call.paged, a.MetaAnswer.Records...)
+		m.nextPage(f.call, f.to)
+		return
 	default:
 		m.mg.ask = slices.Index(m.place.Meta(), f.to) // ask it first next time
+		if len(f.call.paged) > 0 {
+			a.MetaAnswer.Records = append(f.call.paged, a.MetaAnswer.Records...)
+		}
 		f.call.done(a.MetaAnswer, nil)
 		return
 	}
@@ -483,6 +527,14 @@ func (m *Machine) serveMetaCall(from NodeID, req uint64, call *pb.MetaCall) {
 			if err != nil {
 				answer(&pb.MetaAnswer{Error: truncate(err.Error(), 4000)})
 				return
+			}
+			// A scan's answer goes in pages of about a frame part.
+			size := 0
+			for i, r := range a.Records {
+				if size += len(r.Key) + len(r.Value) + recordOverhead; size > partBytes && i > 0 {
+					a.Records, a.More = a.Records[:i], true
+					break
+				}
 			}
 			answer(a)
 		}})

@@ -7,27 +7,49 @@ import (
 // The store's calls on metadata keys, made in the metadata group (metagroup.go) rather
 // than by quorum rounds: the same answers, the same errors.
 
-// writeMeta makes call id, writes of metadata keys only: one proposal, each write with its
-// version assigned here as a round's would be. A refused write fails the call with a
-// *FencedError for the first one refused.
+// maxProposalBytes bounds the writes of one proposal (a log entry, sent whole in a frame);
+// a larger call goes in several, each applied on its own.
+const maxProposalBytes = partBytes / 2
+
+// writeMeta makes call id, writes of metadata keys only: proposals of at most
+// maxProposalBytes, each write with its version assigned here as a round's would be. A
+// refused write fails the call with a *FencedError for the first one refused; the call is
+// answered once every proposal is.
 func (m *Machine) writeMeta(id CallID, ws []Write, done func(Answer)) {
-	p := &pb.MetaProposal{Writes: make([]*pb.ReplicaRecord, len(ws))}
-	for i, w := range ws {
-		e := entry{rec: Record{Key: w.Key, Deleted: w.Delete, Version: Version{Epoch: w.Epoch, Counter: m.tick(), Writer: string(m.self)}}}
-		if !w.Delete {
-			e.rec.Value = w.Value
+	var parts [][]Write
+	for start, size, i := 0, 0, 0; i <= len(ws); i++ {
+		if i == len(ws) || size > 0 && size+len(ws[i].Key)+len(ws[i].Value) > maxProposalBytes {
+			parts = append(parts, ws[start:i])
+			start, size = i, 0
 		}
-		p.Writes[i] = toPB(&e, false)
+		if i < len(ws) {
+			size += len(ws[i].Key) + len(ws[i].Value) + recordOverhead
+		}
 	}
-	m.callMeta(&metaCall{propose: p, done: func(a *pb.MetaAnswer, err error) {
-		if err == nil && len(a.Result.Refused) > 0 {
-			r := a.Result.Refused[0]
-			if int(r.Index) < len(ws) {
-				err = &FencedError{Key: ws[r.Index].Key, Epoch: ws[r.Index].Epoch, Need: r.Floor}
+	left, first := len(parts), error(nil)
+	for _, part := range parts {
+		p := &pb.MetaProposal{Writes: make([]*pb.ReplicaRecord, len(part))}
+		for i, w := range part {
+			e := entry{rec: Record{Key: w.Key, Deleted: w.Delete, Version: Version{Epoch: w.Epoch, Counter: m.tick(), Writer: string(m.self)}}}
+			if !w.Delete {
+				e.rec.Value = w.Value
 			}
+			p.Writes[i] = toPB(&e, false)
 		}
-		done(Answer{Call: id, Err: err})
-	}})
+		m.callMeta(&metaCall{propose: p, done: func(a *pb.MetaAnswer, err error) {
+			if err == nil && len(a.Result.Refused) > 0 {
+				if r := a.Result.Refused[0]; int(r.Index) < len(part) {
+					err = &FencedError{Key: part[r.Index].Key, Epoch: part[r.Index].Epoch, Need: r.Floor}
+				}
+			}
+			if first == nil {
+				first = err
+			}
+			if left--; left == 0 {
+				done(Answer{Call: id, Err: first})
+			}
+		}})
+	}
 }
 
 // getMeta makes call id, a Get of a metadata key: a linearizable read, or with fence above

@@ -141,11 +141,11 @@ func (s *metaRecords) get(key string) entry {
 	return entry{rec: Record{Key: key}}
 }
 
-// scan returns the live records under prefix, in key order.
-func (s *metaRecords) scan(prefix string) []entry {
+// scan returns the live records under prefix after key after, in key order.
+func (s *metaRecords) scan(prefix, after string) []entry {
 	var out []entry
 	for k, e := range s.entries {
-		if strings.HasPrefix(k, prefix) && !e.rec.Deleted && !e.rec.Version.IsZero() {
+		if strings.HasPrefix(k, prefix) && k > after && !e.rec.Deleted && !e.rec.Version.IsZero() {
 			out = append(out, e)
 		}
 	}

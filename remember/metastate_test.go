@@ -45,7 +45,7 @@ func TestMetaRecordsApplyTheDisksRule(t *testing.T) {
 	}
 	// Merges keep the newer record.
 	apply(&pb.MetaProposal{Merges: []*pb.ReplicaRecord{metaWrite("t/a", "stale", 1, 9), metaWrite("t/c", "3", 0, 1)}})
-	if got := a.scan("t/"); len(got) != 3 || string(got[0].rec.Value) != "new" || got[2].rec.Key != "t/c" {
+	if got := a.scan("t/", ""); len(got) != 3 || string(got[0].rec.Value) != "new" || got[2].rec.Key != "t/c" {
 		t.Fatalf("scan t/ = %v", got)
 	}
 	// A damaged entry changes nothing, on every voter alike.

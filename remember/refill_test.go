@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,42 +60,51 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 // TestRebuiltReplicaRefillsBeforeItCounts: a replica whose store was moved aside (the refill
-// marker written, as `shardctl data rebuild` does) answers reads with ErrRefilling until it
-// holds what N - majority + 1 peers hold — with one of its two peers down it does not
-// finish, and a read that would need its answer fails rather than miss a write — and then
-// counts again, holding every acknowledged write, its marker gone.
+// marker written, as `shardctl data rebuild` does) answers reads of a unit with ErrRefilling
+// until the unit's host has synced it — with one of the unit's other two replicas down, a
+// read that would need its answer fails rather than miss a write — and then counts again,
+// holding every acknowledged write, its marker gone.
 func TestRebuiltReplicaRefillsBeforeItCounts(t *testing.T) {
 	markers := t.TempDir()
 	returning := false
-	c := newCluster(t, 3, func(cfg *Config) {
+	c := unitCluster(t, 5, func(cfg *Config) {
 		majorities(markers)(cfg)
 		cfg.Returning = returning
 	})
-	keys := writeKeys(t, c.stores[0], "a", 300)
+	u := Unit{Type: "t", Shard: "1"}
+	c.stores[0].Host(u, 1)
+	keys := writeUnitKeys(t, c.stores[0], "u/1/a", 300)
+	set := c.stores[0].Units()[0].Config.Set
+	var others []int
+	for i := range c.stores {
+		if i != 0 && slices.Contains(set, c.id(i)) {
+			others = append(others, i)
+		}
+	}
+	down, rebuilt := others[0], others[1]
 	returning = true
-	c.closeStore(2)
-	if err := os.Rename(c.dirs[2], c.dirs[2]+".damaged"); err != nil {
+	c.closeStore(rebuilt)
+	if err := os.Rename(c.dirs[rebuilt], c.dirs[rebuilt]+".damaged"); err != nil {
 		t.Fatal(err)
 	}
-	marker := c.config(2).RefillMarker
+	marker := c.config(rebuilt).RefillMarker
 	if err := os.WriteFile(marker, []byte("rebuilt by the test"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.closeStore(1)
-	s2 := c.open(2)
+	c.closeStore(down)
+	s2 := c.open(rebuilt)
 	if st := s2.Refill(); !st.Active || st.Reason != "rebuilt by the test" {
 		t.Fatalf("Refill() = %+v", st)
 	}
-	// 0 answers, 2 refuses, 1 is down: no read quorum, and the reason is given.
+	// 0 answers, the rebuilt replica refuses, the third is down: no read quorum, and the
+	// reason is given.
 	_, _, err := s2.Get(testContext(t), keys[0])
 	if !errors.Is(err, ErrNoQuorum) || !strings.Contains(err.Error(), "refilling") {
 		t.Fatalf("read while refilling with one peer down: %v", err)
 	}
-	more := writeKeys(t, c.stores[0], "b", 50) // stored on 0 and 2: writes count
-	if st := s2.Refill(); !st.Active || st.Need != 2 {
-		t.Fatalf("refilled from one peer of three: %+v", st)
-	}
-	c.open(1)
+	more := writeUnitKeys(t, c.stores[0], "u/1/b", 50) // stored on 0 and the rebuilt one: writes count
+	waitUntil(t, "the rebuilt replica to count the unit it must refill", func() bool { return s2.Refill().Need == 1 })
+	c.open(down)
 	waitUntil(t, "the replica refilled", func() bool { return !s2.Refill().Active })
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("marker left: %v", err)
@@ -107,49 +117,60 @@ func TestRebuiltReplicaRefillsBeforeItCounts(t *testing.T) {
 	}
 }
 
-// TestFarFewerKeysRefills: a replica that comes back holding far fewer keys than a peer (its
-// store replaced by an empty one, no marker) warns, refills, and holds everything after.
-// It is the oldest member's: the others refill at every return to the metadata's replicas
-// anyway (enteredMeta).
-func TestFarFewerKeysRefills(t *testing.T) {
+// writeUnitKeys writes n keys under prefix, fenced by epoch 1 (the host's).
+func writeUnitKeys(t *testing.T, s *Store, prefix string, n int) []string {
+	t.Helper()
+	var keys []string
+	for i := range n {
+		k := fmt.Sprintf("%s%04d", prefix, i)
+		if err := s.Write(testContext(t), Write{Key: k, Value: []byte(k), Epoch: 1}); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// TestEmptyReturningStoreRefills: a member that ran before and comes back with an empty
+// store and no marker (its disk replaced) refills all the same: it counts in no unit's
+// reads until each unit's host synced it.
+func TestEmptyReturningStoreRefills(t *testing.T) {
 	markers := t.TempDir()
 	returning := false
-	c := newCluster(t, 3, func(cfg *Config) {
+	c := unitCluster(t, 3, func(cfg *Config) {
 		majorities(markers)(cfg)
 		cfg.Returning = returning // a new cluster: its stores start empty
 	})
-	keys := writeKeys(t, c.stores[1], "a", 200)
-	c.closeStore(0)
-	if err := os.RemoveAll(c.dirs[0]); err != nil {
+	c.stores[0].Host(Unit{Type: "t", Shard: "1"}, 1)
+	keys := writeUnitKeys(t, c.stores[0], "u/1/a", 200)
+	c.closeStore(2)
+	if err := os.RemoveAll(c.dirs[2]); err != nil {
 		t.Fatal(err)
 	}
 	returning = true
-	s2 := c.open(0)
-	waitUntil(t, "the replica refilled", func() bool {
-		st := s2.Refill()
-		return !st.Active && st.Reason != ""
-	})
-	if st := s2.Refill(); !strings.Contains(st.Reason, "far fewer") {
+	s2 := c.open(2)
+	if st := s2.Refill(); !st.Active || !strings.Contains(st.Reason, "empty") {
 		t.Fatalf("Refill() = %+v", st)
 	}
+	waitUntil(t, "the replica refilled", func() bool { return !s2.Refill().Active })
 	if !holdsAll(t, s2, keys) {
 		t.Fatal("refilled replica lacks acknowledged writes")
 	}
 }
 
-// TestNewReplicaRefillsTheMetadata: a new member's empty store joining the metadata
-// replicas refills them (it is not compared: it holds nothing by design) and then holds
-// every write.
-func TestNewReplicaRefillsTheMetadata(t *testing.T) {
-	c := newCluster(t, 2, majorities(""))
+// TestNewReplicaCatchesUpOnTheMetadata: a member's empty store that the placement names a
+// voter joins the metadata group as a new replica (the leader replaces the one whose
+// storage was lost: 2 of 3 kept theirs) and then holds every metadata write.
+func TestNewReplicaCatchesUpOnTheMetadata(t *testing.T) {
+	c := newCluster(t, 3, majorities(""))
 	keys := writeKeys(t, c.stores[0], "a", 100)
-	c.closeStore(1)
-	if err := os.RemoveAll(c.dirs[1]); err != nil {
+	c.closeStore(2)
+	if err := os.RemoveAll(c.dirs[2]); err != nil {
 		t.Fatal(err)
 	}
-	s1 := c.open(1) // not Returning: a new member
-	waitUntil(t, "the new replica caught up", func() bool { return !s1.Refill().Active && holdsAll(t, s1, keys) })
-	if st := s1.Refill(); !strings.Contains(st.Reason, "joined the metadata replicas") {
-		t.Fatalf("refill of a new replica: %+v", st)
+	s1 := c.open(2) // not Returning: a new member
+	waitUntil(t, "the new replica caught up", func() bool { return s1.MetaStatus().Voter && holdsAll(t, s1, keys) })
+	if st := s1.Refill(); st.Active {
+		t.Fatalf("a new replica of the metadata refills: %+v", st)
 	}
 }

@@ -43,9 +43,9 @@ func TestQuorumWriteAndRead(t *testing.T) {
 	}
 }
 
-// TestWriteWithoutQuorum: one stopped member of three stalls nothing (a majority is
-// enough); with two stopped, writes and reads fail after the timeout, naming who did not
-// answer.
+// TestWriteWithoutQuorum: one stopped voter of three stalls nothing (a majority is
+// enough); with two stopped, metadata writes and reads fail after the timeout with
+// ErrNoQuorum, and succeed again once one is back.
 func TestWriteWithoutQuorum(t *testing.T) {
 	c := newCluster(t, 3, func(cfg *Config) { cfg.Timeout = 300 * time.Millisecond })
 	ctx := testContext(t)
@@ -59,20 +59,9 @@ func TestWriteWithoutQuorum(t *testing.T) {
 	c.closeStore(1)
 	start := time.Now()
 	err := c.stores[0].Write(ctx, Write{Key: "k", Value: []byte("w")})
-	var qe *QuorumError
-	if !errors.As(err, &qe) || !errors.Is(err, ErrNoQuorum) {
+	var me *MetaError
+	if !errors.As(err, &me) || !errors.Is(err, ErrNoQuorum) {
 		t.Fatalf("write with two members gone: %v", err)
-	}
-	if qe.Got != 1 || qe.Need != 2 || len(qe.Missing) != 2 || qe.Unit != "metadata" {
-		t.Errorf("quorum error %+v", qe)
-	}
-	for _, i := range []int{1, 2} {
-		if !strings.Contains(err.Error(), c.hosts[i].ID().String()) {
-			t.Errorf("message does not name member %d: %v", i, err)
-		}
-	}
-	if !strings.Contains(err.Error(), "1 of 3") {
-		t.Errorf("message does not say how many: %v", err)
 	}
 	if d := time.Since(start); d < 250*time.Millisecond || d > 2*time.Second {
 		t.Errorf("failed after %v, timeout 300ms", d)
@@ -80,10 +69,12 @@ func TestWriteWithoutQuorum(t *testing.T) {
 	if _, _, err := c.stores[0].Get(ctx, "k"); !errors.Is(err, ErrNoQuorum) {
 		t.Errorf("read with two members gone: %v", err)
 	}
-	// With the members gone from the placement (as once they are Down), it succeeds.
-	c.setMembers(0)
-	if err := c.stores[0].Write(ctx, Write{Key: "k", Value: []byte("v")}); err != nil {
-		t.Fatal(err)
+	c.open(1)
+	waitFor(t, "a write with two of three back", func() bool {
+		return c.stores[0].Write(ctx, Write{Key: "k", Value: []byte("x")}) == nil
+	})
+	if rec, _, err := c.stores[1].Get(ctx, "k"); err != nil || string(rec.Value) != "x" {
+		t.Fatalf("read with two of three back: %+v %v", rec, err)
 	}
 }
 
@@ -181,10 +172,8 @@ func TestFencing(t *testing.T) {
 	if err != nil || !found || string(got.Value) != "1" || got.Version.Epoch != 5 {
 		t.Fatalf("GetFenced: %+v %v %v", got, found, err)
 	}
-	for i := range 3 {
-		if f := c.local(i, key).floor; f != 6 {
-			t.Errorf("member %d floor %d", i, f)
-		}
+	for i := range 3 { // each voter applies it as the leader's commit index reaches it
+		waitFor(t, fmt.Sprintf("member %d's floor to be 6", i), func() bool { return c.local(i, key).floor == 6 })
 	}
 	err = old.Write(ctx, Write{Key: key, Value: []byte("2"), Epoch: 5})
 	var fe *FencedError
@@ -437,12 +426,19 @@ func TestFenceOnMissingKey(t *testing.T) {
 	}
 }
 
-// TestWriteFromOutsideTheSet: a member outside the metadata replicas writes to them and
-// reads from them, and holds nothing itself.
+// TestWriteFromOutsideTheSet: a member the metadata group removed drops its replica and its
+// copy of the metadata; it writes and reads through the group, and holds nothing itself.
 func TestWriteFromOutsideTheSet(t *testing.T) {
 	c := newCluster(t, 2, nil)
 	ctx := testContext(t)
+	if err := c.stores[0].Write(ctx, Write{Key: "old", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
 	c.setMembers(1)
+	waitFor(t, "member 0 to drop its replica", func() bool { return !c.stores[0].MetaStatus().Replica })
+	if e := c.local(0, "old"); !e.absent() {
+		t.Errorf("a member outside the group holds the metadata: %+v", e)
+	}
 	if err := c.stores[0].Write(ctx, Write{Key: "k", Value: []byte("v")}); err != nil {
 		t.Fatal(err)
 	}

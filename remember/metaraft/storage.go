@@ -28,6 +28,10 @@ type Storage interface {
 	CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Snapshot, error)
 	// Compact drops the log up to index i, which a snapshot covers.
 	Compact(i uint64) error
+	// Reset forgets the group: the log, the HardState, the snapshot, and draws a new
+	// replica id (a member the group removed; if it is added again, it is as a new
+	// replica).
+	Reset() error
 }
 
 // MemStorage keeps a member's part of the group in memory (tests and the simulation: it
@@ -44,6 +48,12 @@ func NewMemStorage() *MemStorage {
 
 // ID implements Storage.
 func (s *MemStorage) ID() (uint64, error) { return s.id, nil }
+
+// Reset implements Storage.
+func (s *MemStorage) Reset() error {
+	s.MemoryStorage, s.id = raft.NewMemoryStorage(), NewReplicaID()
+	return nil
+}
 
 // NewReplicaID draws a replica id (crypto/rand: tests make it deterministic with
 // testing/cryptotest).

@@ -576,11 +576,13 @@ func (x *MetaCall) GetRead() *ReplicaRead {
 // tombstones; a scan leaves tombstones out); or an error. not_voter: the member asked holds
 // no part of the group (the caller asks another voter).
 type MetaAnswer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Result        *MetaResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
-	Records       []*ReplicaRecord       `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
-	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	NotVoter      bool                   `protobuf:"varint,4,opt,name=not_voter,json=notVoter,proto3" json:"not_voter,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Result   *MetaResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Records  []*ReplicaRecord       `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	Error    string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	NotVoter bool                   `protobuf:"varint,4,opt,name=not_voter,json=notVoter,proto3" json:"not_voter,omitempty"`
+	// A scan's page: more records follow the last one (ask again with read.after).
+	More          bool `protobuf:"varint,5,opt,name=more,proto3" json:"more,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -639,6 +641,13 @@ func (x *MetaAnswer) GetError() string {
 func (x *MetaAnswer) GetNotVoter() bool {
 	if x != nil {
 		return x.NotVoter
+	}
+	return false
+}
+
+func (x *MetaAnswer) GetMore() bool {
+	if x != nil {
+		return x.More
 	}
 	return false
 }
@@ -1796,13 +1805,14 @@ const file_replica_proto_rawDesc = "" +
 	"\x06fenced\x18\x02 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\x06fenced\"y\n" +
 	"\bMetaCall\x129\n" +
 	"\apropose\x18\x01 \x01(\v2\x1f.shardmesh.wire.v1.MetaProposalR\apropose\x122\n" +
-	"\x04read\x18\x02 \x01(\v2\x1e.shardmesh.wire.v1.ReplicaReadR\x04read\"\xb2\x01\n" +
+	"\x04read\x18\x02 \x01(\v2\x1e.shardmesh.wire.v1.ReplicaReadR\x04read\"\xc6\x01\n" +
 	"\n" +
 	"MetaAnswer\x125\n" +
 	"\x06result\x18\x01 \x01(\v2\x1d.shardmesh.wire.v1.MetaResultR\x06result\x12:\n" +
 	"\arecords\x18\x02 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_voter\x18\x04 \x01(\bR\bnotVoter\"J\n" +
+	"\tnot_voter\x18\x04 \x01(\bR\bnotVoter\x12\x12\n" +
+	"\x04more\x18\x05 \x01(\bR\x04more\"J\n" +
 	"\fMetaSnapshot\x12:\n" +
 	"\arecords\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\"\xce\x01\n" +
 	"\rReplicaRecord\x12\x10\n" +
