@@ -139,6 +139,7 @@ type Member struct {
 	reads    []*call           // Gets with a read index, waiting to apply that far
 	changes  []*call
 	out      Ready
+	err      error // why the member stopped (nil: it runs)
 
 	ackEarly bool // tests only (the negative control): answer writes when proposed
 }
@@ -150,7 +151,7 @@ var logger raft.Logger = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
 
 // New returns the member that carries on from storage st (empty: a new member, which
 // founds the group when cfg.Found, else waits to be added).
-func New(cfg Config, st Storage, now time.Time) (*Member, error) {
+func New(cfg Config, st Storage, now time.Time) (_ *Member, err error) {
 	cfg.defaults()
 	if cfg.Self == "" {
 		return nil, errors.New("metaraft: a member needs a name (Config.Self)")
@@ -159,6 +160,11 @@ func New(cfg Config, st Storage, now time.Time) (*Member, error) {
 		names: map[uint64]string{}, recs: records{}, conf: pb.EnsureConfState(nil), lastTick: now, calls: map[uint64]*call{},
 		writes: map[uint64]uint64{}}
 	m.names[m.id] = cfg.Self
+	defer func() {
+		if m.recovered(recover()) {
+			err = m.err
+		}
+	}()
 	snap, err := st.Snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("metaraft: read the snapshot of %s: %w", cfg.Self, err)
@@ -184,6 +190,9 @@ func New(cfg Config, st Storage, now time.Time) (*Member, error) {
 		}
 	}
 	m.process()
+	if m.err != nil {
+		return nil, m.err
+	}
 	return m, nil
 }
 
@@ -205,6 +214,10 @@ func (m *Member) restore(snap *pb.Snapshot) error {
 
 // Tick advances the member's clock to now: raft's ticks, and calls that time out.
 func (m *Member) Tick(now time.Time) {
+	if m.err != nil {
+		return
+	}
+	defer func() { m.recovered(recover()) }()
 	for !now.Before(m.lastTick.Add(m.cfg.Tick)) {
 		m.rn.Tick()
 		m.lastTick = m.lastTick.Add(m.cfg.Tick)
@@ -234,7 +247,15 @@ func (m *Member) NextDeadline() time.Time {
 }
 
 // Receive takes a frame from peer from.
-func (m *Member) Receive(from string, frame []byte) error {
+func (m *Member) Receive(from string, frame []byte) (err error) {
+	if m.err != nil {
+		return m.err
+	}
+	defer func() {
+		if m.recovered(recover()) {
+			err = m.err
+		}
+	}()
 	msg := &pb.Message{}
 	if err := proto.Unmarshal(frame, msg); err != nil {
 		return fmt.Errorf("metaraft: damaged frame from %s: %w", from, err)
@@ -254,7 +275,7 @@ func (m *Member) Receive(from string, frame []byte) error {
 		return fmt.Errorf("metaraft: frame from %s: %w", from, err)
 	}
 	m.process()
-	return nil
+	return m.err
 }
 
 func (m *Member) newCall(now time.Time) *call {
@@ -268,6 +289,10 @@ func (m *Member) newCall(now time.Time) *call {
 // here.
 func (m *Member) Write(now time.Time, key string, value []byte) uint64 {
 	c := m.newCall(now)
+	if m.refused(c) {
+		return c.id
+	}
+	defer func() { m.recovered(recover()) }()
 	m.nextCall++ // the proposal's sequence: unique in this incarnation
 	seq := m.nextCall
 	err := m.rn.Propose((&proposal{by: m.by, seq: seq, key: key, value: value}).encode())
@@ -286,6 +311,10 @@ func (m *Member) Write(now time.Time, key string, value []byte) uint64 {
 // Get reads key linearizably: the answer holds every write acknowledged before the call.
 func (m *Member) Get(now time.Time, key string) uint64 {
 	c := m.newCall(now)
+	if m.refused(c) {
+		return c.id
+	}
+	defer func() { m.recovered(recover()) }()
 	c.key = key
 	if m.rn.BasicStatus().Lead == raft.None {
 		m.answer(Answer{Call: c.id, Err: ErrNoLeader})
@@ -307,6 +336,10 @@ func (m *Member) readCtx(id uint64) []byte {
 // unless the group reaches set anyway (callers retry).
 func (m *Member) ChangeVoters(now time.Time, set []string) uint64 {
 	c := m.newCall(now)
+	if m.refused(c) {
+		return c.id
+	}
+	defer func() { m.recovered(recover()) }()
 	c.target = slices.Sorted(slices.Values(set))
 	c.target = slices.Compact(c.target)
 	for _, n := range c.target {
@@ -374,13 +407,16 @@ func (m *Member) configuration(index uint64) Configuration {
 // Leader returns the leader this member knows of ("" for none) and its term.
 func (m *Member) Leader() (string, uint64) {
 	s := m.rn.BasicStatus()
+	if m.err != nil {
+		return "", s.GetTerm()
+	}
 	return m.names[s.Lead], s.GetTerm()
 }
 
 // IsLeader reports whether this member leads, and in which term.
 func (m *Member) IsLeader() (bool, uint64) {
 	s := m.rn.BasicStatus()
-	return s.RaftState == raft.StateLeader, s.GetTerm()
+	return m.err == nil && s.RaftState == raft.StateLeader, s.GetTerm()
 }
 
 // Value returns key as applied here (not linearizable: tests and tools).
@@ -409,17 +445,20 @@ func (m *Member) process() {
 	for m.rn.HasReady() {
 		rd := m.rn.Ready()
 		if err := m.st.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
-			// The disk failed: nothing more is sent or applied, as if the member stopped;
-			// its calls time out. (The store's disk errors take it out the same way.)
-			panic(err) // TODO(spike): a stopped state with the error, not a panic
+			// The disk failed: nothing of this Ready is sent or applied; the member stops.
+			m.stop(fmt.Errorf("store the raft state: %w", err))
+			return
 		}
 		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
 			if err := m.restore(rd.Snapshot); err != nil {
-				panic(err) // TODO(spike): as above
+				m.stop(err)
+				return
 			}
 		}
 		for _, msg := range rd.Messages {
-			m.send(msg)
+			if m.send(msg); m.err != nil {
+				return
+			}
 		}
 		for _, e := range rd.CommittedEntries {
 			m.apply(e)
@@ -433,6 +472,7 @@ func (m *Member) process() {
 	m.compact()
 }
 
+// send hands msg out (or stops the member when it cannot).
 func (m *Member) send(msg *pb.Message) {
 	to, ok := m.names[msg.GetTo()]
 	if !ok {
@@ -440,14 +480,17 @@ func (m *Member) send(msg *pb.Message) {
 	}
 	frame, err := proto.Marshal(msg)
 	if err != nil {
-		panic(fmt.Sprintf("metaraft: encode %v: %v", msg.GetType(), err)) // raft's own messages always encode
+		m.stop(fmt.Errorf("encode %v: %w", msg.GetType(), err))
+		return
 	}
 	if msg.GetType() == pb.MsgSnap {
 		if msg.GetSnapshot().GetMetadata().GetIndex() < m.applied {
 			// A snapshot older than the state applied here may predate the configuration
 			// that added the member it is for, which would refuse it: take one of the
 			// applied state (the log stays) and have raft send that one instead.
-			m.snapshot()
+			if !m.snapshot() {
+				return
+			}
 			m.rn.ReportSnapshot(msg.GetTo(), raft.SnapshotFailure)
 			return
 		}
@@ -550,16 +593,24 @@ func (m *Member) compact() {
 	if m.applied < m.snapped+m.cfg.SnapshotEvery {
 		return
 	}
-	m.snapshot()
+	if !m.snapshot() {
+		return
+	}
 	if err := m.st.Compact(m.applied); err != nil {
-		panic(fmt.Sprintf("metaraft: compact the log to %d: %v", m.applied, err)) // TODO(spike): as process
+		m.stop(fmt.Errorf("compact the log to %d: %w", m.applied, err))
 	}
 }
 
-// snapshot keeps a snapshot of the applied state.
-func (m *Member) snapshot() {
-	if _, err := m.st.CreateSnapshot(m.applied, m.conf, encodeSnapshot(m.recs, m.names)); err != nil {
-		panic(fmt.Sprintf("metaraft: snapshot at %d: %v", m.applied, err)) // TODO(spike): as process
+// snapshot keeps a snapshot of the applied state (false: it could not, and stopped).
+func (m *Member) snapshot() bool {
+	data, err := encodeSnapshot(m.recs, m.names)
+	if err == nil {
+		_, err = m.st.CreateSnapshot(m.applied, m.conf, data)
+	}
+	if err != nil {
+		m.stop(fmt.Errorf("snapshot at %d: %w", m.applied, err))
+		return false
 	}
 	m.snapped = m.applied
+	return true
 }

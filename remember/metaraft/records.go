@@ -67,13 +67,13 @@ type snapshot struct {
 	Names   []string          `json:"names"`
 }
 
-func encodeSnapshot(r records, names map[uint64]string) []byte {
+func encodeSnapshot(r records, names map[uint64]string) ([]byte, error) {
 	s := snapshot{Records: r, Names: slices.Sorted(maps.Values(names))}
 	b, err := json.Marshal(s)
 	if err != nil {
-		panic(fmt.Sprintf("metaraft: encode snapshot: %v", err)) // maps of strings and bytes always encode
+		return nil, fmt.Errorf("metaraft: encode snapshot: %w", err)
 	}
-	return b
+	return b, nil
 }
 
 func decodeSnapshot(b []byte) (snapshot, error) {
