@@ -215,6 +215,7 @@ func (m *Member) restore(snap *pb.Snapshot) error {
 // Tick advances the member's clock to now: raft's ticks, and calls that time out.
 func (m *Member) Tick(now time.Time) {
 	if m.err != nil {
+		m.lastTick = now // a stopped member does nothing: NextDeadline moves on
 		return
 	}
 	defer func() { m.recovered(recover()) }()

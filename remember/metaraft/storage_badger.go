@@ -126,12 +126,13 @@ func (s *BadgerStorage) checkEntries(txn *badger.Txn) error {
 	for it.Rewind(); it.Valid(); it.Next() {
 		key := it.Item().KeyCopy(nil)
 		i, ok := s.entryIndex(key)
-		if !ok || i != next || i > s.log.last {
-			what := fmt.Errorf("an entry out of place (the log holds %d..%d, next %d)", s.log.index+1, s.log.last, next)
-			if !ok {
-				what = errors.New("not an entry's key")
-			}
-			return s.damaged(key, what)
+		switch {
+		case !ok:
+			return s.damaged(key, errors.New("not an entry's key"))
+		case i < next || i > s.log.last:
+			return s.damaged(key, fmt.Errorf("out of place (the log holds %d..%d)", s.log.index+1, s.log.last))
+		case i > next:
+			return s.damaged(s.entryKey(next), fmt.Errorf("missing (the log holds %d..%d)", s.log.index+1, s.log.last))
 		}
 		b, err := it.Item().ValueCopy(nil)
 		if err != nil {
@@ -160,14 +161,31 @@ func (s *BadgerStorage) entryKey(i uint64) []byte {
 }
 
 func (s *BadgerStorage) entryIndex(key []byte) (uint64, bool) {
-	if len(key) != len(s.prefix)+9 {
+	if len(key) != len(s.prefix)+9 || key[len(s.prefix)] != recEntry {
 		return 0, false
 	}
 	return binary.BigEndian.Uint64(key[len(s.prefix)+1:]), true
 }
 
+// damaged says the record under key is damaged: err says how.
 func (s *BadgerStorage) damaged(key []byte, err error) error {
-	return fmt.Errorf("%w: record %q: %w", ErrDamaged, key, err)
+	return fmt.Errorf("%w: %s (key %q): %w", ErrDamaged, s.record(key), key, err)
+}
+
+// record names the record under key.
+func (s *BadgerStorage) record(key []byte) string {
+	if i, ok := s.entryIndex(key); ok {
+		return fmt.Sprintf("log entry %d", i)
+	}
+	switch string(key[len(s.prefix):]) {
+	case string(recHardState):
+		return "the hard state"
+	case string(recLog):
+		return "the log's bounds"
+	case string(recSnapshot):
+		return "the snapshot"
+	}
+	return "a record"
 }
 
 // value reads key's value (found false: absent).
@@ -424,6 +442,7 @@ type write struct {
 	s   *BadgerStorage
 	txn *badger.Txn
 	log logState
+	n   int   // keys set or deleted
 	err error // the first failed Set or Delete
 }
 
@@ -433,6 +452,7 @@ func (s *BadgerStorage) begin() *write {
 
 func (w *write) set(key, value []byte) {
 	if w.err == nil {
+		w.n++
 		if err := w.txn.Set(key, value); err != nil {
 			w.err = fmt.Errorf("metaraft: write %q: %w", key, err)
 		}
@@ -451,6 +471,7 @@ func (w *write) put(key []byte, m proto.Message) {
 func (w *write) drop(lo, hi uint64) {
 	for i := lo; i <= hi && w.err == nil; i++ {
 		key := w.s.entryKey(i)
+		w.n++
 		if err := w.txn.Delete(key); err != nil {
 			w.err = fmt.Errorf("metaraft: delete %q: %w", key, err)
 		}
@@ -496,6 +517,9 @@ func (w *write) commit() error {
 			return fmt.Errorf("%w (one Ready must fit one Badger transaction: raise the memtable size)", w.err)
 		}
 		return w.err
+	}
+	if w.n == 0 {
+		return nil // a Ready with frames only: nothing to store
 	}
 	if err := w.txn.Commit(); err != nil {
 		return fmt.Errorf("metaraft: commit the raft state under %q: %w", w.s.prefix, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -365,6 +366,83 @@ func TestBadgerStorageConformance(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+}
+
+// groupState stores a small group's state under prefix in db: a snapshot at 3, entries
+// 4..9, a hard state.
+func groupState(t testing.TB, db *badger.DB, prefix string) *BadgerStorage {
+	t.Helper()
+	s, err := OpenBadgerStorage(db, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &pb.Snapshot{Data: []byte(`{"records":{"a":"dg=="},"names":["m1"]}`), Metadata: &pb.SnapshotMetadata{Index: new(uint64(3)), Term: new(uint64(2)),
+		ConfState: &pb.ConfState{Voters: []uint64{raftID("m1")}}}}
+	var ents []*pb.Entry
+	for i := uint64(4); i <= 9; i++ {
+		ents = append(ents, &pb.Entry{Index: new(i), Term: new(uint64(2)), Data: (&proposal{by: "m1#1", seq: i, key: "k", value: []byte("v")}).encode()})
+	}
+	if err := s.Save(&pb.HardState{Term: new(uint64(2)), Vote: new(raftID("m1")), Commit: new(uint64(9))}, ents, snap); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestBadgerStorageDamaged damages each record of a stored group in turn: opening the
+// storage fails with ErrDamaged and names the record and its key.
+func TestBadgerStorageDamaged(t *testing.T) {
+	db := memDB(t)
+	s := groupState(t, db, "")
+	garbage := []byte{0xff, 0xfe, 0x01}
+	other, _ := proto.Marshal(&pb.Entry{Index: new(uint64(5)), Term: new(uint64(2))})
+	for _, tc := range []struct {
+		what  string
+		key   []byte
+		value []byte // nil: delete
+	}{
+		{"the hard state", s.key(recHardState), garbage},
+		{"the log's bounds", s.key(recLog), garbage},
+		{"the log's bounds", s.key(recLog), logState{index: 9, last: 3}.encode()},
+		{"the snapshot", s.key(recSnapshot), garbage},
+		{"log entry 6", s.entryKey(6), garbage},
+		{"log entry 6", s.entryKey(6), other},
+		{"log entry 6", s.entryKey(6), nil},
+		{"log entry 10", s.entryKey(10), other},
+		{"log entry 2", s.entryKey(2), other},
+		{"a record", append(s.key(recEntry), 1, 2, 3), other},
+	} {
+		var old []byte
+		err := db.Update(func(txn *badger.Txn) error {
+			if item, err := txn.Get(tc.key); err == nil {
+				old, _ = item.ValueCopy(nil)
+			}
+			if tc.value == nil {
+				return txn.Delete(tc.key)
+			}
+			return txn.Set(tc.key, tc.value)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = OpenBadgerStorage(db, "")
+		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), tc.what) || !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.key)) {
+			t.Errorf("%s (key %q) = %x: open: %v, want ErrDamaged naming it", tc.what, tc.key, tc.value, err)
+		} else {
+			t.Log(err)
+		}
+		err = db.Update(func(txn *badger.Txn) error {
+			if old == nil {
+				return txn.Delete(tc.key)
+			}
+			return txn.Set(tc.key, old)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenBadgerStorage(db, ""); err != nil {
+			t.Fatalf("mended: %v", err)
 		}
 	}
 }
