@@ -267,6 +267,9 @@ func (m *Member) Receive(from string, frame []byte) (err error) {
 	if msg.GetTo() != m.id || msg.GetFrom() != raftID(from) && !forwarded || raft.IsLocalMsg(msg.GetType()) {
 		return fmt.Errorf("metaraft: a %v frame from %s names another sender or receiver (%x → %x)", msg.GetType(), from, msg.GetFrom(), msg.GetTo())
 	}
+	if err := checkFrame(m.id, msg); err != nil {
+		return fmt.Errorf("metaraft: a damaged %v frame from %s: %w", msg.GetType(), from, err)
+	}
 	if msg.GetFrom() == raftID(from) {
 		m.names[msg.GetFrom()] = from
 	}

@@ -194,8 +194,9 @@ func TestMemberStopsOnStorageErrors(t *testing.T) {
 }
 
 // TestMemberStopsOnDamagedState: a log entry damaged on disk stops a restarting member
-// (New fails with ErrStopped and ErrDamaged naming the key); a snapshot from the leader
-// whose data does not decode stops the member that receives it (Receive fails).
+// (New fails with ErrStopped and ErrDamaged naming the key); a snapshot frame whose data
+// does not decode is refused (and not stored); a leader's commit index past this member's
+// log (it lost its log) stops it.
 func TestMemberStopsOnDamagedState(t *testing.T) {
 	t.Run("entry", func(t *testing.T) {
 		db := memDB(t)
@@ -216,22 +217,39 @@ func TestMemberStopsOnDamagedState(t *testing.T) {
 		}
 		t.Log(err)
 	})
-	t.Run("snapshot", func(t *testing.T) {
-		now := time.Unix(1_700_000_000, 0)
-		m, err := New(Config{Self: "b"}, NewMemStorage(), now)
+	frame := func(t *testing.T, msg *pb.Message) []byte {
+		b, err := proto.Marshal(msg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg := &pb.Message{Type: pb.MsgSnap.Enum(), From: new(raftID("a")), To: new(raftID("b")), Term: new(uint64(5)),
+		return b
+	}
+	t.Run("snapshot frame", func(t *testing.T) {
+		st := NewMemStorage()
+		m, err := New(Config{Self: "b"}, st, time.Unix(1_700_000_000, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = m.Receive("a", frame(t, &pb.Message{Type: pb.MsgSnap.Enum(), From: new(raftID("a")), To: new(raftID("b")), Term: new(uint64(5)),
 			Snapshot: &pb.Snapshot{Data: []byte("not a snapshot"), Metadata: &pb.SnapshotMetadata{Index: new(uint64(10)), Term: new(uint64(5)),
-				ConfState: &pb.ConfState{Voters: []uint64{raftID("a"), raftID("b")}}}}}
-		frame, err := proto.Marshal(msg)
+				ConfState: &pb.ConfState{Voters: []uint64{raftID("a"), raftID("b")}}}}}))
+		if err == nil || !strings.Contains(err.Error(), "damaged snapshot") || m.Err() != nil {
+			t.Fatalf("a damaged snapshot: Receive = %v, Err() = %v, want the frame refused", err, m.Err())
+		}
+		if snap, _ := st.Snapshot(); snap.GetMetadata().GetIndex() != 0 {
+			t.Fatalf("the damaged snapshot was stored: %v", snap.GetMetadata())
+		}
+		t.Log(err)
+	})
+	t.Run("commit past the log", func(t *testing.T) {
+		// A leader that counts on entries this member does not have: its log was lost.
+		m, err := New(Config{Self: "b"}, NewMemStorage(), time.Unix(1_700_000_000, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = m.Receive("a", frame)
-		if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "damaged snapshot") || m.Err() == nil {
-			t.Fatalf("a damaged snapshot: Receive = %v, Err() = %v", err, m.Err())
+		err = m.Receive("a", frame(t, &pb.Message{Type: pb.MsgHeartbeat.Enum(), From: new(raftID("a")), To: new(raftID("b")), Term: new(uint64(5)), Commit: new(uint64(100))}))
+		if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "out of range") || !errors.Is(m.Err(), ErrStopped) {
+			t.Fatalf("a commit past the log: Receive = %v, Err() = %v", err, m.Err())
 		}
 		if rd := m.Ready(); len(rd.Sends) > 0 {
 			t.Fatalf("the stopped member sends %d frames", len(rd.Sends))
