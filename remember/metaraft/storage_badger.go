@@ -60,17 +60,19 @@ func decodeLogState(b []byte) (logState, error) {
 // store (it does not own nor close the DB): every key under its prefix. Save, CreateSnapshot
 // and Compact are one transaction each, on disk when they return (the DB's SyncWrites, or
 // a Sync after the commit when the DB does not sync its writes). It answers raft exactly as
-// raft.MemoryStorage does. The HardState, the log's bounds and the snapshot's metadata are
-// kept in memory; entries and the snapshot's data are read from Badger.
+// raft.MemoryStorage does. The HardState, the log's bounds, the last entry's term and the
+// snapshot's metadata are kept in memory; entries and the snapshot's data are read from
+// Badger (BenchmarkBadgerRead: 2–3 µs an entry, against ~300 µs for a synced Save).
 type BadgerStorage struct {
 	mu     sync.Mutex
 	db     *badger.DB
 	prefix []byte
 	sync   bool // Sync after each commit: the DB does not sync its writes
 
-	hs   *pb.HardState        // nil: none stored
-	snap *pb.SnapshotMetadata // the last snapshot's (index 0: none)
-	log  logState
+	hs       *pb.HardState        // nil: none stored
+	snap     *pb.SnapshotMetadata // the last snapshot's (index 0: none)
+	log      logState
+	lastTerm uint64 // the term of entry log.last: raft asks for it on every append
 }
 
 var _ Storage = (*BadgerStorage)(nil)
@@ -118,8 +120,9 @@ func OpenBadgerStorage(db *badger.DB, prefix string) (*BadgerStorage, error) {
 }
 
 // checkEntries checks that the entries stored are exactly log.index+1..log.last, each
-// decoding to the entry of its index.
+// decoding to the entry of its index, and keeps the last one's term.
 func (s *BadgerStorage) checkEntries(txn *badger.Txn) error {
+	s.lastTerm = s.log.term
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: s.key(recEntry), PrefetchValues: true, PrefetchSize: 64})
 	defer it.Close()
 	next := s.log.index + 1
@@ -138,9 +141,11 @@ func (s *BadgerStorage) checkEntries(txn *badger.Txn) error {
 		if err != nil {
 			return fmt.Errorf("metaraft: read %q: %w", key, err)
 		}
-		if _, err := s.decodeEntry(key, i, b); err != nil {
+		e, err := s.decodeEntry(key, i, b)
+		if err != nil {
 			return err
 		}
+		s.lastTerm = e.GetTerm()
 		next++
 	}
 	if next != s.log.last+1 {
@@ -305,6 +310,8 @@ func (s *BadgerStorage) term(i uint64) (uint64, error) {
 		return 0, raft.ErrUnavailable
 	case i == s.log.index:
 		return s.log.term, nil
+	case i == s.log.last:
+		return s.lastTerm, nil
 	}
 	var t uint64
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -362,6 +369,7 @@ func (s *BadgerStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapsh
 		w.put(s.key(recSnapshot), snap)
 		w.drop(w.log.index+1, w.log.last)
 		w.log = logState{index: md.GetIndex(), term: md.GetTerm(), last: md.GetIndex()}
+		w.lastTerm = md.GetTerm()
 		newSnap = snap.GetMetadata()
 	}
 	if err := w.append(ents); err != nil {
@@ -375,7 +383,7 @@ func (s *BadgerStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapsh
 	if err := w.commit(); err != nil {
 		return err
 	}
-	s.log, s.snap = w.log, newSnap
+	s.log, s.lastTerm, s.snap = w.log, w.lastTerm, newSnap
 	if newHS != nil {
 		s.hs = newHS
 	}
@@ -439,15 +447,16 @@ func (s *BadgerStorage) Compact(i uint64) error {
 // write is one transaction on the storage's records, and the log's bounds as it leaves
 // them.
 type write struct {
-	s   *BadgerStorage
-	txn *badger.Txn
-	log logState
-	n   int   // keys set or deleted
-	err error // the first failed Set or Delete
+	s        *BadgerStorage
+	txn      *badger.Txn
+	log      logState
+	lastTerm uint64
+	n        int   // keys set or deleted
+	err      error // the first failed Set or Delete
 }
 
 func (s *BadgerStorage) begin() *write {
-	return &write{s: s, txn: s.db.NewTransaction(true), log: s.log}
+	return &write{s: s, txn: s.db.NewTransaction(true), log: s.log, lastTerm: s.lastTerm}
 }
 
 func (w *write) set(key, value []byte) {
@@ -503,7 +512,7 @@ func (w *write) append(ents []*pb.Entry) error {
 		w.put(w.s.entryKey(e.GetIndex()), e)
 	}
 	w.drop(last+1, w.log.last)
-	w.log.last = last
+	w.log.last, w.lastTerm = last, ents[len(ents)-1].GetTerm()
 	return nil
 }
 

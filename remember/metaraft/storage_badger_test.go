@@ -446,3 +446,66 @@ func TestBadgerStorageDamaged(t *testing.T) {
 		}
 	}
 }
+
+// TestBadgerStorageOnDisk stores a group's state in an on-disk Badger, with the DB's
+// synchronous writes and without them (the storage syncs after each commit), closes the
+// DB, opens it again, and finds the same state.
+func TestBadgerStorageOnDisk(t *testing.T) {
+	for _, syncWrites := range []bool{true, false} {
+		t.Run(fmt.Sprintf("SyncWrites=%v", syncWrites), func(t *testing.T) {
+			dir := t.TempDir()
+			open := func() *badger.DB {
+				db, err := badger.Open(badger.DefaultOptions(dir).WithSyncWrites(syncWrites).WithLogger(nil).WithMemTableSize(8 << 20).WithValueLogFileSize(16 << 20))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return db
+			}
+			db := open()
+			s := groupState(t, db, "")
+			if s.sync == syncWrites {
+				t.Fatalf("SyncWrites %v, but the storage syncs: %v", syncWrites, s.sync)
+			}
+			ents := []*pb.Entry{{Index: new(uint64(8)), Term: new(uint64(3))}, {Index: new(uint64(9)), Term: new(uint64(3)), Data: []byte("x")}}
+			if err := s.Save(&pb.HardState{Term: new(uint64(3)), Commit: new(uint64(8))}, ents, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Compact(5); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.CreateSnapshot(6, nil, []byte(`{"records":{}}`)); err != nil {
+				t.Fatal(err)
+			}
+			read := func(s *BadgerStorage) []any {
+				hs, cs, _ := s.InitialState()
+				snap, _ := s.Snapshot()
+				first, _ := s.FirstIndex()
+				last, _ := s.LastIndex()
+				ents, err := s.Entries(first, last+1, 1<<20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return []any{hs, cs, snap, first, last, ents}
+			}
+			before := read(s)
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db = open()
+			defer db.Close()
+			again, err := OpenBadgerStorage(db, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := read(again)
+			for i := range before {
+				if !sameValue(before[i], after[i]) {
+					t.Fatalf("reopened, %v is %v, want %v", i, after[i], before[i])
+				}
+			}
+			if before[3] != uint64(6) || before[4] != uint64(9) {
+				t.Fatalf("the log holds %v..%v, want 6..9", before[3], before[4])
+			}
+		})
+	}
+}
