@@ -12,6 +12,7 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/remember"
+	"github.com/shardmesh/shardmesh/remember/metaraft"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -27,6 +28,7 @@ type memberStore struct {
 	s    *Sim
 	n    *Node
 	disk *remember.MemDisk
+	meta *metaraft.MemStorage // its replica of the metadata group, when a voter: outlives processes too
 
 	m        *remember.Machine // of the running process; nil while none runs
 	inc      uint64
@@ -42,7 +44,7 @@ type memberStore struct {
 var errDiskFault = errors.New("simulated disk fault")
 
 func newMemberStore(s *Sim, n *Node) *memberStore {
-	return &memberStore{s: s, n: n, disk: remember.NewMemDisk()}
+	return &memberStore{s: s, n: n, disk: remember.NewMemDisk(), meta: metaraft.NewMemStorage()}
 }
 
 // real reports whether members run a store (the simulation has entity types).
@@ -60,6 +62,7 @@ func (st *memberStore) open() {
 	cfg.AntiEntropyInterval = st.s.opts.AntiEntropyInterval
 	cfg.Seed = st.s.auxRng.Uint64()
 	cfg.Returning = st.n.Incarnation > 1 // as node's: the member ran before with this disk
+	cfg.MetaStorage = st.meta
 	m, err := remember.NewMachine(cfg, st.disk.State(cfg.Layout), st.s.now)
 	if err != nil {
 		panic(err)

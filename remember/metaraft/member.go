@@ -155,6 +155,7 @@ type Member struct {
 	reads    []*call           // ReadIndex calls with a read index, waiting to apply that far
 	changes  []*call
 	out      Ready
+	err      error // why the member stopped (nil: it runs)
 
 	ackEarly bool // tests only (the negative control): answer writes when proposed
 }
@@ -165,7 +166,7 @@ var logger raft.Logger = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
 // founds the group when cfg.Found, else waits to be added), applying the group's log to
 // sm. sm must hold nothing yet: the snapshot in st restores it, and the committed entries
 // after the snapshot are applied to it again.
-func New(cfg Config, st Storage, sm StateMachine, now time.Time) (*Member, error) {
+func New(cfg Config, st Storage, sm StateMachine, now time.Time) (_ *Member, err error) {
 	cfg.defaults()
 	if cfg.Self == "" {
 		return nil, errors.New("metaraft: a member needs a name (Config.Self)")
@@ -178,6 +179,11 @@ func New(cfg Config, st Storage, sm StateMachine, now time.Time) (*Member, error
 		names: map[uint64]string{}, sm: sm, conf: pb.EnsureConfState(nil), lastTick: now, calls: map[uint64]*call{},
 		writes: map[uint64]uint64{}}
 	m.names[m.id] = cfg.Self
+	defer func() {
+		if m.recovered(recover()) {
+			err = m.err
+		}
+	}()
 	snap, err := st.Snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("metaraft: read the snapshot of %s: %w", cfg.Self, err)
@@ -203,6 +209,9 @@ func New(cfg Config, st Storage, sm StateMachine, now time.Time) (*Member, error
 		}
 	}
 	m.process()
+	if m.err != nil {
+		return nil, m.err
+	}
 	return m, nil
 }
 
@@ -226,6 +235,11 @@ func (m *Member) restore(snap *pb.Snapshot) error {
 
 // Tick advances the member's clock to now: raft's ticks, and calls that time out.
 func (m *Member) Tick(now time.Time) {
+	if m.err != nil {
+		m.lastTick = now // a stopped member does nothing: NextDeadline moves on
+		return
+	}
+	defer func() { m.recovered(recover()) }()
 	for !now.Before(m.lastTick.Add(m.cfg.Tick)) {
 		m.rn.Tick()
 		m.lastTick = m.lastTick.Add(m.cfg.Tick)
@@ -255,7 +269,15 @@ func (m *Member) NextDeadline() time.Time {
 }
 
 // Receive takes a frame from peer from.
-func (m *Member) Receive(from string, frame []byte) error {
+func (m *Member) Receive(from string, frame []byte) (err error) {
+	if m.err != nil {
+		return m.err
+	}
+	defer func() {
+		if m.recovered(recover()) {
+			err = m.err
+		}
+	}()
 	msg := &pb.Message{}
 	if err := proto.Unmarshal(frame, msg); err != nil {
 		return fmt.Errorf("metaraft: damaged frame from %s: %w", from, err)
@@ -265,6 +287,9 @@ func (m *Member) Receive(from string, frame []byte) error {
 	forwarded := msg.GetType() == pb.MsgProp || msg.GetType() == pb.MsgReadIndex
 	if raft.IsLocalMsg(msg.GetType()) {
 		return fmt.Errorf("metaraft: a %v frame from %s: a local message", msg.GetType(), from)
+	}
+	if err := checkFrame(m.id, msg); err != nil {
+		return fmt.Errorf("metaraft: a damaged %v frame from %s: %w", msg.GetType(), from, err)
 	}
 	if msg.GetTo() != m.id {
 		return fmt.Errorf("metaraft: a %v frame from %s for replica %x, this one is %x: %w", msg.GetType(), from, msg.GetTo(), m.id, ErrOtherReplica)
@@ -281,7 +306,7 @@ func (m *Member) Receive(from string, frame []byte) error {
 		return fmt.Errorf("metaraft: frame from %s: %w", from, err)
 	}
 	m.process()
-	return nil
+	return m.err
 }
 
 func (m *Member) newCall(now time.Time) *call {
@@ -295,6 +320,10 @@ func (m *Member) newCall(now time.Time) *call {
 // Apply returned, once the entry is committed and applied here.
 func (m *Member) Propose(now time.Time, data []byte) uint64 {
 	c := m.newCall(now)
+	if m.refused(c) {
+		return c.id
+	}
+	defer func() { m.recovered(recover()) }()
 	m.nextCall++ // the proposal's sequence: unique in this incarnation
 	seq := m.nextCall
 	err := m.rn.Propose((&proposal{by: m.by, seq: seq, data: data}).encode())
@@ -315,6 +344,10 @@ func (m *Member) Propose(now time.Time, data []byte) uint64 {
 // the state machine made then is linearizable.
 func (m *Member) ReadIndex(now time.Time) uint64 {
 	c := m.newCall(now)
+	if m.refused(c) {
+		return c.id
+	}
+	defer func() { m.recovered(recover()) }()
 	if m.rn.BasicStatus().Lead == raft.None {
 		m.answer(Answer{Call: c.id, Err: ErrNoLeader})
 		return c.id
@@ -335,6 +368,10 @@ func (m *Member) readCtx(id uint64) []byte {
 // unless the group reaches set anyway (callers retry).
 func (m *Member) ChangeVoters(now time.Time, set []Voter) uint64 {
 	c := m.newCall(now)
+	if m.refused(c) {
+		return c.id
+	}
+	defer func() { m.recovered(recover()) }()
 	c.target = SortVoters(slices.Clone(set))
 	for _, v := range c.target {
 		m.names[v.ID] = v.Name
@@ -417,13 +454,16 @@ func (m *Member) Configuration() Configuration { return m.configuration(m.applie
 // Leader returns the leader this member knows of ("" for none) and its term.
 func (m *Member) Leader() (string, uint64) {
 	s := m.rn.BasicStatus()
+	if m.err != nil {
+		return "", s.GetTerm()
+	}
 	return m.names[s.Lead], s.GetTerm()
 }
 
 // IsLeader reports whether this member leads, and in which term.
 func (m *Member) IsLeader() (bool, uint64) {
 	s := m.rn.BasicStatus()
-	return s.RaftState == raft.StateLeader, s.GetTerm()
+	return m.err == nil && s.RaftState == raft.StateLeader, s.GetTerm()
 }
 
 // AppliedIndex returns the index applied here.
@@ -446,17 +486,20 @@ func (m *Member) process() {
 	for m.rn.HasReady() {
 		rd := m.rn.Ready()
 		if err := m.st.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
-			// The disk failed: nothing more is sent or applied, as if the member stopped;
-			// its calls time out. (The store's disk errors take it out the same way.)
-			panic(err) // TODO(spike): a stopped state with the error, not a panic
+			// The disk failed: nothing of this Ready is sent or applied; the member stops.
+			m.stop(fmt.Errorf("store the raft state: %w", err))
+			return
 		}
 		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
 			if err := m.restore(rd.Snapshot); err != nil {
-				panic(err) // TODO(spike): as above
+				m.stop(err)
+				return
 			}
 		}
 		for _, msg := range rd.Messages {
-			m.send(msg)
+			if m.send(msg); m.err != nil {
+				return
+			}
 		}
 		for _, e := range rd.CommittedEntries {
 			m.apply(e)
@@ -470,6 +513,7 @@ func (m *Member) process() {
 	m.compact()
 }
 
+// send hands msg out (or stops the member when it cannot).
 func (m *Member) send(msg *pb.Message) {
 	to, ok := m.names[msg.GetTo()]
 	if !ok {
@@ -477,14 +521,17 @@ func (m *Member) send(msg *pb.Message) {
 	}
 	frame, err := proto.Marshal(msg)
 	if err != nil {
-		panic(fmt.Sprintf("metaraft: encode %v: %v", msg.GetType(), err)) // raft's own messages always encode
+		m.stop(fmt.Errorf("encode %v: %w", msg.GetType(), err))
+		return
 	}
 	if msg.GetType() == pb.MsgSnap {
 		if msg.GetSnapshot().GetMetadata().GetIndex() < m.applied {
 			// A snapshot older than the state applied here may predate the configuration
 			// that added the member it is for, which would refuse it: take one of the
 			// applied state (the log stays) and have raft send that one instead.
-			m.snapshot()
+			if !m.snapshot() {
+				return
+			}
 			m.rn.ReportSnapshot(msg.GetTo(), raft.SnapshotFailure)
 			return
 		}
@@ -585,20 +632,27 @@ func (m *Member) compact() {
 	if m.applied < m.snapped+m.cfg.SnapshotEvery {
 		return
 	}
-	m.snapshot()
+	if !m.snapshot() {
+		return
+	}
 	if err := m.st.Compact(m.applied); err != nil {
-		panic(fmt.Sprintf("metaraft: compact the log to %d: %v", m.applied, err)) // TODO(spike): as process
+		m.stop(fmt.Errorf("compact the log to %d: %w", m.applied, err))
 	}
 }
 
-// snapshot keeps a snapshot of the applied state.
-func (m *Member) snapshot() {
+// snapshot keeps a snapshot of the applied state (false: it could not, and stopped).
+func (m *Member) snapshot() bool {
 	data, err := m.sm.Snapshot()
-	if err != nil {
-		panic(fmt.Sprintf("metaraft: snapshot at %d: %v", m.applied, err)) // TODO(spike): as process
+	if err == nil {
+		data, err = encodeSnapshot(data, m.names)
 	}
-	if _, err := m.st.CreateSnapshot(m.applied, m.conf, encodeSnapshot(data, m.names)); err != nil {
-		panic(fmt.Sprintf("metaraft: snapshot at %d: %v", m.applied, err)) // TODO(spike): as process
+	if err == nil {
+		_, err = m.st.CreateSnapshot(m.applied, m.conf, data)
+	}
+	if err != nil {
+		m.stop(fmt.Errorf("snapshot at %d: %w", m.applied, err))
+		return false
 	}
 	m.snapped = m.applied
+	return true
 }

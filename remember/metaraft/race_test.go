@@ -2,6 +2,7 @@ package metaraft
 
 import (
 	"flag"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,7 +10,10 @@ import (
 	"time"
 )
 
-var raceSeeds = flag.Int("metaraft.seeds", 40, "seeds of TestMetaRaftRace")
+var (
+	raceSeeds   = flag.Int("metaraft.seeds", 40, "seeds of TestMetaRaftRace")
+	badgerSeeds = flag.Int("metaraft.badgerseeds", 5, "seeds of TestMetaRaftRaceBadger")
+)
 
 // TestMetaRaftRace is TestMetaDriversRace (remember/metaballot_test.go) on raft: 5 members,
 // one founds the group, and every member drives the voters toward its own view of the
@@ -30,11 +34,45 @@ func TestMetaRaftRace(t *testing.T) {
 	}
 	for seed := range uint64(seeds) {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-			s := raceGroup(t, seed, "")
+			s := raceGroup(t, seed, raceOpts{})
 			t.Logf("seed %d: %d events, %d configurations, %d terms with a leader, %d writes acknowledged, %d reads checked (%d failed to answer)",
 				seed, s.events, s.nConfs, len(s.leaders), len(s.acked), s.readsOK, s.readsFailed)
 		})
 	}
+}
+
+// TestMetaRaftRaceBadger is TestMetaRaftRace on BadgerStorage (the members' storages under
+// prefixes of their own in one in-memory Badger; a restarted member reopens its storage),
+// with full disks among the faults: a member's Save fails from its next few on, the member
+// stops (its calls are answered with ErrStopped and the disk's error, it sends nothing),
+// and 0.5–5 s later the disk is freed and the member restarted from its storage. The
+// same checks hold after every event.
+func TestMetaRaftRaceBadger(t *testing.T) {
+	seeds := *badgerSeeds
+	if testing.Short() {
+		seeds = 2
+	}
+	stops := 0
+	for seed := range uint64(seeds) {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			s := raceGroup(t, seed, raceOpts{badger: true, diskFull: true})
+			stops += s.stops
+			t.Logf("seed %d: %d events, %d configurations, %d terms with a leader, %d writes acknowledged, %d reads checked (%d failed to answer), %d members stopped on a full disk",
+				seed, s.events, s.nConfs, len(s.leaders), len(s.acked), s.readsOK, s.readsFailed, s.stops)
+		})
+	}
+	if stops == 0 {
+		t.Fatal("no member stopped on a full disk")
+	}
+	// Without full disks, a seed runs on Badger exactly as on memory: every answer of the
+	// storages is the same, so is every event.
+	t.Run("as memory", func(t *testing.T) {
+		mem, bad := raceGroup(t, 1, raceOpts{}), raceGroup(t, 1, raceOpts{badger: true})
+		if mem.events != bad.events || len(mem.acked) != len(bad.acked) || !maps.Equal(mem.applied, bad.applied) {
+			t.Fatalf("seed 1: on memory %d events, %d writes acknowledged, %d applied; on Badger %d, %d, %d",
+				mem.events, len(mem.acked), len(mem.applied), bad.events, len(bad.acked), len(bad.applied))
+		}
+	})
 }
 
 // TestMetaRaftRaceCatchesEarlyAcks is the negative control: members that acknowledge a
@@ -45,7 +83,7 @@ func TestMetaRaftRaceCatchesEarlyAcks(t *testing.T) {
 	caught := 0
 	const seeds = 5
 	for seed := range uint64(seeds) {
-		s := raceGroup(t, seed, "ack early")
+		s := raceGroup(t, seed, raceOpts{ackEarly: true})
 		lost := slices.IndexFunc(s.failures, func(f string) bool { return strings.Contains(f, "found false") })
 		if lost >= 0 {
 			caught++
@@ -57,13 +95,22 @@ func TestMetaRaftRaceCatchesEarlyAcks(t *testing.T) {
 	}
 }
 
-func raceGroup(t *testing.T, seed uint64, control string) *sim {
+// raceOpts varies the race: acknowledgements at proposal and forgetful voters (the
+// negative controls), Badger storages, full disks.
+type raceOpts struct {
+	ackEarly, forgetful, badger, diskFull bool
+}
+
+func raceGroup(t *testing.T, seed uint64, opts raceOpts) *sim {
 	s := newSim(t, seed, Config{SnapshotEvery: 100, Timeout: 3 * time.Second})
-	s.ackEarly, s.forgetful = control == "ack early", control == "forgetful"
-	s.collect = control != ""
+	s.ackEarly, s.forgetful, s.stopsOK = opts.ackEarly, opts.forgetful, opts.diskFull
+	s.collect = opts.ackEarly || opts.forgetful
 	wipes := 6 // 1 in 6 crashes loses the storage
 	if s.forgetful {
 		wipes = 2
+	}
+	if opts.badger {
+		s.db = memDB(t)
 	}
 	all := names(5)
 	for i, name := range all {
@@ -106,11 +153,17 @@ func raceGroup(t *testing.T, seed uint64, control string) *sim {
 			wipe := s.rng.IntN(wipes) == 0 && (s.forgetful || s.mayWipe(i))
 			downs := 0
 			for _, n := range s.nodes {
-				if n.m == nil {
+				if n.m == nil || n.st.failAt > 0 {
 					downs++
 				}
 			}
-			if s.nodes[i].m == nil || downs >= 2 {
+			if s.nodes[i].m == nil || s.nodes[i].st.failAt > 0 || downs >= 2 {
+				break
+			}
+			if opts.diskFull && r == 5 { // the disk fills up: Save fails from the next 1–20 on
+				st := s.nodes[i].st
+				st.failAt = st.saves + 1 + s.rng.IntN(20)
+				s.at(500*time.Millisecond+time.Duration(s.rng.Int64N(int64(4500*time.Millisecond))), func() { s.freeDisk(i) })
 				break
 			}
 			if wipe {
@@ -137,6 +190,7 @@ func raceGroup(t *testing.T, seed uint64, control string) *sim {
 	healed, s.drop, s.cut = true, 0, nil
 	final := all[1:]
 	for i, n := range s.nodes {
+		s.freeDisk(i)
 		if n.m == nil {
 			s.up(i)
 		}
@@ -185,9 +239,9 @@ func TestMetaRaftRaceCatchesForgetfulVoters(t *testing.T) {
 	caught := 0
 	const seeds = 10
 	for seed := range uint64(seeds) {
-		s := raceGroup(t, seed, "forgetful")
+		s := raceGroup(t, seed, raceOpts{forgetful: true})
 		lost := slices.IndexFunc(s.failures, func(f string) bool {
-			return strings.Contains(f, "found false") || strings.Contains(f, "another member") || strings.Contains(f, "panicked")
+			return strings.Contains(f, "found false") || strings.Contains(f, "another member") || strings.Contains(f, "stopped:")
 		})
 		if lost >= 0 {
 			caught++

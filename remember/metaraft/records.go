@@ -48,16 +48,16 @@ type snapshot struct {
 	Names []Voter `json:"names"`
 }
 
-func encodeSnapshot(data []byte, names map[uint64]string) []byte {
+func encodeSnapshot(data []byte, names map[uint64]string) ([]byte, error) {
 	voters := make([]Voter, 0, len(names))
 	for id, n := range names {
 		voters = append(voters, Voter{Name: n, ID: id})
 	}
 	b, err := json.Marshal(snapshot{Data: data, Names: SortVoters(voters)})
 	if err != nil {
-		panic(fmt.Sprintf("metaraft: encode snapshot: %v", err)) // bytes and strings always encode
+		return nil, fmt.Errorf("metaraft: encode snapshot: %w", err)
 	}
-	return b
+	return b, nil
 }
 
 func decodeSnapshot(b []byte) (snapshot, error) {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"syscall"
 	"testing"
 	"testing/cryptotest"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
@@ -41,30 +43,57 @@ func (q *events) Pop() any {
 }
 
 type simNode struct {
-	name  string
-	st    *trackedStorage
-	m     *Member // nil while down
-	kv    *kv     // its state machine (a new one at each start)
-	life  int     // incarnations: a stale wake-up of an earlier one does nothing
-	wake  time.Time
-	view  []string // the voters as its membership sees them
-	found bool
+	name    string
+	st      *trackedStorage
+	m       *Member // nil while down
+	kv      *kv     // its state machine (a new one at each start)
+	life    int     // incarnations: a stale wake-up of an earlier one does nothing
+	wake    time.Time
+	view    []string // the voters as its membership sees them
+	found   bool
+	stopped bool // its member stopped (counted)
 }
 
 // trackedStorage tells the checker when a Save replaces log entries (the one way a
-// durable entry can go) so that it checks every acknowledged write again.
+// durable entry can go) so that it checks every acknowledged write again. It also fills
+// up: from the failAt-th Save on (0: never), Save fails as on a full disk.
 type trackedStorage struct {
-	*MemStorage
-	truncated bool
+	Storage
+	truncated   bool
+	saves       int
+	failAt      int
+	failSnap    bool // CreateSnapshot fails
+	failCompact bool // Compact fails
 }
 
+// errDiskFull is the full disk of the tests.
+var errDiskFull = fmt.Errorf("write the raft log: %w", syscall.ENOSPC)
+
 func (s *trackedStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error {
+	s.saves++
+	if s.failAt > 0 && s.saves >= s.failAt {
+		return errDiskFull
+	}
 	if len(ents) > 0 {
 		if last, _ := s.LastIndex(); ents[0].GetIndex() <= last {
 			s.truncated = true
 		}
 	}
-	return s.MemStorage.Save(hs, ents, snap)
+	return s.Storage.Save(hs, ents, snap)
+}
+
+func (s *trackedStorage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Snapshot, error) {
+	if s.failSnap {
+		return nil, errDiskFull
+	}
+	return s.Storage.CreateSnapshot(i, cs, data)
+}
+
+func (s *trackedStorage) Compact(i uint64) error {
+	if s.failCompact {
+		return errDiskFull
+	}
+	return s.Storage.Compact(i)
 }
 
 type ackedWrite struct {
@@ -86,7 +115,12 @@ type sim struct {
 	idx       map[string]int
 	cfg       Config
 	ackEarly  bool
-	forgetful bool // the negative control: a lost storage comes back under its old replica id
+	forgetful bool       // the negative control: a lost storage comes back under its old replica id
+	db        *badger.DB // the members' storages (nil: MemStorage)
+	stopsOK   bool       // members may stop (full disks)
+	stops     int        // members that stopped
+	refused   int        // frames a stopped member refused
+	onAnswer  func(i int, a Answer)
 
 	drop             float64
 	minDelay, spread time.Duration
@@ -159,7 +193,10 @@ func (s *sim) at(d time.Duration, do func()) {
 }
 
 func (s *sim) add(name string, found bool) {
-	n := &simNode{name: name, st: &trackedStorage{MemStorage: NewMemStorage()}, found: found}
+	n := &simNode{name: name, st: &trackedStorage{}, found: found}
+	if s.db == nil {
+		n.st.Storage = NewMemStorage()
+	}
 	s.idx[name] = len(s.nodes)
 	s.nodes = append(s.nodes, n)
 	s.up(len(s.nodes) - 1)
@@ -170,6 +207,13 @@ func (s *sim) up(i int) {
 	n := s.nodes[i]
 	if n.m != nil {
 		return
+	}
+	if s.db != nil { // a restarted member reads its storage back
+		st, err := OpenBadgerStorage(s.db, BadgerPrefix+n.name+"\x00")
+		if err != nil {
+			s.t.Fatalf("open the storage of %s: %v", n.name, err)
+		}
+		n.st.Storage = st
 	}
 	cfg := s.cfg
 	cfg.Self, cfg.Found = n.name, n.found
@@ -185,7 +229,7 @@ func (s *sim) up(i int) {
 		s.t.Fatalf("start %s: %v", n.name, err)
 	}
 	m.ackEarly = s.ackEarly
-	n.m, n.wake = m, time.Time{}
+	n.m, n.wake, n.stopped = m, time.Time{}, false
 	n.life++
 	s.drain(i)
 }
@@ -207,6 +251,17 @@ func (s *sim) down(i int) {
 	}
 }
 
+// freeDisk frees node i's disk; a member that stopped on it is restarted from its
+// storage.
+func (s *sim) freeDisk(i int) {
+	n := s.nodes[i]
+	n.st.failAt = 0
+	if n.m != nil && n.m.Err() != nil {
+		s.down(i)
+		s.up(i)
+	}
+}
+
 func (s *sim) drain(i int) {
 	n := s.nodes[i]
 	m := n.m
@@ -217,6 +272,9 @@ func (s *sim) drain(i int) {
 		rd := m.Ready()
 		if rd.Empty() {
 			break
+		}
+		if m.Err() != nil && len(rd.Sends) > 0 {
+			s.fail("%s stopped (%v) but sends %d frames", n.name, m.Err(), len(rd.Sends))
 		}
 		for _, snd := range rd.Sends {
 			s.sends++
@@ -232,20 +290,19 @@ func (s *sim) drain(i int) {
 				if dst.m == nil || dst.life != life {
 					return // it crashed meanwhile: the frame is lost with the connection
 				}
-				if s.forgetful {
-					// The negative control: raft panics when a leader's commit index is past
-					// the end of a follower's log (one that forgot it): a failure found.
-					defer func() {
-						if r := recover(); r != nil {
-							s.fail("%s: raft panicked: %v", dst.name, r)
-							s.down(to)
-						}
-					}()
-				}
 				if err := dst.m.Receive(from, frame); errors.Is(err, ErrOtherReplica) {
 					s.otherReplica++ // meant for the replica this member was before its storage was lost
 				} else if err != nil {
-					s.t.Fatalf("%s: %v", dst.name, err)
+					switch {
+					case s.forgetful && errors.Is(err, ErrStopped):
+						// The negative control: raft finds a leader's commit index past the
+						// end of a follower's log (one that forgot it) and the member stops.
+						s.fail("%s: stopped: %v", dst.name, err)
+					case s.stopsOK && errors.Is(err, ErrStopped):
+						s.refused++
+					default:
+						s.t.Fatalf("%s: %v", dst.name, err)
+					}
 				}
 				s.drain(to)
 			})
@@ -255,6 +312,13 @@ func (s *sim) drain(i int) {
 		}
 		for _, a := range rd.Answers {
 			s.answered(i, a)
+		}
+	}
+	if err := m.Err(); err != nil && !n.stopped {
+		n.stopped = true
+		s.stops++
+		if !s.stopsOK || !errors.Is(err, ErrStopped) || !errors.Is(err, syscall.ENOSPC) {
+			s.fail("%s stopped: %v", n.name, err)
 		}
 	}
 	if next := m.NextDeadline(); n.wake.IsZero() || next.Before(n.wake) {
@@ -272,7 +336,13 @@ func (s *sim) drain(i int) {
 }
 
 func (s *sim) answered(i int, a Answer) {
+	if s.onAnswer != nil {
+		s.onAnswer(i, a)
+	}
 	k := [2]uint64{uint64(i), a.Call}
+	if a.Err != nil && errors.Is(a.Err, ErrStopped) && s.nodes[i].m.Err() == nil {
+		s.fail("%s answered call %d with %v, but it runs", s.nodes[i].name, a.Call, a.Err)
+	}
 	if w, ok := s.writes[k]; ok {
 		delete(s.writes, k)
 		if a.Err != nil {
@@ -501,12 +571,16 @@ func (s *sim) voters(view []string) []Voter {
 // wipe loses node i's storage (a replaced disk): it comes back as a new replica.
 func (s *sim) wipe(i int) {
 	s.down(i)
-	st := NewMemStorage()
-	if s.forgetful {
-		st.id, _ = s.nodes[i].st.ID() // the negative control: the same id, an empty storage
+	n := s.nodes[i]
+	id, _ := n.st.ID()
+	if err := n.st.Storage.Reset(); err != nil {
+		s.t.Fatalf("reset the storage of %s: %v", n.name, err)
 	}
-	s.nodes[i].st = &trackedStorage{MemStorage: st}
-	s.nodes[i].found = false
+	if s.forgetful {
+		n.st.Storage.(*MemStorage).id = id // the negative control: the same id, an empty storage
+	}
+	n.st = &trackedStorage{Storage: n.st.Storage}
+	n.found = false
 	s.wipes++
 }
 
