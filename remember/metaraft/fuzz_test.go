@@ -80,9 +80,15 @@ func miniGroup() (map[string]*Member, map[string]*MemStorage, []frame, error) {
 	steps := []func() error{
 		func() error { return step(3 * time.Second) },
 		func() error { return write("m0", 25) },
-		func() error { members["m0"].ChangeVoters(now, storeVoters(stores, names(2))); return step(3 * time.Second) },
+		func() error {
+			members["m0"].ChangeVoters(now, storeVoters(stores, names(2)))
+			return step(3 * time.Second)
+		},
 		func() error { return write("m1", 5) },
-		func() error { members["m0"].ChangeVoters(now, storeVoters(stores, names(3))); return step(3 * time.Second) },
+		func() error {
+			members["m0"].ChangeVoters(now, storeVoters(stores, names(3)))
+			return step(3 * time.Second)
+		},
 		func() error { return write("m2", 5) },
 		func() error { return write("m1", 5) },
 	}
