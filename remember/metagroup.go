@@ -26,7 +26,7 @@ type metaGroup struct {
 	err    error // why the replica could not start (a damaged storage): logged once, calls fail
 
 	calls   map[uint64]*metaCall // calls waiting for the member, by its call id
-	retries []*metaCall          // calls to make again at the next tick (no leader yet)
+	retries []*metaCall          // calls to make again at their retryAt (no leader yet)
 
 	ask     int               // a non-voter's rotation over the voters it forwards to
 	driveAt time.Time         // the leader's next look at the voters
@@ -51,6 +51,7 @@ type metaCall struct {
 	done     func(*pb.MetaAnswer, error)
 	tried    []NodeID // the voters a forwarded call went to
 	lastErr  error
+	retryAt  time.Time // when it is made again (in retries)
 	paged    []*pb.ReplicaRecord // a forwarded scan's pages so far
 }
 
@@ -176,7 +177,7 @@ func (m *Machine) metaAnswered(a metaraft.Answer) {
 	if a.Err != nil {
 		c.lastErr = a.Err
 		if m.now.Before(c.deadline) {
-			g.retries = append(g.retries, c)
+			m.retryMeta(c)
 			return
 		}
 		c.done(nil, m.metaError(c))
@@ -243,19 +244,35 @@ func (e *MetaError) Error() string {
 // Unwrap makes errors.Is(err, ErrNoQuorum) hold, and the cause reachable.
 func (e *MetaError) Unwrap() []error { return []error{ErrNoQuorum, e.Cause} }
 
-// tickMetaGroup ticks the replica, makes the calls waiting for a leader again, and has
-// the leader move the group's voters to the placement's.
+// metaRetry is the pause before a call the group could not take (no leader, no voter
+// answered) is made again.
+const metaRetry = 50 * time.Millisecond
+
+// retryMeta makes c again after metaRetry.
+func (m *Machine) retryMeta(c *metaCall) {
+	c.retryAt = m.now.Add(metaRetry)
+	m.mg.retries = append(m.mg.retries, c)
+}
+
+// tickMetaGroup makes the calls due again, ticks the replica, and has the leader move the
+// group's voters to the placement's.
 func (m *Machine) tickMetaGroup() {
 	g := &m.mg
+	var due []*metaCall
+	g.retries = slices.DeleteFunc(g.retries, func(c *metaCall) bool {
+		if m.now.Before(c.retryAt) {
+			return false
+		}
+		due = append(due, c)
+		return true
+	})
+	for _, c := range due {
+		m.callMeta(c)
+	}
 	if g.member == nil {
 		return
 	}
 	g.member.Tick(m.now)
-	retries := g.retries
-	g.retries = nil
-	for _, c := range retries {
-		m.callMeta(c)
-	}
 	m.driveVoters()
 	m.announceReplica()
 	m.pumpMeta()
@@ -268,7 +285,7 @@ func (m *Machine) tickMetaGroup() {
 // holds no stale metadata.
 func (m *Machine) dropReplica() {
 	g := &m.mg
-	if g.member == nil || m.place == nil || slices.Contains(m.place.Meta(), m.self) || len(g.calls) > 0 || len(g.retries) > 0 {
+	if g.member == nil || m.place == nil || slices.Contains(m.place.Meta(), m.self) || len(g.calls) > 0 {
 		return
 	}
 	c := g.member.Configuration()
@@ -413,15 +430,17 @@ func (m *Machine) receiveRaft(from NodeID, frame []byte) {
 	m.pumpMeta()
 }
 
-// metaWakeGroup returns when the replica next needs a tick (zero: none).
+// metaWakeGroup returns when the group's part next needs a tick (zero: never).
 func (m *Machine) metaWakeGroup() time.Time {
 	g := &m.mg
-	if g.member == nil {
-		return time.Time{}
+	var next time.Time
+	if g.member != nil {
+		next = g.member.NextDeadline()
 	}
-	next := g.member.NextDeadline()
-	if len(g.retries) > 0 {
-		next = m.now // at once: they wait for the next tick only
+	for _, c := range g.retries {
+		if next.IsZero() || c.retryAt.Before(next) {
+			next = c.retryAt
+		}
 	}
 	return next
 }
@@ -440,8 +459,8 @@ func (m *Machine) forwardMeta(c *metaCall) {
 	}
 	if to == "" {
 		if len(c.tried) > 0 && m.now.Before(c.deadline) {
-			c.tried = c.tried[:0] // every voter was asked once: round again
-			m.forwardMeta(c)
+			c.tried = c.tried[:0] // every voter was asked once: round again, a moment later
+			m.retryMeta(c)
 			return
 		}
 		c.done(nil, m.metaError(c))
