@@ -245,6 +245,8 @@ func (m *Machine) ReceiveEnvelope(now time.Time, from NodeID, env *pb.ReplicaEnv
 		m.receiveRaft(from, msg.Raft)
 	case *pb.ReplicaEnvelope_MetaJoin:
 		m.metaJoined(from, msg.MetaJoin)
+	case *pb.ReplicaEnvelope_MetaRemoved:
+		m.metaRemoved(from, msg.MetaRemoved)
 	case *pb.ReplicaEnvelope_MetaCall:
 		m.serveMetaCall(from, env.RequestId, msg.MetaCall)
 	default: // answers

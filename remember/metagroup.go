@@ -35,6 +35,7 @@ type metaGroup struct {
 	joinAt  time.Time         // this member's next announcement (while it waits to be added)
 	// unknownSince: since when a voter of the placement has no replica the leader knows of
 	unknownSince time.Time
+	reset        bool // its replica was reset: it never founds
 }
 
 // metaJoinWait is how long the leader keeps voters the placement no longer names while a
@@ -98,7 +99,7 @@ func (m *Machine) startMeta() {
 	if !held && !voter {
 		return
 	}
-	found := !held && !m.cfg.Returning && m.keys == 0 && voter && m.place.Meta()[0] == m.self
+	found := !held && !g.reset && !m.cfg.Returning && m.keys == 0 && voter && m.place.Meta()[0] == m.self
 	g.recs = newMetaRecords(m.mirrorMeta)
 	member, err := metaraft.New(m.metaRaftConfig(found), m.cfg.MetaStorage, g.recs, m.now)
 	if err != nil {
@@ -140,13 +141,23 @@ func (m *Machine) callMeta(c *metaCall) {
 	switch {
 	case g.err != nil:
 		c.done(nil, g.err)
-	case g.inGroup():
+	case g.inGroup() && g.leads():
 		m.callLocal(c)
 	case m.place == nil:
 		c.done(nil, ErrNoPlacement)
+	case g.inGroup() && !slices.ContainsFunc(m.place.Meta(), func(p NodeID) bool { return p != m.self }):
+		m.callLocal(c) // alone: it waits for its own election
 	default:
+		// Not a voter, or one that knows no leader (an election; or it was away while the
+		// group went on without it): a voter that knows one makes it.
 		m.forwardMeta(c)
 	}
+}
+
+// leads reports whether this member's replica knows the group's leader.
+func (g *metaGroup) leads() bool {
+	lead, _ := g.member.Leader()
+	return lead != ""
 }
 
 // callLocal makes c on this member's replica.
@@ -279,19 +290,27 @@ func (m *Machine) tickMetaGroup() {
 	m.dropReplica()
 }
 
-// dropReplica drops this member's replica once the group removed it and the placement no
-// longer names it a voter: the replica's storage is reset (a new id, should it be a voter
-// again) and its copy of the metadata leaves the local disk, so a member outside the group
-// holds no stale metadata.
+// dropReplica drops this member's replica once it applied a configuration without it: its
+// storage is reset and its copy of the metadata leaves the local disk, so a member outside
+// the group holds no stale metadata. If the placement still names it a voter (it was
+// removed while away), it starts again as a new replica (a new id, announced): a removed
+// id never comes back.
 func (m *Machine) dropReplica() {
 	g := &m.mg
-	if g.member == nil || m.place == nil || slices.Contains(m.place.Meta(), m.self) || len(g.calls) > 0 {
+	if g.member == nil || m.place == nil || len(g.calls) > 0 {
 		return
 	}
 	c := g.member.Configuration()
 	if c.Index == 0 || c.Joint() || g.inGroup() {
 		return // not added yet, or a change under way, or still a voter
 	}
+	m.resetReplica()
+}
+
+// resetReplica forgets this member's replica of the group, and starts a new one when the
+// placement names it a voter.
+func (m *Machine) resetReplica() {
+	g := &m.mg
 	if err := m.cfg.MetaStorage.Reset(); err != nil {
 		g.err = fmt.Errorf("remember: reset the metadata group's storage: %w", err)
 	}
@@ -300,10 +319,29 @@ func (m *Machine) dropReplica() {
 		e.rec.Key = k
 		recs = append(recs, e)
 	}
-	g.member, g.recs, g.calls, g.joins = nil, nil, nil, nil
+	calls := g.calls
+	g.member, g.recs, g.calls, g.joins, g.driving = nil, nil, nil, nil, 0
+	g.reset = true // a member that held a replica never founds the group
 	if len(recs) > 0 {
 		m.apply(applyOp{kind: opDiscard, recs: recs}, func(DiskResult) {})
 	}
+	for _, c := range calls {
+		m.retryMeta(c) // made again elsewhere
+	}
+	m.startMeta()
+}
+
+// metaRemoved takes a leader's word that this member's replica id was removed from the
+// group (it was away when that was applied): the replica starts again as a new one.
+func (m *Machine) metaRemoved(from NodeID, id uint64) {
+	g := &m.mg
+	if g.member == nil || g.member.ID() != id {
+		return
+	}
+	if lead, _ := g.member.Leader(); lead != "" && lead != string(from) {
+		return // it follows another leader, which counts it
+	}
+	m.resetReplica()
 }
 
 // announceReplica has a member that the placement names a voter, and whose replica the
@@ -406,6 +444,9 @@ func (m *Machine) pumpMeta() {
 			if m.cfg.OnMetaGroup != nil {
 				m.cfg.OnMetaGroup(c)
 			}
+		}
+		for _, r := range rd.Removed {
+			m.send(NodeID(r.Name), &pb.ReplicaEnvelope{Msg: &pb.ReplicaEnvelope_MetaRemoved{MetaRemoved: r.ID}})
 		}
 		for _, a := range rd.Answers {
 			m.metaAnswered(a)

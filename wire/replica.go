@@ -107,6 +107,10 @@ func DecodeReplica(frame []byte) (*pb.ReplicaEnvelope, error) {
 		if m.MetaJoin == 0 {
 			return nil, malformed("meta_join names replica 0")
 		}
+	case *pb.ReplicaEnvelope_MetaRemoved:
+		if m.MetaRemoved == 0 {
+			return nil, malformed("meta_removed names replica 0")
+		}
 	case *pb.ReplicaEnvelope_MetaCall:
 		err = checkMetaCall(m.MetaCall)
 	case *pb.ReplicaEnvelope_MetaAnswer:
@@ -124,7 +128,7 @@ func DecodeReplica(frame []byte) (*pb.ReplicaEnvelope, error) {
 func oneWay(msg any) bool {
 	switch msg.(type) {
 	case *pb.ReplicaEnvelope_Repair, *pb.ReplicaEnvelope_Collect, *pb.ReplicaEnvelope_Synced, *pb.ReplicaEnvelope_Raft,
-		*pb.ReplicaEnvelope_MetaJoin:
+		*pb.ReplicaEnvelope_MetaJoin, *pb.ReplicaEnvelope_MetaRemoved:
 		return true
 	}
 	return false

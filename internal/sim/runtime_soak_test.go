@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/cryptotest"
 	"time"
 
 	"github.com/shardmesh/shardmesh/engine"
@@ -48,7 +49,7 @@ func TestRuntimeSoak(t *testing.T) {
 	var virtual time.Duration
 	start := time.Now()
 	for seed := first; seed < first+uint64(runs); seed++ {
-		s, err := runtimeSchedule(seed)
+		s, err := runtimeSchedule(t, seed)
 		sent += s.traffic.sent
 		virtual += s.Elapsed()
 		restarts += s.fullRestarts
@@ -57,7 +58,7 @@ func TestRuntimeSoak(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatalf("schedule seed %d failed: %v\n%s\nreplay: go test ./internal/sim -run TestRuntimeSoak -runtime.seed=%d -v\ntimeline:\n%s",
-				seed, err, s.TrafficReport(), seed, strings.Join(s.Timeline(), "\n"))
+				seed, err, s.TrafficReport()+s.MetaReport(), seed, strings.Join(s.Timeline(), "\n"))
 		}
 	}
 	t.Logf("%d schedules in %v (%v of virtual time, %d full-cluster restarts): %d increments sent, %d acknowledged; invariants checked after every delivered message",
@@ -65,7 +66,8 @@ func TestRuntimeSoak(t *testing.T) {
 }
 
 // runtimeSchedule runs the schedule of seed.
-func runtimeSchedule(seed uint64) (*Sim, error) {
+func runtimeSchedule(t *testing.T, seed uint64) (*Sim, error) {
+	cryptotest.SetGlobalRandom(t, seed) // the metadata group's elections and replica ids draw from crypto/rand
 	r := rand.New(rand.NewPCG(seed, 0x5707e))
 	cfg := membership.DefaultConfig()
 	cfg.SplitBrainResolver.StableAfter = time.Duration(1+r.IntN(3)) * time.Second
@@ -281,8 +283,8 @@ func (s *Sim) restartAll(r *rand.Rand) {
 // event — what makes -runtime.seed replay a failure.
 func TestRuntimeReplaysBySeed(t *testing.T) {
 	for _, seed := range []uint64{3, 110, 267} {
-		a, errA := runtimeSchedule(seed)
-		b, errB := runtimeSchedule(seed)
+		a, errA := runtimeSchedule(t, seed)
+		b, errB := runtimeSchedule(t, seed)
 		if fmt.Sprint(errA) != fmt.Sprint(errB) || a.Delivered != b.Delivered || a.TrafficReport() != b.TrafficReport() ||
 			strings.Join(a.Timeline(), "\n") != strings.Join(b.Timeline(), "\n") {
 			t.Fatalf("seed %d ran two ways: %d and %d messages delivered\n%s\n%s", seed, a.Delivered, b.Delivered, a.TrafficReport(), b.TrafficReport())
@@ -306,7 +308,7 @@ func TestRuntimeReplaysBySeed(t *testing.T) {
 //     from N - majority(N) + 1 others, which may be refilling too when their disks are whole.
 func TestRuntimeReplicaSetSeeds(t *testing.T) {
 	for _, seed := range []uint64{33, 191, 267, 470, 573} {
-		if s, err := runtimeSchedule(seed); err != nil {
+		if s, err := runtimeSchedule(t, seed); err != nil {
 			t.Errorf("seed %d: %v\n%s", seed, err, strings.Join(s.Timeline(), "\n"))
 		}
 	}

@@ -63,6 +63,9 @@ func (st *memberStore) open() {
 	cfg.Seed = st.s.auxRng.Uint64()
 	cfg.Returning = st.n.Incarnation > 1 // as node's: the member ran before with this disk
 	cfg.MetaStorage = st.meta
+	cfg.OnMetaGroup = func(c metaraft.Configuration) {
+		st.s.logf("%s: metadata group at %d: voters %v outgoing %v", st.n.ID, c.Index, c.Voters, c.Outgoing)
+	}
 	m, err := remember.NewMachine(cfg, st.disk.State(cfg.Layout), st.s.now)
 	if err != nil {
 		panic(err)
@@ -354,4 +357,20 @@ func (s *Sim) checkRemembered(typ string) error {
 		}
 	}
 	return nil
+}
+
+// MetaReport is each running member's view of the metadata group (for failures).
+func (s *Sim) MetaReport() string {
+	var b strings.Builder
+	for _, n := range s.Nodes() {
+		if n.store == nil || n.store.m == nil {
+			fmt.Fprintf(&b, "%s: no store running\n", n.ID)
+			continue
+		}
+		st := n.store.m.MetaStatus()
+		id, _ := n.store.meta.ID()
+		fmt.Fprintf(&b, "%s: replica %v (id %d) voter %v leader %q term %d applied %d voters %v err %v\n",
+			n.ID, st.Replica, id, st.Voter, st.Leader, st.Term, st.Applied, st.Voters, st.Err)
+	}
+	return b.String()
 }

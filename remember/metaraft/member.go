@@ -119,11 +119,15 @@ type Ready struct {
 	Sends   []Send
 	Answers []Answer
 	Configs []Configuration
+	// Removed are replicas that sent this leader frames though the group removed them:
+	// they may not know (they were away when it did). Tell them (Removed), so that they
+	// start again as new replicas.
+	Removed []Voter
 }
 
 // Empty reports whether there is nothing to hand out.
 func (r *Ready) Empty() bool {
-	return len(r.Sends)+len(r.Answers)+len(r.Configs) == 0
+	return len(r.Sends)+len(r.Answers)+len(r.Configs)+len(r.Removed) == 0
 }
 
 // call is a call waiting for its answer.
@@ -299,6 +303,7 @@ func (m *Member) Receive(from string, frame []byte) (err error) {
 			return fmt.Errorf("metaraft: a %v frame from %s names replica %x, which is %s's", msg.GetType(), from, msg.GetFrom(), name)
 		}
 		m.names[msg.GetFrom()] = from // a new replica learns who the leader is, to answer it
+		m.noteRemoved(from, msg.GetFrom())
 	}
 	// A response from a member no longer in the configuration, or a proposal forwarded
 	// while this member cannot take it, is not a bad frame: raft drops it.
@@ -307,6 +312,26 @@ func (m *Member) Receive(from string, frame []byte) (err error) {
 	}
 	m.process()
 	return m.err
+}
+
+// noteRemoved has a leader report replica id of member from when the group removed it: it
+// is in no set of the configuration applied here, and no change of the configuration is
+// under way (every entry of the log is applied), so the removal is committed and no
+// configuration to come can hold id (ids are never added again).
+func (m *Member) noteRemoved(from string, id uint64) {
+	if lead, _ := m.IsLeader(); !lead || m.conf == nil {
+		return
+	}
+	if slices.Contains(m.conf.GetVoters(), id) || slices.Contains(m.conf.GetVotersOutgoing(), id) || slices.Contains(m.conf.GetLearners(), id) {
+		return
+	}
+	if last, err := m.st.LastIndex(); err != nil || last != m.applied {
+		return
+	}
+	v := Voter{Name: from, ID: id}
+	if !slices.Contains(m.out.Removed, v) {
+		m.out.Removed = append(m.out.Removed, v)
+	}
 }
 
 func (m *Member) newCall(now time.Time) *call {

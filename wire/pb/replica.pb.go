@@ -53,6 +53,7 @@ type ReplicaEnvelope struct {
 	//	*ReplicaEnvelope_MetaCall
 	//	*ReplicaEnvelope_MetaAnswer
 	//	*ReplicaEnvelope_MetaJoin
+	//	*ReplicaEnvelope_MetaRemoved
 	Msg           isReplicaEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -262,6 +263,15 @@ func (x *ReplicaEnvelope) GetMetaJoin() uint64 {
 	return 0
 }
 
+func (x *ReplicaEnvelope) GetMetaRemoved() uint64 {
+	if x != nil {
+		if x, ok := x.Msg.(*ReplicaEnvelope_MetaRemoved); ok {
+			return x.MetaRemoved
+		}
+	}
+	return 0
+}
+
 type isReplicaEnvelope_Msg interface {
 	isReplicaEnvelope_Msg()
 }
@@ -356,6 +366,12 @@ type ReplicaEnvelope_MetaJoin struct {
 	MetaJoin uint64 `protobuf:"varint,19,opt,name=meta_join,json=metaJoin,proto3,oneof"`
 }
 
+type ReplicaEnvelope_MetaRemoved struct {
+	// One-way, from the group's leader to a member whose replica (this id) sent it frames
+	// though the group removed it: the replica starts again as a new one.
+	MetaRemoved uint64 `protobuf:"varint,20,opt,name=meta_removed,json=metaRemoved,proto3,oneof"`
+}
+
 func (*ReplicaEnvelope_Write) isReplicaEnvelope_Msg() {}
 
 func (*ReplicaEnvelope_WriteAck) isReplicaEnvelope_Msg() {}
@@ -389,6 +405,8 @@ func (*ReplicaEnvelope_MetaCall) isReplicaEnvelope_Msg() {}
 func (*ReplicaEnvelope_MetaAnswer) isReplicaEnvelope_Msg() {}
 
 func (*ReplicaEnvelope_MetaJoin) isReplicaEnvelope_Msg() {}
+
+func (*ReplicaEnvelope_MetaRemoved) isReplicaEnvelope_Msg() {}
 
 // MetaProposal is an entry of the metadata group's log: fenced writes (versions assigned
 // by the member that made the call), fence floors to raise, and records to merge (the
@@ -1767,7 +1785,7 @@ var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
 	"\n" +
-	"\rreplica.proto\x12\x11shardmesh.wire.v1\"\xc3\b\n" +
+	"\rreplica.proto\x12\x11shardmesh.wire.v1\"\xe8\b\n" +
 	"\x0fReplicaEnvelope\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1d\n" +
 	"\n" +
@@ -1791,7 +1809,8 @@ const file_replica_proto_rawDesc = "" +
 	"\tmeta_call\x18\x11 \x01(\v2\x1b.shardmesh.wire.v1.MetaCallH\x00R\bmetaCall\x12@\n" +
 	"\vmeta_answer\x18\x12 \x01(\v2\x1d.shardmesh.wire.v1.MetaAnswerH\x00R\n" +
 	"metaAnswer\x12\x1d\n" +
-	"\tmeta_join\x18\x13 \x01(\x04H\x00R\bmetaJoinB\x05\n" +
+	"\tmeta_join\x18\x13 \x01(\x04H\x00R\bmetaJoin\x12#\n" +
+	"\fmeta_removed\x18\x14 \x01(\x04H\x00R\vmetaRemovedB\x05\n" +
 	"\x03msg\"\xb9\x01\n" +
 	"\fMetaProposal\x128\n" +
 	"\x06writes\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\x06writes\x12\x1d\n" +
@@ -2001,6 +2020,7 @@ func file_replica_proto_init() {
 		(*ReplicaEnvelope_MetaCall)(nil),
 		(*ReplicaEnvelope_MetaAnswer)(nil),
 		(*ReplicaEnvelope_MetaJoin)(nil),
+		(*ReplicaEnvelope_MetaRemoved)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
