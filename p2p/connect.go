@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/core/sec"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 )
 
 // errNotIdentified: the dial succeeded on our side but the peer never identified itself;
@@ -24,10 +27,13 @@ var errNotIdentified = errors.New("the peer closed the connection right after th
 // later dials (as AddAddrs does) and returns the peer's id once the connection is up and
 // the peer has identified itself. Connecting to a peer already connected returns at once.
 //
-// When the peer refuses the connection during the handshake — it holds a different
-// cluster key (or none, or we have none), its allow-list does not name us, or the
-// address's /p2p/ id is not the peer listening there — the error wraps ErrHandshake.
-// When our own allow-list does not name the peer it wraps ErrNotAllowed.
+// When the peer listening at the address is not the one its /p2p/ id names, the error
+// wraps ErrPeerIDMismatch and says so first. When the peer refuses the connection during
+// the handshake — it holds a different cluster key (or none, or we have none), or its
+// allow-list does not name us — the error wraps ErrHandshake. When the peer accepts the
+// TCP connection and the handshake does not complete before ctx ends, it wraps
+// ErrHandshakeTimeout instead. When our own allow-list does not name the peer it wraps
+// ErrNotAllowed.
 func (h *Host) Connect(ctx context.Context, addr multiaddr.Multiaddr) (peer.ID, error) {
 	info, err := peer.AddrInfoFromP2pAddr(addr)
 	if err != nil {
@@ -138,11 +144,19 @@ func (h *Host) checkOpen() error {
 	return nil
 }
 
-// dialError wraps an error from dialling id, recognising a refused handshake.
+// dialError wraps an error from dialling id, recognising a peer id that does not match, a
+// refused handshake and one that timed out.
 func (h *Host) dialError(ctx context.Context, op string, id peer.ID, err error) error {
+	var mismatch sec.ErrPeerIDMismatch
 	switch {
 	case errors.Is(err, swarm.ErrGaterDisallowedConnection):
 		return fmt.Errorf("%s to %s: %w (Config.AllowPeers): %w", op, id, ErrNotAllowed, err)
+	case errors.As(err, &mismatch):
+		return fmt.Errorf("%w: the address names peer %s, but the peer listening there is %s (a stale address, or another member's): %s to %s: %w",
+			ErrPeerIDMismatch, mismatch.Expected, mismatch.Actual, op, id, err)
+	case ctx.Err() != nil && (refusedInHandshake(err) || h.acceptsTCP(id)):
+		return fmt.Errorf("%s to %s: %w: the peer accepted the TCP connection but the handshake did not complete before the deadline; "+
+			"it may be overloaded or flooded with connections (its log says so), or not be a shardmesh member: %w", op, id, ErrHandshakeTimeout, errors.Join(ctx.Err(), err))
 	case refusedInHandshake(err):
 		return h.handshakeError(op, id, err)
 	case ctx.Err() != nil:
@@ -150,6 +164,21 @@ func (h *Host) dialError(ctx context.Context, op string, id peer.ID, err error) 
 	default:
 		return fmt.Errorf("%s to %s: %w", op, id, err)
 	}
+}
+
+// acceptsTCP reports whether one of the addresses known for id accepts a TCP connection.
+func (h *Host) acceptsTCP(id peer.ID) bool {
+	for _, a := range h.h.Peerstore().Addrs(id) {
+		na, err := manet.ToNetAddr(a)
+		if err != nil {
+			continue
+		}
+		if conn, err := net.DialTimeout(na.Network(), na.String(), time.Second); err == nil {
+			_ = conn.Close()
+			return true
+		}
+	}
+	return false
 }
 
 // handshakeError wraps err with ErrHandshake and the likely causes.

@@ -29,6 +29,14 @@ var (
 	// the peer listening there.
 	ErrHandshake = errors.New("handshake with peer failed")
 
+	// ErrHandshakeTimeout: the peer accepted the TCP connection but the handshake did not
+	// complete in time: it is overloaded (or flooded), or it is not a shardmesh peer. Not
+	// a sign of a wrong cluster key, which fails at once (ErrHandshake).
+	ErrHandshakeTimeout = errors.New("handshake did not complete in time")
+
+	// ErrPeerIDMismatch: the peer listening at the address is not the one its /p2p/ id names.
+	ErrPeerIDMismatch = errors.New("peer id mismatch")
+
 	// ErrNotAllowed: our own allow-list (Config.AllowPeers) does not name the peer.
 	ErrNotAllowed = errors.New("peer not on the allow-list")
 
@@ -38,6 +46,10 @@ var (
 	// ErrInsecureKeyFile: an identity or cluster key file is readable or writable by
 	// group or others; fix with chmod 600.
 	ErrInsecureKeyFile = errors.New("key file is accessible by group or others")
+
+	// ErrOpenMesh: a host without a cluster key would listen on an address other than
+	// loopback, and Config.OpenMesh does not say that an open mesh is wanted.
+	ErrOpenMesh = errors.New("open mesh refused")
 
 	// ErrClosed: the host is closed.
 	ErrClosed = errors.New("host closed")

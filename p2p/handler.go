@@ -31,13 +31,20 @@ func (h *Host) Handle(proto protocol.ID, fh FrameHandler) {
 			return
 		}
 		defer h.wg.Done()
-		h.serveFrames(st, fh)
+		h.serveFrames(st, nil, fh)
 	})
 }
 
-func (h *Host) serveFrames(st network.Stream, fh FrameHandler) {
+// serveFrames reads st's frames and hands them to fh; with a gate, only those of a peer
+// it admits (HandleGated).
+func (h *Host) serveFrames(st network.Stream, g Gate, fh FrameHandler) {
 	from := st.Conn().RemotePeer()
 	fr := NewFrameReader(bufio.NewReaderSize(st, readBufferSize), h.cfg.MaxFrameSize)
+	var epoch uint64
+	admitted := true
+	if g != nil {
+		epoch, admitted = g.Epoch(), g.Admits(from)
+	}
 	for {
 		frame, err := fr.ReadFrame()
 		if err != nil {
@@ -50,6 +57,15 @@ func (h *Host) serveFrames(st network.Stream, fh FrameHandler) {
 		}
 		h.stats.framesIn.Add(1)
 		h.stats.bytesIn.Add(uint64(len(frame)))
+		if g != nil {
+			if e := g.Epoch(); e != epoch {
+				epoch, admitted = e, g.Admits(from)
+			}
+			if !admitted {
+				g.Refused(from, st.Protocol())
+				continue
+			}
+		}
 		if err := fh(from, frame); err != nil {
 			h.stats.handlerErrors.Add(1)
 			h.resetStream(st, "frame handler failed", err)
