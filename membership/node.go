@@ -154,7 +154,7 @@ func (n *Node) JoinVia(now time.Time, seed NodeID) {
 		return
 	}
 	n.seeds = append(n.seeds, seed)
-	n.send(seed, JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks})
+	n.send(seed, n.joinRequest())
 	n.lastJoinSent = now
 }
 
@@ -250,7 +250,7 @@ func (n *Node) Tick(now time.Time) {
 	if !n.joined {
 		if len(n.seeds) > 0 && now.Sub(n.lastJoinSent) >= n.cfg.SeedNodeTimeout {
 			for _, s := range n.seeds {
-				n.send(s, JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks})
+				n.send(s, n.joinRequest())
 			}
 			n.lastJoinSent = now
 		}
@@ -609,6 +609,13 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 	if !n.joined || !ok || !me.countsAsMember() {
 		return // not a member of a cluster (yet): the joiner retries or asks another seed
 	}
+	// Admission first: a member that is not admitted learns nothing of the cluster's settings.
+	if n.cfg.Admit != nil {
+		if why := n.cfg.Admit(n.now, j.Node, req.Credential); why != "" {
+			refuse("not admitted: %s", why)
+			return
+		}
+	}
 	if err := checkJoin(n.cfg.JoinChecks, req.Checks); err != "" {
 		refuse("%s", err)
 		return
@@ -622,7 +629,7 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 			refuse("%s (incarnation %d) was %s; restart it to join again", j.Node, j.Incarnation, strings.ToLower(cur.Status.String()))
 			return
 		case cur.Incarnation == j.Incarnation:
-			n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()}) // a retry: admit again
+			n.send(from, n.joinReply()) // a retry: admit again
 			return
 		}
 	}
@@ -631,7 +638,17 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 	slices.Sort(j.Roles)
 	n.v.members[j.Node] = j.clone()
 	n.dirty = true
-	n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()})
+	n.send(from, n.joinReply())
+}
+
+// joinRequest asks to join, with this member's credential.
+func (n *Node) joinRequest() JoinRequest {
+	return JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks, Credential: n.cfg.Credential}
+}
+
+// joinReply admits a member, with this member's credential.
+func (n *Node) joinReply() JoinReply {
+	return JoinReply{From: n.self.Node, State: n.v.snapshot(), Credential: n.cfg.Credential}
 }
 
 // checkJoin compares the settings that must be equal on every member.
@@ -659,6 +676,9 @@ func (n *Node) handleJoinReply(from NodeID, r JoinReply) {
 	if r.Refused != "" {
 		n.stop(StopJoinRefused, fmt.Sprintf("join refused by %s: %s", from, r.Refused))
 		return
+	}
+	if n.cfg.Admit != nil && n.cfg.Admit(n.now, from, r.Credential) != "" {
+		return // a peer that is not an admitted member cannot admit this one; other seeds may
 	}
 	n.joined = true
 	n.v.merge(&r.State)

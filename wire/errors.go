@@ -10,7 +10,9 @@ import (
 // echo heartbeats, and the majority lease counts only echoed grants (a member of version 1
 // would never grant one, so the two must not share a cluster). 3: the voters (a member of
 // version 2 would count every member in the lease and the split-brain resolver's majority).
-const ProtocolVersion = 3
+// 4: admission and signed directives (a member of version 3 would admit any key holder, and
+// would read a signed directive's undo as the directive set).
+const ProtocolVersion = 4
 
 // Errors returned by the decoders.
 var (
@@ -28,6 +30,8 @@ const (
 	maxListLen    = 64
 	maxStringLen  = 1024
 	maxCheckCount = 64
+	// maxCredentialLen bounds a member credential in a join (trust's own bound is smaller).
+	maxCredentialLen = 8192
 )
 
 func malformed(format string, args ...any) error {
