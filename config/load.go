@@ -65,6 +65,12 @@ func Load(src Sources) (Config, error) {
 	if _, err := PeerIDs("admin-allow", c.Node.AdminAllow); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := PeerIDs("cluster-authority", c.Node.ClusterAuthority); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := Networks("operator-networks", c.Node.OperatorNetworks); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}

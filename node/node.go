@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/multiformats/go-multiaddr"
@@ -26,6 +28,7 @@ import (
 	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/remember"
 	"github.com/shardmesh/shardmesh/shard"
+	"github.com/shardmesh/shardmesh/trust"
 )
 
 // Protocol ids of the member-to-member protocols.
@@ -43,8 +46,24 @@ type Config struct {
 	Listen []string
 	// Join are multiaddrs (with /p2p/<id>) of members to join through; empty: form a cluster.
 	Join []string
-	// ClusterKey is the private-network key; nil: an open mesh.
+	// ClusterKey is the private-network key; nil: an open mesh, refused on an address other
+	// than loopback unless OpenMesh.
 	ClusterKey pnet.PSK
+	// OpenMesh allows listening beyond loopback without a ClusterKey (p2p.Config.OpenMesh).
+	OpenMesh bool
+	// OperatorNetworks are where shardctl connects from (p2p.Config.OperatorNetworks);
+	// nil: this host.
+	OperatorNetworks []netip.Prefix
+	// Trust is what this member trusts: the cluster authorities whose credentials admit
+	// members and admins, and the admin identities it allows by peer id (package trust).
+	// Nil: open admission (any key holder can join) and no admin.
+	Trust *trust.Policy
+	// Credential is this member's member credential (trust.Credential.Raw), presented when
+	// it joins; needed when Trust has an authority.
+	Credential []byte
+	// AdminIdentity, when set, signs the directives this member's program changes
+	// (ChangeDirective: System.PinShard); a member with admins follows only signed ones.
+	AdminIdentity crypto.PrivKey
 	// ClusterName names the gossip topics; default "shardmesh".
 	ClusterName string
 	// Roles and AppVersion describe this member to the cluster.
@@ -93,6 +112,7 @@ type Node struct {
 	log   *slog.Logger
 	dir   *datadir.Dir
 	host  *p2p.Host
+	gate  *trust.Gate     // only admitted members speak the member protocols (admission.go)
 	store *remember.Store // remembered entities and durable entity state, replicated
 	// recovery measures store rounds and remembered entity starts for the adaptive
 	// recovery budget (recovery.go).
@@ -147,8 +167,10 @@ type Node struct {
 	history        chan PlacementRecord // placement records for writeHistory
 	historyDropped atomic.Uint64
 
-	directivesDue chan struct{}                   // asks refreshDirectivesLoop for a read now
-	stoppedTypes  atomic.Pointer[map[string]bool] // entity types out of service (senders fail fast)
+	directivesDue  chan struct{}                   // asks refreshDirectivesLoop for a read now
+	auditWrites    atomic.Uint64                   // audit records written here (audit.go)
+	directiveNotes directiveNotes                  // the directives followed and ignored, as logged
+	stoppedTypes   atomic.Pointer[map[string]bool] // entity types out of service (senders fail fast)
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -239,13 +261,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	log := cfg.Logger.With("node", membership.NodeID(pid.String()).Short()) // on every line of the member
 	host, err := p2p.New(ctx, p2p.Config{
-		Identity:    key,
-		ListenAddrs: cfg.Listen,
-		ClusterKey:  cfg.ClusterKey,
-		AllowPeers:  cfg.AllowPeers,
-		MDNS:        cfg.MDNS,
-		MDNSTag:     "shardmesh-" + cfg.ClusterName,
-		Logger:      log.With("component", "p2p"),
+		Identity:         key,
+		ListenAddrs:      cfg.Listen,
+		ClusterKey:       cfg.ClusterKey,
+		OpenMesh:         cfg.OpenMesh,
+		OperatorNetworks: cfg.OperatorNetworks,
+		AllowPeers:       cfg.AllowPeers,
+		MDNS:             cfg.MDNS,
+		MDNSTag:          "shardmesh-" + cfg.ClusterName,
+		Logger:           log.With("component", "p2p"),
 	})
 	if err != nil {
 		return nil, err
@@ -255,6 +279,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			host.Close()
 		}
 	}()
+	gate, err := newGate(&cfg, pid, host, log)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Membership.Credential = cfg.Credential
+	if cfg.Trust.Admission() {
+		cfg.Membership.Admit = admitFunc(cfg.Trust, gate)
+	}
 	addrs := make([]string, 0)
 	for _, a := range host.Addrs() {
 		addrs = append(addrs, a.String())
@@ -272,12 +304,18 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := topic.Gate(gate); err != nil {
+		return nil, err
+	}
 	sub, err := topic.Subscribe()
 	if err != nil {
 		return nil, err
 	}
 	events, err := host.Join("/shardmesh/" + cfg.ClusterName + "/sharding/1")
 	if err != nil {
+		return nil, err
+	}
+	if err := events.Gate(gate); err != nil {
 		return nil, err
 	}
 	eventsSub, err := events.Subscribe()
@@ -299,6 +337,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		log:           log,
 		dir:           dir,
 		host:          host,
+		gate:          gate,
 		self:          self,
 		gossip:        topic,
 		sub:           sub,
@@ -321,9 +360,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		done:          make(chan struct{}),
 	}
 	n.out = newOutboxes(nctx, host, n.log, met)
-	host.Handle(MemberProtocol, n.handleMemberFrame)
-	host.Handle(CoordProtocol, n.handleCoordFrame)
-	host.Handle(RegionProtocol, n.handleRegionFrame)
+	host.Handle(MemberProtocol, n.handleMemberFrame) // joins come from non-members: admitsMemberMessage
+	host.HandleGated(CoordProtocol, gate, n.handleCoordFrame)
+	host.HandleGated(RegionProtocol, gate, n.handleRegionFrame)
 	n.publishView()
 	if err := n.openStore(ctx); err != nil {
 		cancel()
@@ -340,6 +379,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ok = true
 	n.log.Info("member started", "peer", self.Node, "incarnation", incarnation, "addrs", addrs, "roles", cfg.Roles, "app_version", cfg.AppVersion)
+	for _, w := range n.Warnings() {
+		n.log.Warn(w)
+	}
 	n.wg.Add(7)
 	go n.loop()
 	go n.writeClusterSize()
@@ -950,6 +992,7 @@ func (n *Node) publishView() {
 	slices.Sort(v.Unreachable)
 	v.replicas, v.replicaNodes = replicasOf(v.Members, n.view.Load())
 	n.view.Store(v)
+	n.gate.SetMembers(m.Digest(), v.Members)
 	n.noteClusterSize(m)
 	n.warnRestartQuorum(v)
 	n.metrics.recordView(v)

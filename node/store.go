@@ -54,6 +54,7 @@ func (n *Node) openStore(ctx context.Context) error {
 		Timeout:           timeout,
 		Logger:            n.log, // the store adds component=store
 		Metrics:           n.cfg.Metrics,
+		Gate:              n.gate,
 	})
 	if err != nil {
 		return fmt.Errorf("open the store in %s: %w", n.dir.Store(), err)

@@ -27,6 +27,9 @@ func (n *Node) handleMemberFrame(from peer.ID, frame []byte) error {
 	if err != nil {
 		return err
 	}
+	if !n.admitsMemberMessage(from, msg) {
+		return nil
+	}
 	n.enqueue(input{ctl: &control{kind: inMember, from: membership.NodeID(from.String()), member: msg}})
 	return nil
 }

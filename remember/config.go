@@ -122,6 +122,11 @@ type Config struct {
 	// Metrics, when set, receives the store's Prometheus metrics (call latencies, batch
 	// sizes, its counters). Nil: none are recorded.
 	Metrics prometheus.Registerer
+
+	// Gate, when set, lets only the peers it admits (the cluster's admitted members) send
+	// replica frames: the frames of any other peer, requests, repairs and answers alike,
+	// are dropped and told to it. Nil: every peer that reaches the host.
+	Gate p2p.Gate
 }
 
 // validate fills zero fields with their defaults and rejects what cannot work.

@@ -118,7 +118,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		func(op *readOp, err error) { op.done <- readResult{err: err} })
 
 	// Serve before anything is sent, so that the first answers reach this store.
-	s.host.Handle(Protocol, s.handleFrame)
+	if cfg.Gate != nil {
+		s.host.HandleGated(Protocol, cfg.Gate, s.handleFrame)
+	} else {
+		s.host.Handle(Protocol, s.handleFrame)
+	}
 	s.comWG.Add(1)
 	go func() {
 		defer s.comWG.Done()

@@ -5,22 +5,29 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/wire"
 )
 
+// testKeys holds the private key of every id newID made: a test call from an id signs its
+// admin calls with it, as shardctl signs with its identity.
+var testKeys sync.Map // peer.ID → crypto.PrivKey
+
 // newID returns a fresh peer id.
 func newID(t testing.TB) peer.ID {
 	t.Helper()
-	_, pub, err := crypto.GenerateEd25519Key(nil)
+	priv, pub, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +35,7 @@ func newID(t testing.TB) peer.ID {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testKeys.Store(id, priv)
 	return id
 }
 
@@ -42,7 +50,10 @@ type fakeBackend struct {
 	done    chan struct{}
 	reason  string
 
+	stopped []string // types out of service here
+
 	mu         sync.Mutex
+	audit      [][]byte
 	downed     []string
 	shutdowns  int
 	registered bool
@@ -151,7 +162,22 @@ func (b *fakeBackend) Down(_ context.Context, id string) error {
 func (b *fakeBackend) Done() <-chan struct{} { return b.done }
 func (b *fakeBackend) StopReason() string    { return b.reason }
 
-func (b *fakeBackend) ChangeDirective(context.Context, *adminpb.DirectiveRequest) error {
+func (b *fakeBackend) RecordAudit(_ context.Context, _ time.Time, record []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.audit = append(b.audit, record)
+	return nil
+}
+
+func (b *fakeBackend) AuditRecords(context.Context) ([][]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.audit), nil
+}
+
+func (b *fakeBackend) Warnings() []string { return nil }
+
+func (b *fakeBackend) ChangeDirective(context.Context, []byte) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.directives++
@@ -159,7 +185,7 @@ func (b *fakeBackend) ChangeDirective(context.Context, *adminpb.DirectiveRequest
 }
 
 func (b *fakeBackend) Directives(context.Context) (*adminpb.DirectivesResponse, error) {
-	return &adminpb.DirectivesResponse{Node: b.self, Known: true}, nil
+	return &adminpb.DirectivesResponse{Node: b.self, Known: true, StoppedTypes: b.stopped}, nil
 }
 
 func (b *fakeBackend) Plan(context.Context, string, int, string) (*adminpb.PlanResponse, error) {
@@ -215,9 +241,21 @@ func newTestServer(_ testing.TB, b *fakeBackend, cfg Config) *testServer {
 	return &testServer{Server: NewServer(b, cfg), backend: b, logs: logs}
 }
 
-// call serves one request from caller and returns the responses it sent.
+// call serves one request from caller and returns the responses it sent. An admin call
+// from an id newID made is signed with its key, for this member, as a client signs it.
 func (s *testServer) call(t testing.TB, caller peer.ID, req *adminpb.Request) []*adminpb.Response {
 	t.Helper()
+	if key, ok := testKeys.Load(caller); ok {
+		if _, acc := admin.CallInfo(req); acc == admin.AccessAdmin {
+			self, err := peer.Decode(s.backend.self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req, err = admin.SignRequest(req, key.(crypto.PrivKey), nil, self, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	req.ProtocolVersion = wire.ProtocolVersion
 	frame, err := proto.Marshal(req)
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/internal/cmdline"
-	"github.com/shardmesh/shardmesh/p2p"
 )
 
 // defaultTimeout is --timeout's default for commands that make one call.
@@ -29,7 +28,8 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "node", Usage: "the member to talk to: its `MULTIADDR` (ending in /p2p/<peer id>), or its peer id (or the end of it, as tables show it) reached through $SHARDMESH_NODE or --data-dir", EnvVars: []string{"SHARDMESH_NODE"}},
 		&cli.StringFlag{Name: "data-dir", Usage: "data `DIR` of a member running on this machine (its addrs file names it)", EnvVars: []string{"SHARDMESH_DATA_DIR"}},
 		&cli.StringFlag{Name: "cluster-key", Usage: "the cluster's key `FILE`, if the cluster has one", EnvVars: []string{"SHARDMESH_CLUSTER_KEY"}},
-		&cli.StringFlag{Name: "identity", Usage: "admin identity key `FILE` (shardctl keygen admin); needed for calls that change the cluster", EnvVars: []string{"SHARDMESH_IDENTITY"}},
+		&cli.StringFlag{Name: "identity", Usage: "admin identity key `FILE` (shardctl keygen admin); calls that change the cluster are signed with it", EnvVars: []string{"SHARDMESH_IDENTITY"}},
+		&cli.StringFlag{Name: "credential", Usage: "the identity's admin credential `FILE` (shardctl credential admin); default IDENTITY.credential when it exists", EnvVars: []string{"SHARDMESH_CREDENTIAL"}},
 		timeoutFlag(defaultTimeout, "give up after this long"),
 		&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
 	}
@@ -47,6 +47,7 @@ type session struct {
 	cancel context.CancelFunc
 	psk    pnet.PSK
 	key    crypto.PrivKey
+	cred   []byte // the identity's admin credential, if any
 }
 
 func (s *session) close() {
@@ -61,17 +62,8 @@ func connect(c *cli.Context) (*session, error) {
 		return nil, err
 	}
 	s := &session{}
-	if f := c.String("cluster-key"); f != "" {
-		var err error
-		if s.psk, err = p2p.LoadClusterKey(f); err != nil {
-			return nil, cli.Exit("--cluster-key: "+err.Error(), exitUsage)
-		}
-	}
-	if f := c.String("identity"); f != "" {
-		var err error
-		if s.key, err = p2p.LoadIdentity(f); err != nil {
-			return nil, cli.Exit("--identity: "+err.Error(), exitUsage)
-		}
+	if err := s.loadKeys(c); err != nil {
+		return nil, err
 	}
 	s.ctx, s.cancel = context.WithTimeout(context.Background(), c.Duration("timeout"))
 	addr, name, err := entryPoint(c)
@@ -138,15 +130,9 @@ func entryPoint(c *cli.Context) (addr, name string, err error) {
 
 // dial connects to the member at addr with the session's key and identity.
 func (s *session) dial(addr string) (*admin.Client, error) {
-	cl, err := admin.Dial(s.ctx, admin.ClientConfig{Node: addr, Identity: s.key, ClusterKey: s.psk})
+	cl, err := admin.Dial(s.ctx, admin.ClientConfig{Node: addr, Identity: s.key, Credential: s.cred, ClusterKey: s.psk})
 	if err != nil {
-		if errors.Is(err, p2p.ErrHandshake) {
-			return nil, cli.Exit(fmt.Sprintf("%v (the member refused the connection: check --cluster-key)", err), exitFailed)
-		}
-		if s.ctx.Err() != nil {
-			return nil, cli.Exit(fmt.Sprintf("cannot reach %s within --timeout", addr), exitFailed)
-		}
-		return nil, cli.Exit(err.Error(), exitFailed)
+		return nil, dialError(s.ctx, addr, err)
 	}
 	return cl, nil
 }

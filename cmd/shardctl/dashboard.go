@@ -13,7 +13,6 @@ import (
 
 	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/internal/cmdline"
-	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/tui"
 )
 
@@ -50,18 +49,14 @@ Example:
 				return cmdline.Usagef("the dashboard needs a terminal; for scripts use members, stats and watch --json")
 			}
 			s := &session{}
-			var err error
-			if f := c.String("cluster-key"); f != "" {
-				if s.psk, err = p2p.LoadClusterKey(f); err != nil {
-					return cli.Exit("--cluster-key: "+err.Error(), exitUsage)
-				}
-			}
-			if f := c.String("identity"); f != "" {
-				if s.key, err = p2p.LoadIdentity(f); err != nil {
-					return cli.Exit("--identity: "+err.Error(), exitUsage)
-				}
-			} else if s.key, _, err = crypto.GenerateEd25519Key(nil); err != nil {
+			if err := s.loadKeys(c); err != nil {
 				return err
+			}
+			if s.key == nil {
+				var err error
+				if s.key, _, err = crypto.GenerateEd25519Key(nil); err != nil {
+					return err
+				}
 			}
 			addr, name, err := entryPoint(c)
 			if err != nil {
@@ -110,7 +105,7 @@ func dashboardSource(ctx context.Context, s session, addr, name string) (tui.Sou
 			cl = target
 		}
 	}
-	src, err := tui.NewAdminSource(cl, admin.ClientConfig{Identity: s.key, ClusterKey: s.psk})
+	src, err := tui.NewAdminSource(cl, admin.ClientConfig{Identity: s.key, Credential: s.cred, ClusterKey: s.psk})
 	if err != nil {
 		cl.Close()
 		return nil, err

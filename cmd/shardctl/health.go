@@ -20,6 +20,8 @@ type healthJSON struct {
 	Serving bool               `json:"serving"`
 	Regions []regionHealthJSON `json:"regions"`
 	Reasons []string           `json:"reasons"` // why not ready (or not live)
+	// Warnings: what is unsafe about how the member is set up (it may still be ready).
+	Warnings []string `json:"warnings"`
 }
 
 type regionHealthJSON struct {
@@ -106,7 +108,7 @@ func checkHealth(c *cli.Context) (*adminpb.HealthResponse, error) {
 
 func printHealth(c *cli.Context, h *adminpb.HealthResponse) error {
 	out := healthJSON{Node: h.Node, Live: h.Live, Ready: h.Ready, Status: h.Status, Serving: h.Serving,
-		Regions: []regionHealthJSON{}, Reasons: append([]string{}, h.Reasons...)}
+		Regions: []regionHealthJSON{}, Reasons: append([]string{}, h.Reasons...), Warnings: append([]string{}, h.Warnings...)}
 	for _, r := range h.Regions {
 		out.Regions = append(out.Regions, regionHealthJSON{EntityType: r.EntityType, Registered: r.Registered, Ready: r.Ready, Proxy: r.Proxy, Coordinator: r.Coordinator})
 	}
@@ -140,6 +142,9 @@ func printHealth(c *cli.Context, h *adminpb.HealthResponse) error {
 	t.Row("regions", cmdline.OrDash(strings.Join(regions, "; ")))
 	for _, r := range out.Reasons {
 		t.Row("why not", r)
+	}
+	for _, w := range out.Warnings {
+		t.Row("warning", w)
 	}
 	t.Flush()
 	return nil

@@ -220,7 +220,7 @@ func serve(cfg config.Config, journalPath string) int {
 	sys, err := shardmesh.Start(context.Background(), cfg, opts...)
 	if err != nil {
 		log.Error("cannot start", "err", err)
-		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) {
+		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) || startRefused(err) {
 			return exitUsage
 		}
 		return exitFailed
@@ -233,6 +233,7 @@ func serve(cfg config.Config, journalPath string) int {
 	}
 	srv := adminserver.Serve(sys.Node().Host(), adminserver.NodeBackend(sys.Node()), adminserver.Config{
 		Admins:       admins,
+		Authorities:  sys.Node().Trust().Authorities(),
 		ReadOnlyOpen: cfg.Node.AdminReadOnlyOpen,
 		QueryTimeout: cfg.Sharding.ShardRegionQueryTimeout,
 		Logger:       log.With("component", "admin"),
@@ -246,7 +247,7 @@ func serve(cfg config.Config, journalPath string) int {
 			return exitFailed
 		}
 	}
-	if len(admins) == 0 {
+	if !sys.Node().Trust().HasAdmins() {
 		log.Info("no admin identity allowed: calls that change the cluster (shutdown, leave, down) are refused; allow one with --admin-allow PEER_ID (shardctl keygen admin)")
 	}
 
