@@ -82,6 +82,14 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 			return nil, err
 		}
 	}
+	var accept []pnet.PSK
+	for _, f := range cfg.Node.ClusterKeyAccept {
+		k, err := p2p.LoadClusterKey(f)
+		if err != nil {
+			return nil, fmt.Errorf("cluster-key-accept: %w", err)
+		}
+		accept = append(accept, k)
+	}
 	allow, err := config.PeerIDs("allow-peers", cfg.Node.AllowPeers)
 	if err != nil {
 		return nil, err
@@ -113,6 +121,7 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 		Listen:            cfg.Node.Listen,
 		Join:              cfg.Node.Join,
 		ClusterKey:        psk,
+		AcceptKeys:        accept,
 		OpenMesh:          cfg.Node.OpenMesh,
 		Trust:             trust.NewPolicy(authorities, admins),
 		Credential:        credential,

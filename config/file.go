@@ -36,6 +36,10 @@ type Node struct {
 	// ClusterKey is the path of the cluster's private-network key (shardctl keygen). Empty:
 	// an open mesh.
 	ClusterKey string
+	// ClusterKeyAccept are paths of further cluster keys accepted from connecting peers
+	// (ClusterKey alone is used to dial): to rotate the key without downtime
+	// (docs/security.md).
+	ClusterKeyAccept []string
 	// ClusterName names the cluster's gossip topics and mDNS service. Default "shardmesh".
 	ClusterName string
 	// Roles are this member's roles.

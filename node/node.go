@@ -49,6 +49,8 @@ type Config struct {
 	// ClusterKey is the private-network key; nil: an open mesh, refused on an address other
 	// than loopback unless OpenMesh.
 	ClusterKey pnet.PSK
+	// AcceptKeys are further cluster keys accepted from connecting peers (p2p.Config.AcceptKeys).
+	AcceptKeys []pnet.PSK
 	// OpenMesh allows listening beyond loopback without a ClusterKey (p2p.Config.OpenMesh).
 	OpenMesh bool
 	// OperatorNetworks are where shardctl connects from (p2p.Config.OperatorNetworks);
@@ -264,6 +266,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Identity:         key,
 		ListenAddrs:      cfg.Listen,
 		ClusterKey:       cfg.ClusterKey,
+		AcceptKeys:       cfg.AcceptKeys,
 		OpenMesh:         cfg.OpenMesh,
 		OperatorNetworks: cfg.OperatorNetworks,
 		AllowPeers:       cfg.AllowPeers,

@@ -55,6 +55,11 @@ type Config struct {
 	// connect at all.
 	ClusterKey pnet.PSK
 
+	// AcceptKeys are further cluster keys accepted from connecting peers, beside
+	// ClusterKey (which alone is used to dial): to rotate the key without downtime
+	// (docs/security.md). Needs ClusterKey.
+	AcceptKeys []pnet.PSK
+
 	// AllowPeers, when not empty, is the only set of peers this host connects to or
 	// accepts connections from (enforced by a connection gater on dial and after the
 	// security handshake). Empty: any peer (holding the ClusterKey, if one is set).
@@ -193,6 +198,14 @@ func (c *Config) Validate() error {
 	}
 	if c.ClusterKey != nil && len(c.ClusterKey) != clusterKeySize {
 		errs = append(errs, fmt.Errorf("ClusterKey: %d bytes, want %d (see p2p.LoadClusterKey)", len(c.ClusterKey), clusterKeySize))
+	}
+	for i, k := range c.AcceptKeys {
+		if len(k) != clusterKeySize {
+			errs = append(errs, fmt.Errorf("AcceptKeys[%d]: %d bytes, want %d (see p2p.LoadClusterKey)", i, len(k), clusterKeySize))
+		}
+	}
+	if len(c.AcceptKeys) > 0 && c.ClusterKey == nil {
+		errs = append(errs, errors.New("AcceptKeys: needs a ClusterKey, to dial with"))
 	}
 	for i, id := range c.AllowPeers {
 		if err := id.Validate(); err != nil {

@@ -88,9 +88,6 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		libp2p.DisableRelay(),
 		libp2p.DisableMetrics(),
 	}, limits...)
-	if cfg.ClusterKey != nil {
-		opts = append(opts, libp2p.PrivateNetwork(cfg.ClusterKey))
-	}
 	if len(cfg.AllowPeers) > 0 {
 		h.gater = newAllowListGater(append(slices.Clone(cfg.AllowPeers), self))
 		opts = append(opts, libp2p.ConnectionGater(h.gater))

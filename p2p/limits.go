@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/libp2p/go-libp2p/core/transport"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	basicconnmgr "github.com/libp2p/go-libp2p/p2p/net/connmgr"
@@ -114,13 +116,17 @@ func (h *Host) limitOptions() ([]libp2p.Option, error) {
 		return nil, fmt.Errorf("connection manager: %w", err)
 	}
 	h.allowlist, h.connmgr = allowlisted.GetAllowlist(), cm
-	timeout := cfg.HandshakeTimeout
-	in := &h.inbound
+	up := timedUpgrader{timeout: cfg.HandshakeTimeout}
+	if cfg.ClusterKey != nil {
+		up.dialKey, up.acceptKeys = cfg.ClusterKey, append([]pnet.PSK{cfg.ClusterKey}, cfg.AcceptKeys...)
+	}
 	return []libp2p.Option{
-		libp2p.ResourceManager(&watchedResources{ResourceManager: rm, in: in}),
+		libp2p.ResourceManager(&watchedResources{ResourceManager: rm, in: &h.inbound}),
 		libp2p.ConnectionManager(cm),
 		libp2p.Transport(func(u transport.Upgrader, rm network.ResourceManager, shared *tcpreuse.ConnMgr) (*tcp.TcpTransport, error) {
-			return tcp.NewTCPTransport(timedUpgrader{Upgrader: u, timeout: timeout}, rm, shared)
+			up := up
+			up.Upgrader = u
+			return tcp.NewTCPTransport(up, rm, shared)
 		}),
 	}, nil
 }
@@ -277,31 +283,47 @@ func (s *watchedScope) expire() bool {
 }
 
 // timedUpgrader is the transport's upgrader, with listeners that close connections whose
-// handshake does not complete within timeout.
+// handshake does not complete within timeout; it puts connections in the private network
+// (pnet.go): dialled ones under dialKey, accepted ones under any of acceptKeys.
 type timedUpgrader struct {
 	transport.Upgrader
-	timeout time.Duration
+	timeout    time.Duration
+	dialKey    pnet.PSK   // nil: no private network
+	acceptKeys []pnet.PSK // dialKey first
 }
 
 func (u timedUpgrader) UpgradeGatedMaListener(t transport.Transport, l transport.GatedMaListener) transport.Listener {
-	return u.Upgrader.UpgradeGatedMaListener(t, timedListener{GatedMaListener: l, timeout: u.timeout})
+	return u.Upgrader.UpgradeGatedMaListener(t, timedListener{GatedMaListener: l, u: u})
+}
+
+func (u timedUpgrader) Upgrade(ctx context.Context, t transport.Transport, c manet.Conn, dir network.Direction, p peer.ID, scope network.ConnManagementScope) (transport.CapableConn, error) {
+	if u.dialKey != nil && dir == network.DirOutbound {
+		c = dialProtected(c, u.dialKey)
+	}
+	return u.Upgrader.Upgrade(ctx, t, c, dir, p, scope)
 }
 
 type timedListener struct {
 	transport.GatedMaListener
-	timeout time.Duration
+	u timedUpgrader
 }
 
 func (l timedListener) Accept() (manet.Conn, network.ConnManagementScope, error) {
 	conn, scope, err := l.GatedMaListener.Accept()
-	if ws, ok := scope.(*watchedScope); ok && err == nil {
-		time.AfterFunc(l.timeout, func() {
+	if err != nil {
+		return conn, scope, err
+	}
+	if ws, ok := scope.(*watchedScope); ok {
+		time.AfterFunc(l.u.timeout, func() {
 			if ws.expire() {
 				_ = conn.Close()
 			}
 		})
 	}
-	return conn, scope, err
+	if l.u.acceptKeys != nil {
+		conn = acceptProtected(conn, l.u.acceptKeys)
+	}
+	return conn, scope, nil
 }
 
 // logLimiter lets a log line of one kind about an address through at most once a minute
