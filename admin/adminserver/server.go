@@ -189,7 +189,9 @@ func (s *Server) serve(ctx context.Context, from peer.ID, frame []byte, emit emi
 		}
 		return emit(refused)
 	}
-	audited := c.admin != nil
+	// A down --check or a dry run changes nothing: not audited (the dashboard checks at
+	// every connection whether its identity is an admin).
+	audited := c.admin != nil && !req.GetDown().GetCheck() && !req.GetDataRemove().GetDryRun()
 	if audited {
 		defer func() {
 			if audited {
