@@ -173,9 +173,9 @@ func (s *Server) serve(ctx context.Context, from peer.ID, frame []byte, emit emi
 		last = resp
 		return inner(resp)
 	}
-	name := "malformed"
+	name, acc := "malformed", admin.AccessRead
 	if bad == nil {
-		name, _ = admin.CallInfo(req)
+		name, acc = admin.CallInfo(req)
 	}
 	if s.cfg.Metrics != nil {
 		defer func() { s.cfg.Metrics.record(name, last.GetCode(), time.Since(start)) }()
@@ -189,9 +189,9 @@ func (s *Server) serve(ctx context.Context, from peer.ID, frame []byte, emit emi
 		}
 		return emit(refused)
 	}
-	// A down --check or a dry run changes nothing: not audited (the dashboard checks at
-	// every connection whether its identity is an admin).
-	audited := c.admin != nil && !req.GetDown().GetCheck() && !req.GetDataRemove().GetDryRun()
+	// Calls that change the cluster are audited; a down --check or a dry run changes
+	// nothing (the dashboard checks at every connection whether its identity is an admin).
+	audited := acc == admin.AccessAdmin && !req.GetDown().GetCheck() && !req.GetDataRemove().GetDryRun()
 	if audited {
 		defer func() {
 			if audited {
@@ -204,9 +204,10 @@ func (s *Server) serve(ctx context.Context, from peer.ID, frame []byte, emit emi
 		streaming()
 		return s.watch(ctx, call.Watch, emit)
 	case *adminpb.Request_Shutdown:
-		// Recorded as it begins: it ends with the member, and its store, gone.
-		s.took(c, name, req, &adminpb.Response{}, start)
-		audited = false
+		if audited { // recorded as it begins: it ends with the member, and its store, gone
+			s.took(c, name, req, &adminpb.Response{}, start)
+			audited = false
+		}
 		if call.Shutdown.Follow {
 			streaming()
 		}

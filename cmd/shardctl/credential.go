@@ -130,7 +130,12 @@ Example:
 			Name:      "show",
 			Usage:     "print what a credential file says",
 			ArgsUsage: "FILE",
-			Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+			Description: `Prints the role, the identity, the authority and the validity of a credential, as its
+signed bytes say (the PEM headers are for people only).
+
+Example:
+   shardctl credential show /var/lib/shardmesh/member.credential --json`,
+			Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 			Action: func(c *cli.Context) error {
 				args, err := cmdline.Positional(c, "FILE", 1)
 				if err != nil {
