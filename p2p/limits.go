@@ -314,9 +314,10 @@ func (l timedListener) Accept() (manet.Conn, network.ConnManagementScope, error)
 		return conn, scope, err
 	}
 	if ws, ok := scope.(*watchedScope); ok {
+		raw := conn
 		time.AfterFunc(l.u.timeout, func() {
 			if ws.expire() {
-				_ = conn.Close()
+				_ = raw.Close()
 			}
 		})
 	}
