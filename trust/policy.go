@@ -131,6 +131,6 @@ func (p *Policy) Authorize(now time.Time, s *Signed) (*Admin, error) {
 		return nil, fmt.Errorf("%w: signed by %s, and this member allows no admin: start it with --admin-allow PEER_ID or --cluster-authority ID",
 			ErrNotAdmin, s.Signer)
 	}
-	return nil, fmt.Errorf("%w: signed by %s, which is neither in this member's admin-allow nor holds an admin credential from its cluster-authority",
-		ErrNotAdmin, s.Signer)
+	return nil, fmt.Errorf("%w: signed by %s, which is neither in this member's admin-allow nor holds an admin credential from its cluster-authority "+
+		"(sign with an admin identity: shardctl --identity FILE)", ErrNotAdmin, s.Signer)
 }
