@@ -135,6 +135,9 @@ func (n *Node) followedDirectives(recs []remember.Record) engine.Directives {
 		if err == nil && sd.key() != r.Key {
 			err = fmt.Errorf("stored under %q, not under its signer and subject", r.Key)
 		}
+		if err == nil {
+			err = n.directiveNotes.replayed(r.Key, sd.issued)
+		}
 		if err != nil {
 			n.directiveNotes.ignored(n, r, sd, err)
 			continue
@@ -184,8 +187,26 @@ func (n *Node) legacyDirectives(recs []remember.Record, d *engine.Directives) {
 // follows or ignores is logged once, not at every read.
 type directiveNotes struct {
 	mu     sync.Mutex
-	ignore map[string][32]byte // record key → hash of the value logged
-	follow map[string]string   // subject → the record followed, as logged
+	ignore map[string][32]byte  // record key → hash of the value logged
+	follow map[string]string    // subject → the record followed, as logged
+	newest map[string]time.Time // record key → the latest issue time seen under it
+}
+
+// replayed reports an error when the record under key was issued before one this member
+// saw under the same key: an earlier request of the same signer stored again (a replay,
+// which only a member can make: the member that takes a call refuses a stale one).
+func (dn *directiveNotes) replayed(key string, issued time.Time) error {
+	dn.mu.Lock()
+	defer dn.mu.Unlock()
+	if dn.newest == nil {
+		dn.newest = map[string]time.Time{}
+	}
+	if newest, ok := dn.newest[key]; ok && issued.Before(newest) {
+		return fmt.Errorf("%w: issued at %s, before the record this member saw under its key (%s)", trust.ErrReplayed,
+			issued.UTC().Format(time.RFC3339Nano), newest.UTC().Format(time.RFC3339Nano))
+	}
+	dn.newest[key] = issued
+	return nil
 }
 
 func (dn *directiveNotes) ignored(n *Node, r remember.Record, sd signedDirective, why error) {

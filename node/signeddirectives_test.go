@@ -104,6 +104,21 @@ func TestFollowedDirectives(t *testing.T) {
 		t.Errorf("a second read logged again:\n%s", logs.String())
 	}
 
+	// An admin's earlier request stored again over its later one (a replay by a member) is
+	// ignored: the later one stays in force.
+	resume := directiveRecord(t, &admin2, DirectiveChange{Kind: directivePause, Undo: true}, t0.Add(time.Second))
+	pause := directiveRecord(t, &admin2, DirectiveChange{Kind: directivePause}, t0)
+	if resume.Key != pause.Key {
+		t.Fatal("one signer's records of a directive share a key")
+	}
+	logs.Reset()
+	if d := n.followedDirectives([]remember.Record{pause}); d.RebalancePaused {
+		t.Errorf("a replayed pause is followed")
+	}
+	if !strings.Contains(logs.String(), "replayed") {
+		t.Errorf("the replay is not logged:\n%s", logs.String())
+	}
+
 	// A member without admins follows unsigned directives and an earlier release's.
 	open, _ := directivesNode(t, nil)
 	d = open.followedDirectives(recs)
