@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -20,12 +21,21 @@ type Gate interface {
 	// Refused is told of each frame (or gossip message) dropped because its sender is not
 	// admitted: proto is the protocol, or the topic's name.
 	Refused(id peer.ID, proto protocol.ID)
+	// Changed returns a channel closed once the epoch is past epoch.
+	Changed(epoch uint64) <-chan struct{}
 }
 
+// admitGrace is how long a stream waits, once per epoch of the gate, for its peer to be
+// admitted before its frames are dropped: a member that joined a moment ago sends before
+// the membership that admits it has reached this member (the joining member itself gets
+// frames before it has taken in the answer to its join), and a request dropped then would
+// cost its sender a whole round's timeout.
+const admitGrace = 2 * time.Second
+
 // HandleGated serves Send streams for proto with fh, as Handle does, but hands fh only the
-// frames of peers g admits; the others are dropped and told to g, and the stream stays up
-// (a member that joined a moment ago may send before the gossip that makes it known here
-// has arrived). The decision is taken once per stream and epoch of g, not per frame.
+// frames of peers g admits; the others are dropped and told to g, and the stream stays up.
+// The decision is taken once per stream and epoch of g, not per frame; a stream whose peer
+// is not admitted first waits up to admitGrace for the epoch to move (admitGrace says why).
 func (h *Host) HandleGated(proto protocol.ID, g Gate, fh FrameHandler) {
 	h.h.SetStreamHandler(proto, func(st network.Stream) {
 		if !h.enter() {

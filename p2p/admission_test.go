@@ -15,6 +15,21 @@ type stubGate struct {
 	mu       sync.Mutex
 	admitted map[peer.ID]bool
 	refused  map[peer.ID]int
+	moved    chan struct{} // closed at the next admit
+}
+
+func (g *stubGate) Changed(epoch uint64) <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.moved == nil {
+		g.moved = make(chan struct{})
+	}
+	if g.epoch.Load() != epoch {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return g.moved
 }
 
 func (g *stubGate) Epoch() uint64 { return g.epoch.Load() }
@@ -34,8 +49,12 @@ func (g *stubGate) Refused(id peer.ID, _ protocol.ID) {
 func (g *stubGate) admit(id peer.ID) {
 	g.mu.Lock()
 	g.admitted[id] = true
-	g.mu.Unlock()
 	g.epoch.Add(1)
+	if g.moved != nil {
+		close(g.moved)
+		g.moved = nil
+	}
+	g.mu.Unlock()
 }
 
 func (g *stubGate) refusedOf(id peer.ID) int {
@@ -46,7 +65,8 @@ func (g *stubGate) refusedOf(id peer.ID) int {
 
 // TestHandleGated: a gated protocol hands its handler only the frames of admitted peers;
 // the others are told to the gate and the stream stays up, so a peer admitted later (the
-// gate's epoch moves) is served on the same stream.
+// gate's epoch moves) is served on the same stream; a frame that arrives a moment before
+// its peer is admitted waits for it, instead of being dropped.
 func TestHandleGated(t *testing.T) {
 	target := newHost(t, nil)
 	member, stranger := newHost(t, nil), newHost(t, nil)
@@ -72,5 +92,20 @@ func TestHandleGated(t *testing.T) {
 	send(stranger, "admitted now")
 	if f := got.next(t); f.from != stranger.ID() || string(f.frame) != "admitted now" {
 		t.Fatalf("handler got %q from %s", f.frame, f.from)
+	}
+
+	// A peer that sends just before it is admitted: its frame waits, and is handled.
+	late := newHost(t, nil)
+	connect(t, late, target)
+	if err := late.Send(ctx, target.ID(), testProto, []byte("early")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the early frame read", func() bool { return target.Stats().FramesIn >= 4 })
+	g.admit(late.ID())
+	if f := got.next(t); f.from != late.ID() || string(f.frame) != "early" {
+		t.Fatalf("handler got %q from %s", f.frame, f.from)
+	}
+	if n := g.refusedOf(late.ID()); n != 0 {
+		t.Errorf("the early frame was refused (%d)", n)
 	}
 }

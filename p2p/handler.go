@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -40,10 +41,11 @@ func (h *Host) Handle(proto protocol.ID, fh FrameHandler) {
 func (h *Host) serveFrames(st network.Stream, g Gate, fh FrameHandler) {
 	from := st.Conn().RemotePeer()
 	fr := NewFrameReader(bufio.NewReaderSize(st, readBufferSize), h.cfg.MaxFrameSize)
-	var epoch uint64
+	var epoch, waited uint64
 	admitted := true
 	if g != nil {
 		epoch, admitted = g.Epoch(), g.Admits(from)
+		waited = epoch + 1 // not waited yet
 	}
 	for {
 		frame, err := fr.ReadFrame()
@@ -60,6 +62,16 @@ func (h *Host) serveFrames(st network.Stream, g Gate, fh FrameHandler) {
 		if g != nil {
 			if e := g.Epoch(); e != epoch {
 				epoch, admitted = e, g.Admits(from)
+			}
+			if !admitted && waited != epoch {
+				waited = epoch
+				t := time.NewTimer(admitGrace)
+				select {
+				case <-g.Changed(epoch):
+					epoch, admitted = g.Epoch(), g.Admits(from)
+				case <-t.C:
+				}
+				t.Stop()
 			}
 			if !admitted {
 				g.Refused(from, st.Protocol())

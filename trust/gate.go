@@ -26,6 +26,7 @@ type Gate struct {
 	cfg     GateConfig
 	current atomic.Pointer[admitted]
 	epoch   atomic.Uint64
+	moved   atomic.Pointer[chan struct{}] // closed when the epoch moves on, then replaced
 
 	refused    *prometheus.CounterVec // nil without metrics
 	joins      prometheus.Counter
@@ -94,6 +95,8 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 	}
 	g := &Gate{cfg: cfg, pending: map[peer.ID]*refusals{}, former: map[peer.ID]time.Time{}, joinLog: map[peer.ID]time.Time{}}
 	g.current.Store(&admitted{ids: map[peer.ID]membership.Member{}})
+	moved := make(chan struct{})
+	g.moved.Store(&moved)
 	if cfg.Metrics != nil {
 		g.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shardmesh_trust_frames_refused_total",
@@ -146,7 +149,9 @@ func (g *Gate) SetMembers(digest uint64, members []membership.Member) {
 	if len(joined) == 0 && len(gone) == 0 {
 		return
 	}
+	moved := make(chan struct{})
 	g.epoch.Add(1)
+	close(*g.moved.Swap(&moved))
 	now := time.Now()
 	g.mu.Lock()
 	for _, m := range gone {
@@ -167,6 +172,17 @@ func (g *Gate) SetMembers(digest uint64, members []membership.Member) {
 
 // Epoch changes whenever Admits may answer differently.
 func (g *Gate) Epoch() uint64 { return g.epoch.Load() }
+
+// Changed returns a channel closed once the epoch is past epoch.
+func (g *Gate) Changed(epoch uint64) <-chan struct{} {
+	ch := *g.moved.Load()
+	if g.epoch.Load() != epoch {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return ch
+}
 
 // Admits reports whether id is an admitted member now.
 func (g *Gate) Admits(id peer.ID) bool { return g.current.Load().admits(id) }

@@ -233,7 +233,13 @@ func TestGate(t *testing.T) {
 		t.Fatal("admits before any membership")
 	}
 	e0 := g.Epoch()
+	moved := g.Changed(e0)
 	g.SetMembers(1, []membership.Member{m(a, membership.Up), m(b, membership.Joining)})
+	select {
+	case <-moved:
+	default:
+		t.Fatal("Changed was not closed when the membership admitted new members")
+	}
 	if !g.Admits(a) || !g.Admits(b) || g.Admits(stranger) || g.Epoch() == e0 {
 		t.Fatalf("after the first membership: a %v b %v stranger %v", g.Admits(a), g.Admits(b), g.Admits(stranger))
 	}

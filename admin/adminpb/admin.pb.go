@@ -3465,8 +3465,12 @@ type DirectivesResponse struct {
 	RebalancePaused bool                   `protobuf:"varint,4,opt,name=rebalance_paused,json=rebalancePaused,proto3" json:"rebalance_paused,omitempty"`
 	Pins            []*Pin                 `protobuf:"bytes,5,rep,name=pins,proto3" json:"pins,omitempty"`
 	StoppedTypes    []string               `protobuf:"bytes,6,rep,name=stopped_types,json=stoppedTypes,proto3" json:"stopped_types,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// After a change (DirectiveRequest): the members that answered but did not follow it
+	// within the wait (they take its signer for no admin of theirs, or have not read it yet);
+	// the code is PARTIAL then.
+	NotFollowing  []string `protobuf:"bytes,7,rep,name=not_following,json=notFollowing,proto3" json:"not_following,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DirectivesResponse) Reset() {
@@ -3537,6 +3541,13 @@ func (x *DirectivesResponse) GetPins() []*Pin {
 func (x *DirectivesResponse) GetStoppedTypes() []string {
 	if x != nil {
 		return x.StoppedTypes
+	}
+	return nil
+}
+
+func (x *DirectivesResponse) GetNotFollowing() []string {
+	if x != nil {
+		return x.NotFollowing
 	}
 	return nil
 }
@@ -5437,14 +5448,15 @@ const file_admin_proto_rawDesc = "" +
 	"entityType\x12\x14\n" +
 	"\x05shard\x18\x04 \x01(\tR\x05shard\x12\x12\n" +
 	"\x04undo\x18\x05 \x01(\bR\x04undo\"\x13\n" +
-	"\x11DirectivesRequest\"\xd7\x01\n" +
+	"\x11DirectivesRequest\"\xfc\x01\n" +
 	"\x12DirectivesResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05known\x18\x02 \x01(\bR\x05known\x12\x1a\n" +
 	"\bdraining\x18\x03 \x03(\tR\bdraining\x12)\n" +
 	"\x10rebalance_paused\x18\x04 \x01(\bR\x0frebalancePaused\x12+\n" +
 	"\x04pins\x18\x05 \x03(\v2\x17.shardmesh.admin.v1.PinR\x04pins\x12#\n" +
-	"\rstopped_types\x18\x06 \x03(\tR\fstoppedTypes\"P\n" +
+	"\rstopped_types\x18\x06 \x03(\tR\fstoppedTypes\x12#\n" +
+	"\rnot_following\x18\a \x03(\tR\fnotFollowing\"P\n" +
 	"\x03Pin\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +

@@ -17,6 +17,7 @@ import (
 	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/trust"
 	"github.com/shardmesh/shardmesh/wire"
 )
 
@@ -50,7 +51,10 @@ type fakeBackend struct {
 	done    chan struct{}
 	reason  string
 
-	stopped []string // types out of service here
+	stopped  []string // types out of service here
+	draining []string
+	paused   bool
+	pins     []*adminpb.Pin
 
 	mu         sync.Mutex
 	audit      [][]byte
@@ -177,15 +181,42 @@ func (b *fakeBackend) AuditRecords(context.Context) ([][]byte, error) {
 
 func (b *fakeBackend) Warnings() []string { return nil }
 
-func (b *fakeBackend) ChangeDirective(context.Context, []byte) error {
+// ChangeDirective follows the change at once, as a member whose admin set the signer is in.
+func (b *fakeBackend) ChangeDirective(_ context.Context, signed []byte) error {
+	s, err := trust.OpenSigned(signed)
+	if err != nil {
+		return err
+	}
+	req, err := admin.DecodeSignedBody(s.Body)
+	if err != nil {
+		return err
+	}
+	d := req.GetDirective()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.directives++
+	switch {
+	case d.Kind == "drain" && !d.Undo:
+		b.draining = append(b.draining, d.Node)
+	case d.Kind == "drain":
+		b.draining = slices.DeleteFunc(b.draining, func(n string) bool { return n == d.Node })
+	case d.Kind == "pause":
+		b.paused = !d.Undo
+	case d.Kind == "stop" && !d.Undo:
+		b.stopped = append(b.stopped, d.EntityType)
+	case d.Kind == "stop":
+		b.stopped = slices.DeleteFunc(b.stopped, func(t string) bool { return t == d.EntityType })
+	case d.Kind == "pin" && !d.Undo:
+		b.pins = append(b.pins, &adminpb.Pin{EntityType: d.EntityType, Shard: d.Shard, Node: d.Node})
+	}
 	return nil
 }
 
 func (b *fakeBackend) Directives(context.Context) (*adminpb.DirectivesResponse, error) {
-	return &adminpb.DirectivesResponse{Node: b.self, Known: true, StoppedTypes: b.stopped}, nil
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return &adminpb.DirectivesResponse{Node: b.self, Known: true, StoppedTypes: slices.Clone(b.stopped), Draining: slices.Clone(b.draining),
+		RebalancePaused: b.paused, Pins: slices.Clone(b.pins)}, nil
 }
 
 func (b *fakeBackend) Plan(context.Context, string, int, string) (*adminpb.PlanResponse, error) {

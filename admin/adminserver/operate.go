@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/shardmesh/shardmesh/admin"
@@ -26,7 +27,67 @@ func (s *Server) directive(ctx context.Context, req *adminpb.DirectiveRequest, s
 	if err := s.backend.ChangeDirective(ctx, signed); err != nil {
 		return callError(err)
 	}
-	return s.directives(ctx)
+	not := s.awaitFollowed(ctx, req)
+	resp := s.directives(ctx)
+	if d := resp.GetDirectives(); d != nil && len(not) > 0 {
+		d.NotFollowing = not
+		resp.Code, resp.Error = adminpb.Code_PARTIAL, fmt.Sprintf("stored, but not followed within %v by %s: they take its signer for no admin of theirs (their logs say \"ignored an operator directive\"; shardctl audit), or have not read it yet",
+			s.followWait, strings.Join(not, ", "))
+	}
+	return resp
+}
+
+// Waiting for the members to follow a directive change: each reads the directives at once
+// when a member announces a change, and every 5 s in any case (Server.followWait).
+const (
+	defaultFollowWait = 6 * time.Second
+	followPoll        = 100 * time.Millisecond
+)
+
+// awaitFollowed waits, up to s.followWait, until every member that answers follows the change
+// req, so that a change has taken effect cluster-wide when the call returns (traffic sent
+// right after a types start is served). It returns the members that answered but do not
+// follow it; members that do not answer are not waited for.
+func (s *Server) awaitFollowed(ctx context.Context, req *adminpb.DirectiveRequest) []string {
+	deadline := time.Now().Add(s.followWait)
+	ask := &adminpb.Request{Call: &adminpb.Request_Directives{Directives: &adminpb.DirectivesRequest{}}}
+	for {
+		targets, answers, errs := s.askLiveMembers(ctx, ask, s.cfg.QueryTimeout, "directives",
+			func(r *adminpb.Response) bool { return r.GetDirectives() != nil })
+		var not []string
+		for i, node := range targets {
+			if errs[i] == nil && !follows(answers[i].GetDirectives(), req) {
+				not = append(not, node)
+			}
+		}
+		if len(not) == 0 || time.Now().After(deadline) {
+			return not
+		}
+		select {
+		case <-time.After(followPoll):
+		case <-ctx.Done():
+			return not
+		}
+	}
+}
+
+// follows reports whether directives d are as change req makes them.
+func follows(d *adminpb.DirectivesResponse, req *adminpb.DirectiveRequest) bool {
+	set := !req.Undo
+	switch req.Kind {
+	case "drain":
+		return slices.Contains(d.Draining, req.Node) == set
+	case "pause":
+		return d.RebalancePaused == set
+	case "stop":
+		return slices.Contains(d.StoppedTypes, req.EntityType) == set
+	case "pin":
+		pinned := slices.ContainsFunc(d.Pins, func(p *adminpb.Pin) bool {
+			return p.EntityType == req.EntityType && p.Shard == req.Shard && (req.Undo || p.Node == req.Node)
+		})
+		return pinned == set
+	}
+	return true
 }
 
 // checkDirective refuses a directive that names an unknown member, type or shard, or a

@@ -55,9 +55,10 @@ type Server struct {
 	policy  *trust.Policy
 	log     *slog.Logger
 
-	replayMu sync.Mutex
-	replay   *trust.ReplayGuard
-	audit    auditLog
+	replayMu   sync.Mutex
+	replay     *trust.ReplayGuard
+	audit      auditLog
+	followWait time.Duration // how long a directive change waits for the members to follow it
 	// callPeer makes a call to another member's admin server.
 	callPeer func(ctx context.Context, to peer.ID, req *adminpb.Request) (*adminpb.Response, error)
 
@@ -78,7 +79,7 @@ func NewServer(backend Backend, cfg Config) *Server {
 	}
 	self, _ := peer.Decode(backend.Self())
 	s := &Server{backend: backend, cfg: cfg, self: self, policy: trust.NewPolicy(cfg.Authorities, cfg.Admins), log: cfg.Logger,
-		replay: trust.NewReplayGuard(0), quit: make(chan struct{})}
+		replay: trust.NewReplayGuard(0), followWait: defaultFollowWait, quit: make(chan struct{})}
 	s.callPeer = func(context.Context, peer.ID, *adminpb.Request) (*adminpb.Response, error) {
 		return nil, fmt.Errorf("no host to reach other members")
 	}

@@ -138,3 +138,26 @@ func TestDataRemoveNeedsEveryMembersConsent(t *testing.T) {
 		t.Fatalf("%d removals, want 1", b.removals)
 	}
 }
+
+// TestDirectiveNotFollowed: a directive change returns once every member that answers
+// follows it; one that does not (it takes the signer for no admin of its own) is named, and
+// the code is PARTIAL.
+func TestDirectiveNotFollowed(t *testing.T) {
+	self, other, adminID := newID(t), newID(t), newID(t)
+	b := newFakeBackend(self.String(), other.String())
+	s := newTestServer(t, b, Config{Admins: []peer.ID{adminID}})
+	s.followWait = 300 * time.Millisecond
+	otherServer := newTestServer(t, newFakeBackend(other.String(), self.String()), Config{})
+	s.callPeer = func(ctx context.Context, _ peer.ID, req *adminpb.Request) (*adminpb.Response, error) {
+		return otherServer.answer(ctx, req), nil
+	}
+	r := s.one(t, adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "pause"}))
+	if r.Code != adminpb.Code_PARTIAL || !strings.Contains(r.Error, other.String()) ||
+		len(r.GetDirectives().GetNotFollowing()) != 1 || !r.GetDirectives().RebalancePaused {
+		t.Fatalf("a member that does not follow: %v %q %v", r.Code, r.Error, r.GetDirectives())
+	}
+	otherServer.backend.paused = true // it follows now
+	if r := s.one(t, adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "pause"})); r.Code != adminpb.Code_OK {
+		t.Fatalf("every member follows: %v %q", r.Code, r.Error)
+	}
+}
