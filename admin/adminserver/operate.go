@@ -31,7 +31,7 @@ func (s *Server) directive(ctx context.Context, req *adminpb.DirectiveRequest, s
 	resp := s.directives(ctx)
 	if d := resp.GetDirectives(); d != nil && len(not) > 0 {
 		d.NotFollowing = not
-		resp.Code, resp.Error = adminpb.Code_PARTIAL, fmt.Sprintf("stored, but not followed within %v by %s: they take its signer for no admin of theirs (their logs say \"ignored an operator directive\"; shardctl audit), or have not read it yet",
+		resp.Code, resp.Error = adminpb.Code_PARTIAL, fmt.Sprintf("stored, but not followed within %v by %s: they take its signer for no admin of theirs (their logs say \"ignored an operator directive\"; shardctl audit), have not read it yet, or a later change superseded it",
 			s.followWait, strings.Join(not, ", "))
 	}
 	return resp
