@@ -223,8 +223,8 @@ func TestOpenMeshIsRefused(t *testing.T) {
 		}
 	}
 	d = c.start("open", "--listen", "/ip4/0.0.0.0/tcp/0", "--open-mesh=on")
-	if log := d.log.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "open mesh") {
-		t.Errorf("an open mesh on purpose is not warned of:\n%s", log)
+	if !waitFor(10*time.Second, func() bool { return strings.Contains(d.log.String(), "level=WARN msg=\"open mesh") }) {
+		t.Errorf("an open mesh on purpose is not warned of:\n%s", d.log.String())
 	}
 	key := keygenCluster(t, t.TempDir())
 	c.start("keyed", "--listen", "/ip4/0.0.0.0/tcp/0", "--cluster-key", key)
