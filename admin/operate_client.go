@@ -8,7 +8,10 @@ import (
 )
 
 // Directive changes one of the operator's directives cluster-wide (see DirectiveRequest)
-// and returns the directives in force afterwards.
+// and returns the directives in force afterwards, once every member that answers follows
+// the change. When some do not (DirectivesResponse.NotFollowing: they take the caller for
+// no admin of theirs, or have not read it yet), it returns them with a *CallError of code
+// PARTIAL.
 func (c *Client) Directive(ctx context.Context, d *adminpb.DirectiveRequest) (*adminpb.DirectivesResponse, error) {
 	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Directive{Directive: d}})
 	if err != nil {
@@ -16,6 +19,9 @@ func (c *Client) Directive(ctx context.Context, d *adminpb.DirectiveRequest) (*a
 	}
 	if resp.GetDirectives() == nil {
 		return nil, errors.New("the member answered without the directives")
+	}
+	if resp.Code == adminpb.Code_PARTIAL {
+		return resp.GetDirectives(), &CallError{Code: resp.Code, Message: resp.Error}
 	}
 	return resp.GetDirectives(), nil
 }

@@ -67,6 +67,12 @@ func Load(src Sources) (Config, error) {
 		errs = append(errs, err)
 	}
 	errs = append(errs, checkJoinAddrs(c.Node.Join)...)
+	if _, err := PeerIDs("cluster-authority", c.Node.ClusterAuthority); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := Networks("operator-networks", c.Node.OperatorNetworks); err != nil {
+		errs = append(errs, err)
+	}
 	if err := checkJoinDNS(&c); err != nil {
 		errs = append(errs, err)
 	}

@@ -17,6 +17,7 @@ const (
 	FamilyTerm      = "ct" // ct␀TYPE: the last coordinator term claimed
 	FamilyDirective = "op" // op␀KIND…: the operator's directives (drain, pause, pin, stop)
 	FamilyLease     = "ls" // ls␀NAME: a shard's lease kept in the store (sharding.use-lease = store)
+	FamilyAudit     = "au" // au␀MILLIS␀ID: an admin call a member took (the time in 16 hex digits)
 )
 
 // Key joins parts into a key: Key(FamilyState, "counter", "user-1").

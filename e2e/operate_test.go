@@ -13,7 +13,7 @@ import (
 // statsHomes returns where each counter shard runs, from shardctl stats --json on d.
 func statsHomes(t *testing.T, d *daemon) map[string]string {
 	t.Helper()
-	r := ctlAll([]string{"stats", "--data-dir", d.dir, "--type", "counter", "--json"})[0]
+	r := ctlAll(d.ctl("stats", "--type", "counter", "--json"))[0]
 	st := decode[struct {
 		Regions []struct {
 			Node          string            `json:"node"`

@@ -47,6 +47,14 @@ type Config struct {
 	// "sharding.number-of-shards" → "1000". A member joining with a different value is refused
 	// with an error naming the key and both values.
 	JoinChecks map[string]string
+	// Credential is this member's credential, presented when it asks to join and when it
+	// admits a member (package trust). Nil: none.
+	Credential []byte
+	// Admit, when set, decides admission: whether member node, presenting credential, may
+	// join (asked of the member a join request reaches), and whether a member that admits
+	// this one is itself admitted (asked of the joining member). It returns "" to admit, or
+	// why not. It must depend only on its arguments. Nil: every member is admitted.
+	Admit func(now time.Time, node NodeID, credential []byte) string
 }
 
 // FailureDetectorConfig configures the phi-accrual failure detector

@@ -57,6 +57,9 @@ type Gossip struct {
 type JoinRequest struct {
 	Member Member
 	Checks map[string]string // settings that must be equal on every member (Config.JoinChecks)
+	// Credential is the joining member's credential (Config.Credential), checked by
+	// Config.Admit.
+	Credential []byte
 }
 
 // JoinReply answers a JoinRequest: the cluster state when admitted, the reason when refused.
@@ -70,6 +73,9 @@ type JoinReply struct {
 	// sends none (StopLeft): StopJoinRefused.
 	Refusal StopReason
 	State   State
+	// Credential is the admitting member's credential: a joining member with Config.Admit
+	// joins only an admitted one.
+	Credential []byte
 }
 
 // Probe asks a member directly whether it is alive, when its heartbeats are late.

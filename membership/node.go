@@ -52,6 +52,7 @@ type Node struct {
 	lastExchange  map[NodeID]time.Time // when this member last started an exchange with each member, or told it its status
 	viewChangedAt time.Time            // when this member's view last changed
 	rng           *rand.Rand           // whom to gossip with; seeded by the member's id and incarnation
+	rejoins       int                  // join requests sent while Joining after joining (rejoin)
 
 	lastInput time.Time
 	// suspect is set when this member notices it was paused (a gap between ticks longer than
@@ -155,7 +156,7 @@ func (n *Node) JoinVia(now time.Time, seed NodeID) {
 		return
 	}
 	n.seeds = append(n.seeds, seed)
-	n.send(seed, JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks})
+	n.send(seed, n.joinRequest())
 	n.lastJoinSent = now
 }
 
@@ -251,7 +252,7 @@ func (n *Node) Tick(now time.Time) {
 	if !n.joined {
 		if len(n.seeds) > 0 && now.Sub(n.lastJoinSent) >= n.cfg.SeedNodeTimeout {
 			for _, s := range n.seeds {
-				n.send(s, JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks})
+				n.send(s, n.joinRequest())
 			}
 			n.lastJoinSent = now
 		}
@@ -269,7 +270,34 @@ func (n *Node) Tick(now time.Time) {
 		n.heartbeat()
 	}
 	n.gossipTick()
+	n.rejoin()
 	n.afterInput()
+}
+
+// rejoin asks, every seed-node-timeout while this member is Joining, one Up member after
+// another to admit it (again). The member that admitted it spreads the news by its gossip
+// alone — the gossip of a member another does not know is not merged there (only admitted
+// members' is) — and may stop before it told anyone: then only another admission makes this
+// member known. A member that knows it already answers the retry as any; one that does not
+// admits it as a join, checking its credential.
+func (n *Node) rejoin() {
+	me, ok := n.v.members[n.self.Node]
+	if !ok || me.Status != Joining || n.now.Sub(n.lastJoinSent) < n.cfg.SeedNodeTimeout {
+		return
+	}
+	var up []NodeID
+	for id, m := range n.v.members {
+		if m.Status == Up && id != n.self.Node {
+			up = append(up, id)
+		}
+	}
+	if len(up) == 0 {
+		return // none to ask (a cluster that waits for min-nr-of-members moves nobody Up)
+	}
+	slices.Sort(up)
+	n.rejoins++
+	n.send(up[n.rejoins%len(up)], n.joinRequest())
+	n.lastJoinSent = n.now
 }
 
 // Ready returns and clears what the machine wants done.
@@ -292,6 +320,16 @@ func (n *Node) Member(node NodeID) (Member, bool) {
 		return Member{}, false
 	}
 	return *m.clone(), true
+}
+
+// Status returns node's status, without copying its record: whether it is an admitted
+// member (a status below Down) is asked of every frame from another member.
+func (n *Node) Status(node NodeID) (Status, bool) {
+	m, ok := n.v.members[node]
+	if !ok {
+		return 0, false
+	}
+	return m.Status, true
 }
 
 // Self returns this member's current record (Joining before it has joined).
@@ -614,6 +652,13 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 	if !n.joined || !ok || !me.countsAsMember() {
 		return // not a member of a cluster (yet): the joiner retries or asks another seed
 	}
+	// Admission first: a member that is not admitted learns nothing of the cluster's settings.
+	if n.cfg.Admit != nil {
+		if why := n.cfg.Admit(n.now, j.Node, req.Credential); why != "" {
+			refuse(StopJoinRefused, "not admitted: %s", why)
+			return
+		}
+	}
 	if err := checkJoin(n.cfg.JoinChecks, req.Checks); err != "" {
 		refuse(StopJoinRefused, "%s", err)
 		return
@@ -631,7 +676,7 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 			refuse(why, "%s (incarnation %d) was %s; restart it to join again", j.Node, j.Incarnation, strings.ToLower(cur.Status.String()))
 			return
 		case cur.Incarnation == j.Incarnation:
-			n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()}) // a retry: admit again
+			n.send(from, n.joinReply()) // a retry: admit again
 			return
 		}
 	}
@@ -640,7 +685,17 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 	slices.Sort(j.Roles)
 	n.v.members[j.Node] = j.clone()
 	n.dirty = true
-	n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()})
+	n.send(from, n.joinReply())
+}
+
+// joinRequest asks to join, with this member's credential.
+func (n *Node) joinRequest() JoinRequest {
+	return JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks, Credential: n.cfg.Credential}
+}
+
+// joinReply admits a member, with this member's credential.
+func (n *Node) joinReply() JoinReply {
+	return JoinReply{From: n.self.Node, State: n.v.snapshot(), Credential: n.cfg.Credential}
 }
 
 // checkJoin compares the settings that must be equal on every member.
@@ -672,6 +727,9 @@ func (n *Node) handleJoinReply(from NodeID, r JoinReply) {
 		}
 		n.stop(why, fmt.Sprintf("join refused by %s: %s", from, r.Refused))
 		return
+	}
+	if n.cfg.Admit != nil && n.cfg.Admit(n.now, from, r.Credential) != "" {
+		return // a peer that is not an admitted member cannot admit this one; other seeds may
 	}
 	n.joined = true
 	n.v.merge(&r.State)

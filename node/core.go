@@ -18,6 +18,7 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/shard"
+	"github.com/shardmesh/shardmesh/trust"
 	"github.com/shardmesh/shardmesh/wire"
 )
 
@@ -72,6 +73,9 @@ type Core struct {
 	directives directiveState
 	history    historyState
 
+	// What peers sent before this member admits them (core_admission.go).
+	waiting trust.Waiting[Input]
+
 	stoppedTypes atomic.Pointer[map[string]bool] // entity types out of service (senders fail fast)
 }
 
@@ -91,6 +95,10 @@ type CoreConfig struct {
 	Metrics *metrics
 	// ServingChanged: see Config.ServingChanged.
 	ServingChanged func(serving bool, at time.Time)
+	// Trust is what this member trusts: it follows only the operator's directives signed
+	// by one of its admins (signeddirectives.go). Nil: no admins, every directive is
+	// followed.
+	Trust *trust.Policy
 }
 
 // Env is the world a Core acts on. Node implements it with libp2p, Badger, the entity
@@ -124,6 +132,10 @@ type Env interface {
 	KeepClusterSize(size uint32)
 	// Stopped: the membership machine stopped this member (left, downed, removed).
 	Stopped(s membership.Stopped)
+	// Refused tells of what a peer that is not an admitted member sent, and the core
+	// dropped (core_admission.go): a frame of proto, or a sharding event. in is the input
+	// dropped (nil for a reply to an ask). To count and log; nothing is answered.
+	Refused(from membership.NodeID, proto protocol.ID, in Input)
 }
 
 // Incarnation is an entity incarnation as the entity runtime runs it.
@@ -155,6 +167,7 @@ func NewCore(cfg CoreConfig, self membership.Member, env Env, now time.Time) *Co
 	}
 	c.store.pending = map[uint64]storeWait{}
 	c.directives.due = true // read them at the first tick: coordinators here serve nothing before
+	c.directives.reader = directiveReader{policy: cfg.Trust, log: c.log, ignored: cfg.Metrics.directiveIgnored}
 	c.publishView()
 	return c
 }
@@ -176,16 +189,35 @@ func (c *Core) Step(now time.Time, in Input) {
 	c.now = now
 	switch in := in.(type) {
 	case Deliver:
+		if in.From != "" && !c.admitNow(in.From) {
+			c.wait(now, in.From, in)
+			return
+		}
 		if err := c.eng.Deliver(now, in.Type, in.Envelope); err != nil {
 			m := in.Envelope.Payload.(*Message)
 			c.Reject(in.Type, m, err)
 			m.credits.release()
 		}
 	case MemberMessage:
-		c.eng.StepMembership(now, in.From, in.Msg)
+		switch msg, a := c.memberMessage(in.From, in.Msg); a {
+		case admitTake:
+			c.eng.StepMembership(now, in.From, msg)
+		case admitHold:
+			c.wait(now, in.From, in)
+		case admitRefuse:
+			c.refuse(in.From, in)
+		}
 	case CoordMessage:
+		if !c.admitNow(in.From) {
+			c.wait(now, in.From, in)
+			return
+		}
 		c.eng.StepCoordination(now, in.From, in.Type, in.Msg)
 	case ShardingEventIn:
+		if !c.admits(in.Event.Origin) {
+			c.refuse(in.Event.Origin, in)
+			return
+		}
 		c.shardingEvent(now, in.Event)
 	case StoreDone:
 		c.storeDone(now, in.ID, in.Result)
@@ -210,7 +242,7 @@ func (c *Core) Step(now time.Time, in Input) {
 	case Down:
 		in.Done(c.eng.Down(now, in.Node))
 	case ChangeDirective:
-		c.changeDirective(in.Change, in.Done)
+		c.changeDirective(in.Signed, in.Done)
 	case StoreSpace:
 		c.eng.SetStoreFull(now, in.Full)
 	case Query:
@@ -221,9 +253,11 @@ func (c *Core) Step(now time.Time, in Input) {
 }
 
 // Tick advances the machines' time and runs what is due: the recovery budget's sample,
-// store requests to retry, the directives' refresh, the history's writes.
+// store requests to retry, the directives' refresh, the history's writes, the refusal of
+// what waited too long for its sender to be admitted.
 func (c *Core) Tick(now time.Time) {
 	c.now = now
+	c.expireWaiting(now)
 	c.eng.ObserveRecovery(now, c.recovery.take())
 	c.eng.Tick(now)
 	c.tickStore(now)
@@ -290,6 +324,8 @@ func (c *Core) Flush() {
 			c.env.Publish(ev)
 			c.gossipEvent(ev, now)
 		}
+		c.releaseWaiting(now) // what members admitted since sent before
+
 	}
 }
 
@@ -400,12 +436,34 @@ type View struct {
 	// replicas are the members whose replicas count in store quorums (replicaMembers): the
 	// same slice while they do not change.
 	replicas []membership.NodeID
+	// admitted are the members that may speak the member protocols (a status below Down):
+	// the same slice while they do not change. statuses has every member's status, to look
+	// up (the same map while the members admitted, and their number, do not change).
+	admitted []membership.NodeID
+	statuses map[membership.NodeID]membership.Status
 }
 
 // Replicas returns the members whose replicas count in store quorums: every member but
 // those leaving, down or removed (see replicasOf). The same slice comes back while they do
 // not change.
 func (v *View) Replicas() []membership.NodeID { return v.replicas }
+
+// Admitted returns the members that may speak the member protocols: Joining, Up, Leaving,
+// Exiting (core_admission.go). The same slice comes back while they do not change.
+func (v *View) Admitted() []membership.NodeID { return v.admitted }
+
+// Admits reports whether member id may speak the member protocols, as of this view.
+func (v *View) Admits(id membership.NodeID) bool {
+	st, ok := v.statuses[id]
+	return id == v.Self || ok && st < membership.Down
+}
+
+// Knows reports whether member id is a member, or was one (Down and Removed members too),
+// as of this view.
+func (v *View) Knows(id membership.NodeID) bool {
+	_, ok := v.statuses[id]
+	return id == v.Self || ok
+}
 
 func (c *Core) publishView() {
 	m := c.eng.Membership()
@@ -420,7 +478,9 @@ func (c *Core) publishView() {
 		}
 	}
 	slices.Sort(v.Unreachable)
-	v.replicas = replicasOf(v.Members, c.view.Load())
+	prev := c.view.Load()
+	v.replicas = replicasOf(v.Members, prev)
+	v.admitted, v.statuses = admittedOf(v.Members, prev)
 	c.view.Store(v)
 	if size, ok := m.ClusterSize(); ok && size != c.sizeKept {
 		c.sizeKept = size

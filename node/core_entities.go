@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -270,11 +271,13 @@ func (c *Core) ResolveReply(askID uint64, payload []byte, err error) {
 	p.Resolve(Reply{Encoded: nonNil(payload)})
 }
 
-// DecodeRegionFrame takes a frame of the region protocol: a reply resolves its ask at once
-// (in is nil); a message for an entity comes back as the Deliver to step, its payload
-// copied out of frame (which the caller may reuse). An error means the frame did not
-// decode. Safe from any goroutine.
-func (c *Core) DecodeRegionFrame(frame []byte) (in *Deliver, err error) {
+// DecodeRegionFrame takes a frame of the region protocol from member from: a reply
+// resolves its ask at once (in is nil) when from is a member, or was one, as of the latest
+// view (an ask went to it while it was; else the error wraps ErrNotAdmitted); a message for
+// an entity comes back as the Deliver to step (which admits it or not), its payload copied
+// out of frame (which the caller may reuse). Another error means the frame did not decode.
+// Safe from any goroutine.
+func (c *Core) DecodeRegionFrame(from membership.NodeID, frame []byte) (in *Deliver, err error) {
 	var d wire.Deliver
 	var r wire.Reply
 	kind, err := wire.DecodeRegion(frame, &d, &r)
@@ -282,6 +285,9 @@ func (c *Core) DecodeRegionFrame(frame []byte) (in *Deliver, err error) {
 		return nil, err
 	}
 	if kind == wire.KindReply {
+		if v := c.view.Load(); !v.Knows(from) {
+			return nil, fmt.Errorf("a reply to an ask from %s: %w", from, ErrNotAdmitted)
+		}
 		var rerr error
 		if len(r.Err) > 0 {
 			rerr = &RemoteError{Message: string(r.Err)}
@@ -296,7 +302,8 @@ func (c *Core) DecodeRegionFrame(frame []byte) (in *Deliver, err error) {
 	}
 	// Never nil, even for a value that encodes to nothing: nil would mean "not encoded".
 	m.encoded = append(make([]byte, 0, len(d.Payload)), d.Payload...)
-	return &Deliver{Type: string(d.Type), Envelope: region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops}}, nil
+	return &Deliver{Type: string(d.Type), Envelope: region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops},
+		From: from}, nil
 }
 
 // Receive takes a frame of a member protocol from member from and steps what it carries:
@@ -317,12 +324,18 @@ func (c *Core) Receive(now time.Time, from membership.NodeID, proto protocol.ID,
 		}
 		c.Step(now, CoordMessage{From: from, Type: typ, Msg: msg})
 	case RegionProtocol:
-		in, err := c.DecodeRegionFrame(frame)
+		in, err := c.DecodeRegionFrame(from, frame)
+		if errors.Is(err, ErrNotAdmitted) {
+			c.env.Refused(from, RegionProtocol, nil)
+			return nil
+		}
 		if err != nil || in == nil {
 			return err
 		}
 		if _, err := c.Sender(in.Type); err != nil {
-			c.Reject(in.Type, in.Envelope.Payload.(*Message), err)
+			if c.RejectForwarded(in, err) {
+				c.env.Refused(from, RegionProtocol, *in)
+			}
 			return nil
 		}
 		c.Step(now, *in)

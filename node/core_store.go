@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"strconv"
@@ -66,7 +67,7 @@ type storeWait struct {
 	typ     string           // waitTermRead, waitTermWrite, waitHistoryScan
 	up      uint64           // waitTermRead, waitTermWrite: the coordinator's up-number
 	term    uint64           // waitTermWrite
-	change  *ChangeDirective // waitDirectiveChange
+	change  *directiveChange // waitDirectiveChange
 	records int              // waitHistory
 }
 
@@ -309,6 +310,8 @@ type directiveState struct {
 	// Told the outcome of the read in flight, and of the next one (a change written while
 	// a read is in flight waits for the next: that one surely sees it).
 	inFlightWaiters, nextWaiters []func(error)
+	// reader verifies what is read against the member's admin set (signeddirectives.go).
+	reader directiveReader
 }
 
 // wantDirectives asks for a read of the directives now.
@@ -338,7 +341,7 @@ func (c *Core) directivesRead(now time.Time, res StoreResult) {
 		d.next = now.Add(500 * time.Millisecond)
 		err = errors.Join(errors.New("read the operator's directives"), err)
 	} else {
-		dir := ParseDirectives(res.Records, c.log)
+		dir := c.directives.reader.read(res.Records)
 		if len(dir.Stopped) == 0 {
 			c.stoppedTypes.Store(nil) // the common case: senders check one pointer, no map
 		} else {
@@ -355,31 +358,36 @@ func (c *Core) directivesRead(now time.Time, res StoreResult) {
 	}
 }
 
-// changeDirective stores a change of the operator's directives (acknowledged by a write
-// quorum), announces it, and reads the directives back before telling done.
-func (c *Core) changeDirective(ch DirectiveChange, done func(error)) {
-	key, err := ch.key()
+// changeDirective stores a change of the operator's directives, the request as its admin
+// signed it (acknowledged by a write quorum), announces it, and reads the directives back
+// before telling done. A change this member would not follow itself is refused.
+func (c *Core) changeDirective(signed []byte, done func(error)) {
+	sd, err := openDirective(c.cfg.Trust, signed)
 	if err != nil {
-		done(err)
+		done(fmt.Errorf("directive: %w", err))
 		return
 	}
-	w := remember.Write{Key: key, Value: []byte{1}, Delete: ch.Undo}
-	if ch.Kind == directivePin && !ch.Undo {
-		w.Value = []byte(ch.Node)
-	}
-	c.request(StoreRequest{Writes: []remember.Write{w}}, storeWait{kind: waitDirectiveChange, change: &ChangeDirective{Change: ch, Done: done}})
+	c.request(StoreRequest{Writes: []remember.Write{{Key: sd.key(), Value: signed}}},
+		storeWait{kind: waitDirectiveChange, change: &directiveChange{directive: sd, done: done}})
 }
 
-func (c *Core) directiveChanged(in *ChangeDirective, err error) {
+// directiveChange is a change of a directive being stored.
+type directiveChange struct {
+	directive signedDirective
+	done      func(error)
+}
+
+func (c *Core) directiveChanged(ch *directiveChange, err error) {
+	what := ch.directive.change
 	if err != nil {
-		in.Done(errors.Join(errors.New(in.Change.String()+": store the directive"), err))
+		ch.done(fmt.Errorf("%s: store the directive: %w", what, err))
 		return
 	}
-	c.log.Info("operator directive changed", "directive", in.Change.String())
-	se := wire.ShardingEvent{Type: in.Change.Type, Kind: pb.ShardingEvent_DIRECTIVE_CHANGED, Cause: in.Change.String(), At: c.now, Origin: c.self.Node}
+	c.log.Info("operator directive changed", "directive", what.String(), "signer", ch.directive.signer)
+	se := wire.ShardingEvent{Type: what.Type, Kind: pb.ShardingEvent_DIRECTIVE_CHANGED, Cause: what.String(), At: c.now, Origin: c.self.Node}
 	c.env.Publish(se)
 	c.env.Gossip(wire.AppendEvent(nil, se))
-	c.directives.nextWaiters = append(c.directives.nextWaiters, in.Done)
+	c.directives.nextWaiters = append(c.directives.nextWaiters, ch.done)
 	c.wantDirectives()
 }
 

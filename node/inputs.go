@@ -23,6 +23,9 @@ type (
 	Deliver struct {
 		Type     string
 		Envelope region.Envelope // Payload is a *Message
+		// From is the member that forwarded it (the region protocol); "" for a message sent
+		// on this member.
+		From membership.NodeID
 	}
 	// MemberMessage is a membership protocol message from another member.
 	MemberMessage struct {
@@ -84,9 +87,11 @@ type (
 		Done func(bool)
 	}
 	// ChangeDirective stores a change of the operator's directives and applies it; Done
-	// hears the outcome once the directives in force were read back.
+	// hears the outcome once the directives in force were read back. Signed is the request
+	// that makes the change, as its admin signed it (SignDirective): it is stored as it is,
+	// and every member verifies it against its own admin set before it follows it.
 	ChangeDirective struct {
-		Change DirectiveChange
+		Signed []byte
 		Done   func(error)
 	}
 	// StoreSpace says whether the member's store refuses writes for want of disk space: its

@@ -82,6 +82,7 @@ type metrics struct {
 	unreachable     prometheus.Gauge
 	leaderChanges   prometheus.Counter
 	unsent          *prometheus.CounterVec
+	ignored         prometheus.Counter
 
 	memberStatus [len(memberStatuses)]prometheus.Gauge
 
@@ -187,6 +188,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Changes of the cluster leader seen by this member."}),
 		unsent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardmesh_frames_unsent_total",
 			Help: "Frames to other members that could not be written, by protocol (member, coord, region)."}, []string{"protocol"}),
+		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "shardmesh_trust_directives_ignored_total",
+			Help: "Stored operator directives this member does not follow: not signed by an admin of this member, or replayed (each record counted once)."}),
 		inFlight: map[handoffKey]*handoffTrack{},
 	}
 	for i, s := range memberStatuses {
@@ -194,7 +197,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.routed, m.rejected, m.buffered, m.asks, m.askSeconds, m.shards, m.allocated, m.entities,
 		m.starts, m.stops, m.passivations, m.forcedStops, m.rebalanceRounds, m.rebalanceMoves, m.handoffsStarted, m.handoffs, m.handoffSeconds,
-		m.phaseSeconds, m.coordChanges, m.coordHere, m.members, m.unreachable, m.leaderChanges, m.unsent} {
+		m.phaseSeconds, m.coordChanges, m.coordHere, m.members, m.unreachable, m.leaderChanges, m.unsent, m.ignored} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -329,6 +332,13 @@ var (
 var ErrUndecodable = errors.New("undecodable message")
 
 // frameUnsent counts a frame to another member that could not be written.
+// directiveIgnored counts a stored directive this member does not follow.
+func (m *metrics) directiveIgnored() {
+	if m != nil {
+		m.ignored.Inc()
+	}
+}
+
 func (m *metrics) frameUnsent(proto string) {
 	if m != nil {
 		m.unsent.WithLabelValues(protocolLabel(proto)).Inc()

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/remember"
+	"github.com/shardmesh/shardmesh/trust"
 )
 
 // Protocol ids of the member-to-member protocols.
@@ -38,8 +42,26 @@ type Config struct {
 	Listen []string
 	// Join are multiaddrs (with /p2p/<id>) of members to join through; empty: form a cluster.
 	Join []string
-	// ClusterKey is the private-network key; nil: an open mesh.
+	// ClusterKey is the private-network key; nil: an open mesh, refused on an address other
+	// than loopback unless OpenMesh.
 	ClusterKey pnet.PSK
+	// AcceptKeys are further cluster keys accepted from connecting peers (p2p.Config.AcceptKeys).
+	AcceptKeys []pnet.PSK
+	// OpenMesh allows listening beyond loopback without a ClusterKey (p2p.Config.OpenMesh).
+	OpenMesh bool
+	// OperatorNetworks are where shardctl connects from (p2p.Config.OperatorNetworks);
+	// nil: this host.
+	OperatorNetworks []netip.Prefix
+	// Trust is what this member trusts: the cluster authorities whose credentials admit
+	// members and admins, and the admin identities it allows by peer id (package trust).
+	// Nil: open admission (any key holder can join) and no admin.
+	Trust *trust.Policy
+	// Credential is this member's member credential (trust.Credential.Raw), presented when
+	// it joins; needed when Trust has an authority.
+	Credential []byte
+	// AdminIdentity, when set, signs the directives this member's program changes
+	// (ChangeDirective: System.PinShard); a member with admins follows only signed ones.
+	AdminIdentity crypto.PrivKey
 	// ClusterName names the gossip topics; default "shardmesh".
 	ClusterName string
 	// Roles and AppVersion describe this member to the cluster.
@@ -137,6 +159,7 @@ type Node struct {
 	log   *slog.Logger
 	dir   *datadir.Dir
 	host  *p2p.Host
+	gate  *trust.Gate     // what the core and the store refuse, told; gossip admitted (admission.go)
 	store *remember.Store // remembered entities and durable entity state, replicated
 	self  membership.Member
 	core  *Core // owned by the loop goroutine, but for what it says is safe elsewhere
@@ -172,6 +195,11 @@ type Node struct {
 	subs   map[chan Event]struct{}
 
 	leases leases // the local shards' leases (use-lease)
+
+	names        sync.Map            // peer.ID → membership.NodeID: a peer id's text form, encoded once
+	namesKept    atomic.Int64        // entries in names (bounded by maxNames)
+	gateAdmitted []membership.NodeID // the admitted members last given to the gate (loop goroutine)
+	auditWrites  atomic.Uint64       // audit records written here (audit.go)
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -227,13 +255,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	log := cfg.Logger.With("node", membership.NodeID(pid.String()).Short()) // on every line of the member
 	host, err := p2p.New(ctx, p2p.Config{
-		Identity:    key,
-		ListenAddrs: cfg.Listen,
-		ClusterKey:  cfg.ClusterKey,
-		AllowPeers:  cfg.AllowPeers,
-		MDNS:        cfg.MDNS,
-		MDNSTag:     "shardmesh-" + cfg.ClusterName,
-		Logger:      log.With("component", "p2p"),
+		Identity:         key,
+		ListenAddrs:      cfg.Listen,
+		ClusterKey:       cfg.ClusterKey,
+		AcceptKeys:       cfg.AcceptKeys,
+		OpenMesh:         cfg.OpenMesh,
+		OperatorNetworks: cfg.OperatorNetworks,
+		AllowPeers:       cfg.AllowPeers,
+		MDNS:             cfg.MDNS,
+		MDNSTag:          "shardmesh-" + cfg.ClusterName,
+		Logger:           log.With("component", "p2p"),
 	})
 	if err != nil {
 		return nil, err
@@ -243,6 +274,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			host.Close()
 		}
 	}()
+	gate, err := newGate(&cfg, pid, host, log)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Membership.Credential = cfg.Credential
+	if cfg.Trust.Admission() {
+		cfg.Membership.Admit = admitFunc(cfg.Trust, gate)
+	}
 	addrs := make([]string, 0)
 	for _, a := range host.Addrs() {
 		addrs = append(addrs, a.String())
@@ -260,12 +299,18 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := topic.Gate(gate); err != nil {
+		return nil, err
+	}
 	sub, err := topic.Subscribe()
 	if err != nil {
 		return nil, err
 	}
 	events, err := host.Join("/shardmesh/" + cfg.ClusterName + "/sharding/1")
 	if err != nil {
+		return nil, err
+	}
+	if err := events.Gate(gate); err != nil {
 		return nil, err
 	}
 	eventsSub, err := events.Subscribe()
@@ -287,6 +332,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		log:       log,
 		dir:       dir,
 		host:      host,
+		gate:      gate,
 		self:      self,
 		gossip:    topic,
 		sub:       sub,
@@ -305,7 +351,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.out = newOutboxes(nctx, host, n.log, met)
 	n.core = NewCore(CoreConfig{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, ClusterName: cfg.ClusterName,
-		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged}, self, n.env(), time.Now())
+		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged, Trust: cfg.Trust}, self, n.env(), time.Now())
+	n.syncGate()
+	// The core admits what these carry, or not (core_admission.go).
 	host.Handle(MemberProtocol, n.handleMemberFrame)
 	host.Handle(CoordProtocol, n.handleCoordFrame)
 	host.Handle(RegionProtocol, n.handleRegionFrame)
@@ -324,6 +372,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ok = true
 	n.log.Info("member started", "peer", self.Node, "incarnation", incarnation, "addrs", addrs, "roles", cfg.Roles, "app_version", cfg.AppVersion)
+	for _, w := range n.Warnings() {
+		n.log.Warn(w)
+	}
 	n.wg.Add(6)
 	go n.loop()
 	go n.writeClusterSize()
@@ -617,6 +668,28 @@ func (n *Node) loop() {
 			}
 		}
 		c.Flush()
+		n.syncGate()
+	}
+}
+
+// syncGate gives the gate the membership when the members admitted changed.
+func (n *Node) syncGate() {
+	v := n.core.View()
+	if a := v.Admitted(); len(a) != len(n.gateAdmitted) || len(a) > 0 && &a[0] != &n.gateAdmitted[0] {
+		n.gateAdmitted = a
+		n.gate.SetMembers(v.Members)
+	}
+}
+
+// Refused tells the gate of what a peer that is not an admitted member sent (Env).
+func (e *nodeEnv) Refused(from membership.NodeID, proto protocol.ID, _ Input) {
+	(*Node)(e).refused(from, proto)
+}
+
+// refused tells the gate of a frame of proto from a peer that is not an admitted member.
+func (n *Node) refused(from membership.NodeID, proto protocol.ID) {
+	if id, err := peer.Decode(string(from)); err == nil {
+		n.gate.Refused(id, proto)
 	}
 }
 

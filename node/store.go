@@ -57,6 +57,7 @@ func (sc StoreConfig) MachineConfig(self membership.NodeID) remember.MachineConf
 		MajorityMinCap:    sc.MajorityMinCap,
 		MajorityPrefixes:  majorityPrefixes,
 		Timeout:           timeout,
+		Gated:             true, // only admitted members speak the replica protocol
 	}
 }
 
@@ -83,6 +84,8 @@ func (n *Node) openStore(ctx context.Context) error {
 			RefillMarker:      n.dir.File(datadir.RefillFile),
 			Returning:         n.self.Incarnation > 1,
 			Broken:            n.fail,
+			Admitted:          n.admittedMembers,
+			Refused:           func(from membership.NodeID) { n.refused(from, remember.Protocol) },
 		})
 	})
 	if err != nil {
@@ -105,29 +108,65 @@ func (n *Node) replicaMembers() []membership.NodeID {
 	return nil
 }
 
+// admittedMembers lists the members that may send replica frames: the admitted members of
+// the membership (core_admission.go). The same slice comes back while they do not change.
+func (n *Node) admittedMembers() []membership.NodeID {
+	if v := n.View(); v != nil {
+		return v.admitted
+	}
+	return nil
+}
+
 // replicasOf returns the members that count in quorums, reusing prev's slice when the same
 // members count.
 func replicasOf(members []membership.Member, prev *View) []membership.NodeID {
-	counts := func(m membership.Member) bool { return m.Status < membership.Leaving }
+	var was []membership.NodeID
+	if prev != nil {
+		was = prev.replicas
+	}
+	return nodesWhere(members, was, func(m membership.Member) bool { return m.Status < membership.Leaving })
+}
+
+// admittedOf returns the members that may speak the member protocols (core_admission.go),
+// and every member's status, reusing prev's when the same members are admitted and there
+// are as many.
+func admittedOf(members []membership.Member, prev *View) ([]membership.NodeID, map[membership.NodeID]membership.Status) {
+	var was []membership.NodeID
+	if prev != nil {
+		was = prev.admitted
+	}
+	nodes := nodesWhere(members, was, func(m membership.Member) bool { return m.Status < membership.Down })
+	if prev != nil && prev.statuses != nil && len(prev.Members) == len(members) && len(nodes) == len(was) && (len(nodes) == 0 || &nodes[0] == &was[0]) {
+		return nodes, prev.statuses
+	}
+	statuses := make(map[membership.NodeID]membership.Status, len(members))
+	for _, m := range members {
+		statuses[m.Node] = m.Status
+	}
+	return nodes, statuses
+}
+
+// nodesWhere returns the members keep keeps, in order: prev itself when it holds just those.
+func nodesWhere(members []membership.Member, prev []membership.NodeID, keep func(membership.Member) bool) []membership.NodeID {
 	if prev != nil {
 		i := 0
 		for _, m := range members {
-			if !counts(m) {
+			if !keep(m) {
 				continue
 			}
-			if i >= len(prev.replicas) || prev.replicas[i] != m.Node {
+			if i >= len(prev) || prev[i] != m.Node {
 				i = -1
 				break
 			}
 			i++
 		}
-		if i == len(prev.replicas) {
-			return prev.replicas
+		if i == len(prev) {
+			return prev
 		}
 	}
 	nodes := make([]membership.NodeID, 0, len(members))
 	for _, m := range members {
-		if counts(m) {
+		if keep(m) {
 			nodes = append(nodes, m.Node)
 		}
 	}

@@ -24,7 +24,7 @@ func (n *Node) handleMemberFrame(from peer.ID, frame []byte) error {
 	if err != nil {
 		return err
 	}
-	n.enqueue(MemberMessage{From: membership.NodeID(from.String()), Msg: msg})
+	n.enqueue(MemberMessage{From: n.nameOf(from), Msg: msg})
 	return nil
 }
 
@@ -34,22 +34,28 @@ func (n *Node) handleCoordFrame(from peer.ID, frame []byte) error {
 	if err != nil {
 		return err
 	}
-	n.enqueue(CoordMessage{From: membership.NodeID(from.String()), Type: typ, Msg: msg})
+	n.enqueue(CoordMessage{From: n.nameOf(from), Type: typ, Msg: msg})
 	return nil
 }
 
 // handleRegionFrame takes a message forwarded by another member's region, or a reply to one
 // of this member's asks (resolved here, on the stream's goroutine). The frame is reused
 // after return: what is kept is copied.
-func (n *Node) handleRegionFrame(_ peer.ID, frame []byte) error {
-	in, err := n.core.DecodeRegionFrame(frame)
+func (n *Node) handleRegionFrame(from peer.ID, frame []byte) error {
+	in, err := n.core.DecodeRegionFrame(n.nameOf(from), frame)
+	if errors.Is(err, ErrNotAdmitted) {
+		n.gate.Refused(from, RegionProtocol)
+		return nil
+	}
 	if err != nil || in == nil {
 		return err
 	}
 	m := in.Envelope.Payload.(*Message)
 	t, err := n.core.Sender(in.Type)
 	if err != nil {
-		n.core.Reject(in.Type, m, err)
+		if n.core.RejectForwarded(in, err) {
+			n.gate.Refused(from, RegionProtocol)
+		}
 		return nil
 	}
 	// A credit first: when this type is saturated here, this stream's reader waits, and TCP
@@ -61,6 +67,24 @@ func (n *Node) handleRegionFrame(_ peer.ID, frame []byte) error {
 	n.enqueue(*in)
 	return nil
 }
+
+// nameOf returns the text form of peer id p (base58: worth encoding once per peer, not per
+// frame).
+func (n *Node) nameOf(p peer.ID) membership.NodeID {
+	if v, ok := n.names.Load(p); ok {
+		return v.(membership.NodeID)
+	}
+	id := membership.NodeID(p.String())
+	if n.namesKept.Add(1) > maxNames {
+		n.names.Clear() // peers come and go: keep the cache bounded
+		n.namesKept.Store(1)
+	}
+	n.names.Store(p, id)
+	return id
+}
+
+// maxNames bounds the peer ids whose text form Node.nameOf keeps.
+const maxNames = 4096
 
 // enqueue hands an input from a network goroutine to the loop. Backpressure: a full inbox
 // blocks the stream's reader, which slows its sender, rather than dropping.
@@ -85,7 +109,7 @@ func (n *Node) receiveGossip() {
 			n.log.Warn("dropped a malformed gossip message", "peer", m.From, "err", err)
 			continue
 		}
-		n.enqueue(MemberMessage{From: membership.NodeID(m.From.String()), Msg: msg})
+		n.enqueue(MemberMessage{From: n.nameOf(m.From), Msg: msg})
 	}
 }
 

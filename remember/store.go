@@ -33,10 +33,11 @@ type Store struct {
 	out  *outboxes
 
 	// Owned by the loop goroutine.
-	m       *Machine
-	waiting map[CallID]func(Answer)
-	peers   map[NodeID]peer.ID // decoded once
-	members []NodeID           // the last Config.Members given to the machine
+	m        *Machine
+	waiting  map[CallID]func(Answer)
+	peers    map[NodeID]peer.ID // decoded once
+	members  []NodeID           // the last Config.Members given to the machine
+	admitted []NodeID           // the last Config.Admitted given to the machine
 
 	inbox    chan storeInput
 	loopDone chan struct{}
@@ -202,7 +203,7 @@ func (s *Store) loop() {
 			return
 		case in := <-s.inbox:
 			now := time.Now()
-			s.syncMembers()
+			s.syncMembers(now)
 			s.step(now, in)
 			for i := 0; i < 256; i++ { // what else is waiting, before carrying anything out
 				select {
@@ -214,8 +215,9 @@ func (s *Store) loop() {
 				break
 			}
 		case <-timer.C:
-			s.syncMembers()
-			s.m.Tick(time.Now())
+			now := time.Now()
+			s.syncMembers(now)
+			s.m.Tick(now)
 		}
 		s.execute()
 		timer.Reset(s.untilDeadline())
@@ -231,14 +233,24 @@ func (s *Store) untilDeadline() time.Duration {
 	return max(time.Until(next), time.Millisecond)
 }
 
-// syncMembers gives the machine Config.Members when they changed.
-func (s *Store) syncMembers() {
-	ms := s.cfg.Members()
-	if len(ms) == len(s.members) && (len(ms) == 0 || &ms[0] == &s.members[0] || equalIDs(ms, s.members)) {
+// syncMembers gives the machine Config.Members and Config.Admitted when they changed.
+func (s *Store) syncMembers(now time.Time) {
+	if ms := s.cfg.Members(); !sameIDs(ms, s.members) {
+		s.members = ms
+		s.m.SetReplicas(ms)
+	}
+	if s.cfg.Admitted == nil {
 		return
 	}
-	s.members = ms
-	s.m.SetReplicas(ms)
+	if as := s.cfg.Admitted(); !sameIDs(as, s.admitted) {
+		s.admitted = as
+		s.m.SetAdmitted(now, as)
+	}
+}
+
+// sameIDs reports whether a and b hold the same ids: at once when they are the same slice.
+func sameIDs(a, b []NodeID) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || equalIDs(a, b))
 }
 
 func equalIDs(a, b []NodeID) bool {
@@ -294,6 +306,11 @@ func (s *Store) execute() {
 			if done := s.waiting[a.Call]; done != nil {
 				delete(s.waiting, a.Call)
 				done(a)
+			}
+		}
+		if s.cfg.Refused != nil {
+			for _, from := range rd.Refused {
+				s.cfg.Refused(from)
 			}
 		}
 	}

@@ -10,7 +10,15 @@ import (
 // echo heartbeats, and the majority lease counts only echoed grants (a member of version 1
 // would never grant one, so the two must not share a cluster). 3: the voters (a member of
 // version 2 would count every member in the lease and the split-brain resolver's majority).
-const ProtocolVersion = 3
+// 4: trust (issue 17). What changed: a join request carries the joining member's credential
+// and a join reply the admitting member's (admission by a cluster authority); directives
+// are stored as the request an admin signed, one record per signer (op␀SIGNER␀KIND…, undos
+// signed too); admin calls that change the cluster travel signed, with a nonce, the time
+// and the member they are for; and membership gossip, coordination, region and replica
+// frames are taken only from admitted members of the receiver's membership. A member of
+// version 3 would admit any key holder, would read a signed directive's undo as the
+// directive set, and would merge the gossip of a member nobody admitted.
+const ProtocolVersion = 4
 
 // Errors returned by the decoders.
 var (
@@ -28,6 +36,8 @@ const (
 	maxListLen    = 64
 	maxStringLen  = 1024
 	maxCheckCount = 64
+	// maxCredentialLen bounds a member credential in a join (trust's own bound is smaller).
+	maxCredentialLen = 8192
 )
 
 func malformed(format string, args ...any) error {

@@ -28,9 +28,9 @@ func AppendMembership(dst []byte, msg membership.Message) []byte {
 	case membership.GossipStatus:
 		env.Msg = &pb.MemberEnvelope_GossipStatus{GossipStatus: &pb.GossipStatus{From: string(m.From), Digest: m.Digest, Buckets: m.Buckets}}
 	case membership.JoinRequest:
-		env.Msg = &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: memberToPB(&m.Member), Checks: m.Checks}}
+		env.Msg = &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: memberToPB(&m.Member), Checks: m.Checks, Credential: m.Credential}}
 	case membership.JoinReply:
-		env.Msg = &pb.MemberEnvelope_JoinReply{JoinReply: &pb.JoinReply{From: string(m.From), Refused: m.Refused, Refusal: uint32(m.Refusal), State: stateToPB(&m.State)}}
+		env.Msg = &pb.MemberEnvelope_JoinReply{JoinReply: &pb.JoinReply{From: string(m.From), Refused: m.Refused, Refusal: uint32(m.Refusal), State: stateToPB(&m.State), Credential: m.Credential}}
 	case membership.Probe:
 		env.Msg = &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq}}
 	case membership.ProbeAck:
@@ -105,7 +105,10 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if len(m.JoinRequest.Checks) > maxCheckCount {
 			return nil, malformed("join_request.checks has %d entries (at most %d)", len(m.JoinRequest.Checks), maxCheckCount)
 		}
-		return membership.JoinRequest{Member: mem, Checks: m.JoinRequest.Checks}, nil
+		if len(m.JoinRequest.Credential) > maxCredentialLen {
+			return nil, malformed("join_request.credential is %d bytes long (at most %d)", len(m.JoinRequest.Credential), maxCredentialLen)
+		}
+		return membership.JoinRequest{Member: mem, Checks: m.JoinRequest.Checks, Credential: m.JoinRequest.Credential}, nil
 	case *pb.MemberEnvelope_JoinReply:
 		r := m.JoinReply
 		if err := checkID("join_reply.from", r.From); err != nil {
@@ -118,11 +121,14 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(r.Credential) > maxCredentialLen {
+			return nil, malformed("join_reply.credential is %d bytes long (at most %d)", len(r.Credential), maxCredentialLen)
+		}
 		refusal := membership.StopReason(r.Refusal)
 		if r.Refusal > uint32(membership.StopSuperseded) {
 			refusal = membership.StopJoinRefused // of a later release: refused all the same
 		}
-		return membership.JoinReply{From: membership.NodeID(r.From), Refused: r.Refused, Refusal: refusal, State: st}, nil
+		return membership.JoinReply{From: membership.NodeID(r.From), Refused: r.Refused, Refusal: refusal, State: st, Credential: r.Credential}, nil
 	case *pb.MemberEnvelope_Probe:
 		if err := checkID("probe.from", m.Probe.From); err != nil {
 			return nil, err

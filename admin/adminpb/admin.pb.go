@@ -106,7 +106,21 @@ type Request struct {
 	//	*Request_Handoffs
 	//	*Request_LocalHandoffs
 	//	*Request_History
-	Call          isRequest_Call `protobuf_oneof:"call"`
+	//	*Request_DataRemoveCheck
+	//	*Request_Audit
+	Call isRequest_Call `protobuf_oneof:"call"`
+	// signed, when set, is the request itself, signed by the caller's admin identity
+	// (shardmesh.trust.v1.Signed, whose body is a Request): every call that changes the
+	// cluster comes so, and the call above is then empty. The signed request carries:
+	Signed []byte `protobuf:"bytes,40,opt,name=signed,proto3" json:"signed,omitempty"`
+	// nonce (random, at least 8 bytes) and issued_at_unix_ms: the member that carries the
+	// request out refuses one it has seen, or one issued more than its clock skew from now.
+	Nonce          []byte `protobuf:"bytes,41,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	IssuedAtUnixMs int64  `protobuf:"varint,42,opt,name=issued_at_unix_ms,json=issuedAtUnixMs,proto3" json:"issued_at_unix_ms,omitempty"`
+	// target is the member the caller sent the request to; a member carries out a shutdown,
+	// leave, down or data remove only when it is the target. Directives, which every member
+	// follows, name the member that stored them.
+	Target        string `protobuf:"bytes,43,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -335,6 +349,52 @@ func (x *Request) GetHistory() *HistoryRequest {
 	return nil
 }
 
+func (x *Request) GetDataRemoveCheck() *DataRemoveCheckRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_DataRemoveCheck); ok {
+			return x.DataRemoveCheck
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetAudit() *AuditRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Audit); ok {
+			return x.Audit
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetSigned() []byte {
+	if x != nil {
+		return x.Signed
+	}
+	return nil
+}
+
+func (x *Request) GetNonce() []byte {
+	if x != nil {
+		return x.Nonce
+	}
+	return nil
+}
+
+func (x *Request) GetIssuedAtUnixMs() int64 {
+	if x != nil {
+		return x.IssuedAtUnixMs
+	}
+	return 0
+}
+
+func (x *Request) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
 type isRequest_Call interface {
 	isRequest_Call()
 }
@@ -419,6 +479,14 @@ type Request_History struct {
 	History *HistoryRequest `protobuf:"bytes,21,opt,name=history,proto3,oneof"`
 }
 
+type Request_DataRemoveCheck struct {
+	DataRemoveCheck *DataRemoveCheckRequest `protobuf:"bytes,22,opt,name=data_remove_check,json=dataRemoveCheck,proto3,oneof"`
+}
+
+type Request_Audit struct {
+	Audit *AuditRequest `protobuf:"bytes,23,opt,name=audit,proto3,oneof"`
+}
+
 func (*Request_Members) isRequest_Call() {}
 
 func (*Request_Types) isRequest_Call() {}
@@ -459,6 +527,10 @@ func (*Request_LocalHandoffs) isRequest_Call() {}
 
 func (*Request_History) isRequest_Call() {}
 
+func (*Request_DataRemoveCheck) isRequest_Call() {}
+
+func (*Request_Audit) isRequest_Call() {}
+
 type Response struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
@@ -484,6 +556,8 @@ type Response struct {
 	//	*Response_Handoffs
 	//	*Response_LocalHandoffs
 	//	*Response_History
+	//	*Response_DataRemoveCheck
+	//	*Response_Audit
 	Result isResponse_Result `protobuf_oneof:"result"`
 	// more: another response follows on this stream (streaming calls). A streaming response
 	// without a result is a keepalive.
@@ -712,6 +786,24 @@ func (x *Response) GetHistory() *HistoryResponse {
 	return nil
 }
 
+func (x *Response) GetDataRemoveCheck() *DataRemoveCheckResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_DataRemoveCheck); ok {
+			return x.DataRemoveCheck
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetAudit() *AuditResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Audit); ok {
+			return x.Audit
+		}
+	}
+	return nil
+}
+
 func (x *Response) GetMore() bool {
 	if x != nil {
 		return x.More
@@ -795,6 +887,14 @@ type Response_History struct {
 	History *HistoryResponse `protobuf:"bytes,22,opt,name=history,proto3,oneof"`
 }
 
+type Response_DataRemoveCheck struct {
+	DataRemoveCheck *DataRemoveCheckResponse `protobuf:"bytes,23,opt,name=data_remove_check,json=dataRemoveCheck,proto3,oneof"`
+}
+
+type Response_Audit struct {
+	Audit *AuditResponse `protobuf:"bytes,24,opt,name=audit,proto3,oneof"`
+}
+
 func (*Response_Members) isResponse_Result() {}
 
 func (*Response_Types) isResponse_Result() {}
@@ -830,6 +930,10 @@ func (*Response_Handoffs) isResponse_Result() {}
 func (*Response_LocalHandoffs) isResponse_Result() {}
 
 func (*Response_History) isResponse_Result() {}
+
+func (*Response_DataRemoveCheck) isResponse_Result() {}
+
+func (*Response_Audit) isResponse_Result() {}
 
 type TypesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2305,15 +2409,18 @@ func (*HealthRequest) Descriptor() ([]byte, []int) {
 // may serve and every region of it has registered with its coordinator (once registered, a
 // region counts as ready for the rest of the member's life, as in Akka).
 type HealthResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Live          bool                   `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
-	Ready         bool                   `protobuf:"varint,3,opt,name=ready,proto3" json:"ready,omitempty"`
-	Status        string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
-	Serving       bool                   `protobuf:"varint,5,opt,name=serving,proto3" json:"serving,omitempty"`
-	Regions       []*RegionHealth        `protobuf:"bytes,6,rep,name=regions,proto3" json:"regions,omitempty"`
-	Reasons       []string               `protobuf:"bytes,7,rep,name=reasons,proto3" json:"reasons,omitempty"` // why not ready
-	Store         *StoreHealth           `protobuf:"bytes,8,opt,name=store,proto3" json:"store,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Node    string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Live    bool                   `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
+	Ready   bool                   `protobuf:"varint,3,opt,name=ready,proto3" json:"ready,omitempty"`
+	Status  string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	Serving bool                   `protobuf:"varint,5,opt,name=serving,proto3" json:"serving,omitempty"`
+	Regions []*RegionHealth        `protobuf:"bytes,6,rep,name=regions,proto3" json:"regions,omitempty"`
+	Reasons []string               `protobuf:"bytes,7,rep,name=reasons,proto3" json:"reasons,omitempty"` // why not ready
+	Store   *StoreHealth           `protobuf:"bytes,8,opt,name=store,proto3" json:"store,omitempty"`
+	// warnings: what is unsafe about how the member is set up (e.g. "any key holder can join
+	// as a member"), which does not make it unready.
+	Warnings      []string `protobuf:"bytes,9,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2400,6 +2507,13 @@ func (x *HealthResponse) GetReasons() []string {
 func (x *HealthResponse) GetStore() *StoreHealth {
 	if x != nil {
 		return x.Store
+	}
+	return nil
+}
+
+func (x *HealthResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -3508,8 +3622,12 @@ type DirectivesResponse struct {
 	RebalancePaused bool                   `protobuf:"varint,4,opt,name=rebalance_paused,json=rebalancePaused,proto3" json:"rebalance_paused,omitempty"`
 	Pins            []*Pin                 `protobuf:"bytes,5,rep,name=pins,proto3" json:"pins,omitempty"`
 	StoppedTypes    []string               `protobuf:"bytes,6,rep,name=stopped_types,json=stoppedTypes,proto3" json:"stopped_types,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// After a change (DirectiveRequest): the members that answered but did not follow it
+	// within the wait (they take its signer for no admin of theirs, or have not read it yet);
+	// the code is PARTIAL then.
+	NotFollowing  []string `protobuf:"bytes,7,rep,name=not_following,json=notFollowing,proto3" json:"not_following,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DirectivesResponse) Reset() {
@@ -3580,6 +3698,13 @@ func (x *DirectivesResponse) GetPins() []*Pin {
 func (x *DirectivesResponse) GetStoppedTypes() []string {
 	if x != nil {
 		return x.StoppedTypes
+	}
+	return nil
+}
+
+func (x *DirectivesResponse) GetNotFollowing() []string {
+	if x != nil {
+		return x.NotFollowing
 	}
 	return nil
 }
@@ -4852,12 +4977,344 @@ func (x *PlacementRecord) GetCoordinator() string {
 	return ""
 }
 
+// DataRemoveCheckRequest asks a member whether it consents to a data remove: signed is the
+// DataRemove request as the admin signed it (a Request's signed bytes). The member checks the
+// signature against its own admin set, and that every type named is out of service here by a
+// directive it follows and has no shard here. Nothing changes.
+type DataRemoveCheckRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Signed        []byte                 `protobuf:"bytes,1,opt,name=signed,proto3" json:"signed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataRemoveCheckRequest) Reset() {
+	*x = DataRemoveCheckRequest{}
+	mi := &file_admin_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataRemoveCheckRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataRemoveCheckRequest) ProtoMessage() {}
+
+func (x *DataRemoveCheckRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataRemoveCheckRequest.ProtoReflect.Descriptor instead.
+func (*DataRemoveCheckRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *DataRemoveCheckRequest) GetSigned() []byte {
+	if x != nil {
+		return x.Signed
+	}
+	return nil
+}
+
+type DataRemoveCheckResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Consents      bool                   `protobuf:"varint,2,opt,name=consents,proto3" json:"consents,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"` // why not
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataRemoveCheckResponse) Reset() {
+	*x = DataRemoveCheckResponse{}
+	mi := &file_admin_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataRemoveCheckResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataRemoveCheckResponse) ProtoMessage() {}
+
+func (x *DataRemoveCheckResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataRemoveCheckResponse.ProtoReflect.Descriptor instead.
+func (*DataRemoveCheckResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *DataRemoveCheckResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *DataRemoveCheckResponse) GetConsents() bool {
+	if x != nil {
+		return x.Consents
+	}
+	return false
+}
+
+func (x *DataRemoveCheckResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// AuditRequest reads the audit log: the admin calls the members carried out (or refused
+// to a caller that signed), recorded in the replicated store by the member that took the
+// call. since_unix_ms filters; limit caps the records returned (newest kept; 0: 1000).
+type AuditRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SinceUnixMs   int64                  `protobuf:"varint,1,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
+	Limit         uint32                 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRequest) Reset() {
+	*x = AuditRequest{}
+	mi := &file_admin_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRequest) ProtoMessage() {}
+
+func (x *AuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
+func (*AuditRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *AuditRequest) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
+func (x *AuditRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type AuditResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*AuditRecord         `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"` // oldest first
+	Truncated     bool                   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"` // the member that answered and verified the records
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditResponse) Reset() {
+	*x = AuditResponse{}
+	mi := &file_admin_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditResponse) ProtoMessage() {}
+
+func (x *AuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
+func (*AuditResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *AuditResponse) GetRecords() []*AuditRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *AuditResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *AuditResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type AuditRecord struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	AtUnixMs int64                  `protobuf:"varint,1,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	Member   string                 `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`   // the member that took the call
+	Caller   string                 `protobuf:"bytes,3,opt,name=caller,proto3" json:"caller,omitempty"`   // the peer id that signed it ("" unsigned)
+	Call     string                 `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`       // e.g. drain, types-stop, data-remove
+	Args     string                 `protobuf:"bytes,5,opt,name=args,proto3" json:"args,omitempty"`       // the call's arguments, as JSON
+	Outcome  string                 `protobuf:"bytes,6,opt,name=outcome,proto3" json:"outcome,omitempty"` // ok, refused: …, failed: …
+	Signed   []byte                 `protobuf:"bytes,7,opt,name=signed,proto3" json:"signed,omitempty"`   // the request as signed: any member can verify it again
+	// Filled in by the member that answers an AuditRequest: whether the request verifies
+	// against its own admin set, and if not, why.
+	Verified      bool   `protobuf:"varint,8,opt,name=verified,proto3" json:"verified,omitempty"`
+	VerifyError   string `protobuf:"bytes,9,opt,name=verify_error,json=verifyError,proto3" json:"verify_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRecord) Reset() {
+	*x = AuditRecord{}
+	mi := &file_admin_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRecord) ProtoMessage() {}
+
+func (x *AuditRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
+func (*AuditRecord) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *AuditRecord) GetAtUnixMs() int64 {
+	if x != nil {
+		return x.AtUnixMs
+	}
+	return 0
+}
+
+func (x *AuditRecord) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetCaller() string {
+	if x != nil {
+		return x.Caller
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetArgs() string {
+	if x != nil {
+		return x.Args
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetSigned() []byte {
+	if x != nil {
+		return x.Signed
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetVerified() bool {
+	if x != nil {
+		return x.Verified
+	}
+	return false
+}
+
+func (x *AuditRecord) GetVerifyError() string {
+	if x != nil {
+		return x.VerifyError
+	}
+	return ""
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xcd\n" +
-	"\n" +
+	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xd2\f\n" +
 	"\aRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12>\n" +
 	"\amembers\x18\x02 \x01(\v2\".shardmesh.admin.v1.MembersRequestH\x00R\amembers\x128\n" +
@@ -4885,9 +5342,14 @@ const file_admin_proto_rawDesc = "" +
 	"dataRemove\x12A\n" +
 	"\bhandoffs\x18\x13 \x01(\v2#.shardmesh.admin.v1.HandoffsRequestH\x00R\bhandoffs\x12Q\n" +
 	"\x0elocal_handoffs\x18\x14 \x01(\v2(.shardmesh.admin.v1.LocalHandoffsRequestH\x00R\rlocalHandoffs\x12>\n" +
-	"\ahistory\x18\x15 \x01(\v2\".shardmesh.admin.v1.HistoryRequestH\x00R\ahistoryB\x06\n" +
-	"\x04call\"\xba\n" +
-	"\n" +
+	"\ahistory\x18\x15 \x01(\v2\".shardmesh.admin.v1.HistoryRequestH\x00R\ahistory\x12X\n" +
+	"\x11data_remove_check\x18\x16 \x01(\v2*.shardmesh.admin.v1.DataRemoveCheckRequestH\x00R\x0fdataRemoveCheck\x128\n" +
+	"\x05audit\x18\x17 \x01(\v2 .shardmesh.admin.v1.AuditRequestH\x00R\x05audit\x12\x16\n" +
+	"\x06signed\x18( \x01(\fR\x06signed\x12\x14\n" +
+	"\x05nonce\x18) \x01(\fR\x05nonce\x12)\n" +
+	"\x11issued_at_unix_ms\x18* \x01(\x03R\x0eissuedAtUnixMs\x12\x16\n" +
+	"\x06target\x18+ \x01(\tR\x06targetB\x06\n" +
+	"\x04call\"\xd0\v\n" +
 	"\bResponse\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12,\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x18.shardmesh.admin.v1.CodeR\x04code\x12\x14\n" +
@@ -4915,7 +5377,9 @@ const file_admin_proto_rawDesc = "" +
 	"dataRemove\x12B\n" +
 	"\bhandoffs\x18\x14 \x01(\v2$.shardmesh.admin.v1.HandoffsResponseH\x00R\bhandoffs\x12R\n" +
 	"\x0elocal_handoffs\x18\x15 \x01(\v2).shardmesh.admin.v1.LocalHandoffsResponseH\x00R\rlocalHandoffs\x12?\n" +
-	"\ahistory\x18\x16 \x01(\v2#.shardmesh.admin.v1.HistoryResponseH\x00R\ahistory\x12\x12\n" +
+	"\ahistory\x18\x16 \x01(\v2#.shardmesh.admin.v1.HistoryResponseH\x00R\ahistory\x12Y\n" +
+	"\x11data_remove_check\x18\x17 \x01(\v2+.shardmesh.admin.v1.DataRemoveCheckResponseH\x00R\x0fdataRemoveCheck\x129\n" +
+	"\x05audit\x18\x18 \x01(\v2!.shardmesh.admin.v1.AuditResponseH\x00R\x05audit\x12\x12\n" +
 	"\x04more\x18\b \x01(\bR\x04moreB\b\n" +
 	"\x06result\"\x0e\n" +
 	"\fTypesRequest\"%\n" +
@@ -5045,7 +5509,7 @@ const file_admin_proto_rawDesc = "" +
 	"\vcached_home\x18\r \x01(\tR\n" +
 	"cachedHome\x12!\n" +
 	"\fcached_epoch\x18\x0e \x01(\x04R\vcachedEpoch\"\x0f\n" +
-	"\rHealthRequest\"\x8d\x02\n" +
+	"\rHealthRequest\"\xa9\x02\n" +
 	"\x0eHealthResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
 	"\x04live\x18\x02 \x01(\bR\x04live\x12\x14\n" +
@@ -5054,7 +5518,8 @@ const file_admin_proto_rawDesc = "" +
 	"\aserving\x18\x05 \x01(\bR\aserving\x12:\n" +
 	"\aregions\x18\x06 \x03(\v2 .shardmesh.admin.v1.RegionHealthR\aregions\x12\x18\n" +
 	"\areasons\x18\a \x03(\tR\areasons\x125\n" +
-	"\x05store\x18\b \x01(\v2\x1f.shardmesh.admin.v1.StoreHealthR\x05store\"\xa2\x03\n" +
+	"\x05store\x18\b \x01(\v2\x1f.shardmesh.admin.v1.StoreHealthR\x05store\x12\x1a\n" +
+	"\bwarnings\x18\t \x03(\tR\bwarnings\"\xa2\x03\n" +
 	"\vStoreHealth\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x1d\n" +
 	"\n" +
@@ -5161,14 +5626,15 @@ const file_admin_proto_rawDesc = "" +
 	"entityType\x12\x14\n" +
 	"\x05shard\x18\x04 \x01(\tR\x05shard\x12\x12\n" +
 	"\x04undo\x18\x05 \x01(\bR\x04undo\"\x13\n" +
-	"\x11DirectivesRequest\"\xd7\x01\n" +
+	"\x11DirectivesRequest\"\xfc\x01\n" +
 	"\x12DirectivesResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05known\x18\x02 \x01(\bR\x05known\x12\x1a\n" +
 	"\bdraining\x18\x03 \x03(\tR\bdraining\x12)\n" +
 	"\x10rebalance_paused\x18\x04 \x01(\bR\x0frebalancePaused\x12+\n" +
 	"\x04pins\x18\x05 \x03(\v2\x17.shardmesh.admin.v1.PinR\x04pins\x12#\n" +
-	"\rstopped_types\x18\x06 \x03(\tR\fstoppedTypes\"P\n" +
+	"\rstopped_types\x18\x06 \x03(\tR\fstoppedTypes\x12#\n" +
+	"\rnot_following\x18\a \x03(\tR\fnotFollowing\"P\n" +
 	"\x03Pin\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
@@ -5283,7 +5749,31 @@ const file_admin_proto_rawDesc = "" +
 	"handoff_ms\x18\b \x01(\x04R\thandoffMs\x12\x1a\n" +
 	"\bentities\x18\t \x01(\rR\bentities\x12 \n" +
 	"\vcoordinator\x18\n" +
-	" \x01(\tR\vcoordinator*E\n" +
+	" \x01(\tR\vcoordinator\"0\n" +
+	"\x16DataRemoveCheckRequest\x12\x16\n" +
+	"\x06signed\x18\x01 \x01(\fR\x06signed\"a\n" +
+	"\x17DataRemoveCheckResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
+	"\bconsents\x18\x02 \x01(\bR\bconsents\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"H\n" +
+	"\fAuditRequest\x12\"\n" +
+	"\rsince_unix_ms\x18\x01 \x01(\x03R\vsinceUnixMs\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"|\n" +
+	"\rAuditResponse\x129\n" +
+	"\arecords\x18\x01 \x03(\v2\x1f.shardmesh.admin.v1.AuditRecordR\arecords\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\"\xf4\x01\n" +
+	"\vAuditRecord\x12\x1c\n" +
+	"\n" +
+	"at_unix_ms\x18\x01 \x01(\x03R\batUnixMs\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\tR\x06member\x12\x16\n" +
+	"\x06caller\x18\x03 \x01(\tR\x06caller\x12\x12\n" +
+	"\x04call\x18\x04 \x01(\tR\x04call\x12\x12\n" +
+	"\x04args\x18\x05 \x01(\tR\x04args\x12\x18\n" +
+	"\aoutcome\x18\x06 \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06signed\x18\a \x01(\fR\x06signed\x12\x1a\n" +
+	"\bverified\x18\b \x01(\bR\bverified\x12!\n" +
+	"\fverify_error\x18\t \x01(\tR\vverifyError*E\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\n" +
 	"\n" +
@@ -5305,65 +5795,70 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_admin_proto_goTypes = []any{
-	(Code)(0),                     // 0: shardmesh.admin.v1.Code
-	(*Request)(nil),               // 1: shardmesh.admin.v1.Request
-	(*Response)(nil),              // 2: shardmesh.admin.v1.Response
-	(*TypesRequest)(nil),          // 3: shardmesh.admin.v1.TypesRequest
-	(*TypesResponse)(nil),         // 4: shardmesh.admin.v1.TypesResponse
-	(*TellRequest)(nil),           // 5: shardmesh.admin.v1.TellRequest
-	(*AskRequest)(nil),            // 6: shardmesh.admin.v1.AskRequest
-	(*AskResponse)(nil),           // 7: shardmesh.admin.v1.AskResponse
-	(*RegionStateRequest)(nil),    // 8: shardmesh.admin.v1.RegionStateRequest
-	(*ShardState)(nil),            // 9: shardmesh.admin.v1.ShardState
-	(*RegionStateResponse)(nil),   // 10: shardmesh.admin.v1.RegionStateResponse
-	(*StatsRequest)(nil),          // 11: shardmesh.admin.v1.StatsRequest
-	(*StatsResponse)(nil),         // 12: shardmesh.admin.v1.StatsResponse
-	(*FailedMember)(nil),          // 13: shardmesh.admin.v1.FailedMember
-	(*TypeShards)(nil),            // 14: shardmesh.admin.v1.TypeShards
-	(*LocalStatsRequest)(nil),     // 15: shardmesh.admin.v1.LocalStatsRequest
-	(*LocalStatsResponse)(nil),    // 16: shardmesh.admin.v1.LocalStatsResponse
-	(*RegionStats)(nil),           // 17: shardmesh.admin.v1.RegionStats
-	(*ShardStats)(nil),            // 18: shardmesh.admin.v1.ShardStats
-	(*Allocation)(nil),            // 19: shardmesh.admin.v1.Allocation
-	(*LocateRequest)(nil),         // 20: shardmesh.admin.v1.LocateRequest
-	(*LocateResponse)(nil),        // 21: shardmesh.admin.v1.LocateResponse
-	(*ShardInfoRequest)(nil),      // 22: shardmesh.admin.v1.ShardInfoRequest
-	(*ShardInfoResponse)(nil),     // 23: shardmesh.admin.v1.ShardInfoResponse
-	(*HealthRequest)(nil),         // 24: shardmesh.admin.v1.HealthRequest
-	(*HealthResponse)(nil),        // 25: shardmesh.admin.v1.HealthResponse
-	(*StoreHealth)(nil),           // 26: shardmesh.admin.v1.StoreHealth
-	(*RegionHealth)(nil),          // 27: shardmesh.admin.v1.RegionHealth
-	(*WatchRequest)(nil),          // 28: shardmesh.admin.v1.WatchRequest
-	(*WatchEvent)(nil),            // 29: shardmesh.admin.v1.WatchEvent
-	(*ShutdownRequest)(nil),       // 30: shardmesh.admin.v1.ShutdownRequest
-	(*ShutdownProgress)(nil),      // 31: shardmesh.admin.v1.ShutdownProgress
-	(*DownRequest)(nil),           // 32: shardmesh.admin.v1.DownRequest
-	(*DownResponse)(nil),          // 33: shardmesh.admin.v1.DownResponse
-	(*MembersRequest)(nil),        // 34: shardmesh.admin.v1.MembersRequest
-	(*MemberInfo)(nil),            // 35: shardmesh.admin.v1.MemberInfo
-	(*MembersResponse)(nil),       // 36: shardmesh.admin.v1.MembersResponse
-	(*DirectiveRequest)(nil),      // 37: shardmesh.admin.v1.DirectiveRequest
-	(*DirectivesRequest)(nil),     // 38: shardmesh.admin.v1.DirectivesRequest
-	(*DirectivesResponse)(nil),    // 39: shardmesh.admin.v1.DirectivesResponse
-	(*Pin)(nil),                   // 40: shardmesh.admin.v1.Pin
-	(*PlanRequest)(nil),           // 41: shardmesh.admin.v1.PlanRequest
-	(*PlanResponse)(nil),          // 42: shardmesh.admin.v1.PlanResponse
-	(*PlanMove)(nil),              // 43: shardmesh.admin.v1.PlanMove
-	(*DataRemoveRequest)(nil),     // 44: shardmesh.admin.v1.DataRemoveRequest
-	(*DataRemoveProgress)(nil),    // 45: shardmesh.admin.v1.DataRemoveProgress
-	(*HandoffsRequest)(nil),       // 46: shardmesh.admin.v1.HandoffsRequest
-	(*HandoffsResponse)(nil),      // 47: shardmesh.admin.v1.HandoffsResponse
-	(*HandoffInfo)(nil),           // 48: shardmesh.admin.v1.HandoffInfo
-	(*LocalHandoffsRequest)(nil),  // 49: shardmesh.admin.v1.LocalHandoffsRequest
-	(*LocalHandoffsResponse)(nil), // 50: shardmesh.admin.v1.LocalHandoffsResponse
-	(*TypeHandoffs)(nil),          // 51: shardmesh.admin.v1.TypeHandoffs
-	(*CoordinatorHandoff)(nil),    // 52: shardmesh.admin.v1.CoordinatorHandoff
-	(*LocalHandoff)(nil),          // 53: shardmesh.admin.v1.LocalHandoff
-	(*HistoryRequest)(nil),        // 54: shardmesh.admin.v1.HistoryRequest
-	(*HistoryResponse)(nil),       // 55: shardmesh.admin.v1.HistoryResponse
-	(*PlacementRecord)(nil),       // 56: shardmesh.admin.v1.PlacementRecord
+	(Code)(0),                       // 0: shardmesh.admin.v1.Code
+	(*Request)(nil),                 // 1: shardmesh.admin.v1.Request
+	(*Response)(nil),                // 2: shardmesh.admin.v1.Response
+	(*TypesRequest)(nil),            // 3: shardmesh.admin.v1.TypesRequest
+	(*TypesResponse)(nil),           // 4: shardmesh.admin.v1.TypesResponse
+	(*TellRequest)(nil),             // 5: shardmesh.admin.v1.TellRequest
+	(*AskRequest)(nil),              // 6: shardmesh.admin.v1.AskRequest
+	(*AskResponse)(nil),             // 7: shardmesh.admin.v1.AskResponse
+	(*RegionStateRequest)(nil),      // 8: shardmesh.admin.v1.RegionStateRequest
+	(*ShardState)(nil),              // 9: shardmesh.admin.v1.ShardState
+	(*RegionStateResponse)(nil),     // 10: shardmesh.admin.v1.RegionStateResponse
+	(*StatsRequest)(nil),            // 11: shardmesh.admin.v1.StatsRequest
+	(*StatsResponse)(nil),           // 12: shardmesh.admin.v1.StatsResponse
+	(*FailedMember)(nil),            // 13: shardmesh.admin.v1.FailedMember
+	(*TypeShards)(nil),              // 14: shardmesh.admin.v1.TypeShards
+	(*LocalStatsRequest)(nil),       // 15: shardmesh.admin.v1.LocalStatsRequest
+	(*LocalStatsResponse)(nil),      // 16: shardmesh.admin.v1.LocalStatsResponse
+	(*RegionStats)(nil),             // 17: shardmesh.admin.v1.RegionStats
+	(*ShardStats)(nil),              // 18: shardmesh.admin.v1.ShardStats
+	(*Allocation)(nil),              // 19: shardmesh.admin.v1.Allocation
+	(*LocateRequest)(nil),           // 20: shardmesh.admin.v1.LocateRequest
+	(*LocateResponse)(nil),          // 21: shardmesh.admin.v1.LocateResponse
+	(*ShardInfoRequest)(nil),        // 22: shardmesh.admin.v1.ShardInfoRequest
+	(*ShardInfoResponse)(nil),       // 23: shardmesh.admin.v1.ShardInfoResponse
+	(*HealthRequest)(nil),           // 24: shardmesh.admin.v1.HealthRequest
+	(*HealthResponse)(nil),          // 25: shardmesh.admin.v1.HealthResponse
+	(*StoreHealth)(nil),             // 26: shardmesh.admin.v1.StoreHealth
+	(*RegionHealth)(nil),            // 27: shardmesh.admin.v1.RegionHealth
+	(*WatchRequest)(nil),            // 28: shardmesh.admin.v1.WatchRequest
+	(*WatchEvent)(nil),              // 29: shardmesh.admin.v1.WatchEvent
+	(*ShutdownRequest)(nil),         // 30: shardmesh.admin.v1.ShutdownRequest
+	(*ShutdownProgress)(nil),        // 31: shardmesh.admin.v1.ShutdownProgress
+	(*DownRequest)(nil),             // 32: shardmesh.admin.v1.DownRequest
+	(*DownResponse)(nil),            // 33: shardmesh.admin.v1.DownResponse
+	(*MembersRequest)(nil),          // 34: shardmesh.admin.v1.MembersRequest
+	(*MemberInfo)(nil),              // 35: shardmesh.admin.v1.MemberInfo
+	(*MembersResponse)(nil),         // 36: shardmesh.admin.v1.MembersResponse
+	(*DirectiveRequest)(nil),        // 37: shardmesh.admin.v1.DirectiveRequest
+	(*DirectivesRequest)(nil),       // 38: shardmesh.admin.v1.DirectivesRequest
+	(*DirectivesResponse)(nil),      // 39: shardmesh.admin.v1.DirectivesResponse
+	(*Pin)(nil),                     // 40: shardmesh.admin.v1.Pin
+	(*PlanRequest)(nil),             // 41: shardmesh.admin.v1.PlanRequest
+	(*PlanResponse)(nil),            // 42: shardmesh.admin.v1.PlanResponse
+	(*PlanMove)(nil),                // 43: shardmesh.admin.v1.PlanMove
+	(*DataRemoveRequest)(nil),       // 44: shardmesh.admin.v1.DataRemoveRequest
+	(*DataRemoveProgress)(nil),      // 45: shardmesh.admin.v1.DataRemoveProgress
+	(*HandoffsRequest)(nil),         // 46: shardmesh.admin.v1.HandoffsRequest
+	(*HandoffsResponse)(nil),        // 47: shardmesh.admin.v1.HandoffsResponse
+	(*HandoffInfo)(nil),             // 48: shardmesh.admin.v1.HandoffInfo
+	(*LocalHandoffsRequest)(nil),    // 49: shardmesh.admin.v1.LocalHandoffsRequest
+	(*LocalHandoffsResponse)(nil),   // 50: shardmesh.admin.v1.LocalHandoffsResponse
+	(*TypeHandoffs)(nil),            // 51: shardmesh.admin.v1.TypeHandoffs
+	(*CoordinatorHandoff)(nil),      // 52: shardmesh.admin.v1.CoordinatorHandoff
+	(*LocalHandoff)(nil),            // 53: shardmesh.admin.v1.LocalHandoff
+	(*HistoryRequest)(nil),          // 54: shardmesh.admin.v1.HistoryRequest
+	(*HistoryResponse)(nil),         // 55: shardmesh.admin.v1.HistoryResponse
+	(*PlacementRecord)(nil),         // 56: shardmesh.admin.v1.PlacementRecord
+	(*DataRemoveCheckRequest)(nil),  // 57: shardmesh.admin.v1.DataRemoveCheckRequest
+	(*DataRemoveCheckResponse)(nil), // 58: shardmesh.admin.v1.DataRemoveCheckResponse
+	(*AuditRequest)(nil),            // 59: shardmesh.admin.v1.AuditRequest
+	(*AuditResponse)(nil),           // 60: shardmesh.admin.v1.AuditResponse
+	(*AuditRecord)(nil),             // 61: shardmesh.admin.v1.AuditRecord
 }
 var file_admin_proto_depIdxs = []int32{
 	34, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
@@ -5386,48 +5881,53 @@ var file_admin_proto_depIdxs = []int32{
 	46, // 17: shardmesh.admin.v1.Request.handoffs:type_name -> shardmesh.admin.v1.HandoffsRequest
 	49, // 18: shardmesh.admin.v1.Request.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsRequest
 	54, // 19: shardmesh.admin.v1.Request.history:type_name -> shardmesh.admin.v1.HistoryRequest
-	0,  // 20: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
-	36, // 21: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
-	4,  // 22: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
-	7,  // 23: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
-	10, // 24: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
-	12, // 25: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
-	16, // 26: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	21, // 27: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
-	23, // 28: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
-	25, // 29: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
-	29, // 30: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
-	31, // 31: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
-	33, // 32: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
-	39, // 33: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
-	42, // 34: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
-	45, // 35: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
-	47, // 36: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
-	50, // 37: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
-	55, // 38: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
-	9,  // 39: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
-	16, // 40: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	13, // 41: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	14, // 42: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
-	17, // 43: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
-	18, // 44: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
-	19, // 45: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
-	27, // 46: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
-	26, // 47: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
-	35, // 48: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
-	40, // 49: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
-	43, // 50: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
-	48, // 51: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
-	13, // 52: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	51, // 53: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
-	52, // 54: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
-	53, // 55: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
-	56, // 56: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	57, // 20: shardmesh.admin.v1.Request.data_remove_check:type_name -> shardmesh.admin.v1.DataRemoveCheckRequest
+	59, // 21: shardmesh.admin.v1.Request.audit:type_name -> shardmesh.admin.v1.AuditRequest
+	0,  // 22: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
+	36, // 23: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
+	4,  // 24: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
+	7,  // 25: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
+	10, // 26: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
+	12, // 27: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
+	16, // 28: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	21, // 29: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
+	23, // 30: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
+	25, // 31: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
+	29, // 32: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
+	31, // 33: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
+	33, // 34: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
+	39, // 35: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
+	42, // 36: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
+	45, // 37: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
+	47, // 38: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
+	50, // 39: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
+	55, // 40: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
+	58, // 41: shardmesh.admin.v1.Response.data_remove_check:type_name -> shardmesh.admin.v1.DataRemoveCheckResponse
+	60, // 42: shardmesh.admin.v1.Response.audit:type_name -> shardmesh.admin.v1.AuditResponse
+	9,  // 43: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
+	16, // 44: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	13, // 45: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	14, // 46: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
+	17, // 47: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
+	18, // 48: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
+	19, // 49: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
+	27, // 50: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
+	26, // 51: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
+	35, // 52: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
+	40, // 53: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
+	43, // 54: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
+	48, // 55: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
+	13, // 56: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	51, // 57: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
+	52, // 58: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
+	53, // 59: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
+	56, // 60: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
+	61, // 61: shardmesh.admin.v1.AuditResponse.records:type_name -> shardmesh.admin.v1.AuditRecord
+	62, // [62:62] is the sub-list for method output_type
+	62, // [62:62] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -5456,6 +5956,8 @@ func file_admin_proto_init() {
 		(*Request_Handoffs)(nil),
 		(*Request_LocalHandoffs)(nil),
 		(*Request_History)(nil),
+		(*Request_DataRemoveCheck)(nil),
+		(*Request_Audit)(nil),
 	}
 	file_admin_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Members)(nil),
@@ -5476,6 +5978,8 @@ func file_admin_proto_init() {
 		(*Response_Handoffs)(nil),
 		(*Response_LocalHandoffs)(nil),
 		(*Response_History)(nil),
+		(*Response_DataRemoveCheck)(nil),
+		(*Response_Audit)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5483,7 +5987,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   56,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -46,8 +46,9 @@ type Backend interface {
 	Shutdown() bool
 	// Down marks a member Down.
 	Down(ctx context.Context, node string) error
-	// ChangeDirective stores a change of the operator's directives cluster-wide.
-	ChangeDirective(ctx context.Context, req *adminpb.DirectiveRequest) error
+	// ChangeDirective stores a change of the operator's directives cluster-wide: signed is
+	// the request that makes it, as the admin signed it (every member verifies it).
+	ChangeDirective(ctx context.Context, signed []byte) error
 	// Directives returns the directives in force on this member.
 	Directives(ctx context.Context) (*adminpb.DirectivesResponse, error)
 	// Plan is the dry run of a rebalance of type typ by its coordinator, which must run
@@ -61,6 +62,12 @@ type Backend interface {
 	LocalHandoffs(ctx context.Context, types []string) (*adminpb.LocalHandoffsResponse, error)
 	// History returns placement records, filtered as req says.
 	History(ctx context.Context, req *adminpb.HistoryRequest) (*adminpb.HistoryResponse, error)
+	// RecordAudit stores an audit record (adminpb.AuditRecord) of a call taken at at.
+	RecordAudit(ctx context.Context, at time.Time, record []byte) error
+	// AuditRecords returns the stored audit records.
+	AuditRecords(ctx context.Context) ([][]byte, error)
+	// Warnings are what is unsafe about how the member is set up (shardctl health).
+	Warnings() []string
 	// Done is closed when the member has stopped; StopReason then says why ("left",
 	// "downed", …; "" while it runs or when it was closed).
 	Done() <-chan struct{}
@@ -210,10 +217,19 @@ func (b *nodeBackend) StopReason() string {
 	return ""
 }
 
-func (b *nodeBackend) ChangeDirective(ctx context.Context, req *adminpb.DirectiveRequest) error {
-	return b.n.ChangeDirective(ctx, node.DirectiveChange{Kind: req.Kind, Node: membership.NodeID(req.Node), Type: req.EntityType,
-		Shard: shard.ID(req.Shard), Undo: req.Undo})
+func (b *nodeBackend) ChangeDirective(ctx context.Context, signed []byte) error {
+	return b.n.StoreDirective(ctx, signed)
 }
+
+func (b *nodeBackend) RecordAudit(ctx context.Context, at time.Time, record []byte) error {
+	return b.n.RecordAudit(ctx, at, record)
+}
+
+func (b *nodeBackend) AuditRecords(ctx context.Context) ([][]byte, error) {
+	return b.n.AuditRecords(ctx)
+}
+
+func (b *nodeBackend) Warnings() []string { return b.n.Warnings() }
 
 func (b *nodeBackend) Directives(ctx context.Context) (*adminpb.DirectivesResponse, error) {
 	d, known, err := b.n.Directives(ctx)

@@ -31,7 +31,7 @@ Example:
 			fmt.Fprintf(c.App.Writer, "wrote cluster key %s; give it to every member with --cluster-key %s\n", c.String("out"), c.String("out"))
 			return nil
 		},
-		Subcommands: []*cli.Command{{
+		Subcommands: []*cli.Command{keygenAuthorityCommand(), {
 			Name:  "admin",
 			Usage: "make an admin identity for calls that change the cluster",
 			Description: `Writes a new admin identity (an Ed25519 key, mode 0600) and prints its peer id. List the

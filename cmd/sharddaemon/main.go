@@ -229,7 +229,7 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 	}
 	sys, err := shardmesh.Start(context.Background(), cfg, opts...)
 	if err != nil {
-		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) || errors.Is(err, p2p.ErrKeyFile) {
+		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) || errors.Is(err, p2p.ErrKeyFile) || startRefused(err) {
 			return exitUsage, cmdline.Usagef("cannot start: %v", err)
 		}
 		return exitFailed, cmdline.Failf("cannot start: %v", err)
@@ -241,6 +241,7 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 	}
 	srv := adminserver.Serve(sys.Node().Host(), adminserver.NodeBackend(sys.Node()), adminserver.Config{
 		Admins:       admins,
+		Authorities:  sys.Node().Trust().Authorities(),
 		ReadOnlyOpen: cfg.Node.AdminReadOnlyOpen,
 		QueryTimeout: cfg.Sharding.ShardRegionQueryTimeout,
 		Logger:       log.With("component", "admin"),
@@ -254,7 +255,7 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 			return exitFailed, cmdline.Failf("cannot serve metrics: %v", err)
 		}
 	}
-	if len(admins) == 0 {
+	if !sys.Node().Trust().HasAdmins() {
 		log.Info("no admin identity allowed: calls that change the cluster (shutdown, leave, down) are refused; allow one with --admin-allow PEER_ID (shardctl keygen admin)")
 	}
 

@@ -97,4 +97,14 @@ func (e *simEnv) KeepClusterSize(size uint32) { e.n.LastClusterSize = size }
 
 func (e *simEnv) Stopped(st membership.Stopped) { e.n.Stopped = &st }
 
+// Refused counts what the core refused from a peer that is not an admitted member; a
+// message for an entity among it is lost with that cause.
+func (e *simEnv) Refused(from membership.NodeID, proto protocol.ID, in node.Input) {
+	e.s.refused(e.n, from, string(proto))
+	if d, ok := in.(node.Deliver); ok {
+		m := d.Envelope.Payload.(*node.Message)
+		e.s.traffic.lost(idOf(m, specOf(e.n, d.Type)), "refused: "+string(from)+" is not an admitted member of "+string(e.n.ID))
+	}
+}
+
 var _ node.Env = (*simEnv)(nil)

@@ -210,6 +210,13 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 			return s, fmt.Errorf("remembered entities not all running 20 s after settling: %w", err)
 		}
 	}
+	// Every member follows the directives stored (the type is back in service everywhere):
+	// a change written during a fault may have reached the stores without its announcement,
+	// and is read at the next refresh.
+	var err error
+	if !s.RunUntil(func() bool { err = s.directivesFollowed(); return err == nil }, 10*time.Second) {
+		return s, fmt.Errorf("directives not followed 10 s after settling: %w", err)
+	}
 	// A final message to every entity: each is handled.
 	before := s.traffic.next
 	for i := range 200 {

@@ -13,6 +13,7 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
+	"github.com/shardmesh/shardmesh/trust"
 )
 
 // Options configures a simulation.
@@ -41,6 +42,9 @@ type Options struct {
 	Durable bool
 	// Logger receives the members' logs (default: none).
 	Logger *slog.Logger
+	// Trust is what every member trusts (node.CoreConfig.Trust): with admins, a member
+	// follows only the directives one of them signed. Nil: no admins.
+	Trust *trust.Policy
 }
 
 // Sim is one simulated cluster: the real member cores (node.Core) and their replicated
@@ -67,6 +71,10 @@ type Sim struct {
 	// Moves counts shard allocations that moved a shard from one member to another (after a
 	// handoff or the loss of its member).
 	Moves int
+	// Refused counts what members refused because its sender was not an admitted member of
+	// theirs, by protocol ("replica" for the stores).
+	Refused map[string]int
+	nonces  uint64 // the directives' nonces so far
 
 	fullRestarts int // whole-cluster restarts (restartAll)
 
@@ -167,6 +175,7 @@ func New(opts Options) *Sim {
 		started: map[entityKey]bool{},
 		stored:  map[string]*storedView{},
 		leases:  map[leaseKey]*simLease{},
+		Refused: map[string]int{},
 	}
 	s.durable = newDurable(s)
 	return s
@@ -222,8 +231,8 @@ func (s *Sim) Start(i int, seeds ...int) {
 	n.entities = newEntityRuntime(s, n)
 	n.leases = map[leaseKey]uint64{}
 	n.removed = map[membership.NodeID]uint64{}
-	n.Core = node.NewCore(node.CoreConfig{Membership: s.opts.Membership, ClusterName: "sim", Logger: s.opts.Logger.With("node", n.ID)},
-		self, n.env, s.now)
+	n.Core = node.NewCore(node.CoreConfig{Membership: s.opts.Membership, ClusterName: "sim", Logger: s.opts.Logger.With("node", n.ID),
+		Trust: s.opts.Trust}, self, n.env, s.now)
 	n.E = n.Core.Engine()
 	n.M = n.E.Membership()
 	n.store.open()
@@ -292,6 +301,14 @@ func (s *Sim) flush(n *Node) {
 	s.checkActiveLimit(n)
 	if n.Stopped != nil && n.Alive {
 		s.die(n, "stopped")
+	}
+}
+
+// refused counts what member n refused from peer from, not an admitted member of its.
+func (s *Sim) refused(n *Node, from membership.NodeID, proto string) {
+	s.Refused[proto]++
+	if s.Refused[proto]&(s.Refused[proto]-1) == 0 { // 1, 2, 4, …: a line now and then, not one per frame
+		s.logf("%s refused a %s frame from %s, not an admitted member (%d so far)", n.ID, proto, from, s.Refused[proto])
 	}
 }
 

@@ -33,6 +33,7 @@ type memberStore struct {
 	calls    map[remember.CallID]uint64 // machine call → the core's request id
 	own      map[remember.CallID]func(remember.Answer)
 	replicas []membership.NodeID // the last given to the machine
+	admitted []membership.NodeID // the last given to the machine
 	applies  []remember.DiskOp   // queued; the first one is in progress when applying
 	applying bool
 	wake     time.Time // when the machine's next tick is scheduled (zero: none)
@@ -52,7 +53,7 @@ func (st *memberStore) real() bool { return len(st.s.opts.Types) > 0 }
 func (st *memberStore) open() {
 	st.inc = st.n.Incarnation
 	st.calls, st.own = map[remember.CallID]uint64{}, map[remember.CallID]func(remember.Answer){}
-	st.replicas, st.applies, st.applying, st.wake = nil, nil, false, time.Time{}
+	st.replicas, st.admitted, st.applies, st.applying, st.wake = nil, nil, nil, false, time.Time{}
 	if !st.real() {
 		return
 	}
@@ -120,6 +121,10 @@ func (st *memberStore) sync() {
 			st.replicas = r
 			st.m.SetReplicas(r)
 		}
+		if a := v.Admitted(); !sameSlice(a, st.admitted) {
+			st.admitted = a
+			st.m.SetAdmitted(st.s.now, a)
+		}
 	}
 	s, n, inc := st.s, st.n, st.inc
 	for {
@@ -137,6 +142,9 @@ func (st *memberStore) sync() {
 		}
 		for _, op := range rd.Disk {
 			st.diskOp(op)
+		}
+		for _, from := range rd.Refused {
+			s.refused(n, from, "replica")
 		}
 		for _, a := range rd.Answers {
 			if done := st.own[a.Call]; done != nil {

@@ -129,6 +129,11 @@ func heldBy(n *Node) []msgID {
 			add(typ, sh.Waiting())
 		}
 	}
+	for _, in := range n.Core.Waiting() { // forwarded by a member not admitted here yet
+		if d, ok := in.(node.Deliver); ok {
+			out = append(out, idOf(d.Envelope.Payload.(*node.Message), specOf(n, d.Type)))
+		}
+	}
 	if n.entities != nil {
 		for _, key := range sortedKeys(n.entities.live) {
 			e := n.entities.live[key]

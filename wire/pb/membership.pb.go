@@ -703,9 +703,12 @@ func (x *GossipStatus) GetBuckets() []uint64 {
 }
 
 type JoinRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Member        *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
-	Checks        map[string]string      `protobuf:"bytes,2,rep,name=checks,proto3" json:"checks,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Member *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	Checks map[string]string      `protobuf:"bytes,2,rep,name=checks,proto3" json:"checks,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The joining member's member credential (shardmesh.trust.v1.Credential), if it has one:
+	// a cluster with an authority admits only members presenting one of its credentials.
+	Credential    []byte `protobuf:"bytes,3,opt,name=credential,proto3" json:"credential,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -754,6 +757,13 @@ func (x *JoinRequest) GetChecks() map[string]string {
 	return nil
 }
 
+func (x *JoinRequest) GetCredential() []byte {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
 type JoinReply struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	From    string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
@@ -761,7 +771,10 @@ type JoinReply struct {
 	State   *State                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
 	// The joiner's stop reason (membership.StopReason) when refused; 0 from an earlier
 	// release: a refusal of its settings.
-	Refusal       uint32 `protobuf:"varint,4,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	Refusal uint32 `protobuf:"varint,4,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	// The admitting member's credential: a joining member with an authority joins only a
+	// member holding one of its credentials.
+	Credential    []byte `protobuf:"bytes,5,opt,name=credential,proto3" json:"credential,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -822,6 +835,13 @@ func (x *JoinReply) GetRefusal() uint32 {
 		return x.Refusal
 	}
 	return 0
+}
+
+func (x *JoinReply) GetCredential() []byte {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
 }
 
 type Probe struct {
@@ -1030,18 +1050,24 @@ const file_membership_proto_rawDesc = "" +
 	"\fGossipStatus\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\x06R\x06digest\x12\x18\n" +
-	"\abuckets\x18\x03 \x03(\x06R\abuckets\"\xbf\x01\n" +
+	"\abuckets\x18\x03 \x03(\x06R\abuckets\"\xdf\x01\n" +
 	"\vJoinRequest\x121\n" +
 	"\x06member\x18\x01 \x01(\v2\x19.shardmesh.wire.v1.MemberR\x06member\x12B\n" +
-	"\x06checks\x18\x02 \x03(\v2*.shardmesh.wire.v1.JoinRequest.ChecksEntryR\x06checks\x1a9\n" +
+	"\x06checks\x18\x02 \x03(\v2*.shardmesh.wire.v1.JoinRequest.ChecksEntryR\x06checks\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x03 \x01(\fR\n" +
+	"credential\x1a9\n" +
 	"\vChecksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x83\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa3\x01\n" +
 	"\tJoinReply\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x18\n" +
 	"\arefused\x18\x02 \x01(\tR\arefused\x12.\n" +
 	"\x05state\x18\x03 \x01(\v2\x18.shardmesh.wire.v1.StateR\x05state\x12\x18\n" +
-	"\arefusal\x18\x04 \x01(\rR\arefusal\"O\n" +
+	"\arefusal\x18\x04 \x01(\rR\arefusal\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x05 \x01(\fR\n" +
+	"credential\"O\n" +
 	"\x05Probe\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
