@@ -12,8 +12,8 @@ import (
 
 // Conventions gives app, and every command in it, what both binaries share: an unknown
 // command or flag is bad usage in one line (exit code 2) with the closest name ("did you
-// mean"); `help [COMMAND...]`, --help, `version` and --version; `completion bash|zsh|fish`.
-// Call it once the app's commands are complete, before Run.
+// mean"); `help [COMMAND...]`, --help, `version` and --version; `completion bash|zsh|fish`;
+// `man [DIR]`. Call it once the app's commands are complete, before Run.
 func Conventions(app *cli.App) {
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and exit"}
 	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, c.App.Name, c.App.Version) }
@@ -27,7 +27,7 @@ func Conventions(app *cli.App) {
 		app.Flags = append(app.Flags, cli.HelpFlag)
 	}
 	app.EnableBashCompletion = true
-	app.Commands = append(app.Commands, helpCommand(), versionCommand(), completionCommand())
+	app.Commands = append(app.Commands, helpCommand(), versionCommand(), completionCommand(), manCommand(app.Name))
 	if app.Action == nil {
 		app.Action = groupAction
 	}
