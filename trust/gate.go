@@ -15,13 +15,12 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 )
 
-// Gate is a member's edge of admission: what its state machines decide about peers that
-// are not admitted members, told to the operator, and the membership they decide from, for
-// what must be decided at the edge. The machines (node.Core for the membership,
-// coordination and region protocols, remember.Machine for the replica protocol) drop the
-// frames of every peer that is not an admitted member of their membership — Joining, Up,
-// Leaving or Exiting — where the frames would take effect; the gate counts what they
-// refused (shardmesh_trust_frames_refused_total) and logs it every FlushEvery, one line
+// Gate is a member's edge of admission. The member's state machines (node.Core for the
+// membership, coordination and region protocols, remember.Machine for the replica protocol)
+// drop the frames of every peer that is not an admitted member of their membership —
+// Joining, Up, Leaving or Exiting — where the frames would take effect; the gate tells the
+// operator of it, and holds a copy of that membership for what must be decided at the edge.
+// It counts what they refused (shardmesh_trust_frames_refused_total) and logs it every FlushEvery, one line
 // per peer: a warning for a peer that is not a member, a debug line for one that joined a
 // moment ago (its frames can arrive before the gossip that makes it known here) or left a
 // moment ago. Gossip topics ask Admits before a message is relayed (p2p.Topic.Gate), and
