@@ -74,6 +74,7 @@ type cluster struct {
 	flags   []string
 	key     string // the --cluster-key file among flags, if any: shardctl calls pass it too
 	daemons map[string]*daemon
+	retired []*daemon // earlier processes of restarted daemons, for their logs
 }
 
 func newCluster(t *testing.T, flags ...string) *cluster {
@@ -88,6 +89,9 @@ func newCluster(t *testing.T, flags ...string) *cluster {
 			d.kill()
 		}
 		if t.Failed() {
+			for _, d := range c.retired {
+				t.Logf("--- log of %s (an earlier process):\n%s", d.name, d.log.String())
+			}
 			for name, d := range c.daemons {
 				t.Logf("--- log of %s:\n%s", name, d.log.String())
 			}
@@ -121,6 +125,9 @@ func (c *cluster) spawn(name string, args ...string) *daemon {
 // spawnIn starts a daemon on data directory dir without waiting for it.
 func (c *cluster) spawnIn(name, dir string, args ...string) *daemon {
 	c.t.Helper()
+	if prev := c.daemons[name]; prev != nil { // a restart: the log goes on from the last process's
+		c.retired = append(c.retired, prev)
+	}
 	d := &daemon{t: c.t, name: name, dir: dir, key: c.key, log: &lockedBuffer{}, exited: make(chan struct{})}
 	all := append([]string{"--data-dir", d.dir, "--listen", "/ip4/127.0.0.1/tcp/0"}, c.flags...)
 	d.cmd = exec.Command(filepath.Join(bin, "sharddaemon"), append(all, args...)...)

@@ -196,10 +196,11 @@ type Node struct {
 
 	leases leases // the local shards' leases (use-lease)
 
-	names        sync.Map            // peer.ID → membership.NodeID: a peer id's text form, encoded once
-	namesKept    atomic.Int64        // entries in names (bounded by maxNames)
-	gateAdmitted []membership.NodeID // the admitted members last given to the gate (loop goroutine)
-	auditWrites  atomic.Uint64       // audit records written here (audit.go)
+	names         sync.Map            // peer.ID → membership.NodeID: a peer id's text form, encoded once
+	namesKept     atomic.Int64        // entries in names (bounded by maxNames)
+	gateAdmitted  []membership.NodeID // the admitted members last given to the gate (loop goroutine)
+	storeReplicas []membership.NodeID // the replica members as of the store's last nudge (loop goroutine)
+	auditWrites   atomic.Uint64       // audit records written here (audit.go)
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -672,13 +673,28 @@ func (n *Node) loop() {
 	}
 }
 
-// syncGate gives the gate the membership when the members admitted changed.
+// syncGate gives the gate the membership when the members admitted changed, and tells the
+// store when those or the members holding replicas changed.
 func (n *Node) syncGate() {
 	v := n.core.View()
-	if a := v.Admitted(); len(a) != len(n.gateAdmitted) || len(a) > 0 && &a[0] != &n.gateAdmitted[0] {
-		n.gateAdmitted = a
+	admitted, replicas := v.Admitted(), v.Replicas()
+	gate := !sameSlice(admitted, n.gateAdmitted)
+	if !gate && sameSlice(replicas, n.storeReplicas) {
+		return
+	}
+	if gate {
 		n.gate.SetMembers(v.Members)
 	}
+	n.gateAdmitted, n.storeReplicas = admitted, replicas
+	if n.store != nil {
+		n.store.MembersChanged() // frames of a member admitted now may wait there
+	}
+}
+
+// sameSlice reports whether a and b are the same slice (the view hands back the same one
+// while its members do not change).
+func sameSlice(a, b []membership.NodeID) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // Refused tells the gate of what a peer that is not an admitted member sent (Env).

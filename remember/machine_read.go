@@ -2,9 +2,11 @@ package remember
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/shardmesh/shardmesh/wire/pb"
@@ -145,6 +147,7 @@ type readRound struct {
 	key      string // for errors: the first key or the prefix
 	asked    []NodeID
 	need     int
+	majority bool // of plain majorities (MajorityPrefixes)
 	until    time.Time
 	timeout  time.Duration
 	windowed bool // counts in the read window
@@ -153,6 +156,7 @@ type readRound struct {
 	got      map[NodeID][]entry
 	answered map[NodeID]bool
 	failed   []NodeID
+	excused  []NodeID // refilling replicas the round does without (excuse)
 	cause    error
 	finished bool
 }
@@ -161,7 +165,7 @@ type readRound struct {
 func (m *Machine) newReadRound(op, key string, majority, windowed bool, done func(map[string]entry, error)) *readRound {
 	members := m.replicaSet()
 	r := &readRound{
-		op: op, key: key, asked: members, done: done, windowed: windowed,
+		op: op, key: key, asked: members, done: done, windowed: windowed, majority: majority,
 		need:     m.need(len(members), m.cfg.ReadMajorityPlus, majority),
 		until:    m.now.Add(m.cfg.Timeout),
 		timeout:  m.cfg.Timeout,
@@ -201,7 +205,10 @@ func (r *readRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
 		return
 	}
 	var err error
-	if msg.Records.Error != "" {
+	switch {
+	case strings.HasSuffix(msg.Records.Error, ErrRefilling.Error()):
+		err = fmt.Errorf("replica %s: remember: %w", from, ErrRefilling)
+	case msg.Records.Error != "":
 		err = fmt.Errorf("replica %s: %s", from, msg.Records.Error)
 	}
 	recs := fromPBs(msg.Records.Records, false)
@@ -219,14 +226,16 @@ func (r *readRound) take(m *Machine, from NodeID, part []entry, last bool, err e
 		return
 	}
 	r.answered[from] = true
-	if err != nil {
+	if r.excuse(m, from, err) {
+		delete(r.got, from)
+	} else if err != nil {
 		r.failed = append(r.failed, from)
 		delete(r.got, from)
 		if r.cause == nil {
 			r.cause = err
 		}
 	}
-	t := tally{ok: len(r.answered) - len(r.failed)}
+	t := tally{ok: len(r.answered) - len(r.failed) - len(r.excused)}
 	switch t.decide(r.need, len(r.asked)-len(r.answered)) {
 	case succeeded:
 		for p := range r.got {
@@ -239,16 +248,42 @@ func (r *readRound) take(m *Machine, from NodeID, part []entry, last bool, err e
 		m.repair(repairs)
 		r.done(merged, nil)
 	case failedNow:
-		err := r.failure()
+		err := r.failure(m)
 		r.finish(m)
 		r.done(nil, err)
 	}
 }
 
+// excuse takes a refilling replica (its answer failed with ErrRefilling) out of the round,
+// when a quorum of the others is still enough: the round then needs a read quorum of the
+// replicas left, as if the refilling one were not a replica. That is safe while every write
+// quorum of the N replicas meets every read quorum of the N-k others — W + R(N-k) > N —
+// which holds for one replica refilling with majorities (m(N) + m(N-1) > N), and for more
+// with larger quorums. Without it, a read of quorum N (reference.conf's majority-plus on up
+// to five replicas) fails while any replica refills: a member coming back from a rolling
+// restart refills for a moment, and every entity starting then would fail to load.
+func (r *readRound) excuse(m *Machine, from NodeID, err error) bool {
+	if !errors.Is(err, ErrRefilling) {
+		return false
+	}
+	n := len(r.asked)
+	left := n - len(r.excused) - 1
+	need := m.need(left, m.cfg.ReadMajorityPlus, r.majority)
+	if left == 0 || m.need(n, m.cfg.WriteMajorityPlus, r.majority)+need <= n {
+		return false
+	}
+	r.excused = append(r.excused, from)
+	r.need = need
+	return true
+}
+
 // failure is the error of a round that cannot reach its quorum.
-func (r *readRound) failure() error {
-	e := &QuorumError{Op: r.op, Key: r.key, Got: len(r.answered) - len(r.failed), Need: r.need, N: len(r.asked),
-		Timeout: r.timeout, Failed: slices.Clone(r.failed), Cause: r.cause}
+func (r *readRound) failure(m *Machine) error {
+	e := &QuorumError{Op: r.op, Key: r.key, Got: len(r.answered) - len(r.failed) - len(r.excused), Need: r.need, N: len(r.asked),
+		Failed: slices.Clone(r.failed), Refilling: slices.Clone(r.excused), Cause: r.cause}
+	if !r.until.After(m.now) {
+		e.Timeout = r.timeout // it waited for the missing ones
+	}
 	for _, p := range r.asked {
 		if !r.answered[p] {
 			e.Missing = append(e.Missing, p)
@@ -261,7 +296,7 @@ func (r *readRound) expire(m *Machine) {
 	if r.finished {
 		return
 	}
-	err := r.failure()
+	err := r.failure(m)
 	r.finish(m)
 	r.done(nil, err)
 }

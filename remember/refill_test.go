@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardmesh/shardmesh/wire"
+	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
 // majorities: plain majorities, so that 2 of 3 replicas make a quorum; refill markers in
@@ -149,5 +153,59 @@ func TestNewReplicaIsNotCompared(t *testing.T) {
 	waitUntil(t, "the new replica caught up", func() bool { return holdsAll(t, s1, keys) })
 	if st := s1.Refill(); st.Active || st.Reason != "" {
 		t.Fatalf("a new replica refills: %+v", st)
+	}
+}
+
+// refillRead starts a read of "k" on machine a (replicas a, b, c; read quorum readPlus over
+// plain majorities of writes writePlus) while a refills, answers its disk, and feeds the
+// answers of the peers named in answered (with ErrRefilling for those in refilling). It
+// returns the read's answer, if it has one.
+func refillRead(t *testing.T, writePlus, readPlus int, answered, refilling []NodeID) (Answer, bool) {
+	t.Helper()
+	m, err := NewMachine(MachineConfig{Self: "a", WriteMajorityPlus: writePlus, ReadMajorityPlus: readPlus, MajorityMinCap: 1,
+		Timeout: time.Second, AntiEntropyInterval: -1}, DiskState{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetReplicas([]NodeID{"a", "b", "c"})
+	m.rf.active = true
+	id := m.Get(t0, "k", 0)
+	rd := m.Ready()
+	if len(rd.Disk) != 1 || len(rd.Sends) != 2 {
+		t.Fatalf("one read: %d disk ops, %d sends", len(rd.Disk), len(rd.Sends))
+	}
+	env, err := wire.DecodeReplica(rd.Sends[0].Frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.DiskDone(t0, DiskResult{ID: rd.Disk[0].ID, entries: []entry{{}}})
+	for _, p := range answered {
+		recs := &pb.ReplicaRecords{Last: true}
+		if slices.Contains(refilling, p) {
+			recs.Error = fmt.Errorf("remember: %w", ErrRefilling).Error()
+		}
+		m.ReceiveEnvelope(t0, p, &pb.ReplicaEnvelope{RequestId: env.RequestId, Msg: &pb.ReplicaEnvelope_Records{Records: recs}})
+	}
+	a, ok := answers(m)[id]
+	return a, ok
+}
+
+// TestReadsDoWithoutOneRefillingReplica: a read whose quorum is every replica (reference.conf's
+// majority-plus on three) does without a refilling one — its own or a peer's — since a
+// quorum of the others still meets every write quorum; with two refilling and plain
+// majorities it fails, naming them, since one replica alone may miss a write.
+func TestReadsDoWithoutOneRefillingReplica(t *testing.T) {
+	if a, ok := refillRead(t, 3, 5, []NodeID{"b", "c"}, nil); !ok || a.Err != nil {
+		t.Fatalf("own replica refilling, both peers answer: %+v %v", a, ok)
+	}
+	if a, ok := refillRead(t, 3, 5, []NodeID{"b"}, nil); ok {
+		t.Fatalf("own replica refilling, one peer of two answered: decided %+v", a)
+	}
+	a, ok := refillRead(t, PlusNone, PlusNone, []NodeID{"b", "c"}, []NodeID{"b"})
+	if !ok || !errors.Is(a.Err, ErrNoQuorum) || !strings.Contains(a.Err.Error(), "not counted: a") {
+		t.Fatalf("two of three refilling with plain majorities: %+v %v", a, ok)
+	}
+	if strings.Contains(a.Err.Error(), "no answer within") {
+		t.Errorf("says it waited: %v", a.Err)
 	}
 }

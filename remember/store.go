@@ -40,6 +40,7 @@ type Store struct {
 	admitted []NodeID           // the last Config.Admitted given to the machine
 
 	inbox    chan storeInput
+	changed  chan struct{} // MembersChanged: the loop syncs the members now
 	loopDone chan struct{}
 
 	ctx    context.Context // ends when Close starts
@@ -106,6 +107,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		waiting:  map[CallID]func(Answer){},
 		peers:    map[NodeID]peer.ID{},
 		inbox:    make(chan storeInput, 4096),
+		changed:  make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
 	}
 	if s.met, err = newStoreMetrics(cfg.Metrics, s); err != nil {
@@ -218,6 +220,8 @@ func (s *Store) loop() {
 			now := time.Now()
 			s.syncMembers(now)
 			s.m.Tick(now)
+		case <-s.changed:
+			s.syncMembers(time.Now())
 		}
 		s.execute()
 		timer.Reset(s.untilDeadline())
@@ -231,6 +235,18 @@ func (s *Store) untilDeadline() time.Duration {
 		return time.Hour
 	}
 	return max(time.Until(next), time.Millisecond)
+}
+
+// MembersChanged tells the store that Config.Members or Config.Admitted may return other
+// members now. The store asks them before each input it takes, but a peer whose frames wait
+// for it to be admitted may send nothing more until they are answered: without this the
+// frames would wait for the store's next input or deadline, and the peer's round would
+// time out. Safe from any goroutine; it never blocks.
+func (s *Store) MembersChanged() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
 }
 
 // syncMembers gives the machine Config.Members and Config.Admitted when they changed.
