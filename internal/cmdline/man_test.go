@@ -252,3 +252,14 @@ func checkRoff(t *testing.T, name, text string) {
 		t.Errorf("groff -man -ww -z %s: %v\n%s", filepath.Base(name)+".1", err, out.String())
 	}
 }
+
+// TestCheckManPagesFails: the binaries' coverage check is one that can fail.
+func TestCheckManPagesFails(t *testing.T) {
+	app := &cli.App{Name: "prog", Commands: []*cli.Command{{Name: "run", Usage: "runs"}}}
+	if errs := CheckManPages(app, 1); len(errs) != 0 {
+		t.Fatalf("a covered app: %v", errs)
+	}
+	if errs := CheckManPages(app, 100); len(errs) != 1 {
+		t.Fatalf("fewer commands than asked for: %v", errs)
+	}
+}
