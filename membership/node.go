@@ -40,6 +40,7 @@ type Node struct {
 	digest      uint64
 	pastDigests [pastDigestRing]pastDigest // digests this member's view had before, newest last
 	dirty       bool                       // the view changed since the last flush
+	changes     uint64                     // flushes so far: see Changes
 	leader      NodeID
 	unreachable map[NodeID]bool
 
@@ -308,6 +309,11 @@ func (n *Node) Leader() NodeID { return n.leader }
 
 // Unreachable reports whether some member observes node as unreachable.
 func (n *Node) Unreachable(node NodeID) bool { return n.unreachable[node] }
+
+// Changes counts the changes of this member's view (members, reachability, leader) so far: what
+// a reader derived from the view at one count is still current while the count stays the
+// same, so it need not read the whole view again (the engine's regions, at every tick).
+func (n *Node) Changes() uint64 { return n.changes }
 
 // Digest returns the digest of this member's view.
 func (n *Node) Digest() uint64 { return n.digest }
@@ -847,6 +853,7 @@ func (n *Node) afterInput() {
 // heartbeat carrying the new digest so the leader sees this member has seen it.
 func (n *Node) flush() {
 	n.dirty = false
+	n.changes++
 	prevDigest := n.digest
 	n.digest = n.v.digest()
 	if n.digest != prevDigest {
