@@ -61,7 +61,7 @@ type reachRecord struct{ observer, subject NodeID }
 // with them) covers until the other side has stopped.
 type partitionView struct {
 	cfg         SBRConfig
-	members     map[NodeID]*Member // every member not Removed
+	members     map[NodeID]*Member // every member; Removed ones count nowhere
 	unreachable map[NodeID]bool    // the subjects of records
 	records     []reachRecord      // sorted
 	seen        map[NodeID]bool    // members known to have seen this view, this one included

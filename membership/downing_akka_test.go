@@ -63,7 +63,10 @@ func akkaMember(spec string) *Member {
 func akkaView(cfg SBRConfig, sides []string, from int, indirect string) *partitionView {
 	p := &partitionView{cfg: cfg, members: map[NodeID]*Member{}, unreachable: map[NodeID]bool{}, seen: map[NodeID]bool{}, possible: map[NodeID]bool{}}
 	defer func() {
-		v := view{members: p.members}
+		v := newView()
+		for _, m := range p.members {
+			v.put(m)
+		}
 		for _, m := range v.possiblePromotions(Config{Voters: len(p.members), SplitBrainResolver: cfg}) {
 			p.possible[m.Node] = true
 		}

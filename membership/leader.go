@@ -13,7 +13,16 @@ import (
 // exchanges heartbeats with every member (topology.go), so it learns from them that every
 // member has seen its view. In a cluster where every member votes this is Akka's leader.
 func (n *Node) computeLeader() NodeID {
-	var voter, leader, joining, exiting NodeID
+	var voter NodeID
+	for id := range n.v.voters {
+		if m := n.v.members[id]; !n.unreachable[id] && (m.Status == Up || m.Status == Leaving) && (voter == "" || id < voter) {
+			voter = id
+		}
+	}
+	if voter != "" {
+		return voter // the common case: no look at every member
+	}
+	var leader, joining, exiting NodeID
 	first := func(cur *NodeID, id NodeID) {
 		if *cur == "" || id < *cur {
 			*cur = id
@@ -26,9 +35,6 @@ func (n *Node) computeLeader() NodeID {
 		switch m.Status {
 		case Up, Leaving:
 			first(&leader, id)
-			if m.Voter {
-				first(&voter, id)
-			}
 		case Joining:
 			first(&joining, id)
 		case Exiting:
@@ -36,8 +42,6 @@ func (n *Node) computeLeader() NodeID {
 		}
 	}
 	switch {
-	case voter != "":
-		return voter
 	case leader != "":
 		return leader
 	case joining != "":
@@ -76,22 +80,26 @@ func (n *Node) convergence() bool {
 }
 
 // leaderActions moves members forward when this member leads and the view has converged.
+// Only the members that have somewhere to go are looked at (view.pending), and convergence is
+// checked only when there is something to do: an idle cluster's leader spends nothing per
+// member on it.
 func (n *Node) leaderActions() {
-	if n.leader != n.self.Node || n.suspect || n.dirty || !n.convergence() {
+	if n.leader != n.self.Node || n.suspect || n.dirty || (len(n.v.pending) == 0 && !n.votersMissing()) || !n.convergence() {
 		return
 	}
-	ids := n.v.sortedIDs()
+	ids := make([]NodeID, 0, len(n.v.pending))
+	for id := range n.v.pending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
 	if n.enoughMembers() {
-		var maxUp uint64
-		for _, m := range n.v.members {
-			maxUp = max(maxUp, m.UpNumber)
-		}
+		maxUp := n.v.maxUp
 		for _, id := range ids {
 			if m := n.v.members[id]; m.Status == Joining {
 				maxUp++
 				c := m.clone()
 				c.Status, c.UpNumber = Up, maxUp
-				n.v.members[id] = c
+				n.v.put(c)
 				n.dirty = true
 			}
 		}

@@ -31,6 +31,7 @@ type Node struct {
 	neighbors    map[NodeID]bool
 	neighborList []NodeID // neighbors, sorted: what iterates them must be deterministic
 	whole        []*Member
+	ringHashes   map[NodeID]uint64 // ringHash of every member ever known
 
 	hbSeq         uint64
 	lastHeartbeat time.Time
@@ -119,6 +120,7 @@ func New(cfg Config, self Member, now time.Time) *Node {
 		v:             newView(),
 		peers:         map[NodeID]*peer{},
 		neighbors:     map[NodeID]bool{},
+		ringHashes:    map[NodeID]uint64{},
 		unreachable:   map[NodeID]bool{},
 		downSeen:      map[NodeID]time.Time{},
 		downConverged: map[NodeID]time.Time{},
@@ -142,7 +144,7 @@ func (n *Node) FormCluster(now time.Time) {
 	}
 	n.joined = true
 	me := n.self
-	n.v.members[me.Node] = me.clone()
+	n.v.put(me.clone())
 	n.dirty = true
 	n.afterInput()
 }
@@ -443,7 +445,8 @@ func (n *Node) oldestLease() (time.Time, bool) {
 // leader move two joining members Up held the lease beside the side that had (issue 25: 3 of
 // 5 there, 4 of 7 here).
 func (n *Node) majorityLease() time.Time {
-	last := make([]time.Time, 0, len(n.whole))
+	var buf [16]time.Time
+	last := buf[:0] // the whole is a handful of members: no allocation per call
 	for _, m := range n.whole {
 		switch p := n.peers[m.Node]; {
 		case !m.Voter || m.Status != Up:
@@ -635,7 +638,7 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 	j.Status, j.UpNumber = Joining, 0
 	j.Roles = slices.Clone(j.Roles)
 	slices.Sort(j.Roles)
-	n.v.members[j.Node] = j.clone()
+	n.v.put(j.clone())
 	n.dirty = true
 	n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()})
 }
@@ -669,7 +672,7 @@ func (n *Node) handleJoinReply(from NodeID, r JoinReply) {
 	n.joined = true
 	n.v.merge(&r.State)
 	if _, ok := n.v.members[n.self.Node]; !ok {
-		n.v.members[n.self.Node] = n.self.clone()
+		n.v.put(n.self.clone())
 	}
 	if n.leaveRequested {
 		n.setStatus(n.self.Node, Leaving)
@@ -734,7 +737,7 @@ func (n *Node) setObservation(id NodeID, unreachable bool) {
 		m, ok := n.v.members[s]
 		return !ok || !m.countsAsMember()
 	})
-	n.v.reach[n.self.Node] = &next
+	n.v.putRow(&next)
 	n.dirty = true
 }
 
@@ -746,7 +749,7 @@ func (n *Node) setStatus(node NodeID, s Status) {
 	}
 	c := m.clone()
 	c.Status = s
-	n.v.members[node] = c
+	n.v.put(c)
 	n.dirty = true
 }
 
@@ -860,20 +863,22 @@ func (n *Node) flush() {
 		copy(n.pastDigests[:], n.pastDigests[1:])
 		n.pastDigests[pastDigestRing-1] = pastDigest{digest: prevDigest, until: n.now}
 	}
-	n.emitChanges()
+	touched := n.v.takeTouched()
+	n.emitChanges(touched)
 	if n.stopped != nil {
 		return
 	}
-	n.refreshTopology()
+	n.refreshTopology(touched)
 	if n.digest != prevDigest {
 		n.gossipChange()
 		n.ackHeartbeat()
 	}
 }
 
-// emitChanges compares the view with the last reported one and emits events.
-func (n *Node) emitChanges() {
-	for _, id := range n.v.sortedIDs() {
+// emitChanges compares the members written since the last flush (touched, sorted) with what
+// it last reported of them and emits events.
+func (n *Node) emitChanges(touched []NodeID) {
+	for _, id := range touched {
 		m := n.v.members[id]
 		p := n.reported[id]
 		if p.known && p.incarnation == m.Incarnation && p.status == m.Status {

@@ -3,7 +3,6 @@ package membership
 import (
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // resolveSplitBrain downs members once the unreachability this member sees has been stable
@@ -37,7 +36,7 @@ func (n *Node) resolveSplitBrain() {
 		n.sbrSignature = ""
 		return
 	}
-	if sig := p.signature(); sig != n.sbrSignature {
+	if sig := p.signature(n.digest); sig != n.sbrSignature {
 		n.sbrSignature, n.sbrSince = sig, n.now
 		return
 	}
@@ -93,24 +92,19 @@ func (n *Node) resolveSplitBrain() {
 }
 
 // partitionView returns what a split-brain decision reads of this member's view: the
-// members not Removed, the observations of the current incarnations of members that are
+// members (Removed ones count nowhere), the observations of the current incarnations of members that are
 // neither Down nor Removed (as Akka leaves out those of downed observers), and the members
 // whose last heartbeat carried this view's digest (they have seen it).
 func (n *Node) partitionView() *partitionView {
 	p := &partitionView{
 		cfg:         n.cfg.SplitBrainResolver,
-		members:     make(map[NodeID]*Member, len(n.v.members)),
+		members:     n.v.members, // read only
 		unreachable: n.unreachable,
 		seen:        map[NodeID]bool{n.self.Node: true},
 		possible:    map[NodeID]bool{},
 	}
 	for _, m := range n.v.possiblePromotions(n.cfg) {
 		p.possible[m.Node] = true
-	}
-	for id, m := range n.v.members {
-		if m.Status != Removed {
-			p.members[id] = m
-		}
 	}
 	for obs, row := range n.v.reach {
 		om, ok := n.v.members[obs]
@@ -149,24 +143,11 @@ func (p *partitionView) needsDecision() bool {
 }
 
 // signature sums up what a decision depends on, so the resolver can wait until it has
-// been stable: the observations, the status of every member, and who is indirectly
-// connected.
-func (p *partitionView) signature() string {
-	var b strings.Builder
-	for _, r := range p.records {
-		fmt.Fprintf(&b, "%s>%s ", r.observer, r.subject)
-	}
-	ids := make([]NodeID, 0, len(p.members))
-	for id := range p.members {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		fmt.Fprintf(&b, "%s=%d ", id, p.members[id].Status)
-	}
+// been stable: the observations and the status of every member (the view's digest covers
+// both), and who is indirectly connected.
+func (p *partitionView) signature(digest uint64) string {
 	ic, _, _ := p.indirectlyConnected()
-	fmt.Fprint(&b, sortedSet(ic))
-	return b.String()
+	return fmt.Sprintf("%016x %v", digest, sortedSet(ic))
 }
 
 func sortedSet(s map[NodeID]bool) []NodeID {

@@ -37,26 +37,11 @@ func ringHash(id NodeID) uint64 {
 	return h.Sum64()
 }
 
-// refreshTopology recomputes the ring and this member's neighbors from the view; flush calls
-// it after every change.
-func (n *Node) refreshTopology() {
+// refreshTopology brings the ring up to date with the members written since the last flush
+// (touched) and recomputes this member's neighbors; flush calls it after every change.
+func (n *Node) refreshTopology(touched []NodeID) {
 	n.whole = n.voterWhole()
-	n.ring = n.ring[:0]
-	for id, m := range n.v.members {
-		if m.countsAsMember() {
-			n.ring = append(n.ring, id)
-		}
-	}
-	slices.SortFunc(n.ring, func(a, b NodeID) int {
-		ha, hb := ringHash(a), ringHash(b)
-		switch {
-		case ha < hb:
-			return -1
-		case ha > hb:
-			return 1
-		}
-		return compareIDs(a, b)
-	})
+	n.updateRing(touched)
 	clear(n.neighbors)
 	me, _ := n.v.members[n.self.Node]
 	all := me != nil && (me.Voter || n.leader == n.self.Node)
@@ -65,9 +50,9 @@ func (n *Node) refreshTopology() {
 			n.neighbors[id] = true
 		}
 	} else {
-		i := slices.Index(n.ring, n.self.Node)
+		i, found := slices.BinarySearchFunc(n.ring, n.self.Node, n.ringOrder)
 		half := (n.cfg.FailureDetector.MonitoredByNrOfMembers + 1) / 2
-		for d := 1; i >= 0 && d <= half; d++ {
+		for d := 1; found && d <= half; d++ {
 			n.neighbors[n.ring[(i+d)%len(n.ring)]] = true
 			n.neighbors[n.ring[(i-d+len(n.ring))%len(n.ring)]] = true
 		}
@@ -83,6 +68,41 @@ func (n *Node) refreshTopology() {
 		n.neighborList = append(n.neighborList, id)
 	}
 	slices.Sort(n.neighborList)
+}
+
+// updateRing puts the members of touched that started counting as members on the ring, and
+// takes those that stopped off it.
+func (n *Node) updateRing(touched []NodeID) {
+	for _, id := range touched {
+		i, in := slices.BinarySearchFunc(n.ring, id, n.ringOrder)
+		switch counts := n.v.members[id].countsAsMember(); {
+		case counts && !in:
+			n.ring = slices.Insert(n.ring, i, id)
+		case !counts && in:
+			n.ring = slices.Delete(n.ring, i, i+1)
+		}
+	}
+}
+
+// ringOrder orders the ring: by ringHash, ties by id. The hashes are remembered per member.
+func (n *Node) ringOrder(a, b NodeID) int {
+	ha, hb := n.hashOf(a), n.hashOf(b)
+	switch {
+	case ha < hb:
+		return -1
+	case ha > hb:
+		return 1
+	}
+	return compareIDs(a, b)
+}
+
+func (n *Node) hashOf(id NodeID) uint64 {
+	h, ok := n.ringHashes[id]
+	if !ok {
+		h = ringHash(id)
+		n.ringHashes[id] = h
+	}
+	return h
 }
 
 // heartbeatTargets returns whom this member heartbeats now: its neighbors, and the members
