@@ -88,7 +88,8 @@ which wins over the file. 'sharddaemon config' lists every key with its default.
 
 'sharddaemon data inspect|backup|restore' and 'sharddaemon remove-internal-data' work on
 stopped members' data directories: this binary owns their format and links the store, and
-shardctl's commands of the same names run them here.
+shardctl's commands of the same names run them here. So does 'sharddaemon sim cluster', the
+capacity simulator, which runs the member's state machines (shardctl sim cluster).
 
 Example: a three-member cluster on one machine
    shardctl keygen --out cluster.key
@@ -108,7 +109,7 @@ for a setting that must be equal on every member), 3 downed or removed by the cl
 			Name:   "config",
 			Usage:  "list every configuration key with its environment variable",
 			Action: listKeys,
-		}}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
+		}}, cmdline.Offline(dataCommand(), removeInternalDataCommand(), simCommand())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cli.Exit(fmt.Sprintf("unexpected argument %q (see --help)", c.Args().First()), exitUsage)

@@ -29,6 +29,11 @@ type Options struct {
 	// shard may be hosted in each; only the entity invariant (one live instance) is checked
 	// across them — what the shards' leases keep.
 	SeparateClusters bool
+	// NodeName names node i and gives its address (default n01 and /sim/n01): the capacity
+	// simulator gives real libp2p peer ids and addresses, so that it measures real frames.
+	NodeName func(i int) (membership.NodeID, string)
+	// Quiet keeps no timeline: a run of a thousand members would write millions of lines.
+	Quiet bool
 }
 
 // Sim is one simulated cluster.
@@ -60,7 +65,9 @@ type Sim struct {
 
 	leases map[leaseKey]*simLease // the shards' leases (use-lease), shared by every node
 
-	trigger *trigger // a partition armed to fall at a leader action
+	trigger *trigger    // a partition armed to fall at a leader action
+	meter   *meter      // counts what members send, when measuring (meter.go)
+	homes   *shardIndex // which members host each shard (checkShardHomes)
 
 	directives engine.Directives // the operator's directives, as the store holds them
 	auxRng     *rand.Rand        // delays of directive reads and lease answers (apart, so the other draws stay as they were)
@@ -70,6 +77,7 @@ type Sim struct {
 type Node struct {
 	Index       int
 	ID          membership.NodeID
+	Addr        string // its address, as its member record gives it
 	Incarnation uint64
 	Roles       []string
 	Version     membership.Version
@@ -146,6 +154,10 @@ func (s *Sim) Node(i int) *Node { return s.nodes[i] }
 func (s *Sim) AddNode(roles []string, version membership.Version) *Node {
 	i := len(s.nodes)
 	n := &Node{Index: i, ID: membership.NodeID(fmt.Sprintf("n%02d", i)), Roles: roles, Version: version, sim: s}
+	n.Addr = "/sim/" + string(n.ID)
+	if s.opts.NodeName != nil {
+		n.ID, n.Addr = s.opts.NodeName(i)
+	}
 	s.nodes = append(s.nodes, n)
 	s.byID[n.ID] = n
 	return n
@@ -163,7 +175,7 @@ func (s *Sim) Start(i int, seeds ...int) {
 	self := membership.Member{
 		Node:        n.ID,
 		Incarnation: n.Incarnation,
-		Addrs:       []string{"/sim/" + string(n.ID)},
+		Addrs:       []string{n.Addr},
 		Roles:       n.Roles,
 		AppVersion:  n.Version,
 
@@ -301,6 +313,13 @@ func (s *Sim) process(n *Node) {
 	}
 	for _, env := range rd.Membership {
 		msg := env.Msg
+		if s.meter != nil {
+			receivers := 1
+			if env.To == "" {
+				receivers = len(s.nodes) - 2
+			}
+			s.meter.membershipMsg(n, env, receivers)
+		}
 		if env.To == "" {
 			for _, to := range s.nodes[1:] {
 				if to != n {
@@ -315,6 +334,9 @@ func (s *Sim) process(n *Node) {
 	}
 	for _, c := range rd.Coordination {
 		c := c
+		if s.meter != nil {
+			s.meter.coordination(n, c)
+		}
 		if to, ok := s.byID[c.To]; ok {
 			s.send(n, to, func(to *Node) { to.E.StepCoordination(s.now, n.ID, c.Type, c.Msg) }, nil)
 		}
@@ -506,6 +528,9 @@ func (s *Sim) fail(format string, args ...any) {
 }
 
 func (s *Sim) logf(format string, args ...any) {
+	if s.opts.Quiet {
+		return
+	}
 	s.timeline = append(s.timeline, fmtElapsed(s.Elapsed())+" "+fmt.Sprintf(format, args...))
 }
 
