@@ -362,6 +362,7 @@ func (e *Engine) settle() {
 		rd := e.m.Ready()
 		e.out.Membership = append(e.out.Membership, rd.Messages...)
 		e.out.Members = append(e.out.Members, rd.Events...)
+		e.out.ResolverLease = append(e.out.ResolverLease, rd.Lease...)
 		if len(rd.Events) > 0 {
 			e.syncMembership() // a member that starts leaving stops its coordinators at once
 			progressed = true

@@ -45,14 +45,21 @@ type Node struct {
 	leader      NodeID
 	unreachable map[NodeID]bool
 
-	sbrSignature  string    // the unreachable set and counted members when it last changed
-	sbrSince      time.Time // when sbrSignature last changed
-	downSeen      map[NodeID]time.Time
-	downConverged map[NodeID]time.Time // when the leader first saw convergence with the member Down
-	reported      map[NodeID]reported  // what emitChanges last reported per node
-	lastExchange  map[NodeID]time.Time // when this member last started an exchange with each member, or told it its status
-	viewChangedAt time.Time            // when this member's view last changed
-	rng           *rand.Rand           // whom to gossip with; seeded by the member's id and incarnation
+	sbrSignature  string         // the unreachable set and counted members when it last changed
+	sbrSince      time.Time      // when sbrSignature last changed
+	observations  uint64         // a hash of who cannot reach whom when it last changed (down-all-when-unstable)
+	unstableSince time.Time      // its first change since the last decision or calm
+	leaseWait     *leaseDecision // a decision waiting for the resolver's lease (lease-majority)
+	leaseRelease  *leaseRelease  // the resolver's lease held, and when to release it
+	leaseSeq      uint64         // the last acquisition of the resolver's lease asked for
+
+	noConvergenceSince time.Time // since when the leader, with something to do, has not seen convergence (allow-weakly-up-members)
+	downSeen           map[NodeID]time.Time
+	downConverged      map[NodeID]time.Time // when the leader first saw convergence with the member Down
+	reported           map[NodeID]reported  // what emitChanges last reported per node
+	lastExchange       map[NodeID]time.Time // when this member last started an exchange with each member, or told it its status
+	viewChangedAt      time.Time            // when this member's view last changed
+	rng                *rand.Rand           // whom to gossip with; seeded by the member's id and incarnation
 
 	lastInput time.Time
 	// suspect is set when this member notices it was paused (a gap between ticks longer than
@@ -843,6 +850,9 @@ func (n *Node) afterInput() {
 		}
 		if n.dirty {
 			n.flush()
+			if n.stopped != nil {
+				return
+			}
 		}
 		n.leaderActions()
 		n.resolveSplitBrain()

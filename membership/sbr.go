@@ -2,7 +2,9 @@ package membership
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"time"
 )
 
 // resolveSplitBrain downs members once the unreachability this member sees has been stable
@@ -27,13 +29,28 @@ func (n *Node) resolveSplitBrain() {
 	if cfg.ActiveStrategy == DownOff || n.dirty {
 		return
 	}
+	if n.leaseWait != nil || n.leaseRelease != nil {
+		n.tickLease()
+		if n.leaseWait != nil || n.stopped != nil {
+			return // a decision waits for the lease: nothing else is decided meanwhile, as in Akka
+		}
+	}
 	if len(n.unreachable) == 0 {
-		n.sbrSignature = ""
+		n.sbrSignature, n.unstableSince = "", time.Time{}
 		return
 	}
 	p := n.partitionView()
 	if !p.needsDecision() {
-		n.sbrSignature = ""
+		n.sbrSignature, n.unstableSince = "", time.Time{}
+		return
+	}
+	if obs := p.observations(); obs != n.observations || n.unstableSince.IsZero() {
+		n.observations = obs
+		if n.unstableSince.IsZero() {
+			n.unstableSince = n.now
+		}
+	}
+	if n.unstable(cfg) {
 		return
 	}
 	if sig := p.signature(n.digest); sig != n.sbrSignature {
@@ -64,11 +81,21 @@ func (n *Node) resolveSplitBrain() {
 	}
 	slices.Sort(decision.Side)
 	slices.Sort(decision.Others)
+	if d.acquiresLease() {
+		// Only the leader of this side asks for the lease and acts, as Akka's: a member of
+		// the side that loses is downed by its leader, not by itself.
+		if n.leader == n.self.Node && !n.suspect {
+			decision.Reason = fmt.Sprintf("%s, %s: %s", cfg.ActiveStrategy, d, why)
+			n.awaitLease(p, d, decision)
+		}
+		return
+	}
 	if slices.Contains(nodes, n.self.Node) {
 		decision.Nodes = []NodeID{n.self.Node}
 		decision.Reason = fmt.Sprintf("%s, %s: %s; downing itself", cfg.ActiveStrategy, d, why)
 		n.emit(decision)
 		n.setStatus(n.self.Node, Down)
+		n.unstableSince = time.Time{}
 		return
 	}
 	// Only a side the strategy keeps downs others. When it keeps none (down-all, or this
@@ -89,6 +116,23 @@ func (n *Node) resolveSplitBrain() {
 	for _, id := range decision.Nodes {
 		n.setStatus(id, Down)
 	}
+	n.unstableSince = time.Time{}
+}
+
+// unstable applies down-all-when-unstable: when the observations of unreachability have kept
+// changing for stable-after plus down-all-when-unstable since the first change
+// (unstableSince) without a decision, this member downs itself, as every member does: no side
+// can be trusted to decide as the other does. It reports whether it did.
+func (n *Node) unstable(cfg SBRConfig) bool {
+	if cfg.DownAllWhenUnstable == Off || n.unstableSince.IsZero() || n.now.Sub(n.unstableSince) <= cfg.StableAfter+cfg.DownAllWhenUnstable {
+		return false
+	}
+	e := Downed{Decision: DownAll, Strategy: cfg.ActiveStrategy, Unreachable: sortedSet(n.unreachable), Nodes: []NodeID{n.self.Node},
+		Reason: fmt.Sprintf("down-all-when-unstable: no decision %v after the first change of reachability (stable-after %v + down-all-when-unstable %v); downing itself",
+			n.now.Sub(n.unstableSince).Round(time.Millisecond), cfg.StableAfter, cfg.DownAllWhenUnstable)}
+	n.emit(e)
+	n.setStatus(n.self.Node, Down)
+	return true
 }
 
 // partitionView returns what a split-brain decision reads of this member's view: the
@@ -148,6 +192,19 @@ func (p *partitionView) needsDecision() bool {
 func (p *partitionView) signature(digest uint64) string {
 	ic, _, _ := p.indirectlyConnected()
 	return fmt.Sprintf("%016x %v", digest, sortedSet(ic))
+}
+
+// observations hashes who cannot reach whom: what down-all-when-unstable counts changes of (as
+// Akka counts its reachability events; member statuses are not counted).
+func (p *partitionView) observations() uint64 {
+	h := fnv.New64a()
+	for _, r := range p.records {
+		h.Write([]byte(r.observer))
+		h.Write([]byte{0})
+		h.Write([]byte(r.subject))
+		h.Write([]byte{1})
+	}
+	return h.Sum64()
 }
 
 func sortedSet(s map[NodeID]bool) []NodeID {

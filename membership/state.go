@@ -48,12 +48,12 @@ type view struct {
 	members map[NodeID]*Member
 	reach   map[NodeID]*ReachRow
 
-	ids     []NodeID                 // every member's id, sorted
-	buckets [fineBuckets]fineBucket  // the state by fine bucket (gossip.go)
-	voters  map[NodeID]bool          // members with Voter that are not Removed
-	pending map[NodeID]bool          // members a leader may move: Joining, WeaklyUp, Leaving, Exiting, Down
-	touched map[NodeID]bool          // members written since the last takeTouched
-	maxUp   uint64                   // the highest up-number given
+	ids     []NodeID                // every member's id, sorted
+	buckets [fineBuckets]fineBucket // the state by fine bucket (gossip.go)
+	voters  map[NodeID]bool         // members with Voter that are not Removed
+	pending map[NodeID]bool         // members a leader may move: Joining, WeaklyUp, Leaving, Exiting, Down
+	touched map[NodeID]bool         // members written since the last takeTouched
+	maxUp   uint64                  // the highest up-number given
 }
 
 // fineBucket is the part of the state whose ids hash to one of fineBuckets buckets: the

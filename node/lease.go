@@ -83,8 +83,8 @@ func (n *Node) acquireLease(l lease.Lease, op engine.LeaseOp) {
 	n.command(func(now time.Time) { n.eng.LeaseAcquired(now, op.Type, op.Shard, op.Gen, ok && err == nil) })
 }
 
-// releaseLeases gives up every lease this member holds (it is closing): another member may
-// take them at once, and their renewals stop.
+// releaseLeases gives up every lease this member holds, the split-brain resolver's too (it is
+// closing): another member may take them at once, and their renewals stop.
 func (n *Node) releaseLeases(ctx context.Context) {
 	n.leases.mu.Lock()
 	held := make([]lease.Lease, 0, len(n.leases.gen))
@@ -93,6 +93,9 @@ func (n *Node) releaseLeases(ctx context.Context) {
 	}
 	clear(n.leases.gen)
 	n.leases.mu.Unlock()
+	if n.resolverLease != nil { // the split-brain resolver's; the loop has stopped
+		held = append(held, n.resolverLease)
+	}
 	for _, l := range held {
 		if err := l.Release(ctx); err != nil {
 			n.log.Debug("lease not released at close; it expires by itself", "err", err)

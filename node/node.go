@@ -77,6 +77,9 @@ type Config struct {
 	Leases func(*remember.Store) lease.Provider
 	// LeaseName names the provider Leases makes (use-lease).
 	LeaseName string
+	// ResolverLease makes the provider of the split-brain resolver's lease
+	// (lease-majority), given the member's replicated store; needed with that strategy.
+	ResolverLease func(*remember.Store) lease.Provider
 	// Metrics, when set, receives the member's Prometheus metrics (and its store's); give
 	// each member its own registry. Nil: no metrics are recorded. See docs/metrics.md.
 	Metrics prometheus.Registerer
@@ -141,8 +144,11 @@ type Node struct {
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
 
-	leases    leases // the local shards' leases (use-lease)
-	delivered uint64 // messages handed to entities (loop goroutine; LocalStats)
+	leases leases // the local shards' leases (use-lease)
+	// resolverLease is the split-brain resolver's lease (lease-majority), made at its first
+	// use; owned by the loop goroutine.
+	resolverLease lease.Lease
+	delivered     uint64 // messages handed to entities (loop goroutine; LocalStats)
 
 	history        chan PlacementRecord // placement records for writeHistory
 	historyDropped atomic.Uint64
@@ -198,6 +204,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Membership.SplitBrainResolver.ActiveStrategy == membership.LeaseMajority && cfg.ResolverLease == nil {
+		return nil, fmt.Errorf("split-brain-resolver.active-strategy = lease-majority needs a lease (Config.ResolverLease)")
 	}
 	if err := cfg.Membership.Validate(); err != nil {
 		return nil, err
@@ -679,6 +688,9 @@ func (n *Node) execute(now time.Time) {
 		}
 		if len(rd.Leases) > 0 {
 			n.leaseOps(rd.Leases)
+		}
+		if len(rd.ResolverLease) > 0 {
+			n.resolverLeaseOps(rd.ResolverLease)
 		}
 		if len(rd.Store) > 0 {
 			n.storeOps(rd.Store)

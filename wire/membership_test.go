@@ -96,7 +96,7 @@ func TestMembershipRejectsBadInput(t *testing.T) {
 		"huge last cluster": {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: &pb.Member{Node: "a", LastClusterSize: 1 << 31}}}},
 		"missing member":    {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{}}},
 		"long id":           {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(make([]byte, 300))}}},
-		"bad ack status":    {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{From: "a", YourStatus: 6}}},
+		"bad ack status":    {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{From: "a", YourStatus: 7}}},
 		"echo without node": {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{{Seq: 1}}}}},
 		"nil echo":          {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{nil}}}},
 		"status no buckets": {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_GossipStatus{GossipStatus: &pb.GossipStatus{From: "a"}}},

@@ -163,7 +163,9 @@ func printCapacity(w io.Writer, r *sim.CapacityReport, o sim.CapacityOptions) er
 	fmt.Fprintf(w, "%d members, %s; %s, %d voters, stable-after %v, heartbeat every %v, monitored by %d\n\n",
 		r.Members, shards, sbr.ActiveStrategy, o.Membership.Voters, sbr.StableAfter, fd.HeartbeatInterval, fd.MonitoredByNrOfMembers)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	line := func(label, format string, args ...any) { fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{label}, args...)...) }
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{label}, args...)...)
+	}
 	fmt.Fprintf(tw, "cold start (%d members every %v through %d seeds)\n", o.Batch, o.BatchInterval, min(3, r.Members))
 	line("every member Up", "%.1f s after the first start, %.1f s after the last", r.ConvergedS, r.AfterLastStartS)
 	line("start to Up", "p50 %.1f s, p99 %.1f s, max %.1f s", r.StartToUp.P50, r.StartToUp.P99, r.StartToUp.Max)

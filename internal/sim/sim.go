@@ -65,9 +65,10 @@ type Sim struct {
 
 	leases map[leaseKey]*simLease // the shards' leases (use-lease), shared by every node
 
-	trigger *trigger    // a partition armed to fall at a leader action
-	meter   *meter      // counts what members send, when measuring (meter.go)
-	homes   *shardIndex // which members host each shard (checkShardHomes)
+	trigger  *trigger       // a partition armed to fall at a leader action
+	meter    *meter         // counts what members send, when measuring (meter.go)
+	homes    *shardIndex    // which members host each shard (checkShardHomes)
+	sbrLease *resolverLease // the split-brain resolver's lease (resolverlease.go)
 
 	directives engine.Directives // the operator's directives, as the store holds them
 	auxRng     *rand.Rand        // delays of directive reads and lease answers (apart, so the other draws stay as they were)
@@ -375,6 +376,9 @@ func (s *Sim) process(n *Node) {
 	for _, op := range rd.Leases {
 		s.leaseOp(n, op)
 	}
+	for _, op := range rd.ResolverLease {
+		s.resolverLeaseOp(n, op)
+	}
 	s.checkSafety(n)
 	if !s.opts.SeparateClusters {
 		s.checkShardHomes(n)
@@ -503,14 +507,18 @@ func (s *Sim) checkQuorum(n *Node, d membership.Downed) {
 		ok = side >= cfg.QuorumSize && side+others <= 2*cfg.QuorumSize-1
 	case membership.KeepOldest:
 		ok = side > 0
+	case membership.LeaseMajority: // only with the lease, unless it downs its own side
+		own := d.Decision == membership.DownReachable || d.Decision == membership.ReverseDownIndirectlyConnected
+		ok = own || (d.Lease && s.holdsResolverLease(n))
 	}
 	if !ok {
 		s.fail("%s downed %v without a quorum: side %v, others %v", n.ID, d.Nodes, d.Side, d.Others)
 	}
-	// The decider is counted on its side, unless keep-majority does not count it (not a
-	// voter) or it is still Joining.
+	// The decider is counted on its side, unless keep-majority (or lease-majority) does not
+	// count it (not a voter) or it is still Joining.
 	self := n.M.Self()
-	counted := self.Status != membership.Joining && (self.Voter || cfg.ActiveStrategy != membership.KeepMajority)
+	votersOnly := cfg.ActiveStrategy == membership.KeepMajority || cfg.ActiveStrategy == membership.LeaseMajority
+	counted := self.Status != membership.Joining && self.Status != membership.WeaklyUp && (self.Voter || !votersOnly)
 	if slices.Contains(d.Others, n.ID) || (counted && !slices.Contains(d.Side, n.ID)) {
 		s.fail("%s downed %v from a side it is not on: %v", n.ID, d.Nodes, d.Side)
 	}
