@@ -92,7 +92,7 @@ type partitionView struct {
 	members     map[NodeID]*Member // every member; Removed ones count nowhere
 	unreachable map[NodeID]bool    // the subjects of records
 	records     []reachRecord      // sorted
-	seen        map[NodeID]bool    // members known to have seen this view, this one included
+	seen        map[NodeID]bool    // members known to have seen this view, this one included (of the subjects of records, at least)
 	possible    map[NodeID]bool    // members a leader could have made voters elsewhere (view.possiblePromotions)
 }
 

@@ -150,7 +150,8 @@ func (n *Node) partitionView() *partitionView {
 	for _, m := range n.v.possiblePromotions(n.cfg) {
 		p.possible[m.Node] = true
 	}
-	for obs, row := range n.v.reach {
+	for obs := range n.v.observing {
+		row := n.v.reach[obs]
 		om, ok := n.v.members[obs]
 		if !ok || !om.countsAsMember() || om.Incarnation != row.Incarnation {
 			continue
@@ -167,9 +168,10 @@ func (n *Node) partitionView() *partitionView {
 		}
 		return compareIDs(a.subject, b.subject)
 	})
-	for id, pr := range n.peers {
-		if m, ok := n.v.members[id]; ok && pr.incarnation == m.Incarnation && pr.hasDigest && pr.digest == n.digest {
-			p.seen[id] = true
+	for _, r := range p.records { // only the subjects of observations are asked about
+		pr, m := n.peers[r.subject], n.v.members[r.subject]
+		if pr != nil && pr.incarnation == m.Incarnation && pr.hasDigest && pr.digest == n.digest {
+			p.seen[r.subject] = true
 		}
 	}
 	return p

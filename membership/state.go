@@ -53,7 +53,10 @@ type view struct {
 	voters  map[NodeID]bool         // members with Voter that are not Removed
 	pending map[NodeID]bool         // members a leader may move: Joining, WeaklyUp, Leaving, Exiting, Down
 	touched map[NodeID]bool         // members written since the last takeTouched
-	maxUp   uint64                  // the highest up-number given
+	// observing are the observers whose row has someone unreachable: what reachability is
+	// read from (rows are kept, most of them empty, once their observers saw everyone again).
+	observing map[NodeID]bool
+	maxUp     uint64 // the highest up-number given
 }
 
 // fineBucket is the part of the state whose ids hash to one of fineBuckets buckets: the
@@ -67,7 +70,7 @@ type fineBucket struct {
 
 func newView() view {
 	return view{members: map[NodeID]*Member{}, reach: map[NodeID]*ReachRow{},
-		voters: map[NodeID]bool{}, pending: map[NodeID]bool{}, touched: map[NodeID]bool{}}
+		voters: map[NodeID]bool{}, pending: map[NodeID]bool{}, observing: map[NodeID]bool{}, touched: map[NodeID]bool{}}
 }
 
 // put writes member record m (which the view then owns).
@@ -102,6 +105,11 @@ func (v *view) putRow(r *ReachRow) {
 	}
 	v.reach[r.Observer] = r
 	v.stale(r.Observer)
+	if len(r.Unreachable) > 0 {
+		v.observing[r.Observer] = true
+	} else {
+		delete(v.observing, r.Observer)
+	}
 }
 
 func (v *view) stale(id NodeID) { v.buckets[fineBucketOf(id)].stale = true }
@@ -217,7 +225,8 @@ func (v *view) observes(observer NodeID, inc uint64, id NodeID) bool {
 // current incarnation.
 func (v *view) unreachable() map[NodeID]bool {
 	u := map[NodeID]bool{}
-	for obs, row := range v.reach {
+	for obs := range v.observing {
+		row := v.reach[obs]
 		om, ok := v.members[obs]
 		if !ok || !om.countsAsMember() || om.Incarnation != row.Incarnation {
 			continue

@@ -337,7 +337,7 @@ func (c *capacityRun) coldStart() error {
 				upAt[n.Index] = s.Now().Sub(c.started[n.Index])
 			}
 		}
-		return c.oneView()
+		return c.s.OneView()
 	})
 	if err != nil {
 		return err
@@ -355,12 +355,14 @@ func (c *capacityRun) coldStart() error {
 	return nil
 }
 
-// oneView reports whether every running member holds the same view and is Up in it, and
-// that view has every member that runs: a cluster with no change under way.
-func (c *capacityRun) oneView() bool {
+// OneView reports whether every live, unpaused member holds the same view and is Up in it,
+// and that view has every such member and no member in a transient status: a cluster with no
+// change under way. It costs a look at each member's digest and one member's view, so a
+// thousand members can be watched often (Converged compares every view).
+func (s *Sim) OneView() bool {
 	var digest uint64
 	first, running := true, 0
-	for _, n := range c.s.Nodes() {
+	for _, n := range s.Nodes() {
 		if !n.Alive || n.Paused {
 			continue
 		}
@@ -378,7 +380,7 @@ func (c *capacityRun) oneView() bool {
 		return false
 	}
 	up := 0
-	for _, n := range c.s.Nodes() {
+	for _, n := range s.Nodes() {
 		if n.Alive && !n.Paused {
 			for _, m := range n.M.Members() {
 				if m.Status == membership.Up {
@@ -593,7 +595,7 @@ func (c *capacityRun) kill() error {
 	if err != nil {
 		return err
 	}
-	return c.until("one view again", c.o.Limit, c.oneView)
+	return c.until("one view again", c.o.Limit, c.s.OneView)
 }
 
 func (c *capacityRun) partition() error {
@@ -631,7 +633,7 @@ func (c *capacityRun) partition() error {
 	}
 	rep.DetectedS = since()
 	if err := c.until("one side running, the other removed", c.o.Limit, func() bool {
-		return s.RunningSidesConnected() == nil && c.oneView()
+		return s.RunningSidesConnected() == nil && c.s.OneView()
 	}); err != nil {
 		return err
 	}
@@ -691,5 +693,5 @@ func (c *capacityRun) pause() error {
 	default:
 		rep.Outcome = "serving again"
 	}
-	return c.until("one view again", c.o.Limit, c.oneView)
+	return c.until("one view again", c.o.Limit, c.s.OneView)
 }
