@@ -469,7 +469,12 @@ func (n *Node) majorityLease() time.Time {
 	if len(last) == 0 {
 		return time.Time{}
 	}
-	slices.SortFunc(last, func(a, b time.Time) int { return b.Compare(a) })
+	// Newest first, by insertion: a handful of entries, on every look at serving.
+	for i := 1; i < len(last); i++ {
+		for j := i; j > 0 && last[j].After(last[j-1]); j-- {
+			last[j], last[j-1] = last[j-1], last[j]
+		}
+	}
 	return last[len(last)/2].Add(n.cfg.FailureDetector.AcceptableHeartbeatPause)
 }
 
@@ -696,6 +701,9 @@ func (n *Node) detectFailures() {
 			continue
 		}
 		p := n.peer(id, m.Incarnation) // a member never heard from still becomes unreachable
+		if p.fd.quiet(n.now) {
+			continue // phi is below half the threshold: nothing to do (a voter watches every member)
+		}
 		phi := p.fd.phi(n.now)
 		if phi >= n.cfg.FailureDetector.Threshold {
 			if !n.observesUnreachable(id) {
@@ -708,10 +716,15 @@ func (n *Node) detectFailures() {
 			n.send(id, Probe{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: p.probeSeq})
 		}
 	}
+}
+
+// forgetPeers drops the failure-detection records of members that are gone, or no longer
+// neighbors and silent; once per heartbeat interval (heartbeat).
+func (n *Node) forgetPeers() {
 	for id, p := range n.peers {
 		if m, ok := n.v.members[id]; !ok || !m.countsAsMember() ||
 			(!n.neighbors[id] && n.now.Sub(p.fd.last) > 2*n.cfg.FailureDetector.AcceptableHeartbeatPause) {
-			delete(n.peers, id) // gone, or no longer a neighbor and silent
+			delete(n.peers, id)
 		}
 	}
 }
@@ -763,6 +776,7 @@ func (n *Node) setStatus(node NodeID, s Status) {
 // heartbeat sends this member's regular heartbeat to each of its heartbeat targets
 // (topology.go), with the echo of the target's own latest heartbeat.
 func (n *Node) heartbeat() {
+	n.forgetPeers()
 	n.hbSeq++
 	n.lastHeartbeat = n.now
 	n.beatsSent[n.hbSeq%beatRing] = beatSent{seq: n.hbSeq, at: n.now}
