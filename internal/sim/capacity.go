@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shardmesh/shardmesh/engine"
@@ -87,10 +88,17 @@ func (o *CapacityOptions) defaults() error {
 	check(o.BatchInterval > 0, "batch interval = %s: must be positive", o.BatchInterval)
 	check(o.Measure > 0, "measure = %s: must be positive", o.Measure)
 	check(o.Kill >= 0 && o.Kill < o.Members, "kill = %d: between 0 and members-1 (%d)", o.Kill, o.Members-1)
-	check(o.Partition >= 0 && o.Partition < o.Members-o.Kill, "partition = %d: between 0 and the members left after the kill (%d), less one", o.Partition, o.Members-o.Kill)
+	check(o.Partition == 0 || (o.Partition > 0 && o.Partition < o.Members-o.Kill), "partition = %d: between 0 and the members left after the kill (%d), less one", o.Partition, o.Members-o.Kill)
 	check(o.Pause >= 0, "pause = %s: must not be negative", o.Pause)
 	check(o.Pause == 0 || o.Members-o.Kill-o.Partition >= 2, "pause: needs 2 members left after the kill and the partition")
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 // CapacityReport is what RunCapacity found. Times are seconds of virtual time; rates are per
