@@ -105,7 +105,8 @@ type peer struct {
 	hasDigest   bool
 	probeSeq    uint64
 	lastProbe   time.Time
-	freshSeq    uint64 // while suspect: the first probe seq sent after the pause
+	freshSeq    uint64    // while suspect: the first probe seq sent after the pause
+	askedAt     time.Time // its latest heartbeat that was not an Answer: it watches this member (heartbeatTargets)
 	// agreedAt dates the latest grant of the majority lease from this member: a heartbeat
 	// (or probe answer) carrying this member's own digest — evidence that its view equalled
 	// one in which this member is Up — and echoing one of this member's heartbeats, dated
@@ -207,7 +208,16 @@ func (n *Node) Step(now time.Time, from NodeID, msg Message) {
 			if !m.Ack {
 				beat = m.Seq
 			}
-			n.heard(m.From, m.Incarnation, m.Digest, !m.Ack, beat, n.echoOf(m.Echoes))
+			var echo uint64
+			if m.EchoIncarnation == n.self.Incarnation {
+				echo = m.EchoSeq
+			}
+			n.heard(m.From, m.Incarnation, m.Digest, !m.Ack, beat, echo)
+			if !m.Answer {
+				if p := n.peers[m.From]; p != nil && p.incarnation == m.Incarnation {
+					p.askedAt = n.now
+				}
+			}
 		}
 	case ProbeAck:
 		if m.From == from {
@@ -789,7 +799,9 @@ func (n *Node) ackHeartbeat() { n.sendHeartbeats(true) }
 
 func (n *Node) sendHeartbeats(ack bool) {
 	for _, id := range n.heartbeatTargets() {
-		n.send(id, Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: ack, Echoes: n.echoFor(id)})
+		inc, seq := n.echoFor(id)
+		n.send(id, Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: ack,
+			Answer: !n.neighbors[id], EchoIncarnation: inc, EchoSeq: seq})
 	}
 }
 
@@ -820,24 +832,14 @@ func (n *Node) beatSentAt(seq uint64) (time.Time, bool) {
 	return b.at, true
 }
 
-// echoFor returns the echo for member id: the Seq of its latest regular heartbeat the failure
-// detector counted (none before the first).
-func (n *Node) echoFor(id NodeID) []Echo {
+// echoFor returns the echo for member id: the incarnation and Seq of its latest regular
+// heartbeat the failure detector counted (zero before the first).
+func (n *Node) echoFor(id NodeID) (incarnation, seq uint64) {
 	p := n.peers[id]
 	if m, ok := n.v.members[id]; ok && p != nil && p.beatSeq != 0 && m.Incarnation == p.incarnation && m.countsAsMember() {
-		return []Echo{{Node: id, Incarnation: p.incarnation, Seq: p.beatSeq}}
+		return p.incarnation, p.beatSeq
 	}
-	return nil
-}
-
-// echoOf returns the Seq a heartbeat's echoes give for this member (0: none).
-func (n *Node) echoOf(es []Echo) uint64 {
-	for _, e := range es {
-		if e.Node == n.self.Node && e.Incarnation == n.self.Incarnation {
-			return e.Seq
-		}
-	}
-	return 0
+	return 0, 0
 }
 
 func (n *Node) send(to NodeID, msg Message) {

@@ -28,7 +28,9 @@ import (
 //
 // Heartbeats go both ways: a member also answers, for the acceptable heartbeat pause, any
 // member that heartbeats it, so two members whose views disagree for a moment on who watches
-// whom do not find each other unreachable.
+// whom do not find each other unreachable. An answer is marked (Heartbeat.Answer) and is not
+// answered in turn: two members that were neighbors once would otherwise keep each other
+// heartbeating for good (at 1,000 members started in batches, a third more heartbeats).
 
 // ringHash places a member on the ring.
 func ringHash(id NodeID) uint64 {
@@ -106,11 +108,12 @@ func (n *Node) hashOf(id NodeID) uint64 {
 }
 
 // heartbeatTargets returns whom this member heartbeats now: its neighbors, and the members
-// that heartbeated it within the acceptable heartbeat pause.
+// that heartbeated it within the acceptable heartbeat pause, not as an answer
+// (Heartbeat.Answer).
 func (n *Node) heartbeatTargets() []NodeID {
 	out := slices.Clone(n.neighborList)
 	for id, p := range n.peers {
-		if !n.neighbors[id] && !p.fd.last.IsZero() && !p.fd.assumed && n.now.Sub(p.fd.last) <= n.cfg.FailureDetector.AcceptableHeartbeatPause {
+		if !n.neighbors[id] && !p.askedAt.IsZero() && n.now.Sub(p.askedAt) <= n.cfg.FailureDetector.AcceptableHeartbeatPause {
 			out = append(out, id)
 		}
 	}

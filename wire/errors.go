@@ -10,8 +10,9 @@ import (
 // echo heartbeats, and the majority lease counts only echoed grants (a member of version 1
 // would never grant one, so the two must not share a cluster). 3: the voters (a member of
 // version 2 would count every member in the lease and the split-brain resolver's majority).
-// 4: the WeaklyUp status, which renumbers the statuses after Joining, and bucket digests
-// computed over 256 fine buckets (a member of version 3 would misread both).
+// 4: the WeaklyUp status, which renumbers the statuses after Joining; bucket digests computed
+// over 256 fine buckets; a heartbeat's one echo, for its receiver, and its Answer mark (a
+// member of version 3 would misread all of them).
 const ProtocolVersion = 4
 
 // Errors returned by the decoders.

@@ -22,7 +22,7 @@ func sampleMessages() []membership.Message {
 	return []membership.Message{
 		membership.Heartbeat{From: "12D3KooWA", Incarnation: 3, Seq: 99, Digest: 0xdeadbeef, Ack: true},
 		membership.Heartbeat{From: "12D3KooWA", Incarnation: 3, Seq: 100, Digest: 7,
-			Echoes: []membership.Echo{{Node: "12D3KooWB", Incarnation: 2, Seq: 41}, {Node: "12D3KooWC", Incarnation: 1, Seq: 9}}},
+			Answer: true, EchoIncarnation: 2, EchoSeq: 41},
 		membership.Gossip{From: "12D3KooWA", State: st},
 		membership.Gossip{From: "12D3KooWA", State: st, Reply: true, Buckets: []uint64{1, 2, 3, 4}},
 		membership.GossipStatus{From: "12D3KooWB", Digest: 9, Buckets: []uint64{5, 6}},
@@ -97,8 +97,6 @@ func TestMembershipRejectsBadInput(t *testing.T) {
 		"missing member":    {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{}}},
 		"long id":           {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(make([]byte, 300))}}},
 		"bad ack status":    {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_ProbeAck{ProbeAck: &pb.ProbeAck{From: "a", YourStatus: 7}}},
-		"echo without node": {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{{Seq: 1}}}}},
-		"nil echo":          {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: "a", Echoes: []*pb.Echo{nil}}}},
 		"status no buckets": {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_GossipStatus{GossipStatus: &pb.GossipStatus{From: "a"}}},
 		"3 buckets":         {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_GossipStatus{GossipStatus: &pb.GossipStatus{From: "a", Buckets: []uint64{1, 2, 3}}}},
 		"512 buckets":       {ProtocolVersion: ProtocolVersion, Msg: &pb.MemberEnvelope_Gossip{Gossip: &pb.Gossip{From: "a", Reply: true, Buckets: make([]uint64, 512)}}},
