@@ -38,12 +38,14 @@ type Node struct {
 	beatsSent     [beatRing]beatSent // when the latest regular heartbeats left, by Seq
 	lastGossip    time.Time
 
-	digest      uint64
-	pastDigests [pastDigestRing]pastDigest // digests this member's view had before, newest last
-	dirty       bool                       // the view changed since the last flush
-	changes     uint64                     // flushes so far: see Changes
-	leader      NodeID
-	unreachable map[NodeID]bool
+	digest       uint64
+	pastDigests  [pastDigestRing]pastDigest // digests this member's view had before, newest last
+	dirty        bool                       // the view changed since the last flush
+	announceDue  bool                       // the digest changed since the last announce
+	lastAnnounce time.Time
+	changes      uint64 // flushes so far: see Changes
+	leader       NodeID
+	unreachable  map[NodeID]bool
 
 	sbrSignature  string         // the unreachable set and counted members when it last changed
 	sbrSince      time.Time      // when sbrSignature last changed
@@ -78,6 +80,10 @@ type reported struct {
 	incarnation uint64
 	status      Status
 }
+
+// announceGap: a changed view is announced at most every gossip-interval / announceGap (20 ms
+// by default), see announce.
+const announceGap = 50
 
 // pastDigestRing is how many of its earlier digests a member remembers: a peer that has not
 // caught up with its latest change still grants the lease with the one before.
@@ -285,6 +291,7 @@ func (n *Node) Tick(now time.Time) {
 	}
 	n.gossipTick()
 	n.afterInput()
+	n.announce()
 }
 
 // Ready returns and clears what the machine wants done.
@@ -550,7 +557,11 @@ func (n *Node) confirm(ack ProbeAck) {
 		return // an answer to a probe sent before the pause
 	}
 	if ack.YourStatus >= Down {
-		n.stop(StopDowned, fmt.Sprintf("paused too long: %s reports this member %s", ack.From, strings.ToLower(ack.YourStatus.String())))
+		reason := StopDowned
+		if ack.YourStatus == Removed {
+			reason = StopRemoved // as when the gossip of the removal comes first
+		}
+		n.stop(reason, fmt.Sprintf("paused too long: %s reports this member %s", ack.From, strings.ToLower(ack.YourStatus.String())))
 		return
 	}
 	n.confirmedBy[ack.From] = true
@@ -873,6 +884,7 @@ func (n *Node) afterInput() {
 		n.leaderActions()
 		n.resolveSplitBrain()
 		if !n.dirty {
+			n.announce()
 			return
 		}
 	}
@@ -896,9 +908,24 @@ func (n *Node) flush() {
 	}
 	n.refreshTopology(touched)
 	if n.digest != prevDigest {
-		n.gossipChange()
-		n.ackHeartbeat()
+		n.announceDue = true
 	}
+}
+
+// announce tells of this member's changed view: exchanges with gossipFanout members
+// (gossipChange) and a heartbeat to its targets with the new digest (the leader learns from
+// it that the change has been seen). A change is announced at once (after the input that
+// made it), unless one was announced less than announceGap ago: then with the first input
+// or tick after that, together with whatever else changed meanwhile. While a hundred
+// members join a thousand, a member's view changes a hundred times in a moment; announced
+// one by one, each cost it its share of the whole state.
+func (n *Node) announce() {
+	if !n.announceDue || n.stopped != nil || n.now.Sub(n.lastAnnounce) < n.cfg.GossipInterval/announceGap {
+		return
+	}
+	n.announceDue, n.lastAnnounce = false, n.now
+	n.gossipChange()
+	n.ackHeartbeat()
 }
 
 // emitChanges compares the members written since the last flush (touched, sorted) with what

@@ -184,6 +184,7 @@ func printCapacity(w io.Writer, r *sim.CapacityReport, o sim.CapacityOptions) er
 	for _, k := range kinds {
 		line("  "+strings.TrimPrefix(k, "membership membership."), "%.2f messages, %s", r.Kinds[k].Messages, bytesOf(r.Kinds[k].Bytes))
 	}
+	line("CPU of the simulation", "%v per member and second of virtual time (this machine)", r.IdleCPUPerMember.Round(time.Microsecond))
 	if r.BusiestMember != "" {
 		line("busiest member", "%.1f messages, %s (%s: a voter or the leader heartbeats every member)", r.BusiestMsgsPerS, bytesOf(r.BusiestBytesPerS), shortID(r.BusiestMember))
 	}

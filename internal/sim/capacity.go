@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shardmesh/shardmesh/engine"
@@ -131,6 +132,10 @@ type CapacityReport struct {
 	ColdStartMembershipBytesPerMemberPerS float64 `json:"cold_start_membership_bytes_per_member_per_s"`
 	// Kinds is the idle traffic by message kind, per member and second.
 	Kinds map[string]Rate `json:"kinds"`
+	// IdleCPUPerMember is the CPU time this process spent simulating the idle cluster, per
+	// member and second of virtual time: what one member's machines cost (with the
+	// simulator's share), to compare across cluster sizes.
+	IdleCPUPerMember time.Duration `json:"idle_cpu_per_member_per_virtual_s_ns"`
 
 	Kill      *KillReport      `json:"kill,omitempty"`
 	Partition *PartitionReport `json:"partition,omitempty"`
@@ -315,12 +320,22 @@ func (c *capacityRun) coldStart() error {
 	}
 	begin := s.Now()
 	before := s.Metered()
+	upAt := map[int]time.Duration{}
+	noteUp := func() {
+		for _, n := range s.Nodes() {
+			if _, ok := upAt[n.Index]; !ok && n.M != nil && n.M.Self().Status == membership.Up {
+				upAt[n.Index] = s.Now().Sub(c.started[n.Index])
+			}
+		}
+	}
 	s.Start(1)
 	c.started[1] = s.Now()
 	next := 2
 	for next <= o.Members {
 		if next > 2 || o.Members == 1 {
-			s.RunFor(o.BatchInterval)
+			for end := s.Now().Add(o.BatchInterval); s.Now().Before(end); noteUp() {
+				s.RunFor(min(step, end.Sub(s.Now())))
+			}
 		}
 		for end := min(o.Members, next+o.Batch-1); next <= end; next++ {
 			var via []int
@@ -338,14 +353,9 @@ func (c *capacityRun) coldStart() error {
 		}
 	}
 	lastStart := s.Now()
-	upAt := map[int]time.Duration{}
 	err := c.until("every member Up in one view", o.Limit, func() bool {
-		for _, n := range s.Nodes() {
-			if _, ok := upAt[n.Index]; !ok && n.M.Self().Status == membership.Up {
-				upAt[n.Index] = s.Now().Sub(c.started[n.Index])
-			}
-		}
-		return c.s.OneView()
+		noteUp()
+		return s.OneView()
 	})
 	if err != nil {
 		return err
@@ -479,9 +489,10 @@ func (c *capacityRun) touchEverySecond(begin time.Time, want func(shard.ID) bool
 func (c *capacityRun) measure() {
 	s := c.s
 	c.progress("measuring the idle cluster for %v", c.o.Measure)
-	before := s.Metered()
+	before, cpu := s.Metered(), processCPU()
 	s.RunFor(c.o.Measure)
 	d := s.Metered().Sub(before)
+	c.rep.IdleCPUPerMember = time.Duration(float64(processCPU()-cpu) / float64(c.o.Members) / c.o.Measure.Seconds())
 	secs, n := c.o.Measure.Seconds(), float64(c.o.Members)
 	rep := c.rep
 	rep.MeasuredS = secs
@@ -702,4 +713,13 @@ func (c *capacityRun) pause() error {
 		rep.Outcome = "serving again"
 	}
 	return c.until("one view again", c.o.Limit, c.s.OneView)
+}
+
+// processCPU returns the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
