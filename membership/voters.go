@@ -34,6 +34,19 @@ func (n *Node) voterWhole() []*Member {
 	return append(whole, n.v.possiblePromotions(n.cfg)...)
 }
 
+// VoterWhole returns the members a majority is taken of, as this member sees it (voterWhole):
+// the voters not Removed and the possible voters, sorted. Two sides of a partition cannot both
+// hold a majority of their wholes' grants (majorityLease); the replicated store keeps the
+// split-brain resolver's lease on a majority of them (remember.Config.VoterPrefixes).
+func (n *Node) VoterWhole() []NodeID {
+	out := make([]NodeID, len(n.whole))
+	for i, m := range n.whole {
+		out[i] = m.Node
+	}
+	slices.Sort(out)
+	return out
+}
+
 // votersMissing reports whether fewer than cluster.voters voters are not Removed, so the
 // leader has voters to make (promoteVoters) once Up members without a vote are there.
 func (n *Node) votersMissing() bool { return len(n.v.voters) < n.cfg.Voters }

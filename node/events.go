@@ -55,7 +55,7 @@ func (n *Node) logEvent(ev membership.Event) {
 	case membership.LeaderChanged:
 		n.log.Info("leader changed", "leader", e.Leader)
 	case membership.Downed:
-		n.log.Warn("split-brain resolver decision", "decision", e.Decision.String(), "downed", e.Nodes, "side", e.Side, "others", e.Others, "indirectly_connected", e.Indirect, "strategy", e.Strategy, "reason", e.Reason)
+		n.log.Warn("split-brain resolver decision", "decision", e.Decision.String(), "downed", e.Nodes, "side", e.Side, "others", e.Others, "indirectly_connected", e.Indirect, "strategy", e.Strategy, "lease", e.Lease, "reason", e.Reason)
 	case membership.Suspended:
 		n.log.Warn("paused: serving nothing until a majority confirms this member")
 	case membership.Resumed:

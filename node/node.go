@@ -942,6 +942,9 @@ type View struct {
 	// replicaNodes the members they are of.
 	replicas     []peer.ID
 	replicaNodes []membership.NodeID
+	// voters are the peer ids of the membership's whole of voters (membership.VoterWhole):
+	// the replicas of the split-brain resolver's lease (store.go).
+	voters []peer.ID
 }
 
 // View returns the latest snapshot.
@@ -961,6 +964,7 @@ func (n *Node) publishView() {
 	}
 	slices.Sort(v.Unreachable)
 	v.replicas, v.replicaNodes = replicasOf(v.Members, n.view.Load())
+	v.voters = votersOf(m.VoterWhole(), n.view.Load())
 	n.view.Store(v)
 	n.noteClusterSize(m)
 	n.warnRestartQuorum(v)

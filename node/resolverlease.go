@@ -22,7 +22,7 @@ func (n *Node) resolverLeaseName(name string) string {
 
 func (n *Node) resolverLeaseOps(ops []membership.LeaseOp) {
 	for _, op := range ops {
-		if n.resolverLease == nil {
+		if n.resolverLease == nil { // op.Name is lease-majority.lease-name, as the store was told (store.go)
 			n.resolverLease = n.cfg.ResolverLease(n.store).Lease(n.resolverLeaseName(op.Name), string(n.self.Node))
 		}
 		l := n.resolverLease

@@ -43,6 +43,10 @@ func (n *Node) openStore(ctx context.Context) error {
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
+	var voterPrefixes []string
+	if lm := n.cfg.Membership.SplitBrainResolver; lm.ActiveStrategy == membership.LeaseMajority {
+		voterPrefixes = []string{datadir.Key(datadir.FamilyLease, n.resolverLeaseName(lm.LeaseMajority.LeaseName))}
+	}
 	st, err := remember.Open(ctx, remember.Config{
 		Dir:               n.dir.Store(),
 		Host:              n.host,
@@ -51,15 +55,51 @@ func (n *Node) openStore(ctx context.Context) error {
 		ReadMajorityPlus:  n.cfg.Store.ReadMajorityPlus,
 		MajorityMinCap:    n.cfg.Store.MajorityMinCap,
 		MajorityPrefixes:  majorityPrefixes,
-		Timeout:           timeout,
-		Logger:            n.log, // the store adds component=store
-		Metrics:           n.cfg.Metrics,
+		// The split-brain resolver's lease (lease-majority) on a majority of the voters: with
+		// the quorums of Members, a cluster of up to 11 members needs every member, a dead one
+		// included until it is removed — which waits for the lease.
+		VoterPrefixes: voterPrefixes,
+		Voters:        n.voters,
+		Timeout:       timeout,
+		Logger:        n.log, // the store adds component=store
+		Metrics:       n.cfg.Metrics,
 	})
 	if err != nil {
 		return fmt.Errorf("open the store in %s: %w", n.dir.Store(), err)
 	}
 	n.store = st
 	return nil
+}
+
+// voters lists the voters' whole (View.voters): the replicas of the resolver's lease.
+func (n *Node) voters() []peer.ID {
+	if v := n.view.Load(); v != nil {
+		return v.voters
+	}
+	return nil
+}
+
+// votersOf decodes the peer ids of the voters' whole, reusing prev's when it is the same.
+func votersOf(whole []membership.NodeID, prev *View) []peer.ID {
+	if prev != nil && len(prev.voters) == len(whole) {
+		same := true
+		for i, id := range whole {
+			if prev.voters[i].String() != string(id) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return prev.voters
+		}
+	}
+	out := make([]peer.ID, 0, len(whole))
+	for _, id := range whole {
+		if p, err := peer.Decode(string(id)); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // replicaMembers lists the members whose replicas count in quorums: every member but those

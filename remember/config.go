@@ -104,6 +104,19 @@ type Config struct {
 	// plus. Nil: every key uses the plus.
 	MajorityPrefixes []string
 
+	// VoterPrefixes: keys starting with one of these are written to and read from a plain
+	// majority of Voters (no plus, no MajorityMinCap), not of Members: the split-brain
+	// resolver's lease (lease-majority). The voters are the members the membership's
+	// majorities are taken of (voters and possible voters, a handful, whatever the size of
+	// the cluster): two sides of a partition cannot both reach a majority of them, whatever
+	// their views, and the side of their majority reaches it while the others are
+	// unreachable and not yet downed — Members counts those until they are removed, which
+	// waits for the lease. A Write mixing such keys with others is refused. Nil: none.
+	VoterPrefixes []string
+	// Voters returns the voters now (this member is one only if listed). Required with
+	// VoterPrefixes.
+	Voters func() []peer.ID
+
 	// AntiEntropyInterval: how often the store compares digests with a random other member
 	// and exchanges what differs. 0: DefaultAntiEntropyInterval (5 s); negative: never.
 	AntiEntropyInterval time.Duration

@@ -66,7 +66,7 @@ func (s *Store) Scan(ctx context.Context, prefix string) ([]Record, error) {
 	s.stats.scans.Add(1)
 	start := s.met.start()
 	done := make(chan scanResult, 1)
-	r := s.newReadRound("scan", prefix, s.majorityOnly(prefix), func() {}, func(merged map[string]entry, err error) {
+	r := s.newReadRound("scan", prefix, s.quorumOf(prefix), func() {}, func(merged map[string]entry, err error) {
 		done <- scanResult{merged, err}
 	})
 	if r == nil {
@@ -112,35 +112,31 @@ type readResult struct {
 	err error
 }
 
-// startRead starts the round of a batch of Get and GetFenced calls: two rounds when the
-// batch mixes keys of plain majorities (Config.MajorityPrefixes) with others, so that the
-// former do not wait for the larger quorum.
+// startRead starts the round of a batch of Get and GetFenced calls: one round per quorum the
+// batch's keys take (Config.MajorityPrefixes, VoterPrefixes), so that keys of smaller
+// quorums do not wait for the larger.
 func (s *Store) startRead(ops []*readOp, release func()) {
-	var plain, plus []*readOp
+	byQuorum := map[quorum][]*readOp{}
 	for _, op := range ops {
-		if s.majorityOnly(op.key) {
-			plain = append(plain, op)
-		} else {
-			plus = append(plus, op)
-		}
-	}
-	if len(plain) == 0 || len(plus) == 0 {
-		s.startReadRound(ops, len(plus) == 0, release)
-		return
+		q := s.quorumOf(op.key)
+		byQuorum[q] = append(byQuorum[q], op)
 	}
 	var left atomic.Int32
-	left.Store(2)
-	both := func() {
+	left.Store(int32(len(byQuorum)))
+	each := func() {
 		if left.Add(-1) == 0 {
 			release()
 		}
 	}
-	s.startReadRound(plain, true, both)
-	s.startReadRound(plus, false, both)
+	for _, q := range []quorum{withPlus, majority, ofVoters} {
+		if len(byQuorum[q]) > 0 {
+			s.startReadRound(byQuorum[q], q, each)
+		}
+	}
 }
 
-// startReadRound starts one round of reads, of plain majorities or not.
-func (s *Store) startReadRound(ops []*readOp, majority bool, release func()) {
+// startReadRound starts one round of reads of quorum q.
+func (s *Store) startReadRound(ops []*readOp, q quorum, release func()) {
 	s.stats.readRounds.Add(1)
 	s.met.readRound(len(ops))
 	keys := make([]string, len(ops))
@@ -158,7 +154,7 @@ func (s *Store) startReadRound(ops []*readOp, majority bool, release func()) {
 			fences[i] = op.fence
 		}
 	}
-	r := s.newReadRound(name, keys[0], majority, release, func(merged map[string]entry, err error) {
+	r := s.newReadRound(name, keys[0], q, release, func(merged map[string]entry, err error) {
 		for _, op := range ops {
 			op.done <- readResult{e: merged[op.key], err: err}
 		}
@@ -195,13 +191,12 @@ type readRound struct {
 	finished bool
 }
 
-// newReadRound registers a read round, of a plain majority or with ReadMajorityPlus; nil
-// when the store is closing.
-func (s *Store) newReadRound(op, key string, majority bool, release func(), done func(map[string]entry, error)) *readRound {
-	members := s.members()
+// newReadRound registers a read round of quorum q; nil when the store is closing.
+func (s *Store) newReadRound(op, key string, q quorum, release func(), done func(map[string]entry, error)) *readRound {
+	members := s.replicasOf(q)
 	r := &readRound{
 		s: s, op: op, key: key, asked: members, release: release, done: done,
-		need:     s.need(len(members), s.cfg.ReadMajorityPlus, majority),
+		need:     s.need(len(members), s.cfg.ReadMajorityPlus, q),
 		got:      make(map[peer.ID][]entry, len(members)),
 		answered: make(map[peer.ID]bool, len(members)),
 	}
@@ -217,11 +212,14 @@ func (s *Store) newReadRound(op, key string, majority bool, release func(), done
 
 // send asks every other replica.
 func (r *readRound) send(m *pb.ReplicaRead) {
-	if len(r.asked) < 2 {
-		return
-	}
-	frame := wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: r.id, Msg: &pb.ReplicaEnvelope_Read{Read: m}})
-	for _, p := range r.asked[1:] {
+	var frame []byte
+	for _, p := range r.asked {
+		if p == r.s.self {
+			continue // answers through localAnswer (counted only if it was asked)
+		}
+		if frame == nil {
+			frame = wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: r.id, Msg: &pb.ReplicaEnvelope_Read{Read: m}})
+		}
 		r.s.out.send(p, frame)
 	}
 }

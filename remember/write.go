@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -31,6 +32,11 @@ func (s *Store) Write(ctx context.Context, ws ...Write) error {
 	}
 	if err := checkWrites(ws); err != nil {
 		return err
+	}
+	for _, w := range ws[1:] {
+		if (s.quorumOf(w.Key) == ofVoters) != (s.quorumOf(ws[0].Key) == ofVoters) {
+			return fmt.Errorf("remember: a write of %q and %q: keys of the voters' quorum (Config.VoterPrefixes) are written alone", ws[0].Key, w.Key)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("remember: write of %q: %w", ws[0].Key, err)
@@ -122,11 +128,41 @@ func (op *writeOp) weight() (n, bytes int) {
 	return len(op.writes), bytes
 }
 
-// startWrite starts the round of a batch of Write calls: versions assigned, one frame to
-// every other replica, one operation for the local committer.
+// startWrite starts the rounds of a batch of Write calls: one round for the writes to the
+// Voters (Config.VoterPrefixes), one for the others.
 func (s *Store) startWrite(ops []*writeOp, release func()) {
+	var voters, others []*writeOp
+	for _, op := range ops {
+		if op.voters(s) {
+			voters = append(voters, op)
+		} else {
+			others = append(others, op)
+		}
+	}
+	if len(voters) == 0 || len(others) == 0 {
+		s.startWriteRound(ops, s.replicasOf(s.quorumOf(ops[0].writes[0].Key)), release)
+		return
+	}
+	var left atomic.Int32
+	left.Store(2)
+	both := func() {
+		if left.Add(-1) == 0 {
+			release()
+		}
+	}
+	s.startWriteRound(others, s.members(), both)
+	s.startWriteRound(voters, s.replicasOf(ofVoters), both)
+}
+
+// voters reports whether op writes a key of the Voters' quorum; an op mixing such keys with
+// others is refused by Write.
+func (op *writeOp) voters(s *Store) bool { return s.quorumOf(op.writes[0].Key) == ofVoters }
+
+// startWriteRound starts one round of writes asked of members: versions assigned, one frame
+// to every other replica, one operation for the local committer (which counts only if this
+// member is among members).
+func (s *Store) startWriteRound(ops []*writeOp, members []peer.ID, release func()) {
 	s.stats.writeRounds.Add(1)
-	members := s.members()
 	r := &writeRound{
 		s:        s,
 		ops:      ops,
@@ -144,7 +180,7 @@ func (s *Store) startWrite(ops []*writeOp, release func()) {
 	for i, op := range ops {
 		op.need = 0
 		for _, w := range op.writes {
-			op.need = max(op.need, s.need(len(members), s.cfg.WriteMajorityPlus, s.majorityOnly(w.Key)))
+			op.need = max(op.need, s.need(len(members), s.cfg.WriteMajorityPlus, s.quorumOf(w.Key)))
 			e := entry{rec: Record{Key: w.Key, Deleted: w.Delete, Version: Version{Epoch: w.Epoch, Counter: s.clock.tick(), Writer: s.writer}}}
 			if !w.Delete {
 				e.rec.Value = w.Value
@@ -162,11 +198,15 @@ func (s *Store) startWrite(ops []*writeOp, release func()) {
 	r.mu.Lock()
 	r.timer = time.AfterFunc(s.cfg.Timeout, r.expire)
 	r.mu.Unlock()
-	if len(members) > 1 {
-		frame := wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: r.id, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{Records: toPBs(r.recs, false)}}})
-		for _, m := range members[1:] {
-			s.out.send(m, frame)
+	var frame []byte
+	for _, m := range members {
+		if m == s.self {
+			continue // the local committer below
 		}
+		if frame == nil {
+			frame = wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: r.id, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{Records: toPBs(r.recs, false)}}})
+		}
+		s.out.send(m, frame)
 	}
 	op := &applyOp{kind: opWrite, recs: r.recs, done: func(res applyResult) { r.answer(s.self, res.refused, res.err) }}
 	if !s.com.submit(op) {

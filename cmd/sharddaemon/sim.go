@@ -169,7 +169,7 @@ func printCapacity(w io.Writer, r *sim.CapacityReport, o sim.CapacityOptions) er
 	fmt.Fprintf(tw, "cold start (%d members every %v through %d seeds)\n", o.Batch, o.BatchInterval, min(3, r.Members))
 	line("every member Up", "%.1f s after the first start, %.1f s after the last", r.ConvergedS, r.AfterLastStartS)
 	line("start to Up", "p50 %.1f s, p99 %.1f s, max %.1f s", r.StartToUp.P50, r.StartToUp.P99, r.StartToUp.Max)
-	line("membership traffic", "%s per member and second", bytesOf(r.ColdStartMembershipBytesPerMemberPerS))
+	line("membership traffic", "%s sent per member until then", bytesOf(r.ColdStartMembershipBytesPerMember))
 	if r.Shards > 0 {
 		line("shards allocated", "%.1f s after (one message to each)", r.ShardsAllocatedS)
 	}

@@ -128,8 +128,9 @@ type CapacityReport struct {
 	BusiestMember                string  `json:"busiest_member"`
 	BusiestBytesPerS             float64 `json:"busiest_member_bytes_per_s"`
 	BusiestMsgsPerS              float64 `json:"busiest_member_messages_per_s"`
-	// ColdStart is the traffic from the first start until convergence.
-	ColdStartMembershipBytesPerMemberPerS float64 `json:"cold_start_membership_bytes_per_member_per_s"`
+	// ColdStartMembershipBytesPerMember is what a member sent, on average, from the first
+	// start until convergence (its join, the gossip of every other join).
+	ColdStartMembershipBytesPerMember float64 `json:"cold_start_membership_bytes_per_member"`
 	// Kinds is the idle traffic by message kind, per member and second.
 	Kinds map[string]Rate `json:"kinds"`
 	// IdleCPUPerMember is the CPU time this process spent simulating the idle cluster, per
@@ -368,7 +369,7 @@ func (c *capacityRun) coldStart() error {
 	}
 	c.rep.StartToUp = spreadOf(ups)
 	d := s.Metered().Sub(before)
-	c.rep.ColdStartMembershipBytesPerMemberPerS = float64(d.Membership.Bytes) / float64(o.Members) / s.Now().Sub(begin).Seconds()
+	c.rep.ColdStartMembershipBytesPerMember = float64(d.Membership.Bytes) / float64(o.Members)
 	c.progress("every member Up in one view, %.1f s after the last start", c.rep.AfterLastStartS)
 	return nil
 }
