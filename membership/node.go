@@ -47,13 +47,19 @@ type Node struct {
 	leader       NodeID
 	unreachable  map[NodeID]bool
 
-	sbrSignature  string         // the unreachable set and counted members when it last changed
-	sbrSince      time.Time      // when sbrSignature last changed
-	observations  uint64         // a hash of who cannot reach whom when it last changed (down-all-when-unstable)
-	unstableSince time.Time      // its first change since the last decision or calm
-	leaseWait     *leaseDecision // a decision waiting for the resolver's lease (lease-majority)
-	leaseRelease  *leaseRelease  // the resolver's lease held, and when to release it
-	leaseSeq      uint64         // the last acquisition of the resolver's lease asked for
+	sbrSignature   string         // the unreachable set and counted members when it last changed
+	sbrSince       time.Time      // when sbrSignature last changed
+	pv             *partitionView // the resolver's view of the view at pvChanges (resolverView)
+	pvChanges      uint64
+	pvObservations uint64         // pv's observations
+	resolvedAt     time.Time      // when the resolver last looked (resolveSplitBrain)
+	ticking        bool           // a tick is under way: the resolver looks on ticks
+	viewAt         time.Time      // when the view last changed (its digest)
+	observations   uint64         // a hash of who cannot reach whom when it last changed (down-all-when-unstable)
+	unstableSince  time.Time      // its first change since the last decision or calm
+	leaseWait      *leaseDecision // a decision waiting for the resolver's lease (lease-majority)
+	leaseRelease   *leaseRelease  // the resolver's lease held, and when to release it
+	leaseSeq       uint64         // the last acquisition of the resolver's lease asked for
 
 	noConvergenceSince time.Time // since when the leader, with something to do, has not seen convergence (allow-weakly-up-members)
 	downSeen           map[NodeID]time.Time
@@ -290,7 +296,9 @@ func (n *Node) Tick(now time.Time) {
 		n.heartbeat()
 	}
 	n.gossipTick()
+	n.ticking = true
 	n.afterInput()
+	n.ticking = false
 	n.announce()
 }
 
@@ -898,6 +906,7 @@ func (n *Node) flush() {
 	prevDigest := n.digest
 	n.digest = n.v.digest()
 	if n.digest != prevDigest {
+		n.viewAt = n.now
 		copy(n.pastDigests[:], n.pastDigests[1:])
 		n.pastDigests[pastDigestRing-1] = pastDigest{digest: prevDigest, until: n.now}
 	}

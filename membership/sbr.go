@@ -24,9 +24,14 @@ import (
 // (no heartbeat for two heartbeat intervals, yet not unreachable), so a partition whose
 // failure detectors fire one by one is decided on its whole extent. Unreachable members
 // that are all Exiting need no decision: they are gone.
+//
+// It looks at the view on every tick (as Akka's resolver, which ticks every second), not
+// after every input: during a partition of a large cluster the view changes with every
+// observation that spreads, and each look reads every observation. The time of a change
+// is when the view changed, not the tick that saw it.
 func (n *Node) resolveSplitBrain() {
 	cfg := n.cfg.SplitBrainResolver
-	if cfg.ActiveStrategy == DownOff || n.dirty {
+	if cfg.ActiveStrategy == DownOff || n.dirty || !n.ticking {
 		return
 	}
 	if n.leaseWait != nil || n.leaseRelease != nil {
@@ -39,15 +44,15 @@ func (n *Node) resolveSplitBrain() {
 		n.sbrSignature, n.unstableSince = "", time.Time{}
 		return
 	}
-	p := n.partitionView()
+	p := n.resolverView()
 	if !p.needsDecision() {
 		n.sbrSignature, n.unstableSince = "", time.Time{}
 		return
 	}
-	if obs := p.observations(); obs != n.observations || n.unstableSince.IsZero() {
+	if obs := n.pvObservations; obs != n.observations || n.unstableSince.IsZero() {
 		n.observations = obs
 		if n.unstableSince.IsZero() {
-			n.unstableSince = n.now
+			n.unstableSince = n.viewAt
 		}
 	}
 	if n.unstable(cfg) {
@@ -55,8 +60,13 @@ func (n *Node) resolveSplitBrain() {
 	}
 	if sig := p.signature(n.digest); sig != n.sbrSignature {
 		n.sbrSignature, n.sbrSince = sig, n.now
+		if n.viewAt.After(n.resolvedAt) {
+			n.sbrSince = n.viewAt // the view changed since the last look: then
+		}
+		n.resolvedAt = n.now
 		return
 	}
+	n.resolvedAt = n.now
 	if n.now.Sub(n.sbrSince) < cfg.StableAfter {
 		return
 	}
@@ -135,6 +145,19 @@ func (n *Node) unstable(cfg SBRConfig) bool {
 	return true
 }
 
+// resolverView returns the partition view of this member's view now: built again only when
+// the view changed (Node.changes), with who has seen the view read again every time (their
+// heartbeats report it).
+func (n *Node) resolverView() *partitionView {
+	if n.pv != nil && n.pvChanges == n.changes {
+		n.pv.seen = n.seenOf(n.pv.records)
+		return n.pv
+	}
+	n.pv, n.pvChanges = n.partitionView(), n.changes
+	n.pvObservations = n.pv.observations()
+	return n.pv
+}
+
 // partitionView returns what a split-brain decision reads of this member's view: the
 // members (Removed ones count nowhere), the observations of the current incarnations of members that are
 // neither Down nor Removed (as Akka leaves out those of downed observers), and the members
@@ -144,7 +167,6 @@ func (n *Node) partitionView() *partitionView {
 		cfg:         n.cfg.SplitBrainResolver,
 		members:     n.v.members, // read only
 		unreachable: n.unreachable,
-		seen:        map[NodeID]bool{n.self.Node: true},
 		possible:    map[NodeID]bool{},
 	}
 	for _, m := range n.v.possiblePromotions(n.cfg) {
@@ -168,13 +190,22 @@ func (n *Node) partitionView() *partitionView {
 		}
 		return compareIDs(a.subject, b.subject)
 	})
-	for _, r := range p.records { // only the subjects of observations are asked about
+	p.seen = n.seenOf(p.records)
+	return p
+}
+
+// seenOf returns the members known to have seen this member's view (their last heartbeat
+// carried its digest), this one included: of the subjects of records, the only ones the
+// decision asks about.
+func (n *Node) seenOf(records []reachRecord) map[NodeID]bool {
+	seen := map[NodeID]bool{n.self.Node: true}
+	for _, r := range records {
 		pr, m := n.peers[r.subject], n.v.members[r.subject]
 		if pr != nil && pr.incarnation == m.Incarnation && pr.hasDigest && pr.digest == n.digest {
-			p.seen[r.subject] = true
+			seen[r.subject] = true
 		}
 	}
-	return p
+	return seen
 }
 
 // needsDecision reports whether some member is unreachable that has not left: Exiting
