@@ -586,6 +586,9 @@ func (e *Engine) maybeLeave() {
 // It does nothing when neither the view nor serving changed since the last call: the
 // regions and coordinators have what it would give them.
 func (e *Engine) syncMembership() {
+	if len(e.names) == 0 {
+		return // no entity type: no region or coordinator to give the members to
+	}
 	sy := &e.synced
 	changes, serving := e.m.Changes(), e.m.Serving(e.now)
 	if sy.valid && sy.changes == changes && sy.serving == serving {

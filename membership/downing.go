@@ -94,6 +94,8 @@ type partitionView struct {
 	records     []reachRecord      // sorted
 	seen        map[NodeID]bool    // members known to have seen this view, this one included (of the subjects of records, at least)
 	possible    map[NodeID]bool    // members a leader could have made voters elsewhere (view.possiblePromotions)
+	// The records by observer and by subject, when indexed (Node.records; nil otherwise).
+	byObserver, bySubject map[NodeID][]NodeID
 }
 
 // counted reports whether m counts in a decision, and with the edge-case flags, as Akka's
@@ -173,8 +175,25 @@ func compareIDs(a, b NodeID) int {
 // observation whose subject has seen this view (unreachable from the observer, not from
 // everyone). A clean partition or a crash gives none: the other side neither observes nor
 // sees.
+//
+// With the records indexed (byObserver, bySubject) it looks only at the unreachable
+// observers and the subjects that have seen the view, not at every record.
 func (p *partitionView) indirectlyConnected() (all, cycle, seenEnds map[NodeID]bool) {
 	all, cycle, seenEnds = map[NodeID]bool{}, map[NodeID]bool{}, map[NodeID]bool{}
+	if p.byObserver != nil {
+		for o := range p.unreachable {
+			if len(p.byObserver[o]) > 0 {
+				cycle[o], all[o] = true, true
+			}
+		}
+		for s := range p.seen {
+			for _, o := range p.bySubject[s] {
+				seenEnds[o], seenEnds[s] = true, true
+				all[o], all[s] = true, true
+			}
+		}
+		return all, cycle, seenEnds
+	}
 	for _, r := range p.records {
 		if p.unreachable[r.observer] {
 			cycle[r.observer], all[r.observer] = true, true
@@ -414,6 +433,7 @@ func (p *partitionView) nodesToDown(d Decision) ([]NodeID, Decision) {
 func (p *partitionView) additionalWhenIndirectlyConnected(cycle, seenEnds map[NodeID]bool) (map[NodeID]bool, bool) {
 	rest := *p
 	rest.records, rest.unreachable = nil, map[NodeID]bool{}
+	rest.byObserver, rest.bySubject = nil, nil // the index is of p's records
 	for _, r := range p.records {
 		o, s := p.members[r.observer], p.members[r.subject]
 		if o == nil || s == nil || !downable(o) || !downable(s) {

@@ -311,6 +311,17 @@ func TestAkkaSplitBrainResolverSpec(t *testing.T) {
 		if !slices.Equal(nodes, want) {
 			t.Errorf("%s: downs %v (%s: %s), want %v", r, nodes, eff, why, want)
 		}
+		// The same with the records indexed, as the machine reads them (Node.resolverView).
+		x := *p
+		x.byObserver, x.bySubject = map[NodeID][]NodeID{}, map[NodeID][]NodeID{}
+		for _, rec := range x.records {
+			x.byObserver[rec.observer] = append(x.byObserver[rec.observer], rec.subject)
+			x.bySubject[rec.subject] = append(x.bySubject[rec.subject], rec.observer)
+		}
+		xd, _ := x.decide()
+		if xnodes, xeff := x.nodesToDown(xd); xeff != eff || !slices.Equal(xnodes, nodes) {
+			t.Errorf("%s: indexed, %s downs %v; not indexed, %s downs %v", r, xeff, xnodes, eff, nodes)
+		}
 	}
 	t.Logf("%d rows of Akka's SplitBrainResolverSpec decisions", len(all))
 }

@@ -47,11 +47,13 @@ type Node struct {
 	leader       NodeID
 	unreachable  map[NodeID]bool
 
-	sbrSignature   string         // the unreachable set and counted members when it last changed
-	sbrSince       time.Time      // when sbrSignature last changed
-	pv             *partitionView // the resolver's view of the view at pvChanges (resolverView)
-	pvChanges      uint64
-	pvObservations uint64         // pv's observations
+	sbrSignature   string        // the unreachable set and counted members when it last changed
+	sbrSince       time.Time     // when sbrSignature last changed
+	pvRecords      []reachRecord // the resolver's reading of the observations at pvRecordsAt (resolverView)
+	pvRecordsAt    uint64
+	pvObservations uint64              // pvRecords' observations
+	pvByObserver   map[NodeID][]NodeID // pvRecords by observer and by subject
+	pvBySubject    map[NodeID][]NodeID
 	resolvedAt     time.Time      // when the resolver last looked (resolveSplitBrain)
 	ticking        bool           // a tick is under way: the resolver looks on ticks
 	viewAt         time.Time      // when the view last changed (its digest)

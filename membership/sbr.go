@@ -145,64 +145,73 @@ func (n *Node) unstable(cfg SBRConfig) bool {
 	return true
 }
 
-// resolverView returns the partition view of this member's view now: built again only when
-// the view changed (Node.changes), with who has seen the view read again every time (their
-// heartbeats report it).
+// resolverView returns the partition view of this member's view now. The observations are
+// read again only when what counts of them changed (view.reachAt); the members, who is
+// unreachable, who could become a voter and who has seen the view are read every time.
 func (n *Node) resolverView() *partitionView {
-	if n.pv != nil && n.pvChanges == n.changes {
-		n.pv.seen = n.seenOf(n.pv.records)
-		return n.pv
+	if n.pvRecords == nil || n.pvRecordsAt != n.v.reachAt {
+		n.pvRecords, n.pvRecordsAt = n.records(), n.v.reachAt
+		n.pvObservations = (&partitionView{records: n.pvRecords}).observations()
+		n.pvByObserver, n.pvBySubject = map[NodeID][]NodeID{}, map[NodeID][]NodeID{}
+		for _, r := range n.pvRecords {
+			n.pvByObserver[r.observer] = append(n.pvByObserver[r.observer], r.subject)
+			n.pvBySubject[r.subject] = append(n.pvBySubject[r.subject], r.observer)
+		}
 	}
-	n.pv, n.pvChanges = n.partitionView(), n.changes
-	n.pvObservations = n.pv.observations()
-	return n.pv
+	p := n.partitionViewOf(n.pvRecords)
+	p.byObserver, p.bySubject = n.pvByObserver, n.pvBySubject
+	return p
 }
 
 // partitionView returns what a split-brain decision reads of this member's view: the
-// members (Removed ones count nowhere), the observations of the current incarnations of members that are
-// neither Down nor Removed (as Akka leaves out those of downed observers), and the members
-// whose last heartbeat carried this view's digest (they have seen it).
-func (n *Node) partitionView() *partitionView {
+// members (Removed ones count nowhere), the observations of the current incarnations of
+// members that are neither Down nor Removed (as Akka leaves out those of downed observers),
+// and the members whose last heartbeat carried this view's digest (they have seen it).
+func (n *Node) partitionView() *partitionView { return n.partitionViewOf(n.records()) }
+
+func (n *Node) partitionViewOf(records []reachRecord) *partitionView {
 	p := &partitionView{
 		cfg:         n.cfg.SplitBrainResolver,
 		members:     n.v.members, // read only
 		unreachable: n.unreachable,
 		possible:    map[NodeID]bool{},
+		records:     records,
+		seen:        n.seen(),
 	}
 	for _, m := range n.v.possiblePromotions(n.cfg) {
 		p.possible[m.Node] = true
 	}
-	for obs := range n.v.observing {
-		row := n.v.reach[obs]
-		om, ok := n.v.members[obs]
-		if !ok || !om.countsAsMember() || om.Incarnation != row.Incarnation {
-			continue
-		}
-		for _, s := range row.Unreachable {
+	return p
+}
+
+// records returns the observations that count, sorted: of observers whose rows count
+// (view.counts), about members that are neither Down nor Removed.
+func (n *Node) records() []reachRecord {
+	var out []reachRecord
+	for obs := range n.v.counts {
+		for _, s := range n.v.reach[obs].Unreachable {
 			if sm, ok := n.v.members[s]; ok && sm.countsAsMember() {
-				p.records = append(p.records, reachRecord{observer: obs, subject: s})
+				out = append(out, reachRecord{observer: obs, subject: s})
 			}
 		}
 	}
-	slices.SortFunc(p.records, func(a, b reachRecord) int {
+	slices.SortFunc(out, func(a, b reachRecord) int {
 		if c := compareIDs(a.observer, b.observer); c != 0 {
 			return c
 		}
 		return compareIDs(a.subject, b.subject)
 	})
-	p.seen = n.seenOf(p.records)
-	return p
+	return out
 }
 
-// seenOf returns the members known to have seen this member's view (their last heartbeat
-// carried its digest), this one included: of the subjects of records, the only ones the
-// decision asks about.
-func (n *Node) seenOf(records []reachRecord) map[NodeID]bool {
+// seen returns the members known to have seen this member's view (their last heartbeat
+// carried its digest), this one included: of those it exchanges heartbeats with, the only
+// ones that report it.
+func (n *Node) seen() map[NodeID]bool {
 	seen := map[NodeID]bool{n.self.Node: true}
-	for _, r := range records {
-		pr, m := n.peers[r.subject], n.v.members[r.subject]
-		if pr != nil && pr.incarnation == m.Incarnation && pr.hasDigest && pr.digest == n.digest {
-			seen[r.subject] = true
+	for id, pr := range n.peers {
+		if m := n.v.members[id]; m != nil && pr.incarnation == m.Incarnation && pr.hasDigest && pr.digest == n.digest {
+			seen[id] = true
 		}
 	}
 	return seen

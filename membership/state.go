@@ -56,7 +56,16 @@ type view struct {
 	// observing are the observers whose row has someone unreachable: what reachability is
 	// read from (rows are kept, most of them empty, once their observers saw everyone again).
 	observing map[NodeID]bool
-	maxUp     uint64 // the highest up-number given
+
+	// The reachability index, kept as rows and members are written, so that what is
+	// unreachable costs nothing per observation to read: a partition of a large cluster
+	// spreads an observation from each member, each a change of every member's view.
+	counts       map[NodeID]bool // observers whose rows count: a member not Down or Removed, of the row's incarnation
+	observedBy   map[NodeID]int  // subject → how many observers that count name it
+	reachAt      uint64          // bumped whenever what counts of the observations changes
+	unreachSet   map[NodeID]bool // unreachable() at unreachSetAt
+	unreachSetAt uint64
+	maxUp        uint64 // the highest up-number given
 }
 
 // fineBucket is the part of the state whose ids hash to one of fineBuckets buckets: the
@@ -70,7 +79,8 @@ type fineBucket struct {
 
 func newView() view {
 	return view{members: map[NodeID]*Member{}, reach: map[NodeID]*ReachRow{},
-		voters: map[NodeID]bool{}, pending: map[NodeID]bool{}, observing: map[NodeID]bool{}, touched: map[NodeID]bool{}}
+		voters: map[NodeID]bool{}, pending: map[NodeID]bool{}, observing: map[NodeID]bool{}, touched: map[NodeID]bool{},
+		counts: map[NodeID]bool{}, observedBy: map[NodeID]int{}}
 }
 
 // put writes member record m (which the view then owns).
@@ -95,6 +105,43 @@ func (v *view) put(m *Member) {
 	} else {
 		delete(v.pending, id)
 	}
+	v.recount(id)
+	if v.observedBy[id] > 0 {
+		v.reachAt++ // whether it counts as a subject may have changed
+	}
+}
+
+// rowCounts reports whether observer obs's row counts: obs is a member not Down or Removed,
+// of the row's incarnation.
+func (v *view) rowCounts(obs NodeID) bool {
+	m, row := v.members[obs], v.reach[obs]
+	return m != nil && row != nil && m.countsAsMember() && m.Incarnation == row.Incarnation
+}
+
+// recount brings the index up to date with whether obs's row counts.
+func (v *view) recount(obs NodeID) {
+	now := v.rowCounts(obs)
+	if now == v.counts[obs] {
+		return
+	}
+	d := -1
+	if now {
+		v.counts[obs], d = true, 1
+	} else {
+		delete(v.counts, obs)
+	}
+	for _, s := range v.reach[obs].Unreachable {
+		v.observe(s, d)
+	}
+	v.reachAt++
+}
+
+func (v *view) observe(subject NodeID, d int) {
+	if c := v.observedBy[subject] + d; c > 0 {
+		v.observedBy[subject] = c
+	} else {
+		delete(v.observedBy, subject)
+	}
 }
 
 // putRow writes reachability row r (which the view then owns).
@@ -103,6 +150,13 @@ func (v *view) putRow(r *ReachRow) {
 		b := &v.buckets[fineBucketOf(r.Observer)]
 		b.obs = insertSorted(b.obs, r.Observer)
 	}
+	if old := v.reach[r.Observer]; old != nil && v.counts[r.Observer] {
+		for _, s := range old.Unreachable {
+			v.observe(s, -1)
+		}
+		delete(v.counts, r.Observer)
+		v.reachAt++
+	}
 	v.reach[r.Observer] = r
 	v.stale(r.Observer)
 	if len(r.Unreachable) > 0 {
@@ -110,6 +164,7 @@ func (v *view) putRow(r *ReachRow) {
 	} else {
 		delete(v.observing, r.Observer)
 	}
+	v.recount(r.Observer)
 }
 
 func (v *view) stale(id NodeID) { v.buckets[fineBucketOf(id)].stale = true }
@@ -223,19 +278,19 @@ func (v *view) observes(observer NodeID, inc uint64, id NodeID) bool {
 // unreachable returns the members that some current observer cannot reach: observers and
 // subjects both counting members (not Down, not Removed), the observer's row from its
 // current incarnation.
+//
+// It is read from the index, and computed again only when what counts of the observations
+// changed; the map returned is shared until then: do not change it.
 func (v *view) unreachable() map[NodeID]bool {
+	if v.unreachSet != nil && v.unreachSetAt == v.reachAt {
+		return v.unreachSet
+	}
 	u := map[NodeID]bool{}
-	for obs := range v.observing {
-		row := v.reach[obs]
-		om, ok := v.members[obs]
-		if !ok || !om.countsAsMember() || om.Incarnation != row.Incarnation {
-			continue
-		}
-		for _, s := range row.Unreachable {
-			if sm, ok := v.members[s]; ok && sm.countsAsMember() {
-				u[s] = true
-			}
+	for s := range v.observedBy {
+		if sm, ok := v.members[s]; ok && sm.countsAsMember() {
+			u[s] = true
 		}
 	}
+	v.unreachSet, v.unreachSetAt = u, v.reachAt
 	return u
 }
