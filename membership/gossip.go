@@ -180,6 +180,19 @@ func (n *Node) gossipTick() {
 	}
 }
 
+// pull starts an exchange with member from, whose heartbeat reports a view this member never
+// had (it knows something this one does not), unless this member pulled less than a tenth
+// of gossip-interval ago. A change spreads by the exchanges its members start (gossipChange),
+// which leave a few members out (with a fanout of 3, about one in twenty); they learn it from
+// the first heartbeat of a neighbor that has it, not at their next gossip-interval.
+func (n *Node) pull(from NodeID) {
+	if n.now.Sub(n.lastPull) < n.cfg.GossipInterval/10 || n.unreachable[from] {
+		return
+	}
+	n.lastPull = n.now
+	n.startExchange(from)
+}
+
 // gossipChange starts exchanges with gossipFanout members at once after this member's view
 // changed: neighbors first, then members at random.
 func (n *Node) gossipChange() {

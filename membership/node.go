@@ -37,15 +37,16 @@ type Node struct {
 	lastHeartbeat time.Time
 	beatsSent     [beatRing]beatSent // when the latest regular heartbeats left, by Seq
 	lastGossip    time.Time
+	lastPull      time.Time // when a heartbeat reporting an unknown view last started an exchange (pull)
 
-	digest       uint64
-	pastDigests  [pastDigestRing]pastDigest // digests this member's view had before, newest last
-	dirty        bool                       // the view changed since the last flush
-	announceDue  bool                       // the digest changed since the last announce
-	lastAnnounce time.Time
-	changes      uint64 // flushes so far: see Changes
-	leader       NodeID
-	unreachable  map[NodeID]bool
+	digest      uint64
+	pastDigests [pastDigestRing]pastDigest // digests this member's view had before, newest last
+	dirty       bool                       // the view changed since the last flush
+	announceDue bool                       // the digest changed since the last announce
+	announced   [2]time.Time               // the last two announcements, oldest first
+	changes     uint64                     // flushes so far: see Changes
+	leader      NodeID
+	unreachable map[NodeID]bool
 
 	sbrSignature   string        // the unreachable set and counted members when it last changed
 	sbrSince       time.Time     // when sbrSignature last changed
@@ -639,6 +640,8 @@ func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool, beatSeq
 		if sent, ok := n.beatSentAt(echo); ok && sent.After(p.agreedAt) {
 			p.agreedAt = sent
 		}
+	} else {
+		n.pull(node)
 	}
 	if n.observesUnreachable(node) && p.fd.available(n.now) {
 		// Reachable again: start its detector afresh, as Akka does, so that the history
@@ -926,15 +929,17 @@ func (n *Node) flush() {
 // announce tells of this member's changed view: exchanges with gossipFanout members
 // (gossipChange) and a heartbeat to its targets with the new digest (the leader learns from
 // it that the change has been seen). A change is announced at once (after the input that
-// made it), unless one was announced less than announceGap ago: then with the first input
-// or tick after that, together with whatever else changed meanwhile. While a hundred
+// made it), unless two were announced within the last gossip-interval / announceGap: then
+// with the first input or tick after that, together with whatever else changed meanwhile
+// (two at once: a leader's Down and the removal that follows it at convergence go out
+// without waiting for a tick). While a hundred
 // members join a thousand, a member's view changes a hundred times in a moment; announced
 // one by one, each cost it its share of the whole state.
 func (n *Node) announce() {
-	if !n.announceDue || n.stopped != nil || n.now.Sub(n.lastAnnounce) < n.cfg.GossipInterval/announceGap {
+	if !n.announceDue || n.stopped != nil || n.now.Sub(n.announced[0]) < n.cfg.GossipInterval/announceGap {
 		return
 	}
-	n.announceDue, n.lastAnnounce = false, n.now
+	n.announceDue, n.announced = false, [2]time.Time{n.announced[1], n.now}
 	n.gossipChange()
 	n.ackHeartbeat()
 }
