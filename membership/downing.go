@@ -68,7 +68,7 @@ func (d Decision) String() string {
 type reachRecord struct{ observer, subject NodeID }
 
 // partitionView is what a split-brain decision reads: one member's view of the members and
-// of who cannot reach whom. It is a value built for one decision (Node.partitionView); the
+// of who cannot reach whom. It is a value built for one decision (Node.resolverView); the
 // decision itself is a pure function of it, so Akka's DowningStrategy specs port to it
 // one for one (downing_akka_test.go).
 //

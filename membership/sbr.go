@@ -163,12 +163,11 @@ func (n *Node) resolverView() *partitionView {
 	return p
 }
 
-// partitionView returns what a split-brain decision reads of this member's view: the
-// members (Removed ones count nowhere), the observations of the current incarnations of
-// members that are neither Down nor Removed (as Akka leaves out those of downed observers),
-// and the members whose last heartbeat carried this view's digest (they have seen it).
-func (n *Node) partitionView() *partitionView { return n.partitionViewOf(n.records()) }
-
+// partitionViewOf returns what a split-brain decision reads of this member's view: the
+// members (Removed ones count nowhere), the observations (records: of the current
+// incarnations of members that are neither Down nor Removed, as Akka leaves out those of
+// downed observers), and the members whose last heartbeat carried this view's digest (they
+// have seen it).
 func (n *Node) partitionViewOf(records []reachRecord) *partitionView {
 	p := &partitionView{
 		cfg:         n.cfg.SplitBrainResolver,

@@ -196,7 +196,7 @@ func printCapacity(w io.Writer, r *sim.CapacityReport, o sim.CapacityOptions) er
 		if k.RemovedS > k.BoundS {
 			within = "BEYOND"
 		}
-		line("removed everywhere", "%.1f s (%s detection + stable-after + 2 s = %.1f s)", k.RemovedS, within, k.BoundS)
+		line("removed everywhere", "%.1f s (%s detection + stable-after + down-removal-margin + 2 s = %.1f s)", k.RemovedS, within, k.BoundS)
 		if k.ShardsOnDead > 0 {
 			line("their shards run again", "%.1f s (%d shards)", k.FailoverS, k.ShardsOnDead)
 		}

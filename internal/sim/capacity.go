@@ -179,7 +179,8 @@ type KillReport struct {
 	DetectedS float64 `json:"detected_s"`
 	DownedS   float64 `json:"downed_s"`
 	RemovedS  float64 `json:"removed_s"`
-	// BoundS is the bound removal is held to: detection + stable-after + 2 s.
+	// BoundS is the bound removal is held to: detection + stable-after + down-removal-margin
+	// (none with keep-majority, the default) + 2 s.
 	BoundS float64 `json:"bound_s"`
 	// FailoverS: every shard they hosted runs on a live member again (messages to those
 	// shards are sent every second, as traffic would).
@@ -607,7 +608,7 @@ func (c *capacityRun) kill() error {
 		return err
 	}
 	rep.RemovedS = since()
-	rep.BoundS = rep.DetectedS + c.o.Membership.SplitBrainResolver.StableAfter.Seconds() + 2
+	rep.BoundS = rep.DetectedS + c.o.Membership.SplitBrainResolver.StableAfter.Seconds() + c.o.Membership.DownRemovalMargin.Seconds() + 2
 	c.rep.RemovedAfterKillS = &rep.RemovedS
 	c.progress("killed members removed %.1f s after the kill", rep.RemovedS)
 	var err error
