@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/discovery"
 	"github.com/shardmesh/shardmesh/lease"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
@@ -100,6 +101,8 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 			ReadMajorityPlus:  plusOrNone(cfg.Sharding.Remember.ReadMajorityPlus),
 			MajorityMinCap:    cfg.Sharding.Remember.MajorityMinCap,
 			Timeout:           cfg.Sharding.Remember.UpdatingStateTimeout,
+			MinFreeSpace:      reserveOrNone(cfg.Store.MinFreeSpace),
+			RebuildDamaged:    cfg.Store.RebuildDamaged,
 		},
 		History: node.HistoryConfig{MaxPerShard: cfg.Sharding.History.MaxPerShard, Retention: cfg.Sharding.History.Retention},
 	}
@@ -110,6 +113,9 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 	}
 	for _, o := range opts {
 		o(&nc)
+	}
+	if err := dnsDiscovery(cfg, &nc); err != nil {
+		return nil, err
 	}
 	if use := cfg.Sharding.Lease.Use; use != "" && nc.LeaseName != use {
 		return nil, fmt.Errorf("sharding.use-lease = %q: no such lease provider (\"store\", or one given with shardmesh.WithLease(%q, …))", use, use)
@@ -157,4 +163,39 @@ func plusOrNone(plus int) int {
 		return remember.PlusNone
 	}
 	return plus
+}
+
+// dnsDiscovery sets up join-dns: the member finds the others by DNS (package discovery).
+func dnsDiscovery(cfg config.Config, nc *node.Config) error {
+	j := cfg.Node.JoinDNS
+	if j.Name == "" || len(nc.Join) > 0 || nc.Discovery != nil {
+		return nil
+	}
+	name, err := discovery.ParseName(j.Name)
+	if err != nil {
+		return fmt.Errorf("join-dns %q: %w", j.Name, err)
+	}
+	log := nc.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	d, err := discovery.NewDNS(discovery.Config{
+		Name: name, Port: cfg.Node.ListenPort(), Server: j.Server,
+		Interval: j.Interval, StableMargin: j.StableMargin, MinMembers: cfg.Membership.MinNrOfMembers,
+		Logger: log.With("component", "discovery"),
+	})
+	if err != nil {
+		return err
+	}
+	nc.Discovery = d
+	return nil
+}
+
+// reserveOrNone maps store.min-free-space (0: off) to StoreConfig.MinFreeSpace (0: the
+// default, negative: none).
+func reserveOrNone(bytes int64) int64 {
+	if bytes == 0 {
+		return -1
+	}
+	return bytes
 }

@@ -35,7 +35,10 @@ type Client struct {
 	node peer.ID
 }
 
-// Dial connects to the member.
+// Dial connects to the member, within ctx's deadline if it has one. Errors wrap
+// p2p.ErrPeerIDMismatch (the address names another member), p2p.ErrHandshake (the member
+// refused us: another cluster key, an allow-list) or context.DeadlineExceeded (it did not
+// answer in time).
 func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	ma, err := multiaddr.NewMultiaddr(cfg.Node)
 	if err != nil {
@@ -50,7 +53,12 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			return nil, err
 		}
 	}
-	host, err := p2p.New(ctx, p2p.Config{Identity: key, ClusterKey: cfg.ClusterKey})
+	pc := p2p.Config{Identity: key, ClusterKey: cfg.ClusterKey}
+	if dl, ok := ctx.Deadline(); ok {
+		// A hung member fails at ctx's deadline, not at libp2p's own dial timeout.
+		pc.DialTimeout = max(time.Until(dl), time.Millisecond)
+	}
+	host, err := p2p.New(ctx, pc)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,10 @@ const Protocol = "/shardmesh/admin/1"
 // waits that long for it.
 const CallTimeout = 30 * time.Second
 
+// MaxAskTimeout is the longest an ask through the admin protocol may wait for its entity's
+// reply (shardctl ask --timeout); a longer one is refused as bad usage.
+const MaxAskTimeout = 10 * time.Minute
+
 // Phases of a graceful shutdown (ShutdownProgress.Phase).
 const (
 	PhaseHandingOff = "handing-off" // shards still here, or messages buffered

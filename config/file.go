@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
 
 	"github.com/shardmesh/shardmesh/allocation"
 	"github.com/shardmesh/shardmesh/config/value"
@@ -16,6 +17,10 @@ type Config struct {
 	Node       Node
 	Membership membership.Config
 	Sharding   Sharding
+	Store      Store
+
+	// origins maps each key set by a source to that source and the value written (Origin).
+	origins map[string]origin
 
 	// passivation gathers the sharding.passivation keys while loading, flattened to dotted
 	// keys below the block, in the order the sources set them.
@@ -30,8 +35,10 @@ type Node struct {
 	// Listen are multiaddrs to listen on. Default: /ip4/127.0.0.1/tcp/0.
 	Listen []string
 	// Join are multiaddrs (ending in /p2p/<peer id>) of members to join through. Empty:
-	// form a new cluster.
+	// form a new cluster, unless JoinDNS finds the members.
 	Join []string
+	// JoinDNS finds the members by DNS (join-dns; discovery.go).
+	JoinDNS JoinDNS
 	// ClusterKey is the path of the cluster's private-network key (shardctl keygen). Empty:
 	// an open mesh.
 	ClusterKey string
@@ -60,7 +67,8 @@ type Node struct {
 	LogLevel string
 	// LogFormat is text or json. Default text.
 	LogFormat string
-	// MetricsListen is the host:port the daemon serves Prometheus metrics on (/metrics);
+	// MetricsListen is the host:port the daemon serves Prometheus metrics (/metrics) and
+	// the probes (/healthz, /readyz) on;
 	// port 0 picks a free one, written to <data-dir>/metrics-addr. Empty: no metrics.
 	MetricsListen string
 	// EntityTypes are the daemon's built-in entity types to run (counter, echo, register, stubborn).
@@ -123,6 +131,7 @@ func Default() Config {
 			AppVersion:  "0",
 			LogLevel:    "info",
 			LogFormat:   "text",
+			JoinDNS:     DefaultJoinDNS(),
 
 			AdminReadOnlyOpen: true,
 		},
@@ -144,6 +153,7 @@ func Default() Config {
 			History:                 DefaultPlacementHistory(),
 			Lease:                   DefaultLease(),
 		},
+		Store: DefaultStore(),
 	}
 }
 
@@ -158,6 +168,23 @@ func PeerIDs(key string, ss []string) ([]peer.ID, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// checkJoinAddrs refuses join addresses that cannot be dialled as a member: each must be a
+// multiaddr that ends in /p2p/<peer id>, or the member would retry a join it can never make.
+func checkJoinAddrs(addrs []string) []error {
+	var errs []error
+	for _, a := range addrs {
+		ma, err := multiaddr.NewMultiaddr(a)
+		if err == nil {
+			_, err = peer.AddrInfoFromP2pAddr(ma)
+		}
+		if err != nil {
+			errs = append(errs, &value.Error{Key: "join", Value: a,
+				Allowed: "a member's multiaddr ending in /p2p/<peer id>, e.g. /ip4/10.0.0.1/tcp/4001/p2p/12D3KooW... (the first line of its DIR/addrs)"})
+		}
+	}
+	return errs
 }
 
 // shardmeshLeastShard is Akka's least-shard defaults with the rolling update moves on.

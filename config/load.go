@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shardmesh/shardmesh/config/value"
+	"github.com/shardmesh/shardmesh/internal/suggest"
 )
 
 // Sources are what override the defaults, in increasing precedence: the file, the
@@ -42,7 +43,7 @@ func Load(src Sources) (Config, error) {
 	if src.LookupEnv != nil {
 		for _, k := range Schema {
 			if v, ok := src.LookupEnv(k.Env()); ok {
-				errs = append(errs, withSource(k.set(&c, v), "environment "+k.Env()))
+				errs = append(errs, c.setKey(k, v, "environment "+k.Env()))
 			}
 		}
 	}
@@ -57,12 +58,16 @@ func Load(src Sources) (Config, error) {
 			errs = append(errs, unknownKey(path, "flag --set"))
 			continue
 		}
-		errs = append(errs, withSource(k.set(&c, v), "flag"))
+		errs = append(errs, c.setKey(k, v, "flag"))
 	}
 	if _, err := PeerIDs("allow-peers", c.Node.AllowPeers); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := PeerIDs("admin-allow", c.Node.AdminAllow); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, checkJoinAddrs(c.Node.Join)...)
+	if err := checkJoinDNS(&c); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -135,7 +140,7 @@ func apply(c *Config, tree map[string]any, prefix, source string) []error {
 		path := prefix + name
 		raw := tree[name]
 		if k, ok := lookup(path); ok {
-			errs = append(errs, withSource(k.set(c, raw), source))
+			errs = append(errs, c.setKey(k, raw, source))
 			continue
 		}
 		if sub, ok := raw.(map[string]any); ok && isSection(path) {
@@ -160,6 +165,33 @@ func isSection(path string) bool {
 	return false
 }
 
+// setKey sets key k to raw, read from source, and records where its value came from.
+func (c *Config) setKey(k Key, raw any, source string) error {
+	if err := k.set(c, raw); err != nil {
+		return withSource(err, source)
+	}
+	if c.origins == nil {
+		c.origins = map[string]origin{}
+	}
+	c.origins[k.Path] = origin{source: source, raw: raw}
+	return nil
+}
+
+// origin is where a key's value came from, and the value as written there.
+type origin struct {
+	source string
+	raw    any
+}
+
+// Origin says where the value of the key at path came from: the config file's name,
+// "environment SHARDMESH_…", "flag", or "default".
+func (c Config) Origin(path string) string {
+	if o, ok := c.origins[path]; ok {
+		return o.source
+	}
+	return "default"
+}
+
 func withSource(err error, source string) error {
 	var ve *value.Error
 	if errors.As(err, &ve) && ve.Source == "" {
@@ -170,15 +202,9 @@ func withSource(err error, source string) error {
 
 // unknownKey explains an unknown key and suggests the closest known one.
 func unknownKey(path, source string) error {
-	best, bestDist := "", max(2, len(path)/4)+1
-	for _, name := range knownNames() {
-		if d := distance(path, name); d < bestDist {
-			best, bestDist = name, d
-		}
-	}
 	msg := fmt.Sprintf("unknown key %q (%s)", path, source)
-	if best != "" {
-		msg += fmt.Sprintf("; did you mean %q?", best)
+	if hint := suggest.DidYouMean(path, knownNames()); hint != "" {
+		msg += hint
 	} else {
 		msg += "; `sharddaemon config` lists every key"
 	}
@@ -199,25 +225,4 @@ func knownNames() []string {
 		}
 	}
 	return names
-}
-
-// distance is the Levenshtein edit distance.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -225,3 +225,14 @@ sharding:
 		}
 	}
 }
+
+func TestJoinNeedsAPeerID(t *testing.T) {
+	_, err := Load(Sources{Flags: []string{"data-dir=/x", "join=/ip4/127.0.0.1/tcp/4001,/ip4/127.0.0.1/tcp/4002/p2p/12D3KooWJj2DY3nGiJfExXY3qJsk2KXm2LqJpSFNCrzxzsteCcLB,10.0.0.1:4001"}})
+	if err == nil {
+		t.Fatal("join addresses without /p2p/ accepted")
+	}
+	msg := err.Error()
+	if strings.Count(msg, "ending in /p2p/<peer id>") != 2 || !strings.Contains(msg, `join = "/ip4/127.0.0.1/tcp/4001": `) || !strings.Contains(msg, `"10.0.0.1:4001"`) {
+		t.Errorf("error %q", msg)
+	}
+}

@@ -21,6 +21,9 @@ const passivationBlock = "sharding.passivation"
 func passivationKey(path, usage string) Key {
 	k, _ := anyPassivationKey(path)
 	k.Usage = usage
+	if path == passivationBlock+".strategy" {
+		k.get = func(c *Config) any { return c.Sharding.Passivation.Strategy }
+	}
 	return k
 }
 

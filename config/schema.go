@@ -20,6 +20,9 @@ type Key struct {
 	// set parses a raw value (as the file decoder, a flag or an environment variable gives
 	// it) into the configuration.
 	set func(c *Config, raw any) error
+	// get returns the value in effect (for sharddaemon config show); nil for the keys of a
+	// block read as a whole (sharding.passivation.*, cluster.role.*), shown as set.
+	get func(c *Config) any
 	// List marks keys whose flag may be repeated.
 	List bool
 }
@@ -30,7 +33,7 @@ func (k Key) Env() string {
 }
 
 func durationKey(path, usage string, least time.Duration, field func(*Config) *time.Duration) Key {
-	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+	return Key{Path: path, Usage: usage, get: func(c *Config) any { return *field(c) }, set: func(c *Config, raw any) error {
 		d, err := value.Duration(path, raw, "at least "+least.String())
 		if err != nil {
 			return err
@@ -45,7 +48,17 @@ func durationKey(path, usage string, least time.Duration, field func(*Config) *t
 
 // onOffDurationKey reads "on" (the default: 0), "off" (membership.Off) or a positive duration.
 func onOffDurationKey(path, usage string, field func(*Config) *time.Duration) Key {
-	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+	get := func(c *Config) any {
+		switch d := *field(c); d {
+		case 0:
+			return true // on
+		case membership.Off:
+			return false
+		default:
+			return d
+		}
+	}
+	return Key{Path: path, Usage: usage, get: get, set: func(c *Config, raw any) error {
 		switch {
 		case value.IsOff(raw):
 			*field(c) = membership.Off
@@ -66,7 +79,7 @@ func onOffDurationKey(path, usage string, field func(*Config) *time.Duration) Ke
 }
 
 func intKey(path, usage string, lo, hi int, field func(*Config) *int) Key {
-	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+	return Key{Path: path, Usage: usage, get: func(c *Config) any { return *field(c) }, set: func(c *Config, raw any) error {
 		n, err := value.Int(path, raw, lo, hi)
 		if err == nil {
 			*field(c) = n
@@ -76,7 +89,7 @@ func intKey(path, usage string, lo, hi int, field func(*Config) *int) Key {
 }
 
 func floatKey(path, usage string, lo, hi float64, field func(*Config) *float64) Key {
-	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+	return Key{Path: path, Usage: usage, get: func(c *Config) any { return *field(c) }, set: func(c *Config, raw any) error {
 		f, err := value.Float(path, raw, lo, hi)
 		if err == nil {
 			*field(c) = f
@@ -86,7 +99,7 @@ func floatKey(path, usage string, lo, hi float64, field func(*Config) *float64) 
 }
 
 func boolKey(path, usage string, field func(*Config) *bool) Key {
-	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+	return Key{Path: path, Usage: usage, get: func(c *Config) any { return *field(c) }, set: func(c *Config, raw any) error {
 		b, err := value.Bool(path, raw)
 		if err == nil {
 			*field(c) = b
@@ -96,7 +109,7 @@ func boolKey(path, usage string, field func(*Config) *bool) Key {
 }
 
 func stringKey(path, usage string, field func(*Config) *string) Key {
-	return Key{Path: path, Usage: usage, set: func(c *Config, raw any) error {
+	return Key{Path: path, Usage: usage, get: func(c *Config) any { return *field(c) }, set: func(c *Config, raw any) error {
 		s, err := value.String(path, raw)
 		if err == nil {
 			*field(c) = s
@@ -106,7 +119,7 @@ func stringKey(path, usage string, field func(*Config) *string) Key {
 }
 
 func enumKey(path, usage string, field func(*Config) *string, allowed ...string) Key {
-	return Key{Path: path, Usage: usage + " (" + strings.Join(allowed, ", ") + ")", set: func(c *Config, raw any) error {
+	return Key{Path: path, Usage: usage + " (" + strings.Join(allowed, ", ") + ")", get: func(c *Config) any { return *field(c) }, set: func(c *Config, raw any) error {
 		s, err := value.Enum(path, raw, allowed...)
 		if err == nil {
 			*field(c) = s
@@ -116,7 +129,7 @@ func enumKey(path, usage string, field func(*Config) *string, allowed ...string)
 }
 
 func listKey(path, usage string, field func(*Config) *[]string) Key {
-	return Key{Path: path, Usage: usage, List: true, set: func(c *Config, raw any) error {
+	return Key{Path: path, Usage: usage, List: true, get: func(c *Config) any { return *field(c) }, set: func(c *Config, raw any) error {
 		ss, err := value.Strings(path, raw)
 		if err == nil {
 			*field(c) = ss
@@ -168,7 +181,7 @@ var Schema = []Key{
 	flagged(boolKey("mdns", "discover members on the local network with mDNS (default off)", func(c *Config) *bool { return &c.Node.MDNS })),
 	flagged(enumKey("log-level", "log level (default info)", func(c *Config) *string { return &c.Node.LogLevel }, "debug", "info", "warn", "error")),
 	flagged(enumKey("log-format", "log format (default text)", func(c *Config) *string { return &c.Node.LogFormat }, "text", "json")),
-	flagged(stringKey("metrics-listen", "host:port to serve Prometheus metrics on at /metrics; port 0 picks one, written to DIR/metrics-addr (default: none)", func(c *Config) *string { return &c.Node.MetricsListen })),
+	flagged(stringKey("metrics-listen", "host:port to serve Prometheus metrics on at /metrics, and the probes /healthz (live) and /readyz (ready, as shardctl health); port 0 picks one, written to DIR/metrics-addr (default: none)", func(c *Config) *string { return &c.Node.MetricsListen })),
 	flagged(listKey("entity-types", "built-in entity types to run: counter, echo, register, stubborn (comma-separated or repeated)", func(c *Config) *[]string { return &c.Node.EntityTypes })),
 
 	intKey("cluster.min-nr-of-members", "members that must have joined before any is moved Up (default 1)", 1, math.MaxInt32, func(c *Config) *int { return &c.Membership.MinNrOfMembers }),
@@ -182,7 +195,7 @@ var Schema = []Key{
 	durationKey("cluster.failure-detector.min-std-deviation", "floor of the heartbeat interval deviation (default 100ms)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.MinStdDeviation }),
 	durationKey("cluster.failure-detector.acceptable-heartbeat-pause", "pause tolerated before phi rises (default 3s)", 0, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.AcceptableHeartbeatPause }),
 	durationKey("cluster.failure-detector.expected-response-after", "first heartbeat interval estimate (default 1s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.FirstHeartbeatEstimate }),
-	{Path: "cluster.split-brain-resolver.active-strategy", Usage: "downing strategy (keep-majority, lease-majority, static-quorum, keep-oldest, down-all, off; default keep-majority)", set: func(c *Config, raw any) error {
+	{Path: "cluster.split-brain-resolver.active-strategy", Usage: "downing strategy (keep-majority, lease-majority, static-quorum, keep-oldest, down-all, off; default keep-majority)", get: func(c *Config) any { return string(c.Membership.SplitBrainResolver.ActiveStrategy) }, set: func(c *Config, raw any) error {
 		s, err := value.Enum("cluster.split-brain-resolver.active-strategy", raw, "keep-majority", "lease-majority", "static-quorum", "keep-oldest", "down-all", "off")
 		if err == nil {
 			c.Membership.SplitBrainResolver.ActiveStrategy = membership.Strategy(s)

@@ -43,6 +43,7 @@ type region struct {
 	lastStatus   membership.Status // its member's status when last seen (why it terminated)
 	proxy        bool
 	shuttingDown bool
+	noNewShards  bool // its member takes no new shards now (Register.NoNewShards)
 	shards       map[shard.ID]bool
 }
 
@@ -281,6 +282,7 @@ func (c *Coordinator) register(from membership.NodeID, m Register) {
 		c.regions[from] = r
 		c.emit(RegionRegistered{Region: from, Proxy: m.Proxy})
 	}
+	r.noNewShards = m.NoNewShards
 	for _, h := range m.Hosted {
 		c.adopt(r, h)
 	}
@@ -414,10 +416,11 @@ func (c *Coordinator) restamp(s shard.ID, a *allocationState) {
 }
 
 // candidate reports whether region r may receive new shards: a registered region (not a
-// proxy, not shutting down) of a reachable Up member with the role.
+// proxy, not shutting down, its member able to take shards) of a reachable Up member with
+// the role.
 func (c *Coordinator) candidate(r *region) bool {
 	mem, ok := c.members[r.node]
-	return ok && !r.proxy && !r.shuttingDown && !c.dir.Draining[r.node] && mem.Status == membership.Up &&
+	return ok && !r.proxy && !r.shuttingDown && !r.noNewShards && !c.dir.Draining[r.node] && mem.Status == membership.Up &&
 		mem.Incarnation == r.incarnation && mem.HasRole(c.cfg.Role) && c.reachable(r.node)
 }
 

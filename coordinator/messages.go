@@ -45,11 +45,15 @@ type Hosted struct {
 // Messages from a region to the coordinator.
 type (
 	// Register announces a region (or a proxy) to the coordinator, with the shards it
-	// hosts. Regions send it to every new coordinator and repeat it until acknowledged.
+	// hosts. Regions send it to every new coordinator and repeat it until acknowledged,
+	// and send it again when NoNewShards changes.
 	Register struct {
 		Incarnation uint64
 		Proxy       bool
 		Hosted      []Hosted
+		// NoNewShards: the region's member takes no new shards now (its store's disk is
+		// full): the coordinator allocates none there, and keeps the ones it has.
+		NoNewShards bool
 	}
 	// GetShardHome asks where a shard lives.
 	GetShardHome struct{ Shard shard.ID }

@@ -20,6 +20,8 @@ const (
 	MetricsAddrFile = "metrics-addr"      // host:port the daemon serves metrics on (sharddaemon --metrics-listen), removed at exit
 	StoreDir        = "store"             // the member's replica of the replicated store (Badger)
 	BackupsDir      = "backups"           // backups the data commands take before they change the store
+	RefillFile      = "store-refill"      // present while the store refills from its peers (why, inside); removed once it holds what they hold
+	DamagedPrefix   = "store.damaged-"    // a damaged store moved aside (kept) as store.damaged-<time>
 )
 
 // ErrInUse is returned (wrapped in an *InUseError) when another process holds a data

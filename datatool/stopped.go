@@ -27,8 +27,37 @@ type Dir struct {
 
 // Open takes the data directory path of a stopped member. It is refused (ErrRefused) while
 // a daemon or another tool holds it, and bad input (ErrBadInput) when it is not a member's
-// data directory. With needStore, a directory without a store is an error too.
+// data directory. With needStore, a directory without a store is an error too. A damaged
+// store fails with an error wrapping remember.ErrDamaged that names the file.
 func Open(path string, needStore bool) (*Dir, error) {
+	d, err := Lock(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(d.StorePath(), "MANIFEST")); err != nil {
+		if needStore {
+			d.Close()
+			return nil, fmt.Errorf("%s holds no store (no %s/MANIFEST): is it a member's data directory?", path, datadir.StoreDir)
+		}
+		return d, nil
+	}
+	d.Store, err = remember.OpenLocal(d.StorePath())
+	if err != nil {
+		d.Close()
+		switch {
+		case errors.Is(err, remember.ErrInUse):
+			return nil, refused("refused: the store in %s is in use by another process (a sharddaemon, or another data command): %v", path, err)
+		case errors.Is(err, remember.ErrDamaged):
+			return nil, fmt.Errorf("%s: %w; 'shardctl data verify --data-dir %s' lists what is damaged, and 'shardctl data rebuild --data-dir %s' moves the store aside so that the member refills it from its peers", path, err, path, path)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return d, nil
+}
+
+// Lock takes the data directory path of a stopped member, as Open does, without opening
+// its store (Store is nil).
+func Lock(path string) (*Dir, error) {
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -54,24 +83,11 @@ func Open(path string, needStore bool) (*Dir, error) {
 	if addrs, err := datadir.ReadAddrs(path); err == nil {
 		d.Addrs = addrs
 	}
-	if _, err := os.Stat(filepath.Join(dd.Store(), "MANIFEST")); err != nil {
-		if _, err := os.Stat(filepath.Join(path, "MANIFEST")); err == nil {
+	if _, err := os.Stat(filepath.Join(path, "MANIFEST")); err == nil {
+		if _, err := os.Stat(d.StorePath()); err != nil {
 			d.Close()
 			return nil, badInput("--data-dir %s is a store itself: name the member's data directory, %s", path, filepath.Dir(filepath.Clean(path)))
 		}
-		if needStore {
-			d.Close()
-			return nil, fmt.Errorf("%s holds no store (no %s/MANIFEST): is it a member's data directory?", path, datadir.StoreDir)
-		}
-		return d, nil
-	}
-	d.Store, err = remember.OpenLocal(dd.Store())
-	if err != nil {
-		d.Close()
-		if errors.Is(err, remember.ErrInUse) {
-			return nil, refused("refused: the store in %s is in use by another process (a sharddaemon, or another data command): %v", path, err)
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return d, nil
 }

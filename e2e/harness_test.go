@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = dir
+	// Away from the user's saved contexts (shardctl context): the tests name every member.
+	os.Setenv("SHARDMESH_CONTEXTS", filepath.Join(dir, "contexts.yaml"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -310,3 +310,40 @@ func TestLeaseMajorityDownsTheKilledMember(t *testing.T) {
 		t.Errorf("%d members took the decision, want the leader alone", decided)
 	}
 }
+
+// TestSigtermIsPrompt: a daemon that never joined (its seed does not answer) exits 0 at
+// once on SIGTERM instead of waiting out a leave that cannot happen; and when every member
+// of a cluster gets SIGTERM at once, all exit 0 well within handoff-timeout (60 s), even
+// when the leader removes the others and stops before they hear it (they stop once they
+// have been Exiting for the exiting timeout, 10 s).
+func TestSigtermIsPrompt(t *testing.T) {
+	c := newCluster(t, "--entity-types", "counter", "--set", "sharding.number-of-shards=30")
+	ghost := "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWJj2DY3nGiJfExXY3qJsk2KXm2LqJpSFNCrzxzsteCcLB"
+	lonely := c.start("lonely", "--join", ghost)
+	lonely.signal(syscall.SIGTERM)
+	if code, exited := lonely.wait(5 * time.Second); !exited || code != 0 {
+		t.Fatalf("a daemon that never joined: exited=%v code=%d within 5 s of SIGTERM\n%s", exited, code, lonely.log.String())
+	}
+
+	m1 := c.start("m1")
+	ds := []*daemon{m1, c.start("m2", "--join", m1.addr()), c.start("m3", "--join", m1.addr())}
+	if !waitFor(15*time.Second, func() bool { return allAgree(ds, 3) }) {
+		t.Fatal("cluster did not form")
+	}
+	cl := client(t, m1)
+	if _, errs := askAll(cl, ids(30), "inc"); len(errs) > 0 {
+		t.Fatalf("asks failed: %v", errs)
+	}
+	cl.Close()
+	sent := time.Now()
+	for _, d := range ds {
+		d.signal(syscall.SIGTERM)
+	}
+	for _, d := range ds {
+		code, exited := d.wait(time.Until(sent.Add(25 * time.Second)))
+		if !exited || code != 0 {
+			t.Fatalf("%s: exited=%v code=%d within 25 s of SIGTERM to every member\n%s", d.name, exited, code, d.log.String())
+		}
+	}
+	t.Logf("all three exited %v after SIGTERM", time.Since(sent).Round(time.Millisecond))
+}

@@ -313,3 +313,58 @@ func TestMetricsListenBad(t *testing.T) {
 		t.Error("metrics-addr written though nothing is served")
 	}
 }
+
+// getProbe GETs path on d's metrics listener and returns the status code and the JSON
+// body's reasons.
+func (d *daemon) getProbe(path string) (int, []string) {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.metricsAddr()+path, nil)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", d.name, path, err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Live    bool     `json:"live"`
+		Ready   bool     `json:"ready"`
+		Reasons []string `json:"reasons"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		d.t.Fatalf("%s %s: body is not JSON: %v", d.name, path, err)
+	}
+	if (resp.StatusCode == http.StatusOK) != (body.Live && (body.Ready || path == "/healthz")) {
+		d.t.Fatalf("%s %s: status %d disagrees with the body %+v", d.name, path, resp.StatusCode, body)
+	}
+	return resp.StatusCode, body.Reasons
+}
+
+// TestProbesFollowTheMember: /healthz answers 200 while the member lives; /readyz answers
+// 503 with the reasons while the member waits for cluster.min-nr-of-members, and 200 once
+// it is Up.
+func TestProbesFollowTheMember(t *testing.T) {
+	c := newCluster(t, "--metrics-listen", "127.0.0.1:0", "--entity-types", "counter", "--set", "cluster.min-nr-of-members=2")
+	a := c.start("a")
+	if code, reasons := a.getProbe("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz of a live member: %d %q", code, reasons)
+	}
+	code, reasons := a.getProbe("/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(strings.Join(reasons, "; "), "not Up") {
+		t.Fatalf("/readyz of a member waiting for a second one: %d %q, want 503 saying it is not Up", code, reasons)
+	}
+	t.Logf("/readyz while waiting: %q", reasons)
+	if v := a.scrapeMetrics().value("shardmesh_build_info", "version", "dev"); v != 1 {
+		t.Errorf("shardmesh_build_info{version=\"dev\"} = %v, want 1 (an unstamped build)", v)
+	}
+	b := c.start("b", "--join", a.addr())
+	for _, d := range []*daemon{a, b} {
+		if !waitFor(20*time.Second, func() bool { code, _ := d.getProbe("/readyz"); return code == http.StatusOK }) {
+			_, reasons := d.getProbe("/readyz")
+			t.Fatalf("/readyz of %s did not turn 200 once Up: %q", d.name, reasons)
+		}
+	}
+}

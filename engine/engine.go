@@ -68,6 +68,8 @@ type Engine struct {
 	dir      Directives // the operator's directives (SetDirectives)
 	dirKnown bool
 
+	storeFull bool // this member's store refuses writes for want of disk space (SetStoreFull)
+
 	synced memberSync // what syncMembership last gave the regions and coordinators
 }
 
@@ -86,7 +88,7 @@ type memberSync struct {
 // type's coordinator config too.
 func New(cfg Config, self membership.Member, now time.Time) *Engine {
 	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = 60 * time.Second
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	e := &Engine{cfg: cfg, self: self, m: membership.New(cfg.Membership, self, now), types: map[string]*entityType{}, now: now}
 	for _, tc := range cfg.Types {
@@ -147,6 +149,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 		t.budget = shard.NewRecoveryBudget(tc.Shard.Remember.Adaptive, e.now)
 	}
 	t.region.SetOutOfService(e.now, e.dir.Stopped[tc.Name])
+	t.region.SetNoNewShards(e.now, e.storeFull)
 	e.types[tc.Name] = t
 	e.synced.valid = false // the new region has not been given the membership yet
 	e.names = append(e.names, tc.Name)

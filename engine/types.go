@@ -25,7 +25,7 @@ type Config struct {
 	Membership membership.Config
 	Types      []TypeConfig
 	// ShutdownTimeout bounds the graceful handoff before leaving; the member leaves anyway
-	// when it expires. Default 60 s.
+	// when it expires. Default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// AwaitDirectives: coordinators serve nothing until SetDirectives was called once (the
 	// operator's directives live in the replicated store; see coordinator.Config).
@@ -34,6 +34,10 @@ type Config struct {
 	// from the replicated store (see coordinator.Config.DurableTerm).
 	DurableTerms bool
 }
+
+// DefaultShutdownTimeout is the default Config.ShutdownTimeout: reference.conf's
+// handoff-timeout, the time a graceful handoff of every shard may take.
+const DefaultShutdownTimeout = 60 * time.Second
 
 // Coordination is a coordinator protocol message for the region or the coordinator of an
 // entity type on another member.

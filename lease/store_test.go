@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/shardmesh/shardmesh/internal/testlog"
 	"github.com/shardmesh/shardmesh/p2p"
@@ -25,7 +24,7 @@ func stores(t *testing.T, n int) []*remember.Store {
 	t.Cleanup(cancel)
 	log := testlog.New(t, 0)
 	var hosts []*p2p.Host
-	var members []peer.ID
+	var members []remember.NodeID
 	for range n {
 		key, _, err := crypto.GenerateEd25519Key(rand.Reader)
 		if err != nil {
@@ -36,7 +35,7 @@ func stores(t *testing.T, n int) []*remember.Store {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = h.Close() })
-		hosts, members = append(hosts, h), append(members, h.ID())
+		hosts, members = append(hosts, h), append(members, remember.NodeID(h.ID().String()))
 	}
 	for i := range hosts {
 		for j := i + 1; j < n; j++ {
@@ -48,7 +47,7 @@ func stores(t *testing.T, n int) []*remember.Store {
 	var out []*remember.Store
 	for i, h := range hosts {
 		s, err := remember.Open(ctx, remember.Config{Dir: filepath.Join(t.TempDir(), fmt.Sprint("store-", i)), Host: h,
-			Members: func() []peer.ID { return members }, Timeout: 2 * time.Second, Logger: log,
+			Members: func() []remember.NodeID { return members }, Timeout: 2 * time.Second, Logger: log,
 			WriteMajorityPlus: remember.PlusNone, ReadMajorityPlus: remember.PlusNone, MajorityMinCap: 1}) // majorities of 2
 		if err != nil {
 			t.Fatal(err)

@@ -42,6 +42,12 @@ type Config struct {
 	// counted as Joining, and host nothing until the leader moves them Up at convergence.
 	// Default 7 s, as in Akka; Off never.
 	AllowWeaklyUpMembers time.Duration
+	// ExitingTimeout is how long a member that is Exiting (it has handed everything off)
+	// waits to be Removed by the leader before it stops anyway, as left
+	// (coordinated-shutdown's cluster-exiting phase in Akka, whose timeout this is). When
+	// every member leaves at once, the leader removes the others and itself and stops before
+	// they hear it; without this they would wait for a leader that is gone. Default 10 s.
+	ExitingTimeout time.Duration
 	// JoinChecks are settings that must be equal on every member, e.g.
 	// "sharding.number-of-shards" → "1000". A member joining with a different value is refused
 	// with an error naming the key and both values.
@@ -145,6 +151,7 @@ func DefaultConfig() Config {
 		Voters:          5,
 		GossipInterval:  time.Second,
 		SeedNodeTimeout: 5 * time.Second,
+		ExitingTimeout:  10 * time.Second,
 		FailureDetector: FailureDetectorConfig{
 			HeartbeatInterval:        time.Second,
 			Threshold:                8,
@@ -183,6 +190,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SeedNodeTimeout == 0 {
 		c.SeedNodeTimeout = d.SeedNodeTimeout
+	}
+	if c.ExitingTimeout == 0 {
+		c.ExitingTimeout = d.ExitingTimeout
 	}
 	fd, dfd := &c.FailureDetector, d.FailureDetector
 	if fd.HeartbeatInterval == 0 {

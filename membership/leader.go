@@ -197,14 +197,30 @@ func RestartWait(need, joined int) string {
 }
 
 // ClusterSize reports how many members (not Down or Removed) the cluster has while this
-// member is Up in it: what a member keeps on disk as the LastClusterSize of its next process.
-// ok is false while it joins and once it leaves — every member of a cluster stopped as a
-// whole leaves, and the sizes seen then are not the cluster's.
+// member is in it, Joining or Up: what a member keeps on disk as the LastClusterSize of its
+// next process. A Joining member counts once the cluster has formed (a member has been
+// Up): it is one of the store's replicas from then on, and what it stores may be the only
+// copy of a write its next process must not form a cluster without (sim runtime soak seed
+// 110: a member that joined but never got Up, restarted first after a full stop, formed a
+// cluster alone and claimed a coordinator term the cluster had had). ok is false while a
+// restarted cluster forms, and once this member leaves — every member of a cluster stopped
+// as a whole leaves, and the sizes seen then are not the cluster's.
 func (n *Node) ClusterSize() (size uint32, ok bool) {
-	if me, in := n.v.members[n.self.Node]; !in || me.Status != Up || n.stopped != nil {
+	me, in := n.v.members[n.self.Node]
+	if !in || n.stopped != nil || (me.Status != Up && (me.Status != Joining || !n.formed())) {
 		return 0, false
 	}
 	return uint32(len(n.ring)), true // the ring holds the members that count (topology.go)
+}
+
+// formed reports whether the cluster has formed: a member of the view has been moved Up.
+func (n *Node) formed() bool {
+	for _, m := range n.v.members {
+		if m.UpNumber > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // enoughMembers reports whether min-nr-of-members (overall and per role) and the restart

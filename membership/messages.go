@@ -62,6 +62,12 @@ type JoinRequest struct {
 type JoinReply struct {
 	From    NodeID
 	Refused string // empty when admitted
+	// Refusal is the joiner's stop reason when refused: StopJoinRefused for a setting that
+	// must be equal on every member (its configuration is wrong), StopSuperseded for a
+	// process older than a member's incarnation, StopDowned or StopRemoved for one the
+	// cluster downed or removed (restart it to join again). A peer of an earlier release
+	// sends none (StopLeft): StopJoinRefused.
+	Refusal StopReason
 	State   State
 }
 

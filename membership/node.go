@@ -18,6 +18,7 @@ type Node struct {
 	v              view
 	joined         bool // formed a cluster or was admitted to one
 	leaveRequested bool
+	exitingSince   time.Time // when this member saw itself Exiting; zero: it has not
 	stopped        *Stopped
 
 	seeds        []NodeID
@@ -293,6 +294,10 @@ func (n *Node) Tick(now time.Time) {
 	}
 	if n.suspect {
 		n.probeUnconfirmed(false)
+	}
+	if !n.exitingSince.IsZero() && now.Sub(n.exitingSince) >= n.cfg.ExitingTimeout {
+		n.stop(StopLeft, fmt.Sprintf("left the cluster: Exiting for %v and not removed by a leader (every member left at once?)", n.cfg.ExitingTimeout))
+		return
 	}
 	n.detectFailures()
 	if now.Sub(n.lastHeartbeat) >= n.cfg.FailureDetector.HeartbeatInterval {
@@ -657,24 +662,28 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 	if j.Node != from {
 		return // only a member may ask for itself
 	}
-	refuse := func(format string, args ...any) {
-		n.send(from, JoinReply{From: n.self.Node, Refused: fmt.Sprintf(format, args...)})
+	refuse := func(why StopReason, format string, args ...any) {
+		n.send(from, JoinReply{From: n.self.Node, Refused: fmt.Sprintf(format, args...), Refusal: why})
 	}
 	me, ok := n.v.members[n.self.Node]
 	if !n.joined || !ok || !me.countsAsMember() {
 		return // not a member of a cluster (yet): the joiner retries or asks another seed
 	}
 	if err := checkJoin(n.cfg.JoinChecks, req.Checks); err != "" {
-		refuse("%s", err)
+		refuse(StopJoinRefused, "%s", err)
 		return
 	}
 	if cur, ok := n.v.members[j.Node]; ok {
 		switch {
 		case cur.Incarnation > j.Incarnation:
-			refuse("a newer incarnation (%d) of %s is already a member; this process (incarnation %d) is stale", cur.Incarnation, j.Node, j.Incarnation)
+			refuse(StopSuperseded, "a newer incarnation (%d) of %s is already a member; this process (incarnation %d) is stale", cur.Incarnation, j.Node, j.Incarnation)
 			return
 		case cur.Incarnation == j.Incarnation && !cur.countsAsMember():
-			refuse("%s (incarnation %d) was %s; restart it to join again", j.Node, j.Incarnation, strings.ToLower(cur.Status.String()))
+			why := StopRemoved
+			if cur.Status == Down {
+				why = StopDowned
+			}
+			refuse(why, "%s (incarnation %d) was %s; restart it to join again", j.Node, j.Incarnation, strings.ToLower(cur.Status.String()))
 			return
 		case cur.Incarnation == j.Incarnation:
 			n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()}) // a retry: admit again
@@ -712,7 +721,11 @@ func (n *Node) handleJoinReply(from NodeID, r JoinReply) {
 		return
 	}
 	if r.Refused != "" {
-		n.stop(StopJoinRefused, fmt.Sprintf("join refused by %s: %s", from, r.Refused))
+		why := r.Refusal
+		if why == StopLeft {
+			why = StopJoinRefused
+		}
+		n.stop(why, fmt.Sprintf("join refused by %s: %s", from, r.Refused))
 		return
 	}
 	n.joined = true
@@ -1008,6 +1021,8 @@ func (n *Node) checkSelf(m *Member, previous Status) {
 		n.stop(StopLeft, "left the cluster")
 	case m.Status == Removed:
 		n.stop(StopRemoved, "this member was removed from the cluster")
+	case m.Status == Exiting && previous != Exiting:
+		n.exitingSince = n.now
 	case m.Status == Up && previous != Up:
 		// A heartbeat now, not up to an interval later: the others echo it, and their
 		// echoes are this member's first lease grants (its earlier heartbeats may have

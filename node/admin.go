@@ -20,6 +20,9 @@ type RegionStats struct {
 	Proxy bool
 	// Registered: the coordinator the region follows acknowledged it.
 	Registered bool
+	// NoNewShards: the coordinator acknowledged that the region takes no new shards (the
+	// store's disk is full).
+	NoNewShards bool
 	// Coordinator is the member the region takes for the coordinator ("" none yet).
 	Coordinator membership.NodeID
 	// CoordinatorHere: the type's coordinator runs on this member.
@@ -52,20 +55,20 @@ type MemberStats struct {
 // LocalStats returns this member's status and the regions of types (every registered type
 // when empty); types not registered here are left out.
 func (n *Node) LocalStats(ctx context.Context, types []string, withAllocations bool) (MemberStats, error) {
-	return onLoop(ctx, n, func(now time.Time) (MemberStats, error) {
-		m := n.eng.Membership()
-		out := MemberStats{Status: m.Self().Status, Serving: m.Serving(now), Delivered: n.delivered}
+	return onLoop(ctx, n, func(now time.Time, c *Core) (MemberStats, error) {
+		m := c.eng.Membership()
+		out := MemberStats{Status: m.Self().Status, Serving: m.Serving(now), Delivered: c.delivered}
 		names := types
 		if len(names) == 0 {
-			names = n.eng.Types()
+			names = c.eng.Types()
 		}
 		for _, typ := range names {
-			r := n.eng.Region(typ)
+			r := c.eng.Region(typ)
 			if r == nil {
 				continue
 			}
-			rs := RegionStats{Type: typ, Proxy: r.Proxy(), Registered: r.Registered(), Coordinator: r.Coordinator(), Buffered: r.Buffered()}
-			shards := n.eng.Shards(typ)
+			rs := RegionStats{Type: typ, Proxy: r.Proxy(), Registered: r.Registered(), NoNewShards: r.NoNewShards(), Coordinator: r.Coordinator(), Buffered: r.Buffered()}
+			shards := c.eng.Shards(typ)
 			for id, stopping := range r.LocalShards() {
 				ss := ShardStats{Shard: id, Stopping: stopping}
 				if sh := shards[id]; sh != nil {
@@ -74,11 +77,11 @@ func (n *Node) LocalStats(ctx context.Context, types []string, withAllocations b
 				rs.Shards = append(rs.Shards, ss)
 			}
 			slices.SortFunc(rs.Shards, func(a, b ShardStats) int { return compareShardIDs(a.Shard, b.Shard) })
-			if c := n.eng.Coordinator(typ); c != nil {
+			if co := c.eng.Coordinator(typ); co != nil {
 				rs.CoordinatorHere = true
 				if withAllocations {
 					rs.Allocations = map[membership.NodeID][]shard.ID{}
-					for s, home := range c.Allocations() {
+					for s, home := range co.Allocations() {
 						rs.Allocations[home] = append(rs.Allocations[home], s)
 					}
 					for _, ss := range rs.Allocations {
@@ -118,19 +121,19 @@ type ShardInfo struct {
 // ShardInfo returns what this member knows of shard s of type typ and, when entity is set,
 // whether that entity lives here.
 func (n *Node) ShardInfo(ctx context.Context, typ string, s shard.ID, entity shard.EntityID) (ShardInfo, error) {
-	return onLoop(ctx, n, func(time.Time) (ShardInfo, error) {
-		r := n.eng.Region(typ)
+	return onLoop(ctx, n, func(_ time.Time, c *Core) (ShardInfo, error) {
+		r := c.eng.Region(typ)
 		if r == nil {
 			return ShardInfo{}, unknownType(typ)
 		}
 		info := ShardInfo{Coordinator: r.Coordinator()}
-		if c := n.eng.Coordinator(typ); c != nil {
+		if co := c.eng.Coordinator(typ); co != nil {
 			info.CoordinatorHere = true
-			info.Home, info.Epoch, info.Allocated = c.Allocation(s)
+			info.Home, info.Epoch, info.Allocated = co.Allocation(s)
 		}
 		info.CachedHome, info.CachedEpoch, info.Cached = r.Home(s)
 		info.LocalEpoch, info.Stopping, info.Hosted = r.LocalEpoch(s)
-		if sh := n.eng.Shards(typ)[s]; sh != nil && entity != "" {
+		if sh := c.eng.Shards(typ)[s]; sh != nil && entity != "" {
 			var known bool
 			info.EntityState, known = sh.EntityState(entity)
 			info.Alive = known && info.EntityState.Live()
@@ -141,37 +144,46 @@ func (n *Node) ShardInfo(ctx context.Context, typ string, s shard.ID, entity sha
 
 // ShardOf returns the shard of entity id of type typ, by the type's extractor.
 func (n *Node) ShardOf(typ string, id shard.EntityID) (shard.ID, error) {
-	t, err := n.sender(typ)
+	t, err := n.core.Sender(typ)
 	if err != nil {
 		return "", err
 	}
 	return t.spec.Extractor.ShardID(id), nil
 }
 
+// CheckShard returns an error when id cannot be a shard of type typ, for extractors that
+// know their shard ids (shard.IDChecker); any id passes a custom extractor.
+func (n *Node) CheckShard(typ string, id shard.ID) error {
+	t := n.core.Registered(typ)
+	if t == nil {
+		return unknownType(typ)
+	}
+	if c, ok := t.spec.Extractor.(shard.IDChecker); ok {
+		return c.CheckShard(id)
+	}
+	return nil
+}
+
 // Ping waits for one turn of the member's loop: the member is live if it returns nil.
 func (n *Node) Ping(ctx context.Context) error {
-	_, err := onLoop(ctx, n, func(time.Time) (struct{}, error) { return struct{}{}, nil })
+	_, err := onLoop(ctx, n, func(time.Time, *Core) (struct{}, error) { return struct{}{}, nil })
 	return err
 }
 
-// onLoop runs fn on the loop goroutine and waits for its result, ctx, or the member's stop.
-func onLoop[T any](ctx context.Context, n *Node, fn func(time.Time) (T, error)) (T, error) {
+// onLoop runs fn on the loop goroutine with read access to the core (a Query) and waits for
+// its result, ctx, or the member's stop.
+func onLoop[T any](ctx context.Context, n *Node, fn func(time.Time, *Core) (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
 	}
 	var zero T
 	res := make(chan result, 1)
-	in := input{ctl: &control{kind: inCommand, command: func(now time.Time) {
-		v, err := fn(now)
+	if err := n.input(ctx, Query{Fn: func(now time.Time, c *Core) {
+		v, err := fn(now, c)
 		res <- result{v, err}
-	}}}
-	select {
-	case n.inbox <- in:
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	case <-n.done:
-		return zero, ErrStopped
+	}}); err != nil {
+		return zero, err
 	}
 	select {
 	case r := <-res:

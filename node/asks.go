@@ -6,20 +6,16 @@ import (
 	"sync/atomic"
 )
 
-// pendingAsk waits for one reply.
+// pendingAsk waits for one reply on a channel.
 type pendingAsk struct {
 	id     uint64
-	result chan askResult // buffered 1: whoever answers first, never blocks
+	result chan Reply // buffered 1: whoever answers first, never blocks
 	once   sync.Once
 }
 
-type askResult struct {
-	value   any
-	encoded []byte // a reply from another member, to decode with the type's reply codec
-	err     error
-}
+func (a *pendingAsk) ID() uint64 { return a.id }
 
-func (a *pendingAsk) resolve(r askResult) {
+func (a *pendingAsk) Resolve(r Reply) {
 	a.once.Do(func() { a.result <- r })
 }
 
@@ -33,32 +29,37 @@ func (a *pendingAsk) resolve(r askResult) {
 type asks struct {
 	next    atomic.Uint64
 	mu      sync.Mutex
-	pending map[uint64]*pendingAsk
+	pending map[uint64]Asker
 }
 
 func newAsks() *asks {
-	a := &asks{pending: map[uint64]*pendingAsk{}}
+	a := &asks{pending: map[uint64]Asker{}}
 	a.next.Store(rand.Uint64())
 	return a
 }
 
-func (a *asks) create() *pendingAsk {
+// NewAskID returns a fresh ask id of this member (never 0: 0 marks a tell on the wire).
+func (a *asks) NewAskID() uint64 {
 	id := a.next.Add(1)
-	if id == 0 { // 0 marks a tell on the wire
+	if id == 0 {
 		id = a.next.Add(1)
 	}
-	return &pendingAsk{id: id, result: make(chan askResult, 1)}
+	return id
+}
+
+func (a *asks) create() *pendingAsk {
+	return &pendingAsk{id: a.NewAskID(), result: make(chan Reply, 1)}
 }
 
 // track registers p to be answered by a Reply frame.
-func (a *asks) track(p *pendingAsk) {
+func (a *asks) track(p Asker) {
 	a.mu.Lock()
-	a.pending[p.id] = p
+	a.pending[p.ID()] = p
 	a.mu.Unlock()
 }
 
 // take removes and returns the ask with id.
-func (a *asks) take(id uint64) *pendingAsk {
+func (a *asks) take(id uint64) Asker {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p := a.pending[id]
@@ -67,9 +68,9 @@ func (a *asks) take(id uint64) *pendingAsk {
 }
 
 // forget removes an ask that timed out.
-func (a *asks) forget(p *pendingAsk) {
+func (a *asks) forget(p Asker) {
 	a.mu.Lock()
-	delete(a.pending, p.id)
+	delete(a.pending, p.ID())
 	a.mu.Unlock()
 }
 
@@ -77,9 +78,9 @@ func (a *asks) forget(p *pendingAsk) {
 func (a *asks) failAll(err error) {
 	a.mu.Lock()
 	pending := a.pending
-	a.pending = map[uint64]*pendingAsk{}
+	a.pending = map[uint64]Asker{}
 	a.mu.Unlock()
 	for _, p := range pending {
-		p.resolve(askResult{err: err})
+		p.Resolve(Reply{Err: err})
 	}
 }

@@ -21,7 +21,7 @@ func TestAskIDsDifferPerProcess(t *testing.T) {
 	// A reply to an id not tracked here (an ask of an earlier process) finds nothing.
 	p := a.create()
 	a.track(p)
-	if a.take(p.id+1) != nil || a.take(p.id) != p {
+	if a.take(p.id+1) != nil || a.take(p.id) != Asker(p) {
 		t.Fatal("take matched the wrong ask")
 	}
 }
@@ -29,17 +29,17 @@ func TestAskIDsDifferPerProcess(t *testing.T) {
 // An ask that went to another member and was forwarded back here is answered here: the
 // reply to this member is resolved, not sent over libp2p (which does not dial itself).
 func TestReplyToSelfResolvesTheAsk(t *testing.T) {
-	n := &Node{asks: newAsks()}
-	n.self.Node = "me"
-	ok, failed := n.asks.create(), n.asks.create()
-	n.asks.track(ok)
-	n.asks.track(failed)
-	n.sendReply("me", ok.id, []byte("7"), nil)
-	n.sendReply("me", failed.id, nil, ErrStopped)
-	n.sendReply("me", 12345, []byte("late"), nil) // an ask that timed out: nothing
+	c := &Core{asks: newAsks()}
+	c.self.Node = "me"
+	ok, failed := c.asks.create(), c.asks.create()
+	c.asks.track(ok)
+	c.asks.track(failed)
+	c.sendReply("me", ok.id, []byte("7"), nil)
+	c.sendReply("me", failed.id, nil, ErrStopped)
+	c.sendReply("me", 12345, []byte("late"), nil) // an ask that timed out: nothing
 	select {
 	case r := <-ok.result:
-		if string(r.encoded) != "7" || r.err != nil {
+		if string(r.Encoded) != "7" || r.Err != nil {
 			t.Errorf("reply %+v", r)
 		}
 	default:
@@ -47,7 +47,7 @@ func TestReplyToSelfResolvesTheAsk(t *testing.T) {
 	}
 	select {
 	case r := <-failed.result:
-		if !errors.Is(r.err, ErrStopped) {
+		if !errors.Is(r.Err, ErrStopped) {
 			t.Errorf("error reply %+v", r)
 		}
 	default:

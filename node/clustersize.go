@@ -4,19 +4,14 @@ import (
 	"time"
 
 	"github.com/shardmesh/shardmesh/datadir"
-	"github.com/shardmesh/shardmesh/membership"
 )
 
-// noteClusterSize hands a changed cluster size to writeClusterSize; called by publishView on
-// the loop, the only writer of sizeLatest.
-func (n *Node) noteClusterSize(m *membership.Node) {
-	size, ok := m.ClusterSize()
-	if !ok || size == n.sizeLatest.Load() {
-		return
-	}
-	n.sizeLatest.Store(size)
+// KeepClusterSize hands a changed cluster size to writeClusterSize (Env); called on the loop,
+// the only writer of sizeLatest.
+func (e *nodeEnv) KeepClusterSize(size uint32) {
+	e.sizeLatest.Store(size)
 	select {
-	case n.sizeDue <- struct{}{}:
+	case e.sizeDue <- struct{}{}:
 	default: // a write is due already; it takes the latest size
 	}
 }
@@ -51,24 +46,4 @@ func (n *Node) writeClusterSize() {
 		case <-n.sizeDue:
 		}
 	}
-}
-
-// warnRestartQuorum logs membership.RestartWait once the wait has lasted 5 s, and every 10 s
-// while it lasts (a restart of a whole cluster waits a moment for its members as they start,
-// which is no news); called by publishView on the loop.
-func (n *Node) warnRestartQuorum(v *View) {
-	why := membership.RestartWait(v.RestartNeed, v.RestartJoined)
-	if why == "" || !v.Joined {
-		n.quorumWaitSince = time.Time{}
-		return
-	}
-	now := time.Now()
-	if n.quorumWaitSince.IsZero() {
-		n.quorumWaitSince = now
-	}
-	if now.Sub(n.quorumWaitSince) < 5*time.Second || now.Sub(n.quorumWarned) < 10*time.Second {
-		return
-	}
-	n.quorumWarned = now
-	n.log.Warn("waiting for members of the last cluster: " + why)
 }

@@ -61,11 +61,19 @@ func (c *credits) acquire(ctx context.Context, done <-chan struct{}) error {
 }
 
 // readmit takes a credit without waiting, for a message that comes back into the engine
-// (one a stopped entity had not handled; the region takes those back beyond its bound).
-func (c *credits) readmit() { c.n.Add(1) }
+// (one a stopped entity had not handled; the region takes those back beyond its bound). A
+// message without credits (nil: the simulation's) takes none.
+func (c *credits) readmit() {
+	if c != nil {
+		c.n.Add(1)
+	}
+}
 
 // release returns a credit; crossing half the bound wakes the waiting senders.
 func (c *credits) release() {
+	if c == nil {
+		return
+	}
 	if c.n.Add(-1) == c.limit/2 {
 		c.mu.Lock()
 		close(c.ch)

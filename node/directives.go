@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/remember"
 	"github.com/shardmesh/shardmesh/shard"
-	"github.com/shardmesh/shardmesh/wire"
-	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
 // The operator's directives live in the replicated store under the "op" prefix
@@ -93,45 +90,36 @@ func (c DirectiveChange) String() string {
 }
 
 // ChangeDirective stores a change of the operator's directives (acknowledged by a write
-// quorum), applies it here at once and announces it to the other members.
+// quorum), applies it here, announces it to the other members, and returns once the
+// directives in force here were read back.
 func (n *Node) ChangeDirective(ctx context.Context, c DirectiveChange) error {
-	key, err := c.key()
-	if err != nil {
+	res := make(chan error, 1)
+	if err := n.input(ctx, ChangeDirective{Change: c, Done: func(err error) { res <- err }}); err != nil {
 		return err
 	}
-	w := remember.Write{Key: key, Value: []byte{1}, Delete: c.Undo}
-	if c.Kind == directivePin && !c.Undo {
-		w.Value = []byte(c.Node)
-	}
-	if err := n.store.Write(ctx, w); err != nil {
-		return fmt.Errorf("%s: store the directive: %w", c, err)
-	}
-	n.log.Info("operator directive changed", "directive", c.String())
-	se := wire.ShardingEvent{Type: c.Type, Kind: pb.ShardingEvent_DIRECTIVE_CHANGED, Cause: c.String(), At: time.Now(), Origin: n.self.Node}
-	n.publish(se)
 	select {
-	case n.eventsOut <- wire.AppendEvent(nil, se):
-	default:
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.done:
+		return ErrStopped
 	}
-	return n.refreshDirectives(ctx)
 }
 
 // Directives returns the directives in force on this member, as last read from the store;
 // ok is false before they were read once.
 func (n *Node) Directives(ctx context.Context) (d engine.Directives, ok bool, err error) {
-	_, err = onLoop(ctx, n, func(time.Time) (struct{}, error) {
-		d, ok = n.eng.Directives()
+	_, err = onLoop(ctx, n, func(_ time.Time, c *Core) (struct{}, error) {
+		d, ok = c.eng.Directives()
 		return struct{}{}, nil
 	})
 	return d, ok, err
 }
 
-// loadDirectives reads every directive from a read quorum of the store.
-func (n *Node) loadDirectives(ctx context.Context) (engine.Directives, error) {
-	recs, err := n.store.Scan(ctx, datadir.Prefix(datadir.FamilyDirective))
-	if err != nil {
-		return engine.Directives{}, err
-	}
+// ParseDirectives reads the directives from their records in the store (a scan of
+// datadir.FamilyDirective); records it does not know are logged and left out.
+func ParseDirectives(recs []remember.Record, log *slog.Logger) engine.Directives {
 	d := engine.Directives{Draining: map[membership.NodeID]bool{}, Pins: map[string]map[shard.ID]membership.NodeID{}, Stopped: map[string]bool{}}
 	for _, r := range recs {
 		parts := strings.Split(strings.TrimPrefix(r.Key, datadir.Prefix(datadir.FamilyDirective)), datadir.Sep)
@@ -149,76 +137,8 @@ func (n *Node) loadDirectives(ctx context.Context) (engine.Directives, error) {
 		case parts[0] == directiveStop && len(parts) == 2:
 			d.Stopped[parts[1]] = true
 		default:
-			n.log.Warn("ignored an unknown directive in the store", "key", r.Key)
+			log.Warn("ignored an unknown directive in the store", "key", r.Key)
 		}
 	}
-	return d, nil
-}
-
-// refreshDirectives reads the directives and gives them to the engine if they changed.
-func (n *Node) refreshDirectives(ctx context.Context) error {
-	d, err := n.loadDirectives(ctx)
-	if err != nil {
-		return fmt.Errorf("read the operator's directives: %w", err)
-	}
-	if len(d.Stopped) == 0 {
-		n.stoppedTypes.Store(nil) // the common case: senders check one pointer, no map
-	} else {
-		stopped := maps.Clone(d.Stopped)
-		n.stoppedTypes.Store(&stopped)
-	}
-	n.command(func(now time.Time) {
-		if old, known := n.eng.Directives(); !known || !reflect.DeepEqual(old, d) {
-			n.eng.SetDirectives(now, d)
-		}
-	})
-	return nil
-}
-
-// wantDirectives asks the refresher for a read now.
-func (n *Node) wantDirectives() {
-	select {
-	case n.directivesDue <- struct{}{}:
-	default:
-	}
-}
-
-// refreshDirectivesLoop keeps the engine's directives current: at start (retried until the
-// store answers: coordinators here serve nothing before), on request, and periodically.
-func (n *Node) refreshDirectivesLoop() {
-	defer n.wg.Done()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-timer.C:
-		case <-n.directivesDue:
-		}
-		ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
-		err := n.refreshDirectives(ctx)
-		cancel()
-		next := directiveRefresh
-		if err != nil {
-			if n.ctx.Err() != nil {
-				return
-			}
-			n.log.Debug("directives not read; trying again", "err", err)
-			next = 500 * time.Millisecond
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(next)
-	}
-}
-
-// typeStopped reports whether an operator took entity type typ out of service.
-func (n *Node) typeStopped(typ string) bool {
-	m := n.stoppedTypes.Load()
-	return m != nil && (*m)[typ]
+	return d
 }

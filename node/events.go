@@ -31,6 +31,9 @@ func (n *Node) Subscribe() (<-chan Event, func()) {
 	}
 }
 
+// Publish tells local subscribers of an event (Env).
+func (e *nodeEnv) Publish(ev Event) { (*Node)(e).publish(ev) }
+
 func (n *Node) publish(ev Event) {
 	n.subsMu.Lock()
 	defer n.subsMu.Unlock()
@@ -42,35 +45,35 @@ func (n *Node) publish(ev Event) {
 	}
 }
 
-func (n *Node) logEvent(ev membership.Event) {
+func (c *Core) logEvent(ev membership.Event) {
 	switch e := ev.(type) {
 	case membership.MemberChanged:
-		n.log.Info("member "+e.Member.Status.String(), "member", e.Member.Node, "incarnation", e.Member.Incarnation, "up_number", e.Member.UpNumber, "roles", e.Member.Roles, "app_version", e.Member.AppVersion)
+		c.log.Info("member "+e.Member.Status.String(), "member", e.Member.Node, "incarnation", e.Member.Incarnation, "up_number", e.Member.UpNumber, "roles", e.Member.Roles, "app_version", e.Member.AppVersion)
 	case membership.ReachabilityChanged:
 		if e.Reachable {
-			n.log.Info("member reachable again", "member", e.Node)
+			c.log.Info("member reachable again", "member", e.Node)
 		} else {
-			n.log.Warn("member unreachable", "member", e.Node)
+			c.log.Warn("member unreachable", "member", e.Node)
 		}
 	case membership.LeaderChanged:
-		n.log.Info("leader changed", "leader", e.Leader)
+		c.log.Info("leader changed", "leader", e.Leader)
 	case membership.Downed:
-		n.log.Warn("split-brain resolver decision", "decision", e.Decision.String(), "downed", e.Nodes, "side", e.Side, "others", e.Others, "indirectly_connected", e.Indirect, "strategy", e.Strategy, "lease", e.Lease, "reason", e.Reason)
+		c.log.Warn("split-brain resolver decision", "decision", e.Decision.String(), "downed", e.Nodes, "side", e.Side, "others", e.Others, "indirectly_connected", e.Indirect, "strategy", e.Strategy, "lease", e.Lease, "reason", e.Reason)
 	case membership.Suspended:
-		n.log.Warn("paused: serving nothing until a majority confirms this member")
+		c.log.Warn("paused: serving nothing until a majority confirms this member")
 	case membership.Resumed:
-		n.log.Info("a majority confirmed this member; serving again")
+		c.log.Info("a majority confirmed this member; serving again")
 	case membership.Stopped:
 		level := slog.LevelError
 		if e.Reason == membership.StopLeft {
 			level = slog.LevelInfo
 		}
-		n.log.Log(context.Background(), level, "member stopped: "+e.Detail, "reason", e.Reason.String())
+		c.log.Log(context.Background(), level, "member stopped: "+e.Detail, "reason", e.Reason.String())
 	}
 }
 
-func (n *Node) logTypedEvent(ev engine.TypedEvent) {
-	log := n.log.With("type", ev.Type)
+func (c *Core) logTypedEvent(ev engine.TypedEvent) {
+	log := c.log.With("type", ev.Type)
 	switch e := ev.Event.(type) {
 	case engine.CoordinatorStarted:
 		log.Info("coordinator started here", "term", e.Term)
@@ -95,17 +98,23 @@ func (n *Node) logTypedEvent(ev engine.TypedEvent) {
 
 // gossipEvent publishes a coordinator event on the sharding-events topic (and to local
 // subscribers as a wire.ShardingEvent, as other members will see it).
-func (n *Node) gossipEvent(ev engine.TypedEvent, now time.Time) {
+func (c *Core) gossipEvent(ev engine.TypedEvent, now time.Time) {
 	se, ok := shardingEvent(ev, now)
 	if !ok {
 		return
 	}
-	se.Origin = n.self.Node
-	n.publish(se)
+	se.Origin = c.self.Node
+	c.env.Publish(se)
+	c.env.Gossip(wire.AppendEvent(nil, se))
+}
+
+// Gossip queues a sharding event for the sharding-events topic (Env); a full queue drops
+// it (gossip is best effort: nothing depends on it).
+func (e *nodeEnv) Gossip(frame []byte) {
 	select {
-	case n.eventsOut <- wire.AppendEvent(nil, se):
+	case e.eventsOut <- frame:
 	default:
-		n.log.Debug("sharding event not published: the queue is full", "type", ev.Type)
+		e.log.Debug("sharding event not published: the queue is full")
 	}
 }
 
@@ -126,9 +135,7 @@ func (n *Node) publishEvents() {
 	}
 }
 
-// receiveEvents takes other members' sharding events: subscribers see them, and a shard
-// allocation is a hint for the regions here (accepted only from the coordinator a region
-// follows, and only if newer than what it knows: correctness never depends on gossip).
+// receiveEvents takes other members' sharding events to the loop (Core.shardingEvent).
 func (n *Node) receiveEvents() {
 	defer n.wg.Done()
 	for {
@@ -142,13 +149,7 @@ func (n *Node) receiveEvents() {
 			continue
 		}
 		se.Origin = membership.NodeID(m.From.String())
-		n.publish(se)
-		if se.Kind == pb.ShardingEvent_DIRECTIVE_CHANGED {
-			n.wantDirectives()
-		}
-		if se.Kind == pb.ShardingEvent_SHARD_ALLOCATED {
-			n.enqueue(input{typ: se.Type, ctl: &control{kind: inCoord, from: se.Origin, coord: coordinator.ShardHome{Shard: se.Shard, Region: se.To, Epoch: se.Epoch}}})
-		}
+		n.enqueue(ShardingEventIn{Event: se})
 	}
 }
 

@@ -38,16 +38,16 @@ func (n *Node) Handoffs(ctx context.Context, types []string) ([]HandoffView, err
 	if len(types) == 0 {
 		types = n.TypeNames()
 	}
-	return onLoop(ctx, n, func(now time.Time) ([]HandoffView, error) {
+	return onLoop(ctx, n, func(now time.Time, c *Core) ([]HandoffView, error) {
 		var out []HandoffView
 		for _, typ := range types {
-			r := n.eng.Region(typ)
+			r := c.eng.Region(typ)
 			if r == nil {
 				continue
 			}
-			v := HandoffView{Type: typ, ForceStopAfter: n.eng.ShardConfig(typ).ForceStopAfter()}
-			if c := n.eng.Coordinator(typ); c != nil {
-				v.Coordinated = c.Handoffs()
+			v := HandoffView{Type: typ, ForceStopAfter: c.eng.ShardConfig(typ).ForceStopAfter()}
+			if co := c.eng.Coordinator(typ); co != nil {
+				v.Coordinated = co.Handoffs()
 			}
 			seen := map[shard.ID]bool{}
 			for _, h := range v.Coordinated {
@@ -63,7 +63,7 @@ func (n *Node) Handoffs(ctx context.Context, types []string) ([]HandoffView, err
 			}
 			for s := range seen {
 				lh := LocalHandoff{Shard: s, Buffered: r.BufferedFor(s)}
-				if sh := n.eng.Shards(typ)[s]; sh != nil && sh.State() == shard.StateDraining {
+				if sh := c.eng.Shards(typ)[s]; sh != nil && sh.State() == shard.StateDraining {
 					lh.Hosted, lh.Stragglers, lh.StoppingFor = true, sh.Stragglers(), now.Sub(sh.DrainingSince())
 				}
 				v.Local = append(v.Local, lh)

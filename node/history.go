@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -45,6 +46,8 @@ type PlacementRecord struct {
 	Handoff     time.Duration     `json:"handoff,omitempty"`
 	Entities    int               `json:"entities,omitempty"`
 	Coordinator membership.NodeID `json:"coordinator"`
+
+	deleted bool // a removal of the record (pruning), queued with the records to write
 }
 
 func historyKey(typ string, s shard.ID, epoch coordinator.Epoch) string {
@@ -56,97 +59,6 @@ const (
 	historyBatch      = 512
 	historyPruneEvery = 10 * time.Minute
 )
-
-// recordPlacement queues a record of an allocation made by a coordinator here.
-func (n *Node) recordPlacement(typ string, e coordinator.ShardAllocated, now time.Time) {
-	if n.cfg.History.MaxPerShard <= 0 {
-		return
-	}
-	r := PlacementRecord{At: now, Type: typ, Shard: e.Shard, From: e.From, To: e.Region, Epoch: e.Epoch, Cause: e.Cause,
-		Handoff: e.Took, Entities: e.Entities, Coordinator: n.self.Node}
-	select {
-	case n.history <- r:
-	default:
-		if n.historyDropped.Add(1)%1000 == 1 {
-			n.log.Warn("placement history: records dropped, the store does not keep up", "dropped", n.historyDropped.Load())
-		}
-	}
-}
-
-// writeHistory writes queued records in batches, and prunes the history of the types whose
-// coordinator runs here now and then.
-func (n *Node) writeHistory() {
-	defer n.wg.Done()
-	prune := time.NewTicker(historyPruneEvery)
-	defer prune.Stop()
-	batch := make([]remember.Write, 0, historyBatch)
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case r := <-n.history:
-			batch = append(batch[:0], historyWrite(r))
-		drain:
-			for len(batch) < historyBatch {
-				select {
-				case r := <-n.history:
-					batch = append(batch, historyWrite(r))
-				default:
-					break drain
-				}
-			}
-			ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
-			if err := n.store.Write(ctx, batch...); err != nil && n.ctx.Err() == nil {
-				n.log.Warn("placement history: records not stored", "records", len(batch), "err", err)
-			}
-			cancel()
-		case <-prune.C:
-			n.pruneHistory()
-		}
-	}
-}
-
-func historyWrite(r PlacementRecord) remember.Write {
-	v, _ := json.Marshal(r) // plain fields: cannot fail
-	return remember.Write{Key: historyKey(r.Type, r.Shard, r.Epoch), Value: v}
-}
-
-// pruneHistory removes the records beyond the limits of the types whose coordinator runs here.
-func (n *Node) pruneHistory() {
-	ctx, cancel := context.WithTimeout(n.ctx, time.Minute)
-	defer cancel()
-	types, err := onLoop(ctx, n, func(time.Time) ([]string, error) {
-		var out []string
-		for _, typ := range n.eng.Types() {
-			if n.eng.Coordinator(typ) != nil {
-				out = append(out, typ)
-			}
-		}
-		return out, nil
-	})
-	if err != nil {
-		return
-	}
-	for _, typ := range types {
-		recs, err := n.History(ctx, HistoryQuery{Types: []string{typ}})
-		if err != nil {
-			n.log.Debug("placement history: not pruned", "type", typ, "err", err)
-			continue
-		}
-		var ws []remember.Write
-		for _, r := range expiredHistory(recs, time.Now(), n.cfg.History) {
-			ws = append(ws, remember.Write{Key: historyKey(r.Type, r.Shard, r.Epoch), Delete: true})
-		}
-		for len(ws) > 0 {
-			part := ws[:min(len(ws), historyBatch)]
-			ws = ws[len(part):]
-			if err := n.store.Write(ctx, part...); err != nil {
-				n.log.Debug("placement history: not pruned", "type", typ, "err", err)
-				break
-			}
-		}
-	}
-}
 
 // expiredHistory returns the records to remove: older than the retention, or beyond the
 // newest MaxPerShard of their shard.
@@ -192,12 +104,7 @@ func (n *Node) History(ctx context.Context, q HistoryQuery) ([]PlacementRecord, 
 		if err != nil {
 			return nil, fmt.Errorf("read the placement history of %s: %w", typ, err)
 		}
-		for _, rec := range recs {
-			var r PlacementRecord
-			if err := json.Unmarshal(rec.Value, &r); err != nil {
-				n.log.Warn("placement history: unreadable record", "key", strconv.Quote(rec.Key), "err", err)
-				continue
-			}
+		for _, r := range parseHistory(recs, n.log) {
 			if !r.At.Before(q.Since) {
 				out = append(out, r)
 			}
@@ -210,4 +117,19 @@ func (n *Node) History(ctx context.Context, q HistoryQuery) ([]PlacementRecord, 
 		return strings.Compare(string(a.Shard), string(b.Shard))
 	})
 	return out, nil
+}
+
+// parseHistory decodes placement records from the store, skipping (and logging) any that
+// do not decode.
+func parseHistory(recs []remember.Record, log *slog.Logger) []PlacementRecord {
+	out := make([]PlacementRecord, 0, len(recs))
+	for _, rec := range recs {
+		var r PlacementRecord
+		if err := json.Unmarshal(rec.Value, &r); err != nil {
+			log.Warn("placement history: unreadable record", "key", strconv.Quote(rec.Key), "err", err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }

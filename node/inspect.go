@@ -18,15 +18,15 @@ type ShardState struct {
 // RegionState returns the shards of entity type typ hosted here and their live entities
 // (Akka's GetShardRegionState).
 func (n *Node) RegionState(ctx context.Context, typ string) ([]ShardState, error) {
-	return onLoop(ctx, n, func(time.Time) ([]ShardState, error) {
-		r := n.eng.Region(typ)
+	return onLoop(ctx, n, func(_ time.Time, c *Core) ([]ShardState, error) {
+		r := c.eng.Region(typ)
 		if r == nil {
 			return nil, unknownType(typ)
 		}
 		var out []ShardState
 		for id, stopping := range r.LocalShards() {
 			st := ShardState{Shard: id, Stopping: stopping}
-			if sh := n.eng.Shards(typ)[id]; sh != nil {
+			if sh := c.eng.Shards(typ)[id]; sh != nil {
 				for e, state := range sh.Entities() {
 					if state.Live() {
 						st.Entities = append(st.Entities, e)
@@ -42,15 +42,7 @@ func (n *Node) RegionState(ctx context.Context, typ string) ([]ShardState, error
 }
 
 // TypeNames returns the entity types registered on this member, sorted.
-func (n *Node) TypeNames() []string {
-	var names []string
-	n.specs.Range(func(k, _ any) bool {
-		names = append(names, k.(string))
-		return true
-	})
-	slices.Sort(names)
-	return names
-}
+func (n *Node) TypeNames() []string { return n.core.TypeNames() }
 
 // compareShardIDs orders numeric shard ids numerically, others as strings.
 func compareShardIDs(a, b shard.ID) int {

@@ -33,10 +33,11 @@ func (n *Node) leaseName(typ string, s shard.ID) string {
 	return fmt.Sprintf("%s-shard-%s-%s", n.cfg.ClusterName, typ, s)
 }
 
-// leaseOps carries out the engine's lease operations, each on its own goroutine (an
-// acquisition is a store round or an external call).
-func (n *Node) leaseOps(ops []engine.LeaseOp) {
-	for _, op := range ops {
+// Lease carries out a lease operation on its own goroutine (an acquisition is a store
+// round or an external call): Env.
+func (e *nodeEnv) Lease(op engine.LeaseOp) {
+	n := (*Node)(e)
+	{
 		k := leaseKey{op.Type, op.Shard}
 		switch op.Kind {
 		case engine.LeaseAcquire:
@@ -59,6 +60,7 @@ func (n *Node) leaseOps(ops []engine.LeaseOp) {
 			n.leases.mu.Unlock()
 			if l != nil && current {
 				go func() {
+					defer n.caught("releasing a shard lease")
 					ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
 					defer cancel()
 					if err := l.Release(ctx); err != nil && n.ctx.Err() == nil {
@@ -71,16 +73,17 @@ func (n *Node) leaseOps(ops []engine.LeaseOp) {
 }
 
 func (n *Node) acquireLease(l lease.Lease, op engine.LeaseOp) {
+	defer n.caught("acquiring a shard lease")
 	ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
 	defer cancel()
 	ok, err := l.Acquire(ctx, func(err error) {
 		n.log.Warn("shard lease lost: stopping its entities", "type", op.Type, "shard", op.Shard, "err", err)
-		n.command(func(now time.Time) { n.eng.LeaseLost(now, op.Type, op.Shard, op.Gen) })
+		n.post(LeaseLost{Op: op})
 	})
 	if err != nil && n.ctx.Err() == nil {
 		n.log.Info("shard lease not acquired; trying again after lease-retry-interval", "type", op.Type, "shard", op.Shard, "err", err)
 	}
-	n.command(func(now time.Time) { n.eng.LeaseAcquired(now, op.Type, op.Shard, op.Gen, ok && err == nil) })
+	n.post(LeaseAcquired{Op: op, OK: ok && err == nil})
 }
 
 // releaseLeases gives up every lease this member holds, the split-brain resolver's too (it is

@@ -250,8 +250,8 @@ func (t *typeMetrics) flush() {
 
 // flushMetrics flushes every type's routing counts; the loop calls it when it has carried
 // out all the engine asked for.
-func (n *Node) flushMetrics() {
-	for _, t := range n.typeMetrics {
+func (c *Core) flushMetrics() {
+	for _, t := range c.typeMetrics {
 		t.flush()
 	}
 }
@@ -313,7 +313,7 @@ func rejectReason(err error) string {
 		return reasonNotRunning
 	case errors.Is(err, errSendFailed):
 		return reasonSendFailed
-	case errors.Is(err, errUndecodable):
+	case errors.Is(err, ErrUndecodable):
 		return reasonUndecodable
 	}
 	return reasonOther
@@ -321,10 +321,12 @@ func rejectReason(err error) string {
 
 // Internal causes of a rejection, wrapped into the errors the sender sees.
 var (
-	errNotRunning  = errors.New("entity not running here")
-	errSendFailed  = errors.New("not sent to the shard's home")
-	errUndecodable = errors.New("undecodable message")
+	errNotRunning = errors.New("entity not running here")
+	errSendFailed = errors.New("not sent to the shard's home")
 )
+
+// ErrUndecodable means a message does not decode in its entity type's message codec.
+var ErrUndecodable = errors.New("undecodable message")
 
 // frameUnsent counts a frame to another member that could not be written.
 func (m *metrics) frameUnsent(proto string) {
@@ -360,34 +362,20 @@ func (t *typeMetrics) entityEnded(live int) {
 	}
 }
 
-// stopRequested counts a stop the shard asked for: a passivation unless the shard is
-// handing off.
-func (n *Node) stopRequested(t *typeRuntime, s shard.ID) {
-	if t.m == nil {
-		return
-	}
-	if r := n.eng.Region(t.spec.Name); r != nil {
-		if _, stopping, ok := r.LocalEpoch(s); ok && stopping {
-			return
-		}
-	}
-	t.m.passivations.Inc()
-}
-
 // sampleMetrics refreshes the gauges read from the machines' state (on each tick).
-func (n *Node) sampleMetrics() {
-	if n.metrics == nil {
+func (c *Core) sampleMetrics() {
+	if c.metrics == nil {
 		return
 	}
-	for name, t := range n.types {
-		if r := n.eng.Region(name); r != nil {
+	for name, t := range c.types {
+		if r := c.eng.Region(name); r != nil {
 			t.m.buf.Set(float64(r.Buffered()))
 		}
-		t.m.shards.Set(float64(len(n.eng.Shards(name))))
+		t.m.shards.Set(float64(len(c.eng.Shards(name))))
 		if t.m.loop.allocDirty {
 			t.m.loop.allocDirty = false
-			if c := n.eng.Coordinator(name); c != nil {
-				t.m.allocated.Set(float64(len(c.Allocations())))
+			if co := c.eng.Coordinator(name); co != nil {
+				t.m.allocated.Set(float64(len(co.Allocations())))
 			}
 		}
 	}
@@ -421,18 +409,18 @@ func (m *metrics) recordMemberEvent(ev membership.Event) {
 }
 
 // recordTypedEvent records an event of a type's coordinator or region.
-func (n *Node) recordTypedEvent(ev engine.TypedEvent, now time.Time) {
-	m := n.metrics
+func (c *Core) recordTypedEvent(ev engine.TypedEvent, now time.Time) {
+	m := c.metrics
 	if m == nil {
 		return
 	}
-	t := n.types[ev.Type]
+	t := c.types[ev.Type]
 	if t == nil {
 		return
 	}
 	switch e := ev.Event.(type) {
 	case engine.ShardStarted, engine.ShardHandedOff:
-		t.m.shards.Set(float64(len(n.eng.Shards(ev.Type))))
+		t.m.shards.Set(float64(len(c.eng.Shards(ev.Type))))
 	case engine.CoordinatorStarted:
 		m.coordChanges.WithLabelValues(ev.Type, "started").Inc()
 		m.coordHere.WithLabelValues(ev.Type).Set(1)

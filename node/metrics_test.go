@@ -46,7 +46,7 @@ func TestRejectReason(t *testing.T) {
 		{unknownType("t"), reasonUnknownType},
 		{fmt.Errorf("entity e: %w: closed", errNotRunning), reasonNotRunning},
 		{fmt.Errorf("%w: %w", errSendFailed, errors.New("dial")), reasonSendFailed},
-		{fmt.Errorf("decode: %w: %w", errUndecodable, errors.New("eof")), reasonUndecodable},
+		{fmt.Errorf("decode: %w: %w", ErrUndecodable, errors.New("eof")), reasonUndecodable},
 		{errors.New("something else"), reasonOther},
 	} {
 		if got := rejectReason(c.err); got != c.want {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,16 +14,13 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/internal/mailbox"
 	"github.com/shardmesh/shardmesh/lease"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
-	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/remember"
-	"github.com/shardmesh/shardmesh/shard"
 )
 
 // Protocol ids of the member-to-member protocols.
@@ -54,6 +49,9 @@ type Config struct {
 	AllowPeers []peer.ID
 	// MDNS turns on local-network discovery.
 	MDNS bool
+	// Discovery, when set and Join is empty, finds the members to join and decides when
+	// this member forms a new cluster (discovery.go); nil: with no Join it forms at once.
+	Discovery Discovery
 	// ForgetLastCluster: the member does not read <data-dir>/last-cluster-size and joins as
 	// a new one (cluster.forget-last-cluster; clustersize.go).
 	ForgetLastCluster bool
@@ -62,7 +60,8 @@ type Config struct {
 	// Workers runs entities: how many goroutines (default 2 × GOMAXPROCS) and how many
 	// messages one entity handles before yielding (default 32).
 	Workers mailbox.Config
-	// ShutdownTimeout bounds the graceful handoff when leaving; default 30 s.
+	// ShutdownTimeout bounds the graceful handoff when leaving; default
+	// engine.DefaultShutdownTimeout (60 s: reference.conf's handoff-timeout).
 	ShutdownTimeout time.Duration
 	// TickInterval is how often the machines are ticked; default 100 ms.
 	TickInterval time.Duration
@@ -90,17 +89,63 @@ type Config struct {
 	ServingChanged func(serving bool, at time.Time)
 }
 
-// Node is a running member.
+// DefaultConfig returns a Config with every default filled in; DataDir is left to set.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          []string{"/ip4/127.0.0.1/tcp/0"},
+		ClusterName:     "shardmesh",
+		Membership:      membership.DefaultConfig(),
+		ShutdownTimeout: engine.DefaultShutdownTimeout,
+		TickInterval:    100 * time.Millisecond,
+		Logger:          slog.Default(),
+	}
+}
+
+// Validate fills zero fields with their defaults (those of DefaultConfig) and rejects what
+// cannot work, naming the field.
+func (c *Config) Validate() error {
+	def := DefaultConfig()
+	if c.TickInterval == 0 {
+		c.TickInterval = def.TickInterval
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = def.ShutdownTimeout
+	}
+	if c.ClusterName == "" {
+		c.ClusterName = def.ClusterName
+	}
+	if c.Logger == nil {
+		c.Logger = def.Logger
+	}
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("node config: DataDir is required"))
+	}
+	if c.TickInterval < 0 || c.ShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("node config: TickInterval %v and ShutdownTimeout %v must not be negative", c.TickInterval, c.ShutdownTimeout))
+	}
+	if err := c.Membership.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Workers.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Membership.SplitBrainResolver.ActiveStrategy == membership.LeaseMajority && c.ResolverLease == nil {
+		errs = append(errs, errors.New("node config: split-brain-resolver.active-strategy = lease-majority needs a lease (ResolverLease)"))
+	}
+	return errors.Join(errs...)
+}
+
+// Node is a running member: a Core driven by one loop goroutine, with libp2p, Badger, the
+// entity workers and the data directory behind its Env (nodeEnv).
 type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	dir   *datadir.Dir
 	host  *p2p.Host
 	store *remember.Store // remembered entities and durable entity state, replicated
-	// recovery measures store rounds and remembered entity starts for the adaptive
-	// recovery budget (recovery.go).
-	recovery recoveryMeter
-	self     membership.Member
+	self  membership.Member
+	core  *Core // owned by the loop goroutine, but for what it says is safe elsewhere
 
 	gossip    *p2p.Topic
 	sub       *p2p.Subscription
@@ -108,19 +153,13 @@ type Node struct {
 	eventsSub *p2p.Subscription
 	eventsOut chan []byte // sharding events to publish, in order
 
-	eng   *engine.Engine          // owned by the loop goroutine
-	ready engine.Ready            // the loop's reused output buffer
-	types map[string]*typeRuntime // owned by the loop goroutine
-	specs sync.Map                // type name → *EntityType, for senders on any goroutine
-	pool  *mailbox.Pool
-	asks  *asks
+	pool   *mailbox.Pool
+	groups sync.Map // type name → *mailbox.Group[*Message]
 
-	metrics     *metrics       // nil without Config.Metrics
-	typeMetrics []*typeMetrics // every registered type's; owned by the loop goroutine
+	metrics *metrics // nil without Config.Metrics
 
-	inbox chan input
+	inbox chan Input
 	out   *outboxes
-	view  atomic.Pointer[View]
 
 	// servingUntil is the lease deadline for entities, on the monotonic clock: nanoseconds
 	// since clockBase. Reading only the monotonic clock is cheaper than time.Now, and a
@@ -129,17 +168,11 @@ type Node struct {
 	clockBase    time.Time
 	servingMu    sync.Mutex
 	servingCh    chan struct{} // closed when serving may have started
-	servingShown bool          // ServingChanged was last told true (loop goroutine)
-	lapsedAt     time.Time     // when serving last stopped (loop goroutine; zero: serving, or never served)
-	lapseLogged  bool          // that stop was logged above debug level (loop goroutine)
 
 	// The size of the cluster this member is Up in, kept on disk (clustersize.go): the size
 	// to write (stored by the loop only), and a write due.
 	sizeLatest atomic.Uint32
 	sizeDue    chan struct{}
-	// A forming cluster waiting for members of the last one (loop only): since when, and the
-	// last warning.
-	quorumWaitSince, quorumWarned time.Time
 
 	subsMu sync.Mutex
 	subs   map[chan Event]struct{}
@@ -148,70 +181,25 @@ type Node struct {
 	// resolverLease is the split-brain resolver's lease (lease-majority), made at its first
 	// use; owned by the loop goroutine.
 	resolverLease lease.Lease
-	delivered     uint64 // messages handed to entities (loop goroutine; LocalStats)
-
-	history        chan PlacementRecord // placement records for writeHistory
-	historyDropped atomic.Uint64
-
-	directivesDue chan struct{}                   // asks refreshDirectivesLoop for a read now
-	stoppedTypes  atomic.Pointer[map[string]bool] // entity types out of service (senders fail fast)
 
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
 	stopOnce sync.Once
 	stopped  atomic.Pointer[membership.Stopped]
-	wg       sync.WaitGroup
+	failure  atomic.Pointer[error] // why the member failed (storage.go)
+
+	storeFull bool // the store refuses writes for want of disk space, as the engine was told (loop goroutine)
+	wg        sync.WaitGroup
 }
 
-// input is one thing for the loop goroutine to feed the engine: a message for an entity
-// (the common case, kept small since every one is copied through the inbox), or a control
-// input.
-type input struct {
-	typ string          // the entity type (deliveries and coordination)
-	env region.Envelope // the message, when ctl is nil
-	ctl *control
-}
-
-// control is an input other than a message for an entity.
-type control struct {
-	kind    controlKind
-	from    membership.NodeID
-	member  membership.Message
-	coord   coordinator.Message
-	command func(time.Time)
-}
-
-type controlKind uint8
-
-const (
-	inMember controlKind = iota
-	inCoord
-	inCommand
-)
+// nodeEnv is Node as its Core's Env: the methods the Core calls to act on the world.
+type nodeEnv Node
 
 // Start opens the data directory, starts the libp2p host, and starts joining (or forming)
 // the cluster. It returns once the member listens; joining goes on in the background.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
-	if cfg.TickInterval == 0 {
-		cfg.TickInterval = 100 * time.Millisecond
-	}
-	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = 30 * time.Second
-	}
-	if cfg.ClusterName == "" {
-		cfg.ClusterName = "shardmesh"
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Membership.SplitBrainResolver.ActiveStrategy == membership.LeaseMajority && cfg.ResolverLease == nil {
-		return nil, fmt.Errorf("split-brain-resolver.active-strategy = lease-majority needs a lease (Config.ResolverLease)")
-	}
-	if err := cfg.Membership.Validate(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Workers.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	dir, err := datadir.Open(cfg.DataDir)
@@ -303,37 +291,33 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		metrics:       met,
-		cfg:           cfg,
-		log:           log,
-		dir:           dir,
-		host:          host,
-		self:          self,
-		gossip:        topic,
-		sub:           sub,
-		events:        events,
-		eventsSub:     eventsSub,
-		eventsOut:     make(chan []byte, 4096),
-		eng:           engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true}, self, time.Now()),
-		types:         map[string]*typeRuntime{},
-		pool:          pool,
-		asks:          newAsks(),
-		inbox:         make(chan input, 65536),
-		subs:          map[chan Event]struct{}{},
-		directivesDue: make(chan struct{}, 1),
-		history:       make(chan PlacementRecord, historyQueue),
-		servingCh:     make(chan struct{}),
-		sizeDue:       make(chan struct{}, 1),
-		clockBase:     time.Now(),
-		ctx:           nctx,
-		cancel:        cancel,
-		done:          make(chan struct{}),
+		metrics:   met,
+		cfg:       cfg,
+		log:       log,
+		dir:       dir,
+		host:      host,
+		self:      self,
+		gossip:    topic,
+		sub:       sub,
+		events:    events,
+		eventsSub: eventsSub,
+		eventsOut: make(chan []byte, 4096),
+		pool:      pool,
+		inbox:     make(chan Input, 65536),
+		subs:      map[chan Event]struct{}{},
+		servingCh: make(chan struct{}),
+		sizeDue:   make(chan struct{}, 1),
+		clockBase: time.Now(),
+		ctx:       nctx,
+		cancel:    cancel,
+		done:      make(chan struct{}),
 	}
 	n.out = newOutboxes(nctx, host, n.log, met)
+	n.core = NewCore(CoreConfig{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, ClusterName: cfg.ClusterName,
+		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged}, self, n.env(), time.Now())
 	host.Handle(MemberProtocol, n.handleMemberFrame)
 	host.Handle(CoordProtocol, n.handleCoordFrame)
 	host.Handle(RegionProtocol, n.handleRegionFrame)
-	n.publishView()
 	if err := n.openStore(ctx); err != nil {
 		cancel()
 		return nil, err
@@ -349,14 +333,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ok = true
 	n.log.Info("member started", "peer", self.Node, "incarnation", incarnation, "addrs", addrs, "roles", cfg.Roles, "app_version", cfg.AppVersion)
-	n.wg.Add(7)
+	n.wg.Add(6)
 	go n.loop()
 	go n.writeClusterSize()
-	if cfg.History.MaxPerShard > 0 { // off: no writer, no pruning scans
-		n.wg.Add(1)
-		go n.writeHistory()
-	}
-	go n.refreshDirectivesLoop()
 	go n.receiveGossip()
 	go n.discover()
 	go n.publishEvents()
@@ -364,6 +343,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.join()
 	return n, nil
 }
+
+func (n *Node) env() *nodeEnv { return (*nodeEnv)(n) }
 
 // ID returns this member's node id.
 func (n *Node) ID() membership.NodeID { return n.self.Node }
@@ -384,42 +365,25 @@ func (n *Node) StopReason() *membership.Stopped { return n.stopped.Load() }
 // RegisterType starts hosting an entity type on this member (or proxying it, on a member
 // without the type's role).
 func (n *Node) RegisterType(spec EntityType) error {
-	if strings.Contains(spec.Name, datadir.Sep) {
-		return fmt.Errorf("entity type %q: a name may not contain a 0 byte", spec.Name)
-	}
-	if spec.Name == "" || spec.New == nil || spec.Extractor == nil || spec.EncodeMessage == nil || spec.DecodeMessage == nil ||
-		spec.EncodeReply == nil || spec.DecodeReply == nil {
-		return fmt.Errorf("entity type %q: Name, New, Extractor and the codecs are required", spec.Name)
-	}
-	spec.Settings.Name = spec.Name
 	if spec.Settings.Shard.Lease.Enabled && n.leases.provider == nil {
 		return fmt.Errorf("entity type %q: its shards use a lease (use-lease) but this member has no lease provider", spec.Name)
 	}
-	group, err := mailbox.NewGroup[*message](n.pool, mailbox.GroupConfig{})
+	group, err := mailbox.NewGroup[*Message](n.pool, mailbox.GroupConfig{})
 	if err != nil {
 		return err
 	}
+	if _, dup := n.groups.LoadOrStore(spec.Name, group); dup {
+		return fmt.Errorf("entity type %q is already registered", spec.Name)
+	}
 	res := make(chan error, 1)
-	n.command(func(now time.Time) {
-		if _, dup := n.types[spec.Name]; dup {
-			res <- fmt.Errorf("entity type %q is already registered", spec.Name)
-			return
-		}
-		if err := n.eng.AddType(now, spec.Settings); err != nil {
-			res <- err
-			return
-		}
-		t := &typeRuntime{spec: spec, credits: newCredits(spec.Settings.Region.BufferSize), group: group, entities: map[shard.EntityID]*entity{},
-			m: n.metrics.forType(spec.Name)}
-		n.types[spec.Name] = t
-		n.specs.Store(spec.Name, t)
-		if t.m != nil {
-			n.typeMetrics = append(n.typeMetrics, t.m)
-		}
-		res <- nil
-	})
+	if err := n.input(context.Background(), RegisterType{Spec: spec, Done: func(err error) { res <- err }}); err != nil {
+		return err
+	}
 	select {
 	case err := <-res:
+		if err != nil {
+			n.groups.Delete(spec.Name)
+		}
 		return err
 	case <-n.done:
 		return ErrStopped
@@ -428,94 +392,94 @@ func (n *Node) RegisterType(spec EntityType) error {
 
 // Tell sends msg to entity id of entity type typ, without waiting for it to be handled.
 func (n *Node) Tell(typ string, id string, msg any) error {
-	t, err := n.sender(typ)
+	t, err := n.core.Sender(typ)
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), t, id, &message{value: msg})
+	return n.deliver(context.Background(), t, id, &Message{value: msg})
 }
 
 // Ask sends msg to entity id of entity type typ and waits for its reply or ctx.
 func (n *Node) Ask(ctx context.Context, typ string, id string, msg any) (any, error) {
-	t, err := n.sender(typ)
+	t, err := n.core.Sender(typ)
 	if err != nil {
 		return nil, err
 	}
-	spec := &t.spec
-	r, err := n.ask(ctx, t, id, &message{value: msg})
+	r, err := n.ask(ctx, t, id, &Message{value: msg})
 	if err != nil {
 		return nil, err
 	}
-	if r.encoded != nil {
-		return spec.DecodeReply(r.encoded)
+	if r.Encoded != nil {
+		return t.spec.DecodeReply(r.Encoded)
 	}
-	return r.value, nil
+	return r.Value, nil
 }
 
 // TellEncoded sends a message already in the entity type's message codec (from tools).
 func (n *Node) TellEncoded(typ string, id string, payload []byte) error {
-	t, err := n.sender(typ)
+	t, err := n.checkEncoded(typ, payload)
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), t, id, &message{encoded: nonNil(payload)})
+	return n.deliver(context.Background(), t, id, NewEncodedMessage(payload, nil))
+}
+
+// checkEncoded returns type typ's runtime once payload decodes in its message codec: a
+// tool's message is checked where it enters, since a tell's failure reaches nobody.
+func (n *Node) checkEncoded(typ string, payload []byte) (*RegisteredType, error) {
+	t, err := n.core.Sender(typ)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := t.spec.DecodeMessage(payload); err != nil {
+		return nil, fmt.Errorf("message for %s: %w: %w", typ, ErrUndecodable, err)
+	}
+	return t, nil
 }
 
 // AskEncoded asks with a message in the type's message codec and returns the reply in the
 // type's reply codec (from tools).
 func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []byte) ([]byte, error) {
-	t, err := n.sender(typ)
+	t, err := n.checkEncoded(typ, payload)
 	if err != nil {
 		return nil, err
 	}
-	spec := &t.spec
-	r, err := n.ask(ctx, t, id, &message{encoded: nonNil(payload)})
-	if err != nil || r.encoded != nil || r.value == nil {
-		return r.encoded, err
+	r, err := n.ask(ctx, t, id, NewEncodedMessage(payload, nil))
+	if err != nil || r.Encoded != nil || r.Value == nil {
+		return r.Encoded, err
 	}
-	return spec.EncodeReply(r.value)
+	return t.spec.EncodeReply(r.Value)
 }
 
-func (n *Node) ask(ctx context.Context, t *typeRuntime, id string, m *message) (askResult, error) {
+func (n *Node) ask(ctx context.Context, t *RegisteredType, id string, m *Message) (Reply, error) {
 	start := t.m.askStart()
-	p := n.asks.create()
+	p := n.core.asks.create()
 	m.ask = p
 	if err := n.deliver(ctx, t, id, m); err != nil {
 		t.m.asked(start, err, ctx.Err() != nil, errors.Is(err, ErrStopped))
-		return askResult{}, err
+		return Reply{}, err
 	}
 	select {
 	case r := <-p.result:
-		n.asks.forget(p)
-		t.m.asked(start, r.err, false, false)
-		return r, r.err
+		n.core.asks.forget(p)
+		t.m.asked(start, r.Err, false, false)
+		return r, r.Err
 	case <-ctx.Done():
-		n.asks.forget(p)
+		n.core.asks.forget(p)
 		t.m.asked(start, nil, true, false)
-		return askResult{}, fmt.Errorf("ask %s %s: %w", t.spec.Name, id, ctx.Err())
+		return Reply{}, fmt.Errorf("ask %s %s: %w", t.spec.Name, id, ctx.Err())
 	case <-n.done:
 		t.m.asked(start, nil, false, true)
-		return askResult{}, ErrStopped
+		return Reply{}, ErrStopped
 	}
-}
-
-// sender returns a registered type for senders on any goroutine (its spec and credits only).
-func (n *Node) sender(typ string) (*typeRuntime, error) {
-	v, ok := n.specs.Load(typ)
-	if !ok {
-		return nil, unknownType(typ)
-	}
-	if n.typeStopped(typ) {
-		return nil, fmt.Errorf("send to %s: %w", typ, ErrTypeStopped)
-	}
-	return v.(*typeRuntime), nil
 }
 
 // deliver hands a message to the loop, after taking one of the type's credits (see
 // maxInflight).
-func (n *Node) deliver(ctx context.Context, t *typeRuntime, id string, m *message) error {
-	if id == "" {
-		return errors.New("entity id is empty")
+func (n *Node) deliver(ctx context.Context, t *RegisteredType, id string, m *Message) error {
+	in, err := NewDeliver(t, id, m)
+	if err != nil {
+		return err
 	}
 	if err := t.credits.acquire(ctx, n.done); err != nil {
 		if errors.Is(err, ErrStopped) {
@@ -525,8 +489,6 @@ func (n *Node) deliver(ctx context.Context, t *typeRuntime, id string, m *messag
 			t.spec.Name, id, t.credits.limit, maxInflight, err)
 	}
 	m.credits = t.credits
-	eid := shard.EntityID(id)
-	in := input{typ: t.spec.Name, env: region.Envelope{Shard: t.spec.Extractor.ShardID(eid), Entity: eid, Payload: m}}
 	select {
 	case n.inbox <- in: // the common case, without a two-way select
 		return nil
@@ -545,7 +507,7 @@ func (n *Node) deliver(ctx context.Context, t *typeRuntime, id string, m *messag
 // removed (or ctx ends).
 func (n *Node) Leave(ctx context.Context) error {
 	select {
-	case n.inbox <- input{ctl: &control{kind: inCommand, command: func(now time.Time) { n.eng.Leave(now) }}}:
+	case n.inbox <- Leave{}:
 	case <-n.done:
 		return nil
 	case <-ctx.Done():
@@ -561,11 +523,21 @@ func (n *Node) Leave(ctx context.Context) error {
 
 // Down marks node Down, as an operator would.
 func (n *Node) Down(ctx context.Context, node membership.NodeID) error {
-	ok, err := onLoop(ctx, n, func(now time.Time) (bool, error) { return n.eng.Down(now, node), nil })
-	if err == nil && !ok {
-		err = fmt.Errorf("%s is not a current member", node)
+	res := make(chan bool, 1)
+	if err := n.input(ctx, Down{Node: node, Done: func(ok bool) { res <- ok }}); err != nil {
+		return err
 	}
-	return err
+	select {
+	case ok := <-res:
+		if !ok {
+			return fmt.Errorf("%s is not a current member", node)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.done:
+		return ErrStopped
+	}
 }
 
 // Close stops the member at once, without leaving (as a crash would, but releasing the data
@@ -595,195 +567,82 @@ func (n *Node) stop(reason *membership.Stopped) {
 		}
 		n.cancel()
 		close(n.done)
-		n.asks.failAll(ErrStopped)
+		n.core.asks.failAll(ErrStopped)
 		n.servingMu.Lock()
 		close(n.servingCh)
 		n.servingMu.Unlock()
 	})
 }
 
-// command runs fn on the loop goroutine.
-func (n *Node) command(fn func(time.Time)) {
+// input hands in to the loop, waiting for room; an error when ctx ends or the member stops
+// first.
+func (n *Node) input(ctx context.Context, in Input) error {
 	select {
-	case n.inbox <- input{ctl: &control{kind: inCommand, command: fn}}:
+	case n.inbox <- in:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.done:
+		return ErrStopped
+	}
+}
+
+// post hands in to the loop from a goroutine of the member's own (entity workers, lease
+// and store calls), waiting for room unless the member stops.
+func (n *Node) post(in Input) {
+	select {
+	case n.inbox <- in:
 	case <-n.ctx.Done():
 	}
 }
 
-// loop is the one goroutine that owns the engine.
+// loop is the one goroutine that drives the core.
 func (n *Node) loop() {
 	defer n.wg.Done()
 	tick := time.NewTicker(n.cfg.TickInterval)
 	defer tick.Stop()
+	c := n.core
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-tick.C:
 			now := time.Now()
-			n.eng.ObserveRecovery(now, n.recovery.take())
-			n.eng.Tick(now)
-			n.execute(now)
-			n.updateServing()
-			n.publishView()
-			n.sampleMetrics()
+			n.noteStoreSpace(now)
+			c.Tick(now)
 		case in := <-n.inbox:
 			now := time.Now()
-			n.step(now, in)
-			// Drain what else is waiting before executing: one pass over many inputs.
+			c.Step(now, in)
+			// Drain what else is waiting before carrying anything out: one pass over many
+			// inputs.
 			for i := 0; i < 256; i++ {
 				select {
 				case in := <-n.inbox:
-					n.step(now, in)
+					c.Step(now, in)
 					continue
 				default:
 				}
 				break
 			}
-			n.execute(now)
 		}
+		c.Flush()
 	}
 }
 
-func (n *Node) step(now time.Time, in input) {
-	if in.ctl == nil {
-		if err := n.eng.Deliver(now, in.typ, in.env); err != nil {
-			m := in.env.Payload.(*message)
-			n.reject(in.typ, m, err)
-			m.credits.release()
-		}
-		return
+// Serving publishes the lease deadline to the entity workers and wakes those waiting (Env).
+func (e *nodeEnv) Serving(until time.Time) {
+	n := (*Node)(e)
+	u := int64(0)
+	if !until.IsZero() {
+		u = int64(until.Sub(n.clockBase))
 	}
-	switch c := in.ctl; c.kind {
-	case inMember:
-		n.eng.StepMembership(now, c.from, c.member)
-	case inCoord:
-		n.eng.StepCoordination(now, c.from, in.typ, c.coord)
-	case inCommand:
-		c.command(now)
-	}
-}
-
-// execute carries out what the engine asked for.
-func (n *Node) execute(now time.Time) {
-	rd := &n.ready
-	for {
-		rd.Reset()
-		n.eng.Drain(rd)
-		if rd.Empty() {
-			n.flushMetrics()
-			return
-		}
-		for _, env := range rd.Membership {
-			n.sendMembership(env)
-		}
-		for _, c := range rd.Coordination {
-			n.sendCoord(c)
-		}
-		for _, f := range rd.Forwards {
-			n.forward(f)
-		}
-		for _, op := range rd.Entities {
-			n.applyEntityOp(now, op)
-		}
-		if len(rd.Leases) > 0 {
-			n.leaseOps(rd.Leases)
-		}
-		if len(rd.ResolverLease) > 0 {
-			n.resolverLeaseOps(rd.ResolverLease)
-		}
-		if len(rd.Store) > 0 {
-			n.storeOps(rd.Store)
-		}
-		for _, r := range rd.Rejected {
-			m := r.Envelope.Payload.(*message)
-			n.reject(r.Type, m, r.Err)
-			m.credits.release()
-		}
-		if len(rd.Members) > 0 || len(rd.Events) > 0 {
-			n.publishView()
-			n.updateServing()
-		}
-		for _, ev := range rd.Members {
-			n.logEvent(ev)
-			n.metrics.recordMemberEvent(ev)
-			n.react(ev)
-			n.publish(ev)
-		}
-		for _, ev := range rd.Events {
-			switch e := ev.Event.(type) {
-			case engine.CoordinatorStarted:
-				n.wantDirectives() // a new coordinator reads them fresh from a majority
-				n.wg.Add(1)
-				go n.claimTerm(ev.Type, e.Term)
-			case coordinator.ShardAllocated:
-				n.recordPlacement(ev.Type, e, now)
-			}
-			n.logTypedEvent(ev)
-			n.recordTypedEvent(ev, now)
-			n.publish(ev)
-			n.gossipEvent(ev, now)
-		}
-	}
-}
-
-// updateServing publishes the lease deadline to the entity workers, wakes those waiting,
-// and tells when serving started or stopped (logs, Config.ServingChanged).
-func (n *Node) updateServing() {
-	until := int64(n.eng.Membership().ServingUntil().Sub(n.clockBase))
-	prev := n.servingUntil.Swap(until)
+	prev := n.servingUntil.Swap(u)
 	now := int64(time.Since(n.clockBase))
-	if until > now && prev <= now {
+	if u > now && prev <= now {
 		n.servingMu.Lock()
 		close(n.servingCh)
 		n.servingCh = make(chan struct{})
 		n.servingMu.Unlock()
-	}
-	n.showServing(prev, until, now, func() membership.Status { return n.eng.Membership().Self().Status })
-}
-
-// lapseWarnAfter is how long a member that is Up goes without serving before it warns: a
-// member that joins, or sees another join, may lapse for the moment its first grants take.
-const lapseWarnAfter = time.Second
-
-// showServing tells a change of serving: stopped at prev when the lease ran out before now
-// (renewed since or not), at now when it was withdrawn early; started at now. status is
-// this member's (for the log). Config.ServingChanged hears every change at once; the log
-// warns of a lapse while Up only once it has lasted lapseWarnAfter.
-func (n *Node) showServing(prev, until, now int64, status func() membership.Status) {
-	clock := func(ns int64) time.Time { return n.clockBase.Add(time.Duration(ns)) }
-	if n.servingShown && (prev <= now || until <= now) {
-		n.servingShown = false
-		n.lapsedAt = clock(min(prev, now))
-		n.lapseLogged = false
-		if st := status(); st != membership.Up { // leaving, downed, removed: no lapse
-			n.lapseLogged = true
-			n.log.Info("stopped serving", "status", st.String(), "since", n.lapsedAt.Format(time.RFC3339Nano))
-		}
-		if n.cfg.ServingChanged != nil {
-			n.cfg.ServingChanged(false, n.lapsedAt)
-		}
-	}
-	switch {
-	case !n.servingShown && until > now:
-		n.servingShown = true
-		at := clock(now)
-		switch {
-		case n.lapsedAt.IsZero():
-			n.log.Info("serving: Up and heard by a majority of the members")
-		case n.lapseLogged:
-			n.log.Info("serving again: Up and heard by a majority of the members", "after", at.Sub(n.lapsedAt).Round(time.Millisecond).String())
-		default:
-			n.log.Debug("serving again after a short lapse", "after", at.Sub(n.lapsedAt).Round(time.Millisecond).String())
-		}
-		n.lapsedAt, n.lapseLogged = time.Time{}, false
-		if n.cfg.ServingChanged != nil {
-			n.cfg.ServingChanged(true, at)
-		}
-	case !n.servingShown && !n.lapseLogged && !n.lapsedAt.IsZero() && clock(now).Sub(n.lapsedAt) >= lapseWarnAfter:
-		n.lapseLogged = true
-		n.log.Warn("not serving: no agreeing heartbeats from a majority of the members within acceptable-heartbeat-pause (cut off, or this process was paused); its entities wait",
-			"since", n.lapsedAt.Format(time.RFC3339Nano))
 	}
 }
 
@@ -808,34 +667,56 @@ func (n *Node) awaitServing() bool {
 	}
 }
 
-// react connects to members as they appear and stops the member when the machine says so.
-func (n *Node) react(ev membership.Event) {
-	switch e := ev.(type) {
-	case membership.MemberChanged:
-		if e.Member.Node == n.self.Node || e.Member.Status >= membership.Down {
-			return
-		}
-		id, err := peer.Decode(string(e.Member.Node))
-		if err != nil {
-			n.log.Warn("member with an invalid peer id", "member", e.Member.Node, "err", err)
-			return
-		}
-		var addrs []multiaddr.Multiaddr
-		for _, a := range e.Member.Addrs {
-			if ma, err := multiaddr.NewMultiaddr(a); err == nil {
-				if t, _ := peer.SplitAddr(ma); t != nil {
-					addrs = append(addrs, t)
-				}
+// Connect makes a member reachable and dials a new one (Env).
+func (e *nodeEnv) Connect(m membership.Member, isNew bool) {
+	n := (*Node)(e)
+	id, err := peer.Decode(string(m.Node))
+	if err != nil {
+		n.log.Warn("member with an invalid peer id", "member", m.Node, "err", err)
+		return
+	}
+	var addrs []multiaddr.Multiaddr
+	for _, a := range m.Addrs {
+		if ma, err := multiaddr.NewMultiaddr(a); err == nil {
+			if t, _ := peer.SplitAddr(ma); t != nil {
+				addrs = append(addrs, t)
 			}
 		}
-		n.host.AddAddrs(id, addrs)
-		if e.New {
-			n.out.connect(id)
-		}
-	case membership.Stopped:
-		go n.stop(&e)
+	}
+	n.host.AddAddrs(id, addrs)
+	if isNew {
+		n.out.connect(id)
 	}
 }
+
+// Stopped stops the member (Env): it left, or was downed or removed.
+func (e *nodeEnv) Stopped(s membership.Stopped) { go (*Node)(e).stop(&s) }
+
+// Store carries out a store request of the core on its own goroutine; the answer comes back
+// to the loop (Env).
+func (e *nodeEnv) Store(id uint64, req StoreRequest) {
+	n := (*Node)(e)
+	go func() {
+		defer n.caught("a store request")
+		var res StoreResult
+		switch {
+		case req.Writes != nil:
+			res.Err = n.store.Write(n.ctx, req.Writes...)
+		case req.IsScan:
+			res.Records, res.Err = n.store.Scan(n.ctx, req.Scan)
+		default:
+			if req.Fence > 0 {
+				res.Record, res.Found, res.Err = n.store.GetFenced(n.ctx, req.Get, req.Fence)
+			} else {
+				res.Record, res.Found, res.Err = n.store.Get(n.ctx, req.Get)
+			}
+		}
+		n.post(StoreDone{ID: id, Result: res})
+	}()
+}
+
+// View returns the latest membership snapshot.
+func (n *Node) View() *View { return n.core.View() }
 
 // join dials the seeds in the background and asks the machine to join through each one that
 // answers; with no seeds (or only this member itself) it forms a new cluster.
@@ -852,9 +733,14 @@ func (n *Node) join() {
 		}
 		seeds = append(seeds, ma)
 	}
+	if len(seeds) == 0 && n.cfg.Discovery != nil {
+		n.wg.Add(1)
+		go n.discoverByConfig()
+		return
+	}
 	if len(seeds) == 0 {
 		n.log.Info("no seed to join: forming a new cluster", "last_cluster_size", n.self.LastClusterSize)
-		n.command(func(now time.Time) { n.eng.FormCluster(now) })
+		n.post(FormCluster{})
 		return
 	}
 	for _, seed := range seeds {
@@ -868,14 +754,14 @@ func (n *Node) dialSeed(seed multiaddr.Multiaddr) {
 	defer n.wg.Done()
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		if v := n.view.Load(); v != nil && v.Joined {
+		if v := n.core.View(); v != nil && v.Joined {
 			return
 		}
 		ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
 		id, err := n.host.Connect(ctx, seed)
 		cancel()
 		if err == nil {
-			n.command(func(now time.Time) { n.eng.JoinVia(now, membership.NodeID(id.String())) })
+			n.post(JoinVia{Seed: membership.NodeID(id.String())})
 			return
 		}
 		if n.ctx.Err() != nil {
@@ -916,57 +802,8 @@ func (n *Node) discover() {
 			cancel()
 			if err == nil {
 				id := membership.NodeID(info.ID.String())
-				n.command(func(now time.Time) { n.eng.JoinVia(now, id) })
+				n.post(JoinVia{Seed: id})
 			}
 		}
 	}
-}
-
-// View is a consistent snapshot of the membership as this member sees it, safe to read from
-// any goroutine.
-type View struct {
-	Self        membership.NodeID
-	Joined      bool
-	Members     []membership.Member
-	Unreachable []membership.NodeID
-	Leader      membership.NodeID
-	Oldest      membership.NodeID
-	Converged   bool
-	// RestartNeed and RestartJoined: a restarted cluster moves no member Up before
-	// RestartNeed members have joined (membership.Node.RestartQuorum; RestartWait says it
-	// in words); RestartJoined have. RestartNeed is 0 when it does not wait.
-	RestartNeed, RestartJoined int
-
-	// replicas are the peer ids of the members whose replicas count in store quorums
-	// (replicaMembers), decoded once per change of membership, not per store round;
-	// replicaNodes the members they are of.
-	replicas     []peer.ID
-	replicaNodes []membership.NodeID
-	// voters are the peer ids of the membership's whole of voters (membership.VoterWhole):
-	// the replicas of the split-brain resolver's lease (store.go).
-	voters []peer.ID
-}
-
-// View returns the latest snapshot.
-func (n *Node) View() *View { return n.view.Load() }
-
-func (n *Node) publishView() {
-	m := n.eng.Membership()
-	v := &View{Self: n.self.Node, Joined: m.Joined(), Members: m.Members(), Leader: m.Leader(), Converged: m.Convergence()}
-	v.RestartNeed, v.RestartJoined = m.RestartQuorum()
-	if o, ok := m.Oldest(""); ok {
-		v.Oldest = o.Node
-	}
-	for _, mem := range v.Members {
-		if m.Unreachable(mem.Node) {
-			v.Unreachable = append(v.Unreachable, mem.Node)
-		}
-	}
-	slices.Sort(v.Unreachable)
-	v.replicas, v.replicaNodes = replicasOf(v.Members, n.view.Load())
-	v.voters = votersOf(m.VoterWhole(), n.view.Load())
-	n.view.Store(v)
-	n.noteClusterSize(m)
-	n.warnRestartQuorum(v)
-	n.metrics.recordView(v)
 }

@@ -32,21 +32,21 @@ func (e *NotCoordinatorError) Error() string {
 // here (else a *NotCoordinatorError names where it runs); paused reports that rebalancing
 // is paused. See coordinator.Coordinator.Plan.
 func (n *Node) Plan(ctx context.Context, typ string, change coordinator.PlanChange) (moves []allocation.Move, paused bool, err error) {
-	if _, err := n.sender(typ); err != nil && errors.Is(err, ErrUnknownType) {
+	if _, err := n.core.Sender(typ); err != nil && errors.Is(err, ErrUnknownType) {
 		return nil, false, err
 	}
-	_, err = onLoop(ctx, n, func(time.Time) (struct{}, error) {
-		c := n.eng.Coordinator(typ)
-		if c == nil {
+	_, err = onLoop(ctx, n, func(_ time.Time, c *Core) (struct{}, error) {
+		co := c.eng.Coordinator(typ)
+		if co == nil {
 			coord := membership.NodeID("")
-			if r := n.eng.Region(typ); r != nil {
+			if r := c.eng.Region(typ); r != nil {
 				coord = r.Coordinator()
 			}
 			return struct{}{}, &NotCoordinatorError{Type: typ, Coordinator: coord}
 		}
-		d, _ := c.Directives()
+		d, _ := co.Directives()
 		paused = d.RebalancePaused
-		moves, err = c.Plan(change)
+		moves, err = co.Plan(change)
 		return struct{}{}, err
 	})
 	return moves, paused, err
@@ -79,7 +79,7 @@ const removeBatch = 4096
 // out of service here (`shardctl types stop`; the caller checks the other members). With
 // dryRun it only counts. progress is called after each batch.
 func (n *Node) RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error) {
-	if !n.typeStopped(typ) {
+	if !n.core.typeStopped(typ) {
 		return 0, 0, fmt.Errorf("entity type %s is in service: stop it first (shardctl types stop %s)", typ, typ)
 	}
 	var recs []remember.Record

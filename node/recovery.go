@@ -94,7 +94,7 @@ type StoreRounds struct {
 
 // StoreRounds returns what this member's store rounds and remembered entity starts took.
 func (n *Node) StoreRounds() StoreRounds {
-	m := &n.recovery
+	m := &n.core.recovery
 	return StoreRounds{
 		Rounds: m.rounds.Load(), Failures: m.failures.Load(), Timeouts: m.timeouts.Load(), Time: time.Duration(m.storeNanos.Load()),
 		RememberedStarts: m.starts.Load(), StartTime: time.Duration(m.startNanos.Load()),
@@ -104,8 +104,8 @@ func (n *Node) StoreRounds() StoreRounds {
 // RecoveryRate returns the current rate of the adaptive recovery budget of typ, in entity
 // starts per second for the cluster, or 0 when typ does not recover adaptively.
 func (n *Node) RecoveryRate(ctx context.Context, typ string) (float64, error) {
-	return onLoop(ctx, n, func(time.Time) (float64, error) {
-		if b := n.eng.RecoveryBudget(typ); b != nil {
+	return onLoop(ctx, n, func(_ time.Time, c *Core) (float64, error) {
+		if b := c.eng.RecoveryBudget(typ); b != nil {
 			return b.Rate(), nil
 		}
 		return 0, nil

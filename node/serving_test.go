@@ -61,16 +61,17 @@ func TestServingChangedInOrder(t *testing.T) {
 	}
 	var got []change
 	base := time.Now()
-	n := &Node{clockBase: base, log: slog.New(slog.DiscardHandler)}
-	n.cfg.ServingChanged = func(serving bool, at time.Time) { got = append(got, change{serving, at.Sub(base)}) }
+	c := &Core{log: slog.New(slog.DiscardHandler)}
+	c.cfg.ServingChanged = func(serving bool, at time.Time) { got = append(got, change{serving, at.Sub(base)}) }
 	up := func() membership.Status { return membership.Up }
-	n.showServing(0, 0, 10, up)   // not serving yet: nothing
-	n.showServing(0, 50, 20, up)  // serving from 20
-	n.showServing(50, 60, 30, up) // renewed in time: nothing
-	n.showServing(60, 90, 70, up) // ran out at 60, renewed at 70
-	n.showServing(90, 90, 95, up) // ran out at 90
-	n.showServing(90, 200, 99, up)
-	n.showServing(200, 0, 120, func() membership.Status { return membership.Leaving }) // withdrawn at 120
+	show := showAt(c, base)
+	show(0, 0, 10, up)   // not serving yet: nothing
+	show(0, 50, 20, up)  // serving from 20
+	show(50, 60, 30, up) // renewed in time: nothing
+	show(60, 90, 70, up) // ran out at 60, renewed at 70
+	show(90, 90, 95, up) // ran out at 90
+	show(90, 200, 99, up)
+	show(200, 0, 120, func() membership.Status { return membership.Leaving }) // withdrawn at 120
 	want := []change{{true, 20}, {false, 60}, {true, 70}, {false, 90}, {true, 99}, {false, 120}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("changes %v, want %v", got, want)
@@ -87,18 +88,19 @@ func TestServingLapseWarnsOnlyWhenItLasts(t *testing.T) {
 		logs = append(logs, r.Level.String()+" "+r.Message)
 		mu.Unlock()
 	}}
-	n := &Node{clockBase: time.Now(), log: slog.New(h)}
+	c := &Core{log: slog.New(h)}
 	up := func() membership.Status { return membership.Up }
 	ms := int64(time.Millisecond)
-	n.showServing(0, 0, 3000*ms, up)            // not serving yet: no lapse to warn of
-	n.showServing(0, 500*ms, 10*ms, up)         // serving
-	n.showServing(500*ms, 500*ms, 600*ms, up)   // lapsed at 500 ms
-	n.showServing(500*ms, 900*ms, 700*ms, up)   // back after 200 ms: quiet
-	n.showServing(900*ms, 900*ms, 1000*ms, up)  // lapsed at 900 ms
-	n.showServing(900*ms, 900*ms, 1500*ms, up)  // 0.6 s: not yet
-	n.showServing(900*ms, 900*ms, 2000*ms, up)  // 1.1 s: warn
-	n.showServing(900*ms, 900*ms, 2500*ms, up)  // once
-	n.showServing(900*ms, 5000*ms, 3000*ms, up) // back: info
+	show := showAt(c, time.Now())
+	show(0, 0, 3000*ms, up)            // not serving yet: no lapse to warn of
+	show(0, 500*ms, 10*ms, up)         // serving
+	show(500*ms, 500*ms, 600*ms, up)   // lapsed at 500 ms
+	show(500*ms, 900*ms, 700*ms, up)   // back after 200 ms: quiet
+	show(900*ms, 900*ms, 1000*ms, up)  // lapsed at 900 ms
+	show(900*ms, 900*ms, 1500*ms, up)  // 0.6 s: not yet
+	show(900*ms, 900*ms, 2000*ms, up)  // 1.1 s: warn
+	show(900*ms, 900*ms, 2500*ms, up)  // once
+	show(900*ms, 5000*ms, 3000*ms, up) // back: info
 	var infoWarn []string
 	for _, l := range logs {
 		if !strings.HasPrefix(l, "DEBUG") {
@@ -113,6 +115,20 @@ func TestServingLapseWarnsOnlyWhenItLasts(t *testing.T) {
 		if !strings.HasPrefix(infoWarn[i], w) {
 			t.Fatalf("log %d: %q, want %q (all: %q)", i, infoWarn[i], w, logs)
 		}
+	}
+}
+
+// showAt returns Core.showServing with times given as offsets from base (0: none).
+func showAt(c *Core, base time.Time) func(prev, until, now int64, status func() membership.Status) {
+	at := func(ns int64) time.Time {
+		if ns == 0 {
+			return time.Time{}
+		}
+		return base.Add(time.Duration(ns))
+	}
+	return func(prev, until, now int64, status func() membership.Status) {
+		c.now = base.Add(time.Duration(now))
+		c.showServing(at(prev), at(until), status)
 	}
 }
 

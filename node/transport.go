@@ -12,11 +12,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
-	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
-	"github.com/shardmesh/shardmesh/region"
-	"github.com/shardmesh/shardmesh/shard"
 	"github.com/shardmesh/shardmesh/wire"
 )
 
@@ -27,7 +24,7 @@ func (n *Node) handleMemberFrame(from peer.ID, frame []byte) error {
 	if err != nil {
 		return err
 	}
-	n.enqueue(input{ctl: &control{kind: inMember, from: membership.NodeID(from.String()), member: msg}})
+	n.enqueue(MemberMessage{From: membership.NodeID(from.String()), Msg: msg})
 	return nil
 }
 
@@ -37,37 +34,22 @@ func (n *Node) handleCoordFrame(from peer.ID, frame []byte) error {
 	if err != nil {
 		return err
 	}
-	n.enqueue(input{typ: typ, ctl: &control{kind: inCoord, from: membership.NodeID(from.String()), coord: msg}})
+	n.enqueue(CoordMessage{From: membership.NodeID(from.String()), Type: typ, Msg: msg})
 	return nil
 }
 
 // handleRegionFrame takes a message forwarded by another member's region, or a reply to one
-// of this member's asks. The frame is reused after return: what is kept is copied.
+// of this member's asks (resolved here, on the stream's goroutine). The frame is reused
+// after return: what is kept is copied.
 func (n *Node) handleRegionFrame(_ peer.ID, frame []byte) error {
-	var d wire.Deliver
-	var r wire.Reply
-	kind, err := wire.DecodeRegion(frame, &d, &r)
-	if err != nil {
+	in, err := n.core.DecodeRegionFrame(frame)
+	if err != nil || in == nil {
 		return err
 	}
-	if kind == wire.KindReply {
-		if p := n.asks.take(r.AskID); p != nil {
-			if len(r.Err) > 0 {
-				p.resolve(askResult{err: &RemoteError{Message: string(r.Err)}})
-			} else {
-				p.resolve(askResult{encoded: append(make([]byte, 0, len(r.Payload)), r.Payload...)}) // never nil: see nonNil
-			}
-		}
-		return nil
-	}
-	typ := string(d.Type)
-	m := &message{askID: d.AskID}
-	if d.AskID != 0 {
-		m.replyTo = membership.NodeID(d.ReplyTo)
-	}
-	t, err := n.sender(typ)
+	m := in.Envelope.Payload.(*Message)
+	t, err := n.core.Sender(in.Type)
 	if err != nil {
-		n.reject(typ, m, err)
+		n.core.Reject(in.Type, m, err)
 		return nil
 	}
 	// A credit first: when this type is saturated here, this stream's reader waits, and TCP
@@ -76,23 +58,20 @@ func (n *Node) handleRegionFrame(_ peer.ID, frame []byte) error {
 		return nil
 	}
 	m.credits = t.credits
-	// Never nil, even for a value that encodes to nothing: nil would mean "not encoded".
-	m.encoded = append(make([]byte, 0, len(d.Payload)), d.Payload...)
-	env := region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops}
-	n.enqueue(input{typ: typ, env: env})
+	n.enqueue(*in)
 	return nil
 }
 
 // enqueue hands an input from a network goroutine to the loop. Backpressure: a full inbox
 // blocks the stream's reader, which slows its sender, rather than dropping.
-func (n *Node) enqueue(in input) {
+func (n *Node) enqueue(in Input) {
 	select {
 	case n.inbox <- in:
 	case <-n.ctx.Done():
 	}
 }
 
-// receiveGossip feeds the membership topic to the engine; the authenticated origin of each
+// receiveGossip feeds the membership topic to the loop; the authenticated origin of each
 // message is its sender.
 func (n *Node) receiveGossip() {
 	defer n.wg.Done()
@@ -106,82 +85,13 @@ func (n *Node) receiveGossip() {
 			n.log.Warn("dropped a malformed gossip message", "peer", m.From, "err", err)
 			continue
 		}
-		n.enqueue(input{ctl: &control{kind: inMember, from: membership.NodeID(m.From.String()), member: msg}})
+		n.enqueue(MemberMessage{From: membership.NodeID(m.From.String()), Msg: msg})
 	}
 }
 
-// sendMembership publishes a broadcast on the membership topic or queues a direct frame.
-func (n *Node) sendMembership(env membership.Envelope) {
-	frame := wire.AppendMembership(nil, env.Msg)
-	if env.To == "" {
-		go func() {
-			ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-			defer cancel()
-			if err := n.gossip.Publish(ctx, frame); err != nil && n.ctx.Err() == nil {
-				n.log.Debug("gossip publish failed", "err", err)
-			}
-		}()
-		return
-	}
-	n.out.send(env.To, MemberProtocol, frame, nil, nil)
-}
-
-func (n *Node) sendCoord(c engine.Coordination) {
-	n.out.send(c.To, CoordProtocol, wire.AppendCoord(nil, c.Type, c.Msg), nil, nil)
-}
-
-// forward sends a message to its shard's home on another member. The message keeps its
-// credit until it is written (or has failed and its sender was told).
-func (n *Node) forward(f engine.Forward) {
-	m := f.Envelope.Payload.(*message)
-	t := n.types[f.Type]
-	env := f.Envelope
-	encode := func() ([]byte, error) {
-		if m.encoded == nil {
-			b, err := t.spec.EncodeMessage(m.value)
-			if err != nil {
-				return nil, fmt.Errorf("encode message for %s: %w", f.Type, err)
-			}
-			m.encoded = b
-		}
-		d := wire.Deliver{Type: []byte(f.Type), Shard: []byte(env.Shard), Entity: []byte(env.Entity), Payload: m.encoded, Hops: env.Hops}
-		if m.ask != nil {
-			n.asks.track(m.ask)
-			d.AskID, d.ReplyTo = m.ask.id, []byte(n.self.Node)
-		} else if m.askID != 0 {
-			d.AskID, d.ReplyTo = m.askID, []byte(m.replyTo)
-		}
-		return wire.AppendDeliver(nil, &d), nil
-	}
-	t.m.forwarded()
-	n.out.send(f.To, RegionProtocol, nil, encode, func(err error) {
-		m.credits.release()
-		if err != nil {
-			n.reject(f.Type, m, fmt.Errorf("%w: %w", errSendFailed, err))
-		}
-	})
-}
-
-// sendReply answers an ask from another member — or from this one, when the ask went to
-// another member and was forwarded back here (a shard home that moved while the ask was on
-// its way): libp2p does not dial itself, so that reply is resolved here, not sent (it was
-// dropped, and the asker timed out: found by the chaos suite after a full restart).
-func (n *Node) sendReply(to membership.NodeID, askID uint64, payload []byte, err error) {
-	if to == n.self.Node {
-		if p := n.asks.take(askID); p != nil {
-			if err != nil {
-				p.resolve(askResult{err: err})
-			} else {
-				p.resolve(askResult{encoded: nonNil(payload)})
-			}
-		}
-		return
-	}
-	r := wire.Reply{AskID: askID, Payload: payload}
-	if err != nil {
-		r.Err = []byte(err.Error())
-	}
-	n.out.send(to, RegionProtocol, wire.AppendReply(nil, &r), nil, nil)
+// Send hands a frame to a member's outbox (Env).
+func (e *nodeEnv) Send(to membership.NodeID, proto protocol.ID, frame []byte, done func(error)) {
+	e.out.send(to, proto, frame, done)
 }
 
 // outboxes holds one sending goroutine per peer, so a slow dial to one peer never delays the
@@ -206,13 +116,12 @@ type outbox struct {
 	parent  *outboxes
 }
 
-// outgoing is a frame to send, or a function that encodes one; done (if set) is called once,
-// with nil when the frame was written and the error otherwise.
+// outgoing is a frame to send; done (if set) is called once, with nil when the frame was
+// written and the error otherwise.
 type outgoing struct {
-	proto  protocol.ID
-	frame  []byte
-	encode func() ([]byte, error)
-	done   func(error)
+	proto protocol.ID
+	frame []byte
+	done  func(error)
 }
 
 func newOutboxes(ctx context.Context, host *p2p.Host, log *slog.Logger, met *metrics) *outboxes {
@@ -229,23 +138,16 @@ func (o *outboxes) finish(proto protocol.ID, done func(error), err error) {
 	}
 }
 
-// send queues a frame (or its encoder) for member to. When nothing waits for that member and
-// its stream is open with room, the frame is handed to the stream at once, on the caller's
-// goroutine, saving a goroutine hop; otherwise the outbox's goroutine sends it, in order.
-func (o *outboxes) send(to membership.NodeID, proto protocol.ID, frame []byte, encode func() ([]byte, error), done func(error)) {
+// send queues a frame for member to. When nothing waits for that member and its stream is
+// open with room, the frame is handed to the stream at once, on the caller's goroutine,
+// saving a goroutine hop; otherwise the outbox's goroutine sends it, in order.
+func (o *outboxes) send(to membership.NodeID, proto protocol.ID, frame []byte, done func(error)) {
 	b, err := o.box(to)
 	if err != nil {
 		o.finish(proto, done, err)
 		return
 	}
 	if b.pending.Load() == 0 {
-		if frame == nil {
-			if frame, err = safeEncode(encode); err != nil {
-				o.finish(proto, done, err)
-				return
-			}
-			encode = nil
-		}
 		err := o.host.TrySend(b.peer, proto, frame)
 		if err == nil || !errors.Is(err, p2p.ErrWouldBlock) {
 			o.finish(proto, done, err)
@@ -254,7 +156,7 @@ func (o *outboxes) send(to membership.NodeID, proto protocol.ID, frame []byte, e
 	}
 	b.pending.Add(1)
 	b.mu.Lock()
-	b.queue = append(b.queue, outgoing{proto: proto, frame: frame, encode: encode, done: done})
+	b.queue = append(b.queue, outgoing{proto: proto, frame: frame, done: done})
 	b.mu.Unlock()
 	select {
 	case b.wake <- struct{}{}:
@@ -276,16 +178,6 @@ func (o *outboxes) box(to membership.NodeID) (*outbox, error) {
 		go b.run()
 	}
 	return b, nil
-}
-
-// safeEncode runs an entity type's encoder, turning a panic into an error.
-func safeEncode(encode func() ([]byte, error)) (frame []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("encoder panicked: %v", r)
-		}
-	}()
-	return encode()
 }
 
 // connect dials a new member in the background so gossip reaches it.
@@ -316,13 +208,7 @@ func (b *outbox) run() {
 		batch, b.queue = b.queue, batch[:0]
 		b.mu.Unlock()
 		for i, out := range batch {
-			frame, err := out.frame, error(nil)
-			if frame == nil && out.encode != nil {
-				frame, err = safeEncode(out.encode)
-			}
-			if err == nil {
-				err = b.write(out.proto, frame)
-			}
+			err := b.write(out.proto, out.frame)
 			if err != nil && o.ctx.Err() == nil {
 				o.log.Debug("message not sent", "member", b.peer, "protocol", out.proto, "err", err)
 			}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -54,16 +55,33 @@ type EntityContext struct {
 	// of its durable state (LoadState, SaveState).
 	Epoch coordinator.Epoch
 
-	e *entity
+	e Turns
 }
 
 // Passivate asks sharding to stop this entity: it gets its stop message, and messages that
 // arrive meanwhile wait for its next incarnation.
-func (c *EntityContext) Passivate() { c.e.passivate() }
+func (c *EntityContext) Passivate() { c.e.Passivate() }
 
 // Stop stops this incarnation once the current message is handled (the answer to the stop
 // message). Messages still queued go to the next incarnation.
-func (c *EntityContext) Stop() { c.e.stopAfterTurn = true }
+func (c *EntityContext) Stop() { c.e.Stop() }
+
+// Turns is what an entity runtime offers an incarnation's context: Node's entity workers,
+// or the simulation's.
+type Turns interface {
+	// Passivate and Stop: see EntityContext.
+	Passivate()
+	Stop()
+	// LoadState and SaveState carry out EntityContext's.
+	LoadState(ctx context.Context, c *EntityContext) ([]byte, error)
+	SaveState(ctx context.Context, c *EntityContext, state []byte) error
+}
+
+// WithTurns returns ctx bound to the entity runtime's incarnation t.
+func (c EntityContext) WithTurns(t Turns) EntityContext {
+	c.e = t
+	return c
+}
 
 // Errors of sending to entities.
 var (
@@ -91,11 +109,12 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// message is the payload of a region.Envelope in this runtime.
-type message struct {
+// Message is the payload of a region.Envelope in this runtime: a message for an entity, or
+// a signal to its incarnation (start, stop).
+type Message struct {
 	value   any    // the Go value (nil when it came encoded from another member)
 	encoded []byte // the encoded value (set once it crossed, or was encoded to cross)
-	ask     *pendingAsk
+	ask     Asker
 	askID   uint64            // an ask from another member
 	replyTo membership.NodeID // that member
 	stop    bool              // the stop signal (never routed, only in mailboxes)
@@ -104,9 +123,49 @@ type message struct {
 	credits *credits          // the type's credits, one held while the message is in flight
 }
 
-func (m *message) isAsk() bool { return m.ask != nil || m.askID != 0 }
+// NewMessage returns a message with value msg, asked by ask (nil for a tell).
+func NewMessage(msg any, ask Asker) *Message { return &Message{value: msg, ask: ask} }
+
+// NewEncodedMessage returns a message already in its type's message codec.
+func NewEncodedMessage(payload []byte, ask Asker) *Message {
+	return &Message{encoded: nonNil(payload), ask: ask}
+}
+
+// Value returns the message's value, decoded with the type's codec when it came encoded.
+func (m *Message) Value(t *EntityType) (any, error) {
+	if m.value != nil || m.encoded == nil {
+		return m.value, nil
+	}
+	return t.DecodeMessage(m.encoded)
+}
+
+// IsAsk reports whether someone waits for a reply.
+func (m *Message) IsAsk() bool { return m.ask != nil || m.askID != 0 }
+
+// IsStop reports the stop signal: the incarnation must stop (its type's StopMessage, or
+// at once).
+func (m *Message) IsStop() bool { return m.stop }
+
+// IsStart reports the start of a remembered entity without a message.
+func (m *Message) IsStart() bool { return m.start }
 
 // signal reports a mailbox-only message (stop, start), never routed and holding no credit.
-func (m *message) signal() bool { return m.stop || m.start }
+func (m *Message) signal() bool { return m.stop || m.start }
+
+// Asker waits for the reply to an ask made on this member.
+type Asker interface {
+	// ID is the ask's id on the wire (never 0).
+	ID() uint64
+	// Resolve gives the ask its reply; only the first call counts. It must not block.
+	Resolve(Reply)
+}
+
+// Reply answers an ask: the entity's reply value (from an entity on this member), its
+// encoding in the type's reply codec (from another member), or an error.
+type Reply struct {
+	Value   any
+	Encoded []byte
+	Err     error
+}
 
 func unknownType(name string) error { return fmt.Errorf("%w %q", ErrUnknownType, name) }

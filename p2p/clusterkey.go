@@ -40,16 +40,18 @@ func WriteClusterKey(path string) error {
 // LoadClusterKey reads the cluster key file at path. It accepts the swarm.key format with
 // the /base16/ encoding (what WriteClusterKey writes) and also /base64/ and /bin/, as
 // written by other libp2p tools. It refuses a file that group or others can access
-// (ErrInsecureKeyFile) and names the file and the problem for any bad content.
+// (ErrInsecureKeyFile), except a file owned by root that its group may read (a Kubernetes
+// Secret mounted for a non-root container: root, group fsGroup, 0440), and names the file
+// and the problem for any bad content.
 func LoadClusterKey(path string) (pnet.PSK, error) {
-	data, err := readKeyFile(path, "cluster key")
+	data, err := readKeyFile(path, "cluster key", true)
 	if err != nil {
 		return nil, err
 	}
 	key, err := parseClusterKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("cluster key file %s: %w (expected %q, then /base16/, then 64 hex digits; create one with WriteClusterKey)",
-			path, err, clusterKeyHeader)
+		return nil, keyFileError{fmt.Errorf("cluster key file %s: %w (expected %q, then /base16/, then 64 hex digits; create one with: shardctl keygen --out FILE)",
+			path, err, clusterKeyHeader)}
 	}
 	return key, nil
 }

@@ -74,6 +74,50 @@ func TestWriteAndLoadClusterKey(t *testing.T) {
 	}
 }
 
+// TestLoadClusterKeyRootOwnedGroupReadable: a key owned by root may be readable by its
+// group (a Kubernetes Secret with fsGroup: root, group fsGroup, 0440); owned by anyone
+// else, or readable by others, it is refused.
+func TestLoadClusterKeyRootOwnedGroupReadable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the test chowns the key file")
+	}
+	path := filepath.Join(t.TempDir(), "cluster.key")
+	if err := WriteClusterKey(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		uid  int
+		mode os.FileMode
+		ok   bool
+	}{
+		{0, 0o440, true}, {0, 0o640, true}, {0, 0o400, true},
+		{0, 0o460, false}, {0, 0o444, false}, {0, 0o404, false},
+		{65532, 0o440, false}, {65532, 0o600, true},
+	} {
+		if err := os.Chown(path, tt.uid, 65532); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, tt.mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadClusterKey(path)
+		if tt.ok != (err == nil) || (err != nil && !errors.Is(err, ErrInsecureKeyFile)) {
+			t.Errorf("owner %d mode %04o: %v, want ok=%v", tt.uid, tt.mode, err, tt.ok)
+		}
+	}
+	// An identity is this member's alone: never group-readable, whoever owns it.
+	id := filepath.Join(t.TempDir(), "identity.key")
+	if _, err := LoadOrCreateIdentity(id); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(id, 0o440); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateIdentity(id); !errors.Is(err, ErrInsecureKeyFile) {
+		t.Errorf("a root-owned identity readable by its group: %v, want ErrInsecureKeyFile", err)
+	}
+}
+
 func TestLoadClusterKeyOtherEncodings(t *testing.T) {
 	raw := bytes.Repeat([]byte{0xab}, 32)
 	for name, content := range map[string]string{

@@ -89,6 +89,12 @@ type Config struct {
 	// subscription buffer size, in messages. Default: DefaultGossipQueue (2048).
 	GossipQueue int
 
+	// DialTimeout bounds one dial of a peer, the security handshake included, on loopback
+	// and private addresses as on public ones. Default: libp2p's (5 s local, 15 s
+	// public). A tool that has a deadline of its own (shardctl --timeout) sets it so that a
+	// hung peer fails after that deadline, not libp2p's.
+	DialTimeout time.Duration
+
 	// Logger receives the host's logs. Default: discard.
 	Logger *slog.Logger
 
@@ -165,6 +171,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WriteTimeout < 0 {
 		errs = append(errs, fmt.Errorf("WriteTimeout: %v, want > 0", c.WriteTimeout))
+	}
+	if c.DialTimeout < 0 {
+		errs = append(errs, fmt.Errorf("DialTimeout: %v, want > 0", c.DialTimeout))
 	}
 	if c.GossipQueue < 0 {
 		errs = append(errs, fmt.Errorf("GossipQueue: %d, want > 0", c.GossipQueue))

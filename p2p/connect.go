@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/core/sec"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/multiformats/go-multiaddr"
 )
@@ -138,18 +139,64 @@ func (h *Host) checkOpen() error {
 	return nil
 }
 
-// dialError wraps an error from dialling id, recognising a refused handshake.
+// dialError wraps an error from dialling id, recognising a peer that is not id, a refused
+// handshake, and a peer that did not answer in time (which is not a refusal: a hung or
+// stopped peer accepts TCP connections and then says nothing).
 func (h *Host) dialError(ctx context.Context, op string, id peer.ID, err error) error {
+	var mismatch sec.ErrPeerIDMismatch
 	switch {
 	case errors.Is(err, swarm.ErrGaterDisallowedConnection):
 		return fmt.Errorf("%s to %s: %w (Config.AllowPeers): %w", op, id, ErrNotAllowed, err)
+	case errors.As(err, &mismatch):
+		return fmt.Errorf("%s to %s: %w: the peer listening there is %s; the member's identity changed (a new data directory?) "+
+			"or the address belongs to another member now: take the address from its addrs file", op, id, ErrPeerIDMismatch, mismatch.Actual)
 	case refusedInHandshake(err):
 		return h.handshakeError(op, id, err)
-	case ctx.Err() != nil:
-		return fmt.Errorf("%s to %s: %w", op, id, errors.Join(ctx.Err(), err))
+	case handshakeTimedOut(err):
+		// Either side of a key mismatch where only one side has a key waits for bytes that
+		// never make sense: it looks exactly like a peer that hangs.
+		return fmt.Errorf("%s to %s: %w: the peer accepted the TCP connection but did not complete the handshake in time: "+
+			"it is hung, stopped or overloaded, or only one side has a --cluster-key (a different key or an allow-list that does not name us fails at once): %w: %w", op, id, context.DeadlineExceeded, ErrHandshake, err)
+	case ctx.Err() != nil || timedOut(err):
+		return fmt.Errorf("%s to %s: %w: nothing answered at its address in time: %w", op, id, context.DeadlineExceeded, err)
 	default:
 		return fmt.Errorf("%s to %s: %w", op, id, err)
 	}
+}
+
+// handshakeTimedOut reports whether a dial timed out after the TCP connection was made, in
+// the handshake, on some address.
+func handshakeTimedOut(err error) bool {
+	var dialErr *swarm.DialError
+	if !errors.As(err, &dialErr) {
+		return false
+	}
+	for _, te := range dialErr.DialErrors {
+		var opErr *net.OpError
+		if isTimeout(te.Cause) && (!errors.As(te.Cause, &opErr) || opErr.Op != "dial") {
+			return true
+		}
+	}
+	return false
+}
+
+// timedOut reports whether every address of a dial failed by timing out.
+func timedOut(err error) bool {
+	var dialErr *swarm.DialError
+	if !errors.As(err, &dialErr) || len(dialErr.DialErrors) == 0 {
+		return errors.Is(err, context.DeadlineExceeded)
+	}
+	for _, te := range dialErr.DialErrors {
+		if !isTimeout(te.Cause) {
+			return false
+		}
+	}
+	return true
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // handshakeError wraps err with ErrHandshake and the likely causes.
@@ -169,8 +216,8 @@ func refusedInHandshake(err error) bool {
 	}
 	for _, te := range dialErr.DialErrors {
 		var opErr *net.OpError
-		if errors.As(te.Cause, &opErr) && opErr.Op == "dial" {
-			continue // TCP itself failed: refused, unreachable, timed out
+		if errors.As(te.Cause, &opErr) && opErr.Op == "dial" || isTimeout(te.Cause) {
+			continue // TCP itself failed (refused, unreachable, timed out), or the peer said nothing in time
 		}
 		return true
 	}

@@ -23,15 +23,10 @@ func DiagnoseDial(addr multiaddr.Multiaddr, err error) string {
 	case errors.Is(err, ErrHandshake):
 		return "the peer refused the handshake: it holds a different --cluster-key (or none), or its --allow-peers does not include this member"
 	}
-	transport, _ := peer.SplitAddr(addr)
-	if transport == nil {
-		transport = addr
+	na, conn, dialErr := probeTCP(addr)
+	if na == nil {
+		return fmt.Sprintf("cannot probe %s: %v", addr, dialErr)
 	}
-	na, convErr := manet.ToNetAddr(transport)
-	if convErr != nil {
-		return fmt.Sprintf("cannot probe %s: %v", addr, convErr)
-	}
-	conn, dialErr := net.DialTimeout(na.Network(), na.String(), time.Second)
 	if dialErr != nil {
 		var ne net.Error
 		if errors.As(dialErr, &ne) && ne.Timeout() {
@@ -41,4 +36,30 @@ func DiagnoseDial(addr multiaddr.Multiaddr, err error) string {
 	}
 	conn.Close()
 	return fmt.Sprintf("%s accepts TCP connections but the libp2p handshake did not complete: the member most likely holds a different --cluster-key (or none), or does not allow this member", na)
+}
+
+// AcceptsTCP reports whether something accepts plain TCP connections at addr's host and
+// port (within a second): a member that times out a dial is then there but silent.
+func AcceptsTCP(addr multiaddr.Multiaddr) bool {
+	_, conn, err := probeTCP(addr)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// probeTCP opens a plain TCP connection to addr's transport address (nil when addr has
+// none).
+func probeTCP(addr multiaddr.Multiaddr) (net.Addr, net.Conn, error) {
+	transport, _ := peer.SplitAddr(addr)
+	if transport == nil {
+		transport = addr
+	}
+	na, err := manet.ToNetAddr(transport)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := net.DialTimeout(na.Network(), na.String(), time.Second)
+	return na, conn, err
 }

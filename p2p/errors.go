@@ -29,11 +29,18 @@ var (
 	// the peer listening there.
 	ErrHandshake = errors.New("handshake with peer failed")
 
+	// ErrPeerIDMismatch: the peer listening at the address is not the one its /p2p/ id
+	// names (its identity changed, or the address now belongs to another member).
+	ErrPeerIDMismatch = errors.New("peer id mismatch")
+
 	// ErrNotAllowed: our own allow-list (Config.AllowPeers) does not name the peer.
 	ErrNotAllowed = errors.New("peer not on the allow-list")
 
 	// ErrNoPeerID: an address given to Connect does not end in /p2p/<peer id>.
 	ErrNoPeerID = errors.New("address has no /p2p/<peer id>")
+
+	// ErrKeyFile: an identity or cluster key file is missing, unreadable or malformed.
+	ErrKeyFile = errors.New("bad key file")
 
 	// ErrInsecureKeyFile: an identity or cluster key file is readable or writable by
 	// group or others; fix with chmod 600.

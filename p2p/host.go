@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/multiformats/go-multiaddr"
@@ -81,6 +82,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	if cfg.ClusterKey != nil {
 		opts = append(opts, libp2p.PrivateNetwork(cfg.ClusterKey))
+	}
+	if cfg.DialTimeout > 0 {
+		opts = append(opts, libp2p.SwarmOpts(swarm.WithDialTimeout(cfg.DialTimeout), swarm.WithDialTimeoutLocal(cfg.DialTimeout)))
 	}
 	if len(cfg.AllowPeers) > 0 {
 		h.gater = newAllowListGater(append(slices.Clone(cfg.AllowPeers), self))

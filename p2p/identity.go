@@ -48,7 +48,7 @@ func CreateIdentity(path string) (crypto.PrivKey, error) {
 // LoadIdentity reads the Ed25519 key kept in the file at path, refusing a file that group or
 // others can access.
 func LoadIdentity(path string) (crypto.PrivKey, error) {
-	data, err := readKeyFile(path, "identity")
+	data, err := readKeyFile(path, "identity", false)
 	if err != nil {
 		return nil, err
 	}

@@ -6,27 +6,52 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // readKeyFile reads a secret file after checking that neither group nor others can read
-// or write it.
-func readKeyFile(path, what string) ([]byte, error) {
+// or write it. With rootGroupRead, a file owned by root may also be readable by its group
+// (0640, 0440), as PostgreSQL allows for its key file: that is how a Kubernetes Secret
+// reaches a non-root container (owned by root, group fsGroup, mode 0440), and only root
+// and that group can read it.
+func readKeyFile(path, what string, rootGroupRead bool) ([]byte, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s file: %w", what, err)
+		return nil, keyFileError{fmt.Errorf("%s file %s: %w", what, path, unwrapPathError(err))}
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s file %s is not a regular file", what, path)
+		return nil, keyFileError{fmt.Errorf("%s file %s is not a regular file", what, path)}
 	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+	allowed := fs.FileMode(0o700)
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && rootGroupRead && st.Uid == 0 {
+		allowed = 0o740
+	}
+	if perm := info.Mode().Perm(); perm&^allowed != 0 {
 		return nil, fmt.Errorf("%s file %s has mode %04o: %w; fix with: chmod 600 %s",
 			what, path, perm, ErrInsecureKeyFile, path)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s file: %w", what, err)
+		return nil, keyFileError{fmt.Errorf("%s file %s: %w", what, path, unwrapPathError(err))}
 	}
 	return data, nil
+}
+
+// keyFileError is a problem with a key file: errors.Is(err, ErrKeyFile), with its own text.
+type keyFileError struct{ err error }
+
+func (e keyFileError) Error() string        { return e.err.Error() }
+func (e keyFileError) Unwrap() error        { return e.err }
+func (e keyFileError) Is(target error) bool { return target == ErrKeyFile }
+
+// unwrapPathError drops the operation and path of an *fs.PathError ("stat /x: no such
+// file") when the message names the path already.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // createKeyFile writes data to a new file at path with mode 0600 and fails with an error

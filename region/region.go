@@ -42,6 +42,10 @@ type Region struct {
 	registered   bool
 	lastRegister time.Time
 
+	// noNewShards: this member takes no new shards now (SetNoNewShards); sentNoNew is the
+	// value of the last Register sent, ackedNoNew of the last one acknowledged.
+	noNewShards, sentNoNew, ackedNoNew bool
+
 	homes      map[shard.ID]home
 	buffers    map[shard.ID]*buffer
 	buffered   int
@@ -318,6 +322,7 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 	}
 	switch m := msg.(type) {
 	case coordinator.RegisterAck:
+		r.ackedNoNew = r.sentNoNew
 		if !r.registered {
 			r.registered = true
 			for _, s := range slices.Sorted(maps.Keys(r.buffers)) {
@@ -458,7 +463,7 @@ func (r *Region) checkShutdown() {
 // Tick repeats what is unanswered: registration, home requests, the shutdown request.
 func (r *Region) Tick(now time.Time) {
 	r.now = now
-	if r.coordinator != "" && !r.registered && now.Sub(r.lastRegister) >= r.cfg.RetryInterval {
+	if r.coordinator != "" && (!r.registered || r.ackedNoNew != r.noNewShards) && now.Sub(r.lastRegister) >= r.cfg.RetryInterval {
 		r.register()
 	}
 	if r.registered {
@@ -487,7 +492,8 @@ func (r *Region) register() {
 
 // registerWith announces this region to member to (a coordinator that asked).
 func (r *Region) registerWith(to membership.NodeID) {
-	reg := coordinator.Register{Incarnation: r.incarnation, Proxy: r.proxy}
+	reg := coordinator.Register{Incarnation: r.incarnation, Proxy: r.proxy, NoNewShards: r.noNewShards}
+	r.sentNoNew = r.noNewShards
 	for _, s := range slices.Sorted(maps.Keys(r.local)) {
 		l := r.local[s]
 		state := coordinator.HostedActive

@@ -155,7 +155,7 @@ func TestOnlyTheFollowedCoordinatorIsObeyed(t *testing.T) {
 		t.Fatalf("obeyed a coordinator it does not follow:\n%s", got)
 	}
 	r.Step(t0, "c", coordinator.RequestRegister{})
-	if got := render(r.Ready()); got != "to c coordinator.Register{Incarnation:1 Proxy:false Hosted:[]}" {
+	if got := render(r.Ready()); got != "to c coordinator.Register{Incarnation:1 Proxy:false Hosted:[] NoNewShards:false}" {
 		t.Fatalf("a registration request must be answered by anyone:\n%s", got)
 	}
 }
@@ -208,5 +208,30 @@ func TestOnlyHostShardForThisIncarnationStartsAShard(t *testing.T) {
 	r.Step(t0, "a", coordinator.HostShard{Shard: "7", Epoch: coordinator.NewEpoch(1, 5), Incarnation: 1})
 	if out := render(r.Ready()); !strings.Contains(out, "StartShard{Shard:7 Epoch:1.5}") {
 		t.Fatalf("the HostShard for this incarnation did not start the shard:\n%s", out)
+	}
+}
+
+// TestNoNewShardsIsRegisteredUntilAcknowledged: SetNoNewShards registers again at once with
+// the flag, and again after retry-interval until an acknowledgement comes; clearing it
+// does the same.
+func TestNoNewShardsIsRegisteredUntilAcknowledged(t *testing.T) {
+	r := newRegion(t, Config{RetryInterval: time.Second})
+	r.SetNoNewShards(t0, true)
+	want := "to a coordinator.Register{Incarnation:1 Proxy:false Hosted:[] NoNewShards:true}"
+	if got := render(r.Ready()); got != want {
+		t.Fatalf("got:\n%s", got)
+	}
+	r.Tick(t0.Add(time.Second)) // lost: sent again
+	if got := render(r.Ready()); got != want {
+		t.Fatalf("no retry:\n%s", got)
+	}
+	r.Step(t0.Add(time.Second), "a", coordinator.RegisterAck{Term: 1})
+	r.Tick(t0.Add(3 * time.Second))
+	if got := render(r.Ready()); got != "" {
+		t.Fatalf("sent again after the acknowledgement:\n%s", got)
+	}
+	r.SetNoNewShards(t0.Add(3*time.Second), false)
+	if got := render(r.Ready()); got != "to a coordinator.Register{Incarnation:1 Proxy:false Hosted:[] NoNewShards:false}" {
+		t.Fatalf("cleared:\n%s", got)
 	}
 }

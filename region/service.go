@@ -26,3 +26,19 @@ func (r *Region) SetOutOfService(now time.Time, out bool) {
 	}
 	r.checkShutdown() // a region shutting down may have waited only for those
 }
+
+// NoNewShards reports whether the coordinator acknowledged that this region takes no new
+// shards now.
+func (r *Region) NoNewShards() bool { return r.registered && r.ackedNoNew }
+
+// SetNoNewShards tells the region whether its member can take new shards now (not while
+// its store's disk is full): the region registers again with the flag, and the coordinator
+// allocates no new shards here until it is cleared. Shards hosted here stay.
+func (r *Region) SetNoNewShards(now time.Time, no bool) {
+	r.now = now
+	if r.noNewShards == no {
+		return
+	}
+	r.noNewShards = no
+	r.register()
+}

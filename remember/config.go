@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -80,9 +79,11 @@ type Config struct {
 	Host *p2p.Host
 
 	// Members returns the members that hold replicas now, this one included (Up, Leaving,
-	// …; not Removed or Down). It is called at the start of every round; this member is
-	// added if missing. Required.
-	Members func() []peer.ID
+	// …; not Removed or Down), by the text form of their peer ids. It is called before
+	// every batch of calls the store takes up; this member is added if missing. Return
+	// the same slice while the members do not change: the store then compares nothing.
+	// Required.
+	Members func() []NodeID
 
 	// WriteMajorityPlus: a write must be stored by a majority of Members plus this many,
 	// and at least MajorityMinCap (see Required). 0: DefaultWriteMajorityPlus (3);
@@ -114,8 +115,8 @@ type Config struct {
 	// waits for the lease. A Write mixing such keys with others is refused. Nil: none.
 	VoterPrefixes []string
 	// Voters returns the voters now (this member is one only if listed). Required with
-	// VoterPrefixes.
-	Voters func() []peer.ID
+	// VoterPrefixes. Return the same slice while the voters do not change, as with Members.
+	Voters func() []NodeID
 
 	// AntiEntropyInterval: how often the store compares digests with a random other member
 	// and exchanges what differs. 0: DefaultAntiEntropyInterval (5 s); negative: never.
@@ -135,9 +136,33 @@ type Config struct {
 	// Metrics, when set, receives the store's Prometheus metrics (call latencies, batch
 	// sizes, its counters). Nil: none are recorded.
 	Metrics prometheus.Registerer
+
+	// MinFreeSpace is the reserve of free space, in bytes, kept on Dir's file system
+	// (store.min-free-space): a local commit that would leave less is refused with a
+	// *DiskFullError (errors.Is ErrDiskFull), and writes resume by themselves once space is
+	// back (see diskspace.go). 0: DefaultMinFreeSpace (256 MiB); NoMinFreeSpace: none.
+	MinFreeSpace int64
+
+	// RefillMarker is a file whose presence makes the replica refill from its peers before
+	// its answers count in reads (refill.go): `shardctl data rebuild` writes it next to a
+	// store it moved aside, the store writes it when it finds far fewer keys than a peer,
+	// and removes it once refilled. Empty: a refill does not survive a restart.
+	RefillMarker string
+
+	// Returning says the member ran before with this store (it is not new): once a peer
+	// answers, the store compares how many keys it opened with to what the peer holds, and
+	// refills when it holds far fewer (refill.go). A new member's empty store is not
+	// compared.
+	Returning bool
+
+	// Broken, when set, is told (once, on a goroutine of its own) that the store broke: one
+	// of its goroutines panicked (panics.go). The store answers nothing reliably after it;
+	// its owner should stop. Nil: the store only logs it.
+	Broken func(error)
 }
 
-// validate fills zero fields with their defaults and rejects what cannot work.
+// validate checks the configuration; the machine's part is checked (and its defaults
+// filled) by machine.
 func (c *Config) validate() error {
 	var errs []error
 	if c.Dir == "" {
@@ -149,38 +174,39 @@ func (c *Config) validate() error {
 	if c.Members == nil {
 		errs = append(errs, configError("Members", "required"))
 	}
-	fill := func(name string, v *int, def int) {
-		switch {
-		case *v == 0:
-			*v = def
-		case *v == PlusNone:
-			*v = 0
-		case *v < 0:
-			errs = append(errs, configError(name, "%d, want >= 0, PlusNone or AllMembers", *v))
-		}
+	if len(c.VoterPrefixes) > 0 && c.Voters == nil {
+		errs = append(errs, configError("Voters", "required with VoterPrefixes"))
 	}
-	fill("WriteMajorityPlus", &c.WriteMajorityPlus, DefaultWriteMajorityPlus)
-	fill("ReadMajorityPlus", &c.ReadMajorityPlus, DefaultReadMajorityPlus)
-	if c.MajorityMinCap == 0 {
-		c.MajorityMinCap = DefaultMajorityMinCap
-	} else if c.MajorityMinCap < 0 {
-		errs = append(errs, configError("MajorityMinCap", "%d, want >= 1", c.MajorityMinCap))
-	}
-	if c.AntiEntropyInterval == 0 {
-		c.AntiEntropyInterval = DefaultAntiEntropyInterval
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	} else if c.Timeout < 0 {
-		errs = append(errs, configError("Timeout", "%v, want > 0", c.Timeout))
-	}
+	mc := c.machine("self")
+	errs = append(errs, mc.validate()...)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.MinFreeSpace == 0:
+		c.MinFreeSpace = DefaultMinFreeSpace
+	case c.MinFreeSpace < 0 && c.MinFreeSpace != NoMinFreeSpace:
+		errs = append(errs, configError("MinFreeSpace", "%d, want >= 0 or NoMinFreeSpace", c.MinFreeSpace))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("remember config: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// machine returns the machine's part of the configuration, for member self (not yet
+// validated).
+func (c *Config) machine(self NodeID) MachineConfig {
+	return MachineConfig{
+		Self:                self,
+		WriteMajorityPlus:   c.WriteMajorityPlus,
+		ReadMajorityPlus:    c.ReadMajorityPlus,
+		MajorityMinCap:      c.MajorityMinCap,
+		MajorityPrefixes:    c.MajorityPrefixes,
+		VoterPrefixes:       c.VoterPrefixes,
+		AntiEntropyInterval: c.AntiEntropyInterval,
+		Timeout:             c.Timeout,
+	}
 }
 
 // configError is an error about the Config field name.

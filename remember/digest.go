@@ -63,6 +63,15 @@ func (d *digest) update(key string, old, next *entry) {
 	}
 }
 
+// entries is how many keys the digest counts.
+func (d *digest) entries() uint64 {
+	n := 0
+	for _, c := range d.count {
+		n += c
+	}
+	return uint64(n)
+}
+
 // differing returns the buckets where remote (a peer's digest) differs from d, in order. A
 // remote digest of another size differs everywhere and yields nil.
 func (d *digest) differing(remote []uint64) []int {

@@ -39,8 +39,8 @@ func (r *replicaState) inBuckets(buckets []int) (map[string]entry, []entry) {
 	return full, sums
 }
 
-// syncRound is one anti-entropy round of a with b, as the store runs it, without a network.
-func syncRound(a, b *replicaState, budget int) bool {
+// syncOnce is one anti-entropy round of a with b, as the store runs it, without a network.
+func syncOnce(a, b *replicaState, budget int) bool {
 	diff := b.dig.differing(a.dig.hash[:])
 	if len(diff) == 0 {
 		return false
@@ -83,7 +83,7 @@ func TestDigestConvergence(t *testing.T) {
 		t.Fatal("different replicas have the same digest")
 	}
 	rounds := 0
-	for syncRound(a, b, 500) {
+	for syncOnce(a, b, 500) {
 		rounds++
 		if rounds > 100 {
 			t.Fatal("no convergence after 100 rounds")

@@ -46,19 +46,28 @@
 // the record it holds. GetFenced raises the floor on a read quorum, durably, in the same
 // round that reads the key, so an older incarnation's later writes cannot reach a write
 // quorum, and every write it had acknowledged is in what GetFenced returns. Each replica
-// applies writes and fences one commit at a time (see committer), which is what makes the
-// two ordered on every replica.
+// applies writes and fences one commit at a time, in order (the disk contract in disk.go),
+// which is what makes the two ordered on every replica.
+//
+// # A machine with its disk and network at the edges
+//
+// Machine decides everything the store decides — quorums, batching, read repair,
+// anti-entropy — as a deterministic state machine; applyOps decides what a replica stores
+// (fencing, the merge rule) on whichever disk carries the machine's disk operations out.
+// Store drives a Machine from one goroutine, with its disk on Badger (badgerDisk) and its
+// peers over libp2p; internal/sim drives one per simulated member on a MemDisk, with
+// crashes that lose what was not yet on disk.
 //
 // # Batching
 //
 // Concurrent Write calls are group-committed: a round takes every write queued while the
-// previous rounds were in flight and sends one frame per replica; each replica stores what
-// it has queued (its own rounds and its peers') in one Badger transaction with one fsync,
-// and acknowledges each round once. Get and GetFenced calls batch the same way.
+// previous rounds were in flight and sends one frame per replica; each replica's disk
+// stores what it has queued (its own rounds and its peers') in one Badger transaction with
+// one fsync, and acknowledges each round once. Get and GetFenced calls batch the same way.
 //
 // # Anti-entropy and tombstones
 //
-// See antientropy.go: bucketed digests exchanged with a random member every
+// See machine_sync.go: bucketed digests exchanged with a random member every
 // AntiEntropyInterval, then the records of the differing buckets pushed and pulled. A
 // member that was down catches up. Tombstones are never collected.
 //

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // Sentinel errors; the errors returned wrap them with context. Test with errors.Is.
@@ -58,8 +56,8 @@ type QuorumError struct {
 	Need    int
 	N       int
 	Timeout time.Duration
-	Missing []peer.ID
-	Failed  []peer.ID
+	Missing []NodeID
+	Failed  []NodeID
 	Cause   error
 }
 
@@ -78,13 +76,19 @@ func (e *QuorumError) Error() string {
 	return b.String()
 }
 
-// Unwrap makes errors.Is(err, ErrNoQuorum) hold.
-func (e *QuorumError) Unwrap() error { return ErrNoQuorum }
+// Unwrap makes errors.Is(err, ErrNoQuorum) hold, and errors.Is and errors.As see Cause (a
+// *DiskFullError of this replica, …).
+func (e *QuorumError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{ErrNoQuorum}
+	}
+	return []error{ErrNoQuorum, e.Cause}
+}
 
-func peerList(ids []peer.ID) string {
+func peerList(ids []NodeID) string {
 	s := make([]string, len(ids))
 	for i, id := range ids {
-		s[i] = id.String()
+		s[i] = string(id)
 	}
 	return strings.Join(s, ", ")
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/shardmesh/shardmesh/internal/testlog"
 	"github.com/shardmesh/shardmesh/p2p"
@@ -42,7 +41,7 @@ type cluster struct {
 	tune   func(*Config)
 
 	mu      sync.Mutex
-	members []peer.ID
+	members []NodeID
 }
 
 // newCluster starts n connected hosts and opens a store on each; tune adjusts every
@@ -61,7 +60,7 @@ func newCluster(t testing.TB, n int, tune func(*Config)) *cluster {
 		}
 		t.Cleanup(func() { _ = h.Close() })
 		c.hosts = append(c.hosts, h)
-		c.members = append(c.members, h.ID())
+		c.members = append(c.members, NodeID(h.ID().String()))
 		c.dirs = append(c.dirs, filepath.Join(t.TempDir(), fmt.Sprintf("store-%d", i)))
 	}
 	for i := range c.hosts {
@@ -112,10 +111,10 @@ func (c *cluster) closeStore(i int) {
 	}
 }
 
-func (c *cluster) memberList() []peer.ID {
+func (c *cluster) memberList() []NodeID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]peer.ID(nil), c.members...)
+	return append([]NodeID(nil), c.members...)
 }
 
 // setMembers sets the members every store sees, by index.
@@ -124,7 +123,7 @@ func (c *cluster) setMembers(idx ...int) {
 	defer c.mu.Unlock()
 	c.members = c.members[:0]
 	for _, i := range idx {
-		c.members = append(c.members, c.hosts[i].ID())
+		c.members = append(c.members, NodeID(c.hosts[i].ID().String()))
 	}
 }
 

@@ -27,7 +27,7 @@ func OpenLocal(dir string) (*Local, error) {
 	if err := checkStoreDir(dir); err != nil {
 		return nil, err
 	}
-	db, err := openBadger(dir, slog.New(slog.DiscardHandler), nil)
+	db, err := openBadger(dir, slog.New(slog.DiscardHandler), nil, DefaultMinFreeSpace)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,8 @@ func fileExists(path string) (bool, error) {
 // Scan calls fn for every record whose key starts with prefix, in key order, tombstones
 // included (Deleted set); keys that only have a fence floor are skipped. An error from fn
 // stops the scan and is returned.
-func (l *Local) Scan(prefix string, fn func(Record) error) error {
+func (l *Local) Scan(prefix string, fn func(Record) error) (err error) {
+	defer recovered(l.dir, &err)
 	return iterate(l.db, prefix, true, func(e *entry) error {
 		if e.rec.Version.IsZero() {
 			return nil
@@ -85,7 +86,8 @@ type Entry struct {
 // Entries calls fn for every key whose key starts with prefix, in key order: exactly the
 // keys DeletePrefix(prefix) removes, tombstones and keys that only have a fence floor
 // included. Values are not read. An error from fn stops the walk and is returned.
-func (l *Local) Entries(prefix string, fn func(Entry) error) error {
+func (l *Local) Entries(prefix string, fn func(Entry) error) (err error) {
+	defer recovered(l.dir, &err)
 	p := storeKey(prefix)
 	return l.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
@@ -119,9 +121,9 @@ func (l *Local) Entries(prefix string, fn func(Entry) error) error {
 // separator ("re/counter/", not "re/counter", which also matches "re/counter2/…"). The removal is physical, not a tombstone: run it on every
 // member's directory, or anti-entropy brings the records back from a member that still has
 // them.
-func (l *Local) DeletePrefix(prefix string, progress func(done int)) (int, error) {
-	n := 0
-	err := deleteKeys(l.db, storeKey(prefix), func(done int) {
+func (l *Local) DeletePrefix(prefix string, progress func(done int)) (n int, err error) {
+	defer recovered(l.dir, &err)
+	err = deleteKeys(l.db, storeKey(prefix), func(done int) {
 		n = done
 		if progress != nil {
 			progress(done)
@@ -135,8 +137,9 @@ func (l *Local) DeletePrefix(prefix string, progress func(done int)) (int, error
 
 // Backup writes a full backup of the directory to w in Badger's backup format (restore it
 // with Restore into an empty directory) and returns the version it is consistent at.
-func (l *Local) Backup(w io.Writer) (uint64, error) {
-	v, err := l.db.Backup(w, 0)
+func (l *Local) Backup(w io.Writer) (v uint64, err error) {
+	defer recovered(l.dir, &err)
+	v, err = l.db.Backup(w, 0)
 	if err != nil {
 		return 0, fmt.Errorf("remember: back up %s: %w", l.dir, err)
 	}
@@ -148,7 +151,7 @@ func Restore(dir string, r io.Reader) error {
 	if ok, _ := fileExists(filepath.Join(dir, "MANIFEST")); ok {
 		return fmt.Errorf("remember: restore into %s: it already holds a store; restore into an empty directory", dir)
 	}
-	db, err := openBadger(dir, slog.New(slog.DiscardHandler), nil)
+	db, err := openBadger(dir, slog.New(slog.DiscardHandler), nil, DefaultMinFreeSpace)
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func newStoreMetrics(reg prometheus.Registerer, s *Store) (*storeMetrics, error)
 	counter := func(name, help string, v func(Stats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(s.Stats())) })
 	}
-	for _, c := range []prometheus.Collector{calls, batches, commit,
+	for _, c := range append([]prometheus.Collector{calls, batches, commit,
 		counter("shardmesh_store_writes_total", "Writes of Write calls on this member.", func(st Stats) uint64 { return st.Writes }),
 		counter("shardmesh_store_reads_total", "Keys read by Get calls on this member.", func(st Stats) uint64 { return st.Reads }),
 		counter("shardmesh_store_refused_total", "Writes this replica refused for fencing.", func(st Stats) uint64 { return st.Refused }),
@@ -91,7 +91,7 @@ func newStoreMetrics(reg prometheus.Registerer, s *Store) (*storeMetrics, error)
 		counter("shardmesh_store_sync_rounds_total", "Anti-entropy rounds that found differences.", func(st Stats) uint64 { return st.SyncRounds }),
 		counter("shardmesh_store_malformed_frames_total", "Frames from peers that did not decode.", func(st Stats) uint64 { return st.Malformed }),
 		counter("shardmesh_store_frames_dropped_total", "Frames not sent to replicas (peer unreachable, queue full).", func(st Stats) uint64 { return st.FramesDropped }),
-	} {
+	}, faultMetrics(s)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

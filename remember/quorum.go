@@ -1,12 +1,6 @@
 package remember
 
-import (
-	"math"
-	"slices"
-	"strings"
-
-	"github.com/libp2p/go-libp2p/core/peer"
-)
+import "math"
 
 // Required is how many replicas, this one included, must answer an operation among n
 // replicas with plus replicas beyond a majority and at least minCap: Akka's
@@ -25,62 +19,6 @@ func Required(n, plus, minCap int) int {
 		need = math.MaxInt
 	}
 	return min(n, max(need, minCap))
-}
-
-// quorum is whose answers an operation on a key needs, and how many (need).
-type quorum uint8
-
-const (
-	withPlus quorum = iota // a majority of Members plus Write/ReadMajorityPlus, at least MajorityMinCap
-	majority               // a plain majority of Members, at least MajorityMinCap: MajorityPrefixes
-	ofVoters               // a plain majority of Voters: VoterPrefixes
-)
-
-// quorumOf returns the quorum key (or every key under the prefix key) takes.
-func (s *Store) quorumOf(key string) quorum {
-	has := func(prefixes []string) bool {
-		for _, p := range prefixes {
-			if strings.HasPrefix(key, p) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case s.cfg.Voters != nil && has(s.cfg.VoterPrefixes):
-		return ofVoters
-	case has(s.cfg.MajorityPrefixes):
-		return majority
-	}
-	return withPlus
-}
-
-// need is how many of n replicas must answer an operation of quorum q, plus being
-// WriteMajorityPlus or ReadMajorityPlus.
-func (s *Store) need(n, plus int, q quorum) int {
-	switch q {
-	case majority:
-		return Required(n, 0, s.cfg.MajorityMinCap)
-	case ofVoters:
-		return n/2 + 1
-	}
-	return Required(n, plus, s.cfg.MajorityMinCap)
-}
-
-// replicasOf returns the replicas an operation of quorum q asks: Members (this one first),
-// or the Voters (this one among them only if it is one).
-func (s *Store) replicasOf(q quorum) []peer.ID {
-	if q != ofVoters {
-		return s.members()
-	}
-	vs := s.cfg.Voters()
-	out := make([]peer.ID, 0, len(vs))
-	for _, v := range vs {
-		if v != "" && !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // tally counts one operation's answers against its quorum.

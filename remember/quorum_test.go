@@ -55,9 +55,11 @@ func TestConfigValidate(t *testing.T) {
 	}
 	c = Config{WriteMajorityPlus: PlusNone, ReadMajorityPlus: AllMembers}
 	_ = c.validate()
-	if c.WriteMajorityPlus != 0 || c.ReadMajorityPlus != AllMembers || c.MajorityMinCap != DefaultMajorityMinCap ||
-		c.Timeout != DefaultTimeout || c.AntiEntropyInterval != DefaultAntiEntropyInterval || c.Logger == nil {
-		t.Errorf("filled: %+v", c)
+	mc := c.machine("a")
+	if errs := mc.validate(); len(errs) > 0 || mc.WriteMajorityPlus != 0 || mc.ReadMajorityPlus != AllMembers ||
+		mc.MajorityMinCap != DefaultMajorityMinCap || mc.Timeout != DefaultTimeout ||
+		mc.AntiEntropyInterval != DefaultAntiEntropyInterval || c.Logger == nil {
+		t.Errorf("filled: %+v %+v %v", c, mc, errs)
 	}
 	c = Config{WriteMajorityPlus: -5, MajorityMinCap: -1, Timeout: -time.Second}
 	err = c.validate()

@@ -5,105 +5,140 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/shardmesh/shardmesh/wire"
+	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
-// newTestRound is a write round of ops over replicas a, b and c needing need answers,
-// without a network: answers are fed by hand.
-func newTestRound(need int, ops ...*writeOp) *writeRound {
-	s := &Store{calls: newCalls(), cfg: Config{Timeout: time.Second}}
-	r := &writeRound{s: s, ops: ops, asked: []peer.ID{"a", "b", "c"}, answered: map[peer.ID]bool{}, release: func() {}}
-	for i, op := range ops {
-		op.need = need
-		for _, w := range op.writes {
-			r.recs = append(r.recs, entry{rec: Record{Key: w.Key, Version: Version{Epoch: w.Epoch, Counter: 1, Writer: "a"}}})
-			r.owner = append(r.owner, int32(i))
-		}
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// roundMachine is machine "a" with replicas a, b and c needing need answers to a write,
+// its frames and disk operations fed by hand.
+func roundMachine(t *testing.T, need int) *Machine {
+	t.Helper()
+	m, err := NewMachine(MachineConfig{Self: "a", WriteMajorityPlus: AllMembers, MajorityMinCap: need, Timeout: time.Second,
+		AntiEntropyInterval: -1}, DiskState{}, t0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return r
+	m.SetReplicas([]NodeID{"a", "b", "c"})
+	if need < 3 {
+		m.cfg.WriteMajorityPlus = 0
+	}
+	return m
 }
 
-func testOp(ws ...Write) *writeOp { return &writeOp{writes: ws, done: make(chan error, 1)} }
-
-// outcome returns whether op is decided, and its error.
-func outcome(op *writeOp) (done bool, err error) {
-	select {
-	case err := <-op.done:
-		return true, err
-	default:
-		return false, nil
+// roundOf starts one write round of calls (each a list of writes) and returns their ids,
+// the round's request id and its local disk operation.
+func roundOf(t *testing.T, m *Machine, calls ...[]Write) ([]CallID, uint64, DiskOp) {
+	t.Helper()
+	m.writeRounds = writeWindow // hold the calls back, then start them as one round
+	var ids []CallID
+	for _, ws := range calls {
+		ids = append(ids, m.Write(t0, ws))
 	}
+	m.writeRounds = writeWindow - 1
+	m.startWrites()
+	m.writeRounds = 1 // this round alone
+	rd := m.Ready()
+	if len(rd.Disk) != 1 || len(rd.Sends) != 2 {
+		t.Fatalf("one round: %d disk ops, %d sends", len(rd.Disk), len(rd.Sends))
+	}
+	env, err := wire.DecodeReplica(rd.Sends[0].Frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids, env.RequestId, rd.Disk[0]
+}
+
+// ack feeds peer from's acknowledgement of request req, refusing the writes refused.
+func ack(m *Machine, from NodeID, req uint64, errText string, refused ...refusal) {
+	a := &pb.ReplicaWriteAck{Error: errText}
+	for _, r := range refused {
+		a.Refused = append(a.Refused, &pb.ReplicaRefusal{Index: uint32(r.index), Floor: r.need})
+	}
+	m.ReceiveEnvelope(t0, from, &pb.ReplicaEnvelope{RequestId: req, Msg: &pb.ReplicaEnvelope_WriteAck{WriteAck: a}})
+}
+
+// answers returns the answers the machine gave since the last call, by call.
+func answers(m *Machine) map[CallID]Answer {
+	out := map[CallID]Answer{}
+	for _, a := range m.Ready().Answers {
+		out[a.Call] = a
+	}
+	return out
 }
 
 func TestWriteRoundDecisions(t *testing.T) {
-	// Everyone needed; one replica refuses the second op: it fails at once, the first waits.
-	ok, fenced := testOp(Write{Key: "x", Epoch: 2}), testOp(Write{Key: "y", Epoch: 2}, Write{Key: "z", Epoch: 2})
-	r := newTestRound(3, ok, fenced)
-	r.answer("b", []refusal{{index: 2, need: 5}}, nil)
-	if done, err := outcome(fenced); !done || !errors.Is(err, ErrFenced) {
-		t.Fatalf("fenced op: %v %v", err, done)
-	} else if fe := err.(*FencedError); fe.Key != "z" || fe.Epoch != 2 || fe.Need != 5 {
+	// Everyone needed; one replica refuses the second call: it fails at once, the first waits.
+	m := roundMachine(t, 3)
+	ids, req, _ := roundOf(t, m, []Write{{Key: "x", Epoch: 2}}, []Write{{Key: "y", Epoch: 2}, {Key: "z", Epoch: 2}})
+	ack(m, "b", req, "", refusal{index: 2, need: 5})
+	got := answers(m)
+	if a, ok := got[ids[1]]; !ok || !errors.Is(a.Err, ErrFenced) {
+		t.Fatalf("fenced call: %+v", got)
+	} else if fe := a.Err.(*FencedError); fe.Key != "z" || fe.Epoch != 2 || fe.Need != 5 {
 		t.Errorf("fenced error %+v", fe)
 	}
-	if done, _ := outcome(ok); done {
-		t.Fatal("the other op decided after one answer of three")
+	if _, ok := got[ids[0]]; ok {
+		t.Fatal("the other call decided after one answer of three")
 	}
-	r.answer("a", nil, nil)
-	r.answer("a", nil, nil) // a duplicate counts once
-	if done, _ := outcome(ok); done {
+	ack(m, "c", req, "")
+	ack(m, "c", req, "") // a duplicate counts once
+	if len(answers(m)) != 0 {
 		t.Fatal("decided after two distinct answers of three")
 	}
-	r.answer("c", nil, nil)
-	if done, err := outcome(ok); !done || err != nil {
-		t.Errorf("ok op: %v %v", err, done)
+	m.DiskDone(t0, DiskResult{ID: 1, applied: []applyResult{{}}})
+	if a, ok := answers(m)[ids[0]]; !ok || a.Err != nil {
+		t.Errorf("ok call: %+v", a)
 	}
-	if !r.finished {
-		t.Error("round not finished with every op decided")
+	if len(m.pending) != 0 || m.writeRounds != 0 {
+		t.Errorf("round not finished with every call decided: %d pending, %d rounds", len(m.pending), m.writeRounds)
 	}
 
-	// Two of three needed: a refusal does not fail an op two others store.
-	op := testOp(Write{Key: "x", Epoch: 1})
-	r = newTestRound(2, op)
-	r.answer("a", []refusal{{index: 0, need: 3}}, nil)
-	r.answer("b", nil, nil)
-	if done, _ := outcome(op); done {
+	// Two of three needed: a refusal does not fail a call two others store.
+	m = roundMachine(t, 2)
+	ids, req, _ = roundOf(t, m, []Write{{Key: "x", Epoch: 1}})
+	m.DiskDone(t0, DiskResult{ID: 1, applied: []applyResult{{refused: []refusal{{index: 0, need: 3}}}}})
+	ack(m, "b", req, "")
+	if len(answers(m)) != 0 {
 		t.Fatal("decided with one ok, one refusal and one outstanding of two needed")
 	}
-	r.answer("c", nil, nil)
-	if _, err := outcome(op); err != nil {
-		t.Errorf("two of three stored: %v", err)
+	ack(m, "c", req, "")
+	if a := answers(m)[ids[0]]; a.Err != nil {
+		t.Errorf("two of three stored: %v", a.Err)
 	}
 
 	// A replica's error and a silent replica: a quorum error naming both.
-	op = testOp(Write{Key: "x"})
-	r = newTestRound(2, op)
-	r.answer("a", nil, nil)
-	r.answer("b", nil, errors.New("disk full"))
-	r.expire()
-	_, err := outcome(op)
+	m = roundMachine(t, 2)
+	ids, req, _ = roundOf(t, m, []Write{{Key: "x"}})
+	m.DiskDone(t0, DiskResult{ID: 1, applied: []applyResult{{}}})
+	ack(m, "b", req, "disk full")
+	m.Tick(t0.Add(time.Second))
 	var qe *QuorumError
-	if !errors.As(err, &qe) || qe.Got != 1 || qe.Need != 2 || len(qe.Failed) != 1 || qe.Failed[0] != "b" ||
-		len(qe.Missing) != 1 || qe.Missing[0] != "c" || qe.Cause == nil {
+	if err := answers(m)[ids[0]].Err; !errors.As(err, &qe) || qe.Got != 1 || qe.Need != 2 || len(qe.Failed) != 1 ||
+		qe.Failed[0] != "b" || len(qe.Missing) != 1 || qe.Missing[0] != "c" || qe.Cause == nil {
 		t.Errorf("quorum error %+v", err)
 	}
 	// Answers from a replica not asked, or after the end, change nothing.
-	r.answer("d", nil, nil)
-	r.answer("c", nil, nil)
+	ack(m, "d", req, "")
+	ack(m, "c", req, "")
+	if len(answers(m)) != 0 || m.Stats().LateAnswers != 2 {
+		t.Errorf("late answers: %d counted", m.Stats().LateAnswers)
+	}
 }
 
-// A refusal that arrives after an op failed does not change the error its caller holds
+// A refusal that arrives after a call failed does not change the error its caller holds
 // (the race detector found a late refusal raising FencedError.Need under a caller reading
-// it).
+// it, before the store was a machine).
 func TestLateRefusalLeavesADecidedErrorAlone(t *testing.T) {
-	op, other := testOp(Write{Key: "x", Epoch: 2}), testOp(Write{Key: "y", Epoch: 2})
-	r := newTestRound(3, op, other) // other keeps the round open
-	r.answer("a", []refusal{{index: 0, need: 5}}, nil)
-	done, err := outcome(op)
+	m := roundMachine(t, 3)
+	ids, req, _ := roundOf(t, m, []Write{{Key: "x", Epoch: 2}}, []Write{{Key: "y", Epoch: 2}}) // the second keeps the round open
+	ack(m, "b", req, "", refusal{index: 0, need: 5})
 	var fe *FencedError
-	if !done || !errors.As(err, &fe) || fe.Need != 5 {
-		t.Fatalf("first refusal: %v %v", done, err)
+	if err := answers(m)[ids[0]].Err; !errors.As(err, &fe) || fe.Need != 5 {
+		t.Fatalf("first refusal: %v", err)
 	}
-	r.answer("b", []refusal{{index: 0, need: 9}}, nil)
+	ack(m, "c", req, "", refusal{index: 0, need: 9})
 	if fe.Need != 5 {
 		t.Errorf("a late refusal changed the decided error: need %d", fe.Need)
 	}

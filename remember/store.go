@@ -2,6 +2,8 @@ package remember
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,59 +20,67 @@ import (
 	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
-// Rounds in flight per store, for writes and for reads: enough to keep the disk and the
-// network busy at once (one round's commit overlaps another's network wait) while letting
-// operations pile up into large batches under load. (On 2 cores, 2 to 16 write rounds
-// measured the same within noise.)
-const (
-	writeWindow = 4
-	readWindow  = 2
-)
-
-// maxBatchWrites and maxBatchBytes bound one write round (one frame per peer).
-const (
-	maxBatchWrites = 8192
-	maxBatchBytes  = partBytes
-)
-
-// clockRestartGap is added to the highest counter stored when a store opens. Counters this
-// member handed out just before a crash may have reached other replicas without reaching
-// its own disk; the gap (far more than a window of rounds can hand out) keeps its next
-// writes ordered after them.
-const clockRestartGap = 1 << 24
-
-// Store is a member's replica of the replicated durable store, and its client: keyed,
-// versioned records persisted in Badger on every member, written to and read from a quorum
-// of them, kept in sync by anti-entropy. Create it with Open; all methods are safe for
-// concurrent use.
+// Store is a member's replica of the replicated durable store, and its client: a Machine
+// driven by one goroutine, with its disk on Badger (badgerDisk) and its peers over libp2p.
+// Create it with Open; all methods are safe for concurrent use.
 type Store struct {
 	cfg  Config
 	log  *slog.Logger
 	host *p2p.Host
-	self peer.ID
-	// writer is self's text form: the Writer of this member's versions.
-	writer string
-	db     *badger.DB
-	com    *committer
-	clock  clock
-	calls  *calls
-	out    *outboxes
+	self NodeID
+	db   *badger.DB
+	disk *badgerDisk
+	out  *outboxes
 
-	writes *batcher[*writeOp]
-	reads  *batcher[*readOp]
-	serve  chan struct{} // bounds the reads served to peers at once
+	// Owned by the loop goroutine.
+	m       *Machine
+	waiting map[CallID]func(Answer)
+	peers   map[NodeID]peer.ID // decoded once
+	members []NodeID           // the last Config.Members given to the machine
+	voters  []NodeID           // the last Config.Voters given to it
+
+	inbox    chan storeInput
+	loopDone chan struct{}
 
 	ctx    context.Context // ends when Close starts
 	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	closed bool
-	wg     sync.WaitGroup // goroutines and handlers that Close waits for
-	comWG  sync.WaitGroup // the committer, stopped last
-	comEnd chan struct{}
+	wg     sync.WaitGroup // frame handlers and outbox goroutines that Close waits for
 
-	stats counters
-	met   *storeMetrics // nil without Config.Metrics
+	statsMu   sync.Mutex
+	stats     Stats       // the machine's, as of the loop's last turn
+	refill    RefillState // the machine's, as of the loop's last turn
+	dropped   uint64
+	malformed uint64
+
+	space  *diskGuard            // the reserve of free space (diskspace.go)
+	broken atomic.Pointer[error] // why the store broke (panics.go)
+
+	names sync.Map // peer.ID → NodeID: the text form of a peer id, encoded once
+
+	met *storeMetrics // nil without Config.Metrics
+}
+
+// storeInput is one thing for the store's loop: a call, a peer's frame, a disk result.
+type storeInput struct {
+	fn   func() // runs on the loop (inspection)
+	call *apiCall
+	from NodeID
+	env  *pb.ReplicaEnvelope
+	disk *DiskResult
+}
+
+// apiCall is a Write, Get or Scan of the Store's API; done hears its answer on the loop.
+type apiCall struct {
+	writes []Write
+	get    bool
+	key    string
+	fence  uint64
+	scan   bool
+	prefix string
+	done   func(Answer)
 }
 
 // Open opens (creating if needed) the store in cfg.Dir, serves the replica protocol on
@@ -83,116 +93,456 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	db, err := openBadger(cfg.Dir, cfg.Logger, cfg.Badger)
+	db, err := openBadger(cfg.Dir, cfg.Logger, cfg.Badger, cfg.MinFreeSpace)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{
-		cfg:    cfg,
-		log:    cfg.Logger.With("component", "store"),
-		host:   cfg.Host,
-		self:   cfg.Host.ID(),
-		writer: cfg.Host.ID().String(),
-		db:     db,
-		calls:  newCalls(),
-		serve:  make(chan struct{}, 8),
-		comEnd: make(chan struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "store"),
+		host:     cfg.Host,
+		self:     NodeID(cfg.Host.ID().String()),
+		db:       db,
+		waiting:  map[CallID]func(Answer){},
+		peers:    map[NodeID]peer.ID{},
+		inbox:    make(chan storeInput, 4096),
+		loopDone: make(chan struct{}),
 	}
 	if s.met, err = newStoreMetrics(cfg.Metrics, s); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("remember: register metrics: %w", err)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.com = newCommitter(db, s.log, &s.clock, s.ctx.Done(), s.comEnd)
-	s.com.met = s.met
-	maxCounter, n, err := s.loadDigest()
+	s.space = newDiskGuard(cfg.Dir, cfg.MinFreeSpace, db.Opts(), s.log)
+	s.disk = newBadgerDisk(db, cfg.Dir, s.log, s.met, s.space, s.caught, s.diskDone)
+	st, err := s.disk.state()
+	if err == nil {
+		s.m, err = NewMachine(s.machineConfig(), st, time.Now())
+	}
+	if err == nil {
+		err = s.startRefill()
+	}
 	if err != nil {
 		s.cancel()
+		s.disk.close()
 		_ = db.Close()
 		return nil, err
 	}
-	s.clock.observe(maxCounter + clockRestartGap)
-	s.out = &outboxes{ctx: s.ctx, host: s.host, timeout: cfg.Timeout, dropped: func() { s.stats.framesDropped.Add(1) }, spawn: s.spawn, by: make(map[peer.ID]chan []byte)}
-	s.writes = newBatcher(writeWindow, (*writeOp).weight, func(op *writeOp, err error) { op.finish(err) })
-	s.reads = newBatcher(readWindow, func(op *readOp) (int, int) { return 1, len(op.key) },
-		func(op *readOp, err error) { op.done <- readResult{err: err} })
+	mc := s.m.cfg
+	s.out = &outboxes{ctx: s.ctx, host: s.host, timeout: mc.Timeout, dropped: s.frameDropped, spawn: s.spawn, by: make(map[peer.ID]chan []byte)}
 
+	if st := s.m.Refill(); st.Active { // before the loop owns the machine
+		s.log.Warn("this replica refills from its peers before its answers count in reads", "dir", cfg.Dir, "why", st.Reason)
+	}
 	// Serve before anything is sent, so that the first answers reach this store.
 	s.host.Handle(Protocol, s.handleFrame)
-	s.comWG.Add(1)
-	go func() {
-		defer s.comWG.Done()
-		s.com.run()
-	}()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		s.writes.run(s.ctx, s.startWrite)
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.reads.run(s.ctx, s.startRead)
-	}()
-	if cfg.AntiEntropyInterval > 0 {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.runAntiEntropy()
-		}()
-	}
-	s.log.Info("store opened", "dir", cfg.Dir, "entries", n,
-		"write_majority_plus", cfg.WriteMajorityPlus, "read_majority_plus", cfg.ReadMajorityPlus, "majority_min_cap", cfg.MajorityMinCap)
+	go s.loop()
+	s.spawn(s.watchSpace) // diskspace.go
+	s.log.Info("store opened", "dir", cfg.Dir, "entries", st.entries,
+		"write_majority_plus", mc.WriteMajorityPlus, "read_majority_plus", mc.ReadMajorityPlus, "majority_min_cap", mc.MajorityMinCap)
 	return s, nil
 }
 
+// machineConfig is the machine's part of the configuration (NewMachine validates it).
+func (s *Store) machineConfig() MachineConfig {
+	var seed [8]byte
+	_, _ = crand.Read(seed[:])
+	mc := s.cfg.machine(s.self)
+	mc.Seed = binary.LittleEndian.Uint64(seed[:])
+	mc.Returning = s.cfg.Returning
+	mc.OnRound = func(kind string, n int) {
+		if kind == "write" {
+			s.met.writeRound(n)
+		} else {
+			s.met.readRound(n)
+		}
+	}
+	return mc
+}
+
 // openBadger opens the Badger database in dir with the store's options, turning Badger's
-// directory lock error into one wrapping ErrInUse.
-func openBadger(dir string, log *slog.Logger, tune func(badger.Options) badger.Options) (*badger.DB, error) {
+// directory lock error into one wrapping ErrInUse. Before Badger sees them it checks the
+// files (a *DamageError) and that the file system has room for what opening writes (a
+// *DiskFullError; reserve is Config.MinFreeSpace): see checkBeforeOpen.
+func openBadger(dir string, log *slog.Logger, tune func(badger.Options) badger.Options, reserve int64) (*badger.DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("remember: create store directory: %w", err)
 	}
-	db, err := badger.Open(badgerOptions(dir, log, tune))
+	opt := badgerOptions(dir, log, tune)
+	if err := checkBeforeOpen(opt, reserve, log); err != nil {
+		return nil, err
+	}
+	var db *badger.DB
+	err := guard(func() (err error) { db, err = badger.Open(opt); return err })
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("remember: %w: %s is held by another process (a running sharddaemon, or another store in this one); stop it first", ErrInUse, dir)
+			return nil, inUse(dir)
 		}
 		return nil, fmt.Errorf("remember: open store in %s: %w", dir, err)
 	}
 	return db, nil
 }
 
-// loadDigest computes the digest of everything stored and returns the highest counter and
-// the number of entries. If the summary index does not match the records (a crash in the
-// middle of a commit that Badger split into several transactions), it rebuilds the index.
-func (s *Store) loadDigest() (maxCounter uint64, n int, err error) {
-	var none entry
-	err = iterate(s.db, "", false, func(e *entry) error {
-		s.com.dig.update(e.rec.Key, &none, e)
-		maxCounter = max(maxCounter, e.rec.Version.Counter)
-		n++
-		return nil
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("remember: read store in %s: %w", s.cfg.Dir, err)
-	}
-	var indexed digest
-	err = scanStored(s.db, []byte(indexPrefix), len(indexPrefix)+2, false, func(e *entry) error {
-		indexed.update(e.rec.Key, &none, e)
-		return nil
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("remember: read store in %s: %w", s.cfg.Dir, err)
-	}
-	if indexed != s.com.dig {
-		s.log.Warn("the anti-entropy index does not match the records (a crash during a commit?); rebuilding it", "dir", s.cfg.Dir, "entries", n)
-		if err := rebuildIndex(s.db); err != nil {
-			return 0, 0, fmt.Errorf("remember: rebuild the index of %s: %w", s.cfg.Dir, err)
-		}
-	}
-	return maxCounter, n, nil
+// inUse is the ErrInUse of a store directory another process holds.
+func inUse(dir string) error {
+	return fmt.Errorf("remember: %w: %s is held by another process (a running sharddaemon, or another store in this one); stop it first", ErrInUse, dir)
 }
 
-// Close stops the store: operations in flight fail with ErrClosed, anti-entropy stops, the
+// loop is the one goroutine that owns the machine.
+func (s *Store) loop() {
+	defer close(s.loopDone)
+	defer s.caught("the store's loop")
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			for _, done := range s.waiting {
+				done(Answer{Err: ErrClosed})
+			}
+			return
+		case in := <-s.inbox:
+			now := time.Now()
+			s.syncMembers()
+			s.step(now, in)
+			for i := 0; i < 256; i++ { // what else is waiting, before carrying anything out
+				select {
+				case in := <-s.inbox:
+					s.step(now, in)
+					continue
+				default:
+				}
+				break
+			}
+		case <-timer.C:
+			s.syncMembers()
+			s.m.Tick(time.Now())
+		}
+		s.execute()
+		timer.Reset(s.untilDeadline())
+	}
+}
+
+// untilDeadline is how long the loop may sleep before the machine needs a Tick.
+func (s *Store) untilDeadline() time.Duration {
+	next := s.m.NextDeadline()
+	if next.IsZero() {
+		return time.Hour
+	}
+	return max(time.Until(next), time.Millisecond)
+}
+
+// syncMembers gives the machine Config.Members and Config.Voters when they changed.
+func (s *Store) syncMembers() {
+	if ms := s.cfg.Members(); !sameIDs(ms, s.members) {
+		s.members = ms
+		s.m.SetReplicas(ms)
+	}
+	if s.cfg.Voters != nil {
+		if vs := s.cfg.Voters(); !sameIDs(vs, s.voters) {
+			s.voters = vs
+			s.m.SetVoters(vs)
+		}
+	}
+}
+
+// sameIDs reports whether a and b hold the same ids in the same order (at once when they
+// are the same slice).
+func sameIDs(a, b []NodeID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Store) step(now time.Time, in storeInput) {
+	switch {
+	case in.fn != nil:
+		in.fn()
+	case in.call != nil:
+		c := in.call
+		var id CallID
+		switch {
+		case c.scan:
+			id = s.m.Scan(now, c.prefix)
+		case c.get:
+			id = s.m.Get(now, c.key, c.fence)
+		default:
+			id = s.m.Write(now, c.writes)
+		}
+		s.waiting[id] = c.done
+	case in.disk != nil:
+		s.m.DiskDone(now, *in.disk)
+	case in.env != nil:
+		s.m.ReceiveEnvelope(now, in.from, in.env)
+	}
+}
+
+// execute carries out what the machine asked for.
+func (s *Store) execute() {
+	for {
+		rd := s.m.Ready()
+		if rd.Empty() {
+			break
+		}
+		for _, snd := range rd.Sends {
+			if id, ok := s.peerID(snd.To); ok {
+				s.out.send(id, snd.Frame)
+			} else {
+				s.frameDropped()
+			}
+		}
+		for _, op := range rd.Disk {
+			s.disk.do(op)
+		}
+		for _, a := range rd.Answers {
+			if done := s.waiting[a.Call]; done != nil {
+				delete(s.waiting, a.Call)
+				done(a)
+			}
+		}
+	}
+	st, rf := s.m.Stats(), s.m.Refill()
+	s.statsMu.Lock()
+	s.stats = st
+	was := s.refill
+	s.refill = rf
+	s.statsMu.Unlock()
+	if rf.Active != was.Active {
+		s.refillChanged(rf)
+	}
+}
+
+// peerID returns the libp2p id of member id, decoded once.
+func (s *Store) peerID(id NodeID) (peer.ID, bool) {
+	if p, ok := s.peers[id]; ok {
+		return p, true
+	}
+	p, err := peer.Decode(string(id))
+	if err != nil {
+		return "", false
+	}
+	if len(s.peers) > 4096 {
+		clear(s.peers) // members come and go; keep the cache bounded
+	}
+	s.peers[id] = p
+	return p, true
+}
+
+// diskDone hands a disk result to the loop; it never blocks once the loop has ended.
+func (s *Store) diskDone(res DiskResult) {
+	select {
+	case s.inbox <- storeInput{disk: &res}:
+	case <-s.loopDone:
+	}
+}
+
+// submit hands a call to the loop; false once the store is closing.
+func (s *Store) submit(c *apiCall) bool {
+	if s.ctx.Err() != nil {
+		return false
+	}
+	select {
+	case s.inbox <- storeInput{call: c}:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// Write stores ws and returns once enough replicas (this one included, see Required with
+// Config.WriteMajorityPlus) hold them on disk. Concurrent calls are group-committed: their
+// writes go out together, in one frame per replica and one Badger commit (one fsync) per
+// replica, and each call is acknowledged with its batch.
+//
+// Each write gets a version (its Epoch, the next counter of this member's clock, this
+// member's id) and is stored on each replica by the merge rule: a concurrent writer's higher
+// version wins everywhere. A write refused by replicas for fencing makes the call fail with
+// a *FencedError (errors.Is ErrFenced) once the quorum can no longer be reached; too few
+// answers within Config.Timeout, with a *QuorumError (ErrNoQuorum). A failed call's writes
+// may still be stored on some replicas (and spread from there): retry with the same writes,
+// or overwrite. The writes of one call are not atomic across keys; writes of the same key
+// in one call are ordered as given (the last wins).
+func (s *Store) Write(ctx context.Context, ws ...Write) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	if err := CheckWrites(ws); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("remember: write of %q: %w", ws[0].Key, err)
+	}
+	start := s.met.start()
+	a, err := s.call(ctx, &apiCall{writes: ownCopy(ws)})
+	if err == nil {
+		err = a.Err
+	} else {
+		err = fmt.Errorf("remember: write of %q: %w (it may still be stored)", ws[0].Key, err)
+	}
+	s.met.wrote(start, err)
+	return err
+}
+
+// Get returns key's record merged (by the merge rule) from a read quorum of replicas (see
+// Required with Config.ReadMajorityPlus); found is false when no replica of the quorum holds
+// the key or the winning record is a tombstone (then returned, Deleted set). Replicas of the
+// quorum that lag are sent the merged record (read repair). Concurrent Get and GetFenced
+// calls go out together in one frame per replica.
+func (s *Store) Get(ctx context.Context, key string) (rec Record, found bool, err error) {
+	return s.get(ctx, key, 0)
+}
+
+// GetFenced is Get in one round that first raises key's fence floor to epoch on every
+// replica it reaches, durably. It returns once a read quorum has raised the floor and
+// answered, so from then on a write of key with an epoch below epoch cannot reach a write
+// quorum (the two quorums intersect): the writer gets ErrFenced. The record returned holds
+// every write acknowledged before.
+func (s *Store) GetFenced(ctx context.Context, key string, epoch uint64) (rec Record, found bool, err error) {
+	return s.get(ctx, key, epoch)
+}
+
+func (s *Store) get(ctx context.Context, key string, fence uint64) (Record, bool, error) {
+	if err := checkKey(key); err != nil {
+		return Record{}, false, err
+	}
+	start := s.met.start()
+	a, err := s.call(ctx, &apiCall{get: true, key: key, fence: fence})
+	if err != nil {
+		err = fmt.Errorf("remember: read of %q: %w", key, err)
+	} else {
+		err = a.Err
+	}
+	s.met.got(start, err)
+	if err != nil {
+		return Record{}, false, err
+	}
+	return a.Record, a.Found, nil
+}
+
+// Scan returns the live records of every key starting with prefix (all keys for ""),
+// sorted by key, merged from a read quorum like Get; tombstones are left out. Replicas of
+// the quorum that lag are repaired.
+func (s *Store) Scan(ctx context.Context, prefix string) ([]Record, error) {
+	if len(prefix) > MaxKeySize {
+		return nil, fmt.Errorf("remember: scan prefix of %d bytes (at most %d): %w", len(prefix), MaxKeySize, ErrTooLarge)
+	}
+	start := s.met.start()
+	a, err := s.call(ctx, &apiCall{scan: true, prefix: prefix})
+	if err != nil {
+		err = fmt.Errorf("remember: scan of %q: %w", prefix, err)
+	} else {
+		err = a.Err
+	}
+	s.met.scanned(start, err)
+	return a.Records, err
+}
+
+// call hands c to the loop and waits for its answer or ctx. An error is ctx's or ErrClosed;
+// the answer carries the call's own.
+func (s *Store) call(ctx context.Context, c *apiCall) (Answer, error) {
+	ch := make(chan Answer, 1)
+	c.done = func(a Answer) { ch <- a }
+	if !s.submit(c) {
+		return Answer{}, ErrClosed
+	}
+	select {
+	case a := <-ch:
+		if a.Err == ErrClosed {
+			return Answer{}, ErrClosed
+		}
+		return a, nil
+	case <-s.loopDone:
+		select {
+		case a := <-ch: // answered before the loop ended
+			if a.Err != ErrClosed {
+				return a, nil
+			}
+		default:
+		}
+		return Answer{}, ErrClosed
+	case <-ctx.Done():
+		return Answer{}, ctx.Err()
+	}
+}
+
+// ownCopy copies ws and their values (into one buffer): the round may outlive a Write
+// call whose ctx ended, and the caller may then reuse its slices.
+func ownCopy(ws []Write) []Write {
+	n := 0
+	for _, w := range ws {
+		n += len(w.Value)
+	}
+	buf := make([]byte, 0, n)
+	out := make([]Write, len(ws))
+	for i, w := range ws {
+		out[i] = w
+		if w.Value != nil {
+			start := len(buf)
+			buf = append(buf, w.Value...)
+			out[i].Value = buf[start:len(buf):len(buf)]
+		}
+	}
+	return out
+}
+
+// CheckWrites checks a Write call's writes against the store's limits.
+func CheckWrites(ws []Write) error {
+	if len(ws) > MaxWrites {
+		return fmt.Errorf("remember: %d writes in one call (at most %d): %w", len(ws), MaxWrites, ErrTooLarge)
+	}
+	total := 0
+	for _, w := range ws {
+		if err := checkKey(w.Key); err != nil {
+			return err
+		}
+		if len(w.Value) > MaxValueSize {
+			return fmt.Errorf("remember: value of %q is %d bytes (at most %d): %w", w.Key, len(w.Value), MaxValueSize, ErrTooLarge)
+		}
+		total += len(w.Key) + len(w.Value)
+	}
+	if total > MaxWriteBytes {
+		return fmt.Errorf("remember: one write call of %d bytes (at most %d): %w", total, MaxWriteBytes, ErrTooLarge)
+	}
+	return nil
+}
+
+func checkKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("remember: empty key")
+	}
+	if len(key) > MaxKeySize {
+		return fmt.Errorf("remember: key of %d bytes (at most %d): %w", len(key), MaxKeySize, ErrTooLarge)
+	}
+	return nil
+}
+
+// digestSnapshot returns the machine's digest of the local replica; the zero digest once
+// the store is closed.
+func (s *Store) digestSnapshot() *digest {
+	d := new(digest)
+	done := make(chan struct{})
+	select {
+	case s.inbox <- storeInput{fn: func() { *d = s.m.dig; close(done) }}:
+	case <-s.ctx.Done():
+		return d
+	}
+	select {
+	case <-done:
+	case <-s.loopDone:
+	}
+	return d
+}
+
+// Close stops the store: calls in flight fail with ErrClosed, anti-entropy stops, the
 // database is closed. Frames that arrive afterwards are ignored (until another Store on the
 // same host handles the protocol). Calls after the first return nil.
 func (s *Store) Close() error {
@@ -204,11 +554,10 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel()
-	s.calls.close()
+	<-s.loopDone
+	s.disk.close()
 	s.wg.Wait()
-	close(s.comEnd)
-	s.comWG.Wait()
-	if err := s.db.Close(); err != nil {
+	if err := s.closeDB(); err != nil {
 		return fmt.Errorf("remember: close store in %s: %w", s.cfg.Dir, err)
 	}
 	s.log.Info("store closed", "dir", s.cfg.Dir)
@@ -227,65 +576,6 @@ func (s *Store) enter() bool {
 	return true
 }
 
-// members returns the replicas of a round: Config.Members with this member added if
-// missing and duplicates dropped, this member first.
-func (s *Store) members() []peer.ID {
-	ms := s.cfg.Members()
-	out := make([]peer.ID, 0, len(ms)+1)
-	out = append(out, s.self)
-	seen := map[peer.ID]bool{s.self: true}
-	for _, m := range ms {
-		if m != "" && !seen[m] {
-			seen[m] = true
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// handleFrame serves one replica frame from a peer. A frame that does not decode is logged,
-// counted and dropped; the stream stays up, since it carries other requests and answers.
-// Once the store is closed, a frame resets its stream, so that the peer's next frame opens
-// a new one, which reaches a store opened on the same host since.
-func (s *Store) handleFrame(from peer.ID, frame []byte) error {
-	if !s.enter() {
-		return fmt.Errorf("replica frame from %s: %w", from, ErrClosed)
-	}
-	defer s.wg.Done()
-	env, err := wire.DecodeReplica(frame)
-	if err != nil {
-		s.stats.malformed.Add(1)
-		s.log.Warn("dropped a malformed replica frame", "peer", from, "bytes", len(frame), "err", err)
-		return nil
-	}
-	switch m := env.Msg.(type) {
-	case *pb.ReplicaEnvelope_Write:
-		s.serveWrite(from, env.RequestId, fromPBs(m.Write.Records, false))
-	case *pb.ReplicaEnvelope_Read:
-		s.serveReadRequest(from, env.RequestId, m.Read)
-	case *pb.ReplicaEnvelope_Repair:
-		recs := fromPBs(m.Repair.Records, false)
-		s.observe(recs)
-		s.com.submit(&applyOp{kind: opMerge, recs: recs, done: func(applyResult) {}})
-	case *pb.ReplicaEnvelope_Digest:
-		s.serveDigest(from, env.RequestId, m.Digest.Buckets)
-	default: // answers
-		if !s.calls.deliver(from, env) {
-			s.stats.lateAnswers.Add(1)
-		}
-	}
-	return nil
-}
-
-// observe advances the clock past every counter in recs.
-func (s *Store) observe(recs []entry) {
-	var m uint64
-	for i := range recs {
-		m = max(m, recs[i].rec.Version.Counter)
-	}
-	s.clock.observe(m)
-}
-
 // spawn runs fn on a goroutine that Close waits for, unless the store is closing.
 func (s *Store) spawn(fn func()) bool {
 	if !s.enter() {
@@ -293,43 +583,61 @@ func (s *Store) spawn(fn func()) bool {
 	}
 	go func() {
 		defer s.wg.Done()
+		defer s.caught("a store task")
 		fn()
 	}()
 	return true
 }
 
-// Stats counts what a store did since it opened.
-type Stats struct {
-	Writes        uint64        // writes of Write calls
-	WriteRounds   uint64        // rounds (one frame per peer) they went out in
-	Reads         uint64        // keys of Get and GetFenced calls
-	ReadRounds    uint64        // rounds they went out in
-	Scans         uint64        // Scan calls
-	Commits       uint64        // local group commits (one Badger WriteBatch, one fsync each)
-	CommitTime    time.Duration // time spent in them
-	Refused       uint64        // writes this replica refused for fencing
-	Merged        uint64        // entries read repair and anti-entropy changed here
-	Repairs       uint64        // records sent to replicas that lagged (read repair, anti-entropy)
-	SyncRounds    uint64        // anti-entropy rounds that found differences
-	Malformed     uint64        // frames from peers that did not decode
-	FramesDropped uint64        // frames not sent (peer unreachable, queue full)
-	LateAnswers   uint64        // answers that came after their round ended
+// handleFrame serves one replica frame from a peer: decoded here, on the stream's
+// goroutine, and handed to the loop. A frame that does not decode is logged, counted and
+// dropped; the stream stays up, since it carries other requests and answers. Once the
+// store is closed, a frame resets its stream, so that the peer's next frame opens a new
+// one, which reaches a store opened on the same host since.
+func (s *Store) handleFrame(from peer.ID, frame []byte) error {
+	if !s.enter() {
+		return fmt.Errorf("replica frame from %s: %w", from, ErrClosed)
+	}
+	defer s.wg.Done()
+	env, err := wire.DecodeReplica(frame)
+	if err != nil {
+		s.statsMu.Lock()
+		s.malformed++
+		s.statsMu.Unlock()
+		s.log.Warn("dropped a malformed replica frame", "peer", from, "bytes", len(frame), "err", err)
+		return nil
+	}
+	select {
+	case s.inbox <- storeInput{from: s.nameOf(from), env: env}:
+	case <-s.ctx.Done():
+	}
+	return nil
 }
 
-type counters struct {
-	writes, writeRounds, reads, readRounds, scans atomic.Uint64
-	repairs, syncRounds, malformed, framesDropped atomic.Uint64
-	lateAnswers                                   atomic.Uint64
+// nameOf returns the text form of peer id p (base58: worth encoding once per peer).
+func (s *Store) nameOf(p peer.ID) NodeID {
+	if v, ok := s.names.Load(p); ok {
+		return v.(NodeID)
+	}
+	id := NodeID(p.String())
+	s.names.Store(p, id)
+	return id
+}
+
+func (s *Store) frameDropped() {
+	s.statsMu.Lock()
+	s.dropped++
+	s.statsMu.Unlock()
 }
 
 // Stats returns a snapshot of the store's counters.
 func (s *Store) Stats() Stats {
-	c := &s.stats
-	return Stats{
-		Writes: c.writes.Load(), WriteRounds: c.writeRounds.Load(),
-		Reads: c.reads.Load(), ReadRounds: c.readRounds.Load(), Scans: c.scans.Load(),
-		Commits: s.com.commits.Load(), CommitTime: time.Duration(s.com.busy.Load()), Refused: s.com.refused.Load(), Merged: s.com.merged.Load(),
-		Repairs: c.repairs.Load(), SyncRounds: c.syncRounds.Load(),
-		Malformed: c.malformed.Load(), FramesDropped: c.framesDropped.Load(), LateAnswers: c.lateAnswers.Load(),
-	}
+	s.statsMu.Lock()
+	st := s.stats
+	st.FramesDropped = s.dropped
+	st.Malformed += s.malformed
+	s.statsMu.Unlock()
+	st.Commits = s.disk.commits.Load()
+	st.CommitTime = time.Duration(s.disk.busy.Load())
+	return st
 }

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -15,6 +16,31 @@ type Extractor interface {
 	// when it is not bounded by a number (a custom extractor). Members of one cluster must
 	// agree on it; it is checked when a member joins.
 	NumberOfShards() int
+}
+
+// IDChecker is implemented by extractors that know every shard id they can produce, so
+// that a shard an operator names (a pin) can be checked before it is stored.
+type IDChecker interface {
+	// CheckShard returns an error naming the valid ids when id is not one of them.
+	CheckShard(id ID) error
+}
+
+// CheckShard accepts only the shard ids ShardID can return: 0 to n-1, and the one negative
+// id of an entity whose hash code is MinInt32 (see HashCodeExtractor).
+func (e *HashCodeExtractor) CheckShard(id ID) error {
+	if v, err := strconv.ParseInt(string(id), 10, 32); err == nil && strconv.FormatInt(v, 10) == string(id) &&
+		(v >= 0 && v < int64(e.n) || int32(v) == math.MinInt32%e.n) {
+		return nil
+	}
+	return fmt.Errorf("shard %q: not a shard of this type, whose shards are 0 to %d (number-of-shards %d)", id, e.n-1, e.n)
+}
+
+// CheckShard accepts only the shard ids ShardID can return: 1 to n.
+func (e *ShardcakeExtractor) CheckShard(id ID) error {
+	if v, err := strconv.ParseInt(string(id), 10, 32); err == nil && strconv.FormatInt(v, 10) == string(id) && v >= 1 && v <= int64(e.n) {
+		return nil
+	}
+	return fmt.Errorf("shard %q: not a shard of this type, whose shards are 1 to %d (number-of-shards %d, Shardcake's numbering)", id, e.n, e.n)
 }
 
 // ExtractorFunc adapts a function to an unbounded custom Extractor.

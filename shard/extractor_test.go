@@ -93,3 +93,31 @@ func BenchmarkHashCodeExtractor(b *testing.B) {
 		_ = e.ShardID("user-1234567890")
 	}
 }
+
+func TestCheckShard(t *testing.T) {
+	hc, _ := NewHashCodeExtractor(10)
+	sc, _ := NewShardcakeExtractor(10)
+	for _, c := range []struct {
+		ex IDChecker
+		id ID
+		ok bool
+	}{
+		{hc, "0", true}, {hc, "9", true}, {hc, "10", false}, {hc, "-3", false}, {hc, "-8", true}, // MinInt32 % 10 = -8
+		{hc, "abc", false}, {hc, "07", false}, {hc, "", false}, {hc, "+1", false},
+		{sc, "1", true}, {sc, "10", true}, {sc, "0", false}, {sc, "11", false},
+	} {
+		if err := c.ex.CheckShard(c.id); (err == nil) != c.ok {
+			t.Errorf("%T %q: %v", c.ex, c.id, err)
+		}
+	}
+	// Every id the extractor produces passes.
+	for i := range 2000 {
+		id := EntityID("e-" + strconv.Itoa(i))
+		if err := hc.CheckShard(hc.ShardID(id)); err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.CheckShard(sc.ShardID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

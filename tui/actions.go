@@ -23,6 +23,14 @@ func (m Model) disabled(a Action) string {
 	if a.perMember() && m.cluster.selectedMember() == nil {
 		return "no member selected"
 	}
+	switch r := m.rebalance; {
+	case a == ActionPause && r.known && r.paused:
+		return "rebalancing is paused already"
+	case a == ActionResume && !r.known:
+		return "not known to be paused (" + r.reason + ")"
+	case a == ActionResume && !r.paused:
+		return "rebalancing is not paused"
+	}
 	if a == ActionShutdown {
 		if mem := m.cluster.selectedMember(); mem != nil && mem.Status != "Up" && mem.Status != "WeaklyUp" && mem.Status != "Joining" {
 			return "member " + shortID(mem.Node) + " is " + mem.Status

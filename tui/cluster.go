@@ -20,8 +20,9 @@ type clusterState struct {
 	at        time.Time             // when the list arrived
 	err       error                 // the last ask failed: the list is stale
 	errAt     time.Time
-	firstSeen map[string]time.Time // when the dashboard first saw each member
-	initial   map[string]bool      // members there when the dashboard started
+	firstSeen map[string]time.Time // when the dashboard first saw each member's incarnation
+	seenInc   map[string]uint64    // the incarnation firstSeen is about
+	initial   map[string]bool      // members (incarnations) there when the dashboard started
 	selected  string               // the selected member's peer id
 	perMember map[string]memberStats
 	statsAt   time.Time
@@ -31,7 +32,13 @@ type clusterState struct {
 	delivered map[string]uint64
 	msgRate   float64
 	rateKnown bool
+
+	filter textFilter
+	order  int // index in clusterOrders
 }
+
+// clusterOrders are the Cluster view's orders, in the order o cycles through them.
+var clusterOrders = []string{"age", "member", "status", "shards", "entities"}
 
 // memberStats is what the last stats said of one member.
 type memberStats struct {
@@ -45,7 +52,7 @@ type memberStats struct {
 }
 
 func newClusterState() clusterState {
-	return clusterState{firstSeen: map[string]time.Time{}, perMember: map[string]memberStats{}}
+	return clusterState{firstSeen: map[string]time.Time{}, seenInc: map[string]uint64{}, perMember: map[string]memberStats{}}
 }
 
 // applyMembers takes a new member list, or marks the old one stale.
@@ -73,11 +80,10 @@ func (c *clusterState) applyMembers(resp *adminpb.MembersResponse, err error, at
 		c.initial = map[string]bool{}
 	}
 	for _, mem := range c.members {
-		if _, ok := c.firstSeen[mem.Node]; !ok {
-			c.firstSeen[mem.Node] = at
-			if first {
-				c.initial[mem.Node] = true
-			}
+		if _, ok := c.firstSeen[mem.Node]; !ok || c.seenInc[mem.Node] != mem.Incarnation {
+			// A new member, or a new incarnation of one (it restarted): its age starts now.
+			c.firstSeen[mem.Node], c.seenInc[mem.Node] = at, mem.Incarnation
+			c.initial[mem.Node] = first
 		}
 	}
 	if c.member(c.selected) == nil && len(c.members) > 0 {
@@ -133,9 +139,60 @@ func (c *clusterState) member(node string) *adminpb.MemberInfo {
 // selectedMember returns the selected member, if any.
 func (c *clusterState) selectedMember() *adminpb.MemberInfo { return c.member(c.selected) }
 
-// move moves the selection.
+// visible returns the members the Cluster view lists: those that match its filter (on id,
+// status, roles and app version), in its order.
+func (c *clusterState) visible() []*adminpb.MemberInfo {
+	out := make([]*adminpb.MemberInfo, 0, len(c.members))
+	for _, mem := range c.members {
+		if c.filter.match(mem.Node, mem.Status, strings.Join(mem.Roles, ","), mem.AppVersion) {
+			out = append(out, mem)
+		}
+	}
+	stat := func(m *adminpb.MemberInfo) memberStats { return c.perMember[m.Node] }
+	var cmp func(a, b *adminpb.MemberInfo) int
+	switch clusterOrders[c.order] {
+	case "member":
+		cmp = func(a, b *adminpb.MemberInfo) int { return strings.Compare(a.Node, b.Node) }
+	case "status":
+		cmp = func(a, b *adminpb.MemberInfo) int { return strings.Compare(a.Status, b.Status) }
+	case "shards":
+		cmp = func(a, b *adminpb.MemberInfo) int { return stat(b).shards - stat(a).shards }
+	case "entities":
+		cmp = func(a, b *adminpb.MemberInfo) int { return cmpDesc(stat(a).entities, stat(b).entities) }
+	default:
+		return out // age: the member list's own order (up-number)
+	}
+	slices.SortStableFunc(out, cmp)
+	return out
+}
+
+// selectListed moves the selection to the first member the Cluster view lists when the
+// filter hides the selected one, so that an action never targets a member out of sight.
+func (c *clusterState) selectListed() {
+	if visible := c.visible(); len(visible) > 0 && !slices.Contains(visible, c.selectedMember()) {
+		c.selected = visible[0].Node
+	}
+}
+
+// cmpDesc orders larger values first.
+func cmpDesc(a, b uint64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}
+
+// move moves the selection among the listed members.
 func (c *clusterState) move(msg tea.KeyMsg, k keyMap) {
-	i := slices.IndexFunc(c.members, func(m *adminpb.MemberInfo) bool { return m.Node == c.selected })
+	c.moveIn(c.members, msg, k)
+}
+
+// moveIn moves the selection within list.
+func (c *clusterState) moveIn(list []*adminpb.MemberInfo, msg tea.KeyMsg, k keyMap) {
+	i := slices.IndexFunc(list, func(m *adminpb.MemberInfo) bool { return m.Node == c.selected })
 	switch {
 	case key.Matches(msg, k.Up):
 		i--
@@ -144,12 +201,12 @@ func (c *clusterState) move(msg tea.KeyMsg, k keyMap) {
 	case key.Matches(msg, k.Top):
 		i = 0
 	case key.Matches(msg, k.Bottom):
-		i = len(c.members) - 1
+		i = len(list) - 1
 	default:
 		return
 	}
-	if len(c.members) > 0 {
-		c.selected = c.members[min(max(i, 0), len(c.members)-1)].Node
+	if len(list) > 0 {
+		c.selected = list[min(max(i, 0), len(list)-1)].Node
 	}
 }
 
@@ -172,18 +229,21 @@ func (m Model) clusterView(height int) []string {
 	}
 	lines = append(lines,
 		fmt.Sprintf("%s  leader %s  oldest %s  %s", plural(len(c.members), "member"), leader, oldest, conv),
-		fmt.Sprintf("messages %s/s  events %s/s  handoffs in flight %d  buffered %d", msgRate(c), fmtRate(m.rate.perSecond(m.now)), m.inflightCount(), buffered),
-		"")
+		fmt.Sprintf("messages %s/s  events %s/s  handoffs in flight %d  buffered %d", msgRate(c), fmtRate(m.rate.perSecond(m.now)), m.inflightCount(), buffered))
 	wide := m.width >= 110
 	header := fmt.Sprintf("  %-10s %-8s %-5s %-9s %-7s %-7s %6s %7s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "SHARDS", "ENTITY", "MARKS")
 	if wide {
 		header = fmt.Sprintf("  %-10s %-8s %-5s %-10s %-7s %-8s %4s %6s %8s %5s  %s", "MEMBER", "STATUS", "REACH", "ROLES", "VERSION", "AGE", "UP#", "SHARDS", "ENTITIES", "BUF", "MARKS")
 	}
-	lines = append(lines, st.header.Render(header))
-	if len(c.members) == 0 {
+	visible := c.visible()
+	lines = append(lines, st.dim.Render(filterLine(clusterOrders[c.order], c.filter.text, c.filter.editing)), st.header.Render(header))
+	switch {
+	case len(c.members) == 0:
 		lines = append(lines, st.dim.Render("  waiting for the member list"))
+	case len(visible) == 0:
+		lines = append(lines, st.dim.Render(fmt.Sprintf("  no member matches %q (esc clears the filter)", c.filter.text)))
 	}
-	for _, mem := range c.members {
+	for _, mem := range visible {
 		ms, ok := c.perMember[mem.Node]
 		reach := "yes"
 		if !mem.Reachable {

@@ -23,9 +23,8 @@ type eventLog struct {
 
 	typeFilter string // "" every type
 	nodeFilter string // "" every member
-	text       string // "" no text filter
-	editing    bool   // typing the text filter
-	back       int    // how many matching events the view is scrolled back from the newest
+	filter     textFilter
+	back       int // how many matching events the view is scrolled back from the newest
 	types      []string
 }
 
@@ -70,15 +69,7 @@ func (l *eventLog) matches(ev *adminpb.WatchEvent) bool {
 		!slices.Contains(ev.Shards, l.nodeFilter) {
 		return false
 	}
-	if l.text == "" {
-		return true
-	}
-	for _, f := range [...]string{ev.Kind, ev.Shard, ev.Cause, ev.Phase, ev.Status, ev.Detail, ev.EntityType} {
-		if strings.Contains(f, l.text) {
-			return true
-		}
-	}
-	return false
+	return l.filter.match(ev.Kind, ev.Shard, ev.Cause, ev.Phase, ev.Status, ev.Detail, ev.EntityType)
 }
 
 // key handles the Events view's keys.
@@ -108,28 +99,11 @@ func (l *eventLog) key(msg tea.KeyMsg, k keyMap, height int, members []*adminpb.
 		l.nodeFilter = cycle(ids, l.nodeFilter)
 		l.back = 0
 	case key.Matches(msg, k.FilterText):
-		l.editing = true
+		l.filter.editing = true
 	case key.Matches(msg, k.Back):
-		l.typeFilter, l.nodeFilter, l.text, l.back = "", "", "", 0
+		l.typeFilter, l.nodeFilter, l.filter.text, l.back = "", "", "", 0
 	}
 	l.back = max(0, min(l.back, len(l.buf)))
-}
-
-// editKey types the text filter.
-func (l *eventLog) editKey(msg tea.KeyMsg) {
-	switch msg.Type {
-	case tea.KeyEnter, tea.KeyEsc:
-		l.editing = false
-	case tea.KeyBackspace:
-		if r := []rune(l.text); len(r) > 0 {
-			l.text = string(r[:len(r)-1])
-		}
-	case tea.KeyRunes, tea.KeySpace:
-		if len(l.text) < 64 {
-			l.text += string(msg.Runes)
-		}
-	}
-	l.back = 0
 }
 
 // cycle returns the value after cur in vals, "" (every) after the last.
@@ -152,8 +126,8 @@ func cycle(vals []string, cur string) string {
 func (m Model) eventsView(height int) []string {
 	l := &m.events
 	st := m.styles
-	text := l.text
-	if l.editing {
+	text := l.filter.text
+	if l.filter.editing {
 		text += "▏"
 	}
 	filter := fmt.Sprintf("type %s · node %s · text %q", orAll(l.typeFilter), orAll(shortID(l.nodeFilter)), text)

@@ -29,6 +29,9 @@ func TestGolden(t *testing.T) {
 			{"events", []string{"4"}, "window 8/2000 of 8 seen"},
 			{"actions", []string{"5"}, "identity: admin"},
 			{"confirm", []string{"down", "s"}, "y/N"},
+			{"cluster_sorted_filtered", []string{"o", "o", "/", "1", ".", "3", "enter"}, "sorted by status · filter: 1.3 (esc clears)"},
+			{"shards_sorted_filtered", []string{"2", "o", "/", "b", "b", "b", "b", "enter"}, "sorted by shards · filter: bbbb"},
+			{"help", []string{"2", "?"}, "previous view"},
 		} {
 			t.Run(fmt.Sprintf("%s_%dx%d", c.name, size[0], size[1]), func(t *testing.T) {
 				f := newFake()

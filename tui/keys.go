@@ -11,6 +11,7 @@ type keyMap struct {
 	Refresh                                    key.Binding
 	Shutdown, Drain, Undrain, Rebalance        key.Binding
 	FilterType, FilterNode, FilterText         key.Binding
+	Sort                                       key.Binding
 	Help, Quit                                 key.Binding
 	Yes, No                                    key.Binding
 }
@@ -42,7 +43,8 @@ func newKeyMap() keyMap {
 		Rebalance:  b("p", "pause/resume rebalance", "p"),
 		FilterType: b("t", "filter type", "t"),
 		FilterNode: b("n", "filter node", "n"),
-		FilterText: b("/", "filter text", "/"),
+		FilterText: b("/", "filter", "/"),
+		Sort:       b("o", "sort", "o"),
 		Help:       b("?", "more keys", "?"),
 		Quit:       b("q", "quit", "q", "ctrl+c"),
 		Yes:        b("y", "yes", "y", "Y"),

@@ -87,6 +87,7 @@ type connState int
 const (
 	connConnecting connState = iota
 	connFailed
+	connStopped // a configuration error: no retry until the operator asks (r)
 	connUp
 )
 
@@ -145,6 +146,7 @@ type Model struct {
 	confirm   *pending
 	status    string
 	statusBad bool
+	statusAt  time.Time // when status was set: it shows for statusTTL
 }
 
 // rebalanceState is whether rebalancing is paused, as far as known.
@@ -197,6 +199,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.conn, m.connErr, m.connAt, m.now = connFailed, msg.err, msg.at, later(m.now, msg.at)
+		if errors.As(msg.err, new(permanentError)) {
+			m.conn = connStopped
+			return m, nil
+		}
 		return m, m.retryCmd(m.attempt, retryDelay(m.attempt))
 	case retryConnectMsg:
 		if msg.attempt != m.attempt || m.conn != connFailed {
@@ -215,6 +221,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.now = later(m.now, msg.at)
 		m.membersAsked = time.Time{}
 		m.cluster.applyMembers(msg.resp, msg.err, msg.at)
+		m.cluster.selectListed()
 		m.shards.members = m.cluster.members
 		return m, nil
 	case statsMsg:
@@ -348,6 +355,16 @@ func (m *Model) applyEvents(msg eventsMsg) {
 	m.events.dropped = msg.dropped
 }
 
+// Permanent marks an error of Config.Connect that trying again cannot fix — another cluster
+// key, an address whose peer id is another member's, a member name that names none: the
+// dashboard stops on it with the error instead of retrying (the operator may still press r).
+func Permanent(err error) error { return permanentError{err} }
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
 // retryDelay is the wait before connecting again: 1 s, doubling, at most 15 s.
 func retryDelay(attempt int) time.Duration {
 	d := time.Second << min(attempt, 4)
@@ -383,8 +400,9 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if m.confirm != nil {
 		return m.confirmKey(msg)
 	}
-	if m.events.editing {
-		m.events.editKey(msg)
+	if f := m.typing(); f != nil {
+		f.edit(msg)
+		m.filtered()
 		return m, nil
 	}
 	switch {
@@ -394,7 +412,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.fullHelp = !m.fullHelp
 		return m, nil
 	case key.Matches(msg, k.Refresh):
-		if m.conn == connFailed {
+		if m.conn == connFailed || m.conn == connStopped {
 			m.attempt++
 			m.conn = connConnecting
 			return m, m.connectCmd(m.attempt)
@@ -444,10 +462,56 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// typing returns the text filter the operator is typing in the current view, or nil.
+func (m *Model) typing() *textFilter {
+	var f *textFilter
+	switch {
+	case m.view == viewEvents:
+		f = &m.events.filter
+	case m.view == viewCluster:
+		f = &m.cluster.filter
+	case m.view == viewShards && m.shards.drill == nil:
+		f = &m.shards.filter
+	}
+	if f == nil || !f.editing {
+		return nil
+	}
+	return f
+}
+
+// filtered brings the views up to a changed filter or order: the Shards view's rows, the
+// Events view scrolled to the newest, the Cluster view's selection on a listed member.
+func (m *Model) filtered() {
+	m.events.back = 0
+	m.shards.arrange()
+	m.cluster.selectListed()
+}
+
+// listKey handles the keys of a view with a sortable, filterable list: o, / and esc.
+func (m *Model) listKey(msg tea.KeyMsg, f *textFilter, order *int, orders int) bool {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Sort):
+		*order = (*order + 1) % orders
+	case key.Matches(msg, k.FilterText):
+		f.editing = true
+	case key.Matches(msg, k.Back):
+		f.text = ""
+	default:
+		return false
+	}
+	m.filtered()
+	return true
+}
+
 // viewKey handles the keys of the current view.
 func (m Model) viewKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch m.view {
-	case viewCluster, viewActions:
+	case viewCluster:
+		if !m.listKey(msg, &m.cluster.filter, &m.cluster.order, len(clusterOrders)) {
+			m.cluster.moveIn(m.cluster.visible(), msg, m.keys)
+		}
+	case viewActions:
 		m.cluster.move(msg, m.keys)
 	case viewShards:
 		return m.shardsKey(msg)
@@ -469,6 +533,9 @@ func (m Model) shardsKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		default:
 			s.drill.scroll(msg, k, m.bodyHeight()-3)
 		}
+		return m, nil
+	}
+	if m.listKey(msg, &s.filter, &s.order, len(shardsOrders)) {
 		return m, nil
 	}
 	if key.Matches(msg, k.Enter) {
@@ -495,7 +562,10 @@ func (m Model) quit() (tea.Model, tea.Cmd) {
 	return m, tea.Quit
 }
 
-func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }
+func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad, m.statusAt = s, bad, m.now }
+
+// statusTTL is how long the status line shows an action's outcome.
+const statusTTL = 10 * time.Second
 
 // bodyHeight is the height between the tabs and the status line.
 func (m Model) bodyHeight() int { return max(m.height-5, 1) }

@@ -15,15 +15,22 @@ import (
 // shardsState is the Shards view's data: per entity type, the regions of every member
 // with their shards and live entities, and the members that did not answer.
 type shardsState struct {
-	types   []typeShards
-	rows    []regionRow // every selectable region row, in screen order
+	all     []typeShards // every type's regions, as stats said, by type and member
+	types   []typeShards // what the view shows: all, filtered and sorted
+	rows    []regionRow  // every selectable region row, in screen order
 	cursor  int
 	at      time.Time
 	err     error // the last stats failed: what is shown is stale
 	errAt   time.Time
 	drill   *drillState
 	members []*adminpb.MemberInfo
+
+	filter textFilter // on the type and the member id
+	order  int        // index in shardsOrders
 }
+
+// shardsOrders are the orders of the regions of each type, as o cycles through them.
+var shardsOrders = []string{"member", "shards", "entities"}
 
 // typeShards is one entity type's regions.
 type typeShards struct {
@@ -86,22 +93,53 @@ func (s *shardsState) applyStats(resp *adminpb.StatsResponse, at time.Time) {
 			ts.failed = append(ts.failed, f)
 		}
 	}
-	var selected regionRow
-	if r, ok := s.selectedRow(); ok {
-		selected = r
-	}
-	s.types = s.types[:0]
-	s.rows = s.rows[:0]
 	names := make([]string, 0, len(byType))
 	for t := range byType {
 		names = append(names, t)
 	}
 	slices.Sort(names)
+	s.all = s.all[:0]
 	for _, t := range names {
 		ts := byType[t]
 		slices.SortFunc(ts.regions, func(a, b regionRow) int { return strings.Compare(a.node, b.node) })
-		s.types = append(s.types, *ts)
-		s.rows = append(s.rows, ts.regions...)
+		s.all = append(s.all, *ts)
+	}
+	s.arrange()
+	s.at, s.err = at, nil
+}
+
+// arrange derives what the view shows from all: the types and regions that match the
+// filter (a type whose name matches keeps every region), each type's regions in the view's
+// order; the selection stays on its region when it is still shown.
+func (s *shardsState) arrange() {
+	var selected regionRow
+	if r, ok := s.selectedRow(); ok {
+		selected = r
+	}
+	s.types, s.rows = s.types[:0], s.rows[:0]
+	for _, ts := range s.all {
+		shown := ts
+		if !s.filter.match(ts.name) {
+			shown.regions = nil
+			for _, r := range ts.regions {
+				if s.filter.match(r.node) {
+					shown.regions = append(shown.regions, r)
+				}
+			}
+			if len(shown.regions) == 0 {
+				continue
+			}
+		} else {
+			shown.regions = slices.Clone(ts.regions)
+		}
+		switch shardsOrders[s.order] {
+		case "shards":
+			slices.SortStableFunc(shown.regions, func(a, b regionRow) int { return b.shards - a.shards })
+		case "entities":
+			slices.SortStableFunc(shown.regions, func(a, b regionRow) int { return cmpDesc(a.entities, b.entities) })
+		}
+		s.types = append(s.types, shown)
+		s.rows = append(s.rows, shown.regions...)
 	}
 	s.cursor = max(0, min(s.cursor, len(s.rows)-1))
 	for i, r := range s.rows {
@@ -109,7 +147,6 @@ func (s *shardsState) applyStats(resp *adminpb.StatsResponse, at time.Time) {
 			s.cursor = i
 		}
 	}
-	s.at, s.err = at, nil
 }
 
 func (s *shardsState) selectedRow() (regionRow, bool) {
@@ -192,6 +229,10 @@ func (m Model) shardsView(height int) []string {
 	}
 	if s.err != nil {
 		lines = append(lines, st.warn.Render(fmt.Sprintf("STALE: stats failed %s ago: %v", fmtDuration(m.now.Sub(s.errAt)), s.err)))
+	}
+	lines = append(lines, st.dim.Render(filterLine(shardsOrders[s.order], s.filter.text, s.filter.editing)))
+	if len(s.types) == 0 && len(s.all) > 0 {
+		lines = append(lines, st.dim.Render(fmt.Sprintf("  no type or member matches %q (esc clears the filter)", s.filter.text)))
 	}
 	barWidth := max(m.width-46, 8)
 	cursorLine := 0

@@ -73,14 +73,18 @@ func (m Model) tabsLine() string {
 // statusLine is the confirmation prompt, or the last action's outcome.
 func (m Model) statusLine() string {
 	st := m.styles
-	switch {
+	status := m.status
+	if m.now.Sub(m.statusAt) >= statusTTL {
+		status = "" // an outcome shows for a while, not for good
+	}
+	switch f := (&m).typing(); {
 	case m.confirm != nil:
 		return st.prompt.Render(m.confirm.question())
-	case m.events.editing && m.view == viewEvents:
-		return st.prompt.Render("filter text: " + m.events.text + "▏ (enter to keep, esc to stop typing)")
-	case m.status == "" && m.cluster.err != nil:
+	case f != nil:
+		return st.prompt.Render("filter: " + f.text + "▏ (enter to keep, esc to stop typing)")
+	case status == "" && m.cluster.err != nil:
 		return st.bad.Render("member list: " + m.cluster.err.Error())
-	case m.status == "":
+	case status == "":
 		return ""
 	case m.statusBad:
 		return st.bad.Render(m.status)
@@ -95,13 +99,15 @@ func (m Model) helpLines() []string {
 	views := []key.Binding{k.Quit, k.Next, k.Help}
 	var local []key.Binding
 	switch m.view {
-	case viewCluster, viewActions:
+	case viewCluster:
+		local = []key.Binding{k.Up, k.Down, k.Shutdown, k.Drain, k.Undrain, k.Rebalance, k.Sort, k.FilterText}
+	case viewActions:
 		local = []key.Binding{k.Up, k.Down, k.Shutdown, k.Drain, k.Undrain, k.Rebalance}
 	case viewShards:
 		if m.shards.drill != nil {
 			local = []key.Binding{k.Back, k.Up, k.Down, k.PageDown}
 		} else {
-			local = []key.Binding{k.Up, k.Down, k.Enter}
+			local = []key.Binding{k.Up, k.Down, k.Enter, k.Sort, k.FilterText}
 		}
 	case viewHandoffs:
 		local = []key.Binding{k.Rebalance}
@@ -109,15 +115,35 @@ func (m Model) helpLines() []string {
 		local = []key.Binding{k.Up, k.Down, k.FilterType, k.FilterNode, k.FilterText, k.Back}
 	}
 	if m.fullHelp {
-		all := m.help.FullHelpView([][]key.Binding{
-			{k.Cluster, k.Shards, k.Handoffs, k.Events, k.Actions},
-			{k.Next, k.Prev, k.Refresh, k.Help, k.Quit},
-			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top},
-			append([]key.Binding{k.Bottom}, local...),
-		})
+		all := m.help.FullHelpView(distinctKeys(
+			[]key.Binding{k.Cluster, k.Shards, k.Handoffs, k.Events, k.Actions},
+			[]key.Binding{k.Next, k.Prev, k.Refresh, k.Help, k.Quit},
+			[]key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+			local,
+		))
 		return strings.Split(all, "\n")
 	}
 	return []string{m.help.ShortHelpView(append(views, local...))}
+}
+
+// distinctKeys returns the groups of bindings with each key listed once, where it first
+// appears; groups left empty are dropped.
+func distinctKeys(groups ...[]key.Binding) [][]key.Binding {
+	seen := map[string]bool{}
+	var out [][]key.Binding
+	for _, g := range groups {
+		var kept []key.Binding
+		for _, b := range g {
+			if h := b.Help().Key; !seen[h] {
+				seen[h] = true
+				kept = append(kept, b)
+			}
+		}
+		if len(kept) > 0 {
+			out = append(out, kept)
+		}
+	}
+	return out
 }
 
 // unreachableView is the whole screen while the entry member cannot be reached: what was
@@ -131,6 +157,16 @@ func (m Model) unreachableView() string {
 		if m.connErr != nil {
 			lines = append(lines, "", st.dim.Render("last try: "+m.connErr.Error()))
 		}
+	case connStopped:
+		lines = append(lines,
+			st.bad.Render("Cannot talk to the member: a configuration error."),
+			"",
+			"tried:  "+m.cfg.Target,
+			"error:  "+m.connErr.Error(),
+			"",
+			"Not trying again: fix the command line (--cluster-key, --node / --data-dir, --identity) and",
+			"start the dashboard again, or press r to try once more.",
+		)
 	case connFailed:
 		lines = append(lines,
 			st.bad.Render("Cannot reach the member."),

@@ -19,7 +19,7 @@ func AppendCoord(dst []byte, typ string, msg coordinator.Message) []byte {
 	}
 	switch m := msg.(type) {
 	case coordinator.Register:
-		r := &pb.Register{Incarnation: m.Incarnation, Proxy: m.Proxy}
+		r := &pb.Register{Incarnation: m.Incarnation, Proxy: m.Proxy, NoNewShards: m.NoNewShards}
 		for _, h := range m.Hosted {
 			r.Hosted = append(r.Hosted, &pb.Hosted{Shard: string(h.Shard), Epoch: uint64(h.Epoch), Stopping: h.State == coordinator.HostedStopping})
 		}
@@ -92,7 +92,7 @@ func DecodeCoord(frame []byte) (typ string, msg coordinator.Message, err error) 
 		if len(r.Hosted) > maxMembers {
 			return "", nil, malformed("register.hosted has %d shards", len(r.Hosted))
 		}
-		reg := coordinator.Register{Incarnation: r.Incarnation, Proxy: r.Proxy}
+		reg := coordinator.Register{Incarnation: r.Incarnation, Proxy: r.Proxy, NoNewShards: r.NoNewShards}
 		for i, h := range r.Hosted {
 			if h == nil {
 				return "", nil, malformed("register.hosted[%d] is missing", i)

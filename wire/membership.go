@@ -24,7 +24,7 @@ func AppendMembership(dst []byte, msg membership.Message) []byte {
 	case membership.JoinRequest:
 		env.Msg = &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: memberToPB(&m.Member), Checks: m.Checks}}
 	case membership.JoinReply:
-		env.Msg = &pb.MemberEnvelope_JoinReply{JoinReply: &pb.JoinReply{From: string(m.From), Refused: m.Refused, State: stateToPB(&m.State)}}
+		env.Msg = &pb.MemberEnvelope_JoinReply{JoinReply: &pb.JoinReply{From: string(m.From), Refused: m.Refused, Refusal: uint32(m.Refusal), State: stateToPB(&m.State)}}
 	case membership.Probe:
 		env.Msg = &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq}}
 	case membership.ProbeAck:
@@ -100,7 +100,11 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		return membership.JoinReply{From: membership.NodeID(r.From), Refused: r.Refused, State: st}, nil
+		refusal := membership.StopReason(r.Refusal)
+		if r.Refusal > uint32(membership.StopSuperseded) {
+			refusal = membership.StopJoinRefused // of a later release: refused all the same
+		}
+		return membership.JoinReply{From: membership.NodeID(r.From), Refused: r.Refused, Refusal: refusal, State: st}, nil
 	case *pb.MemberEnvelope_Probe:
 		if err := checkID("probe.from", m.Probe.From); err != nil {
 			return nil, err

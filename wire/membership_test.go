@@ -29,6 +29,7 @@ func sampleMessages() []membership.Message {
 		membership.JoinRequest{Member: st.Members[0], Checks: map[string]string{"sharding.number-of-shards": "1000"}},
 		membership.JoinReply{From: "12D3KooWA", State: st},
 		membership.JoinReply{From: "12D3KooWA", Refused: "number-of-shards differs"},
+		membership.JoinReply{From: "12D3KooWA", Refused: "was down", Refusal: membership.StopDowned},
 		membership.Probe{From: "12D3KooWB", Incarnation: 1, Seq: 4},
 		membership.ProbeAck{From: "12D3KooWA", Incarnation: 3, Seq: 4, Digest: 1, YourIncarnation: 1, YourStatus: membership.Down, YourBeat: 17},
 	}

@@ -15,6 +15,7 @@ import (
 func sampleCoord() []coordinator.Message {
 	return []coordinator.Message{
 		coordinator.Register{Incarnation: 3, Proxy: true, Hosted: []coordinator.Hosted{{Shard: "7", Epoch: coordinator.NewEpoch(2, 9)}, {Shard: "8", Epoch: 5, State: coordinator.HostedStopping}}},
+		coordinator.Register{Incarnation: 4, NoNewShards: true},
 		coordinator.GetShardHome{Shard: "42"},
 		coordinator.ShardStarted{Shard: "1", Epoch: 2},
 		coordinator.BeginHandOffAck{Shard: "1", Epoch: 2},

@@ -1667,7 +1667,8 @@ type RegionStats struct {
 	CoordinatorHere bool                   `protobuf:"varint,5,opt,name=coordinator_here,json=coordinatorHere,proto3" json:"coordinator_here,omitempty"`
 	Buffered        uint64                 `protobuf:"varint,6,opt,name=buffered,proto3" json:"buffered,omitempty"` // messages waiting for a shard's home
 	Shards          []*ShardStats          `protobuf:"bytes,7,rep,name=shards,proto3" json:"shards,omitempty"`
-	Allocations     []*Allocation          `protobuf:"bytes,8,rep,name=allocations,proto3" json:"allocations,omitempty"` // with_allocations, when the coordinator runs here
+	Allocations     []*Allocation          `protobuf:"bytes,8,rep,name=allocations,proto3" json:"allocations,omitempty"`                       // with_allocations, when the coordinator runs here
+	NoNewShards     bool                   `protobuf:"varint,9,opt,name=no_new_shards,json=noNewShards,proto3" json:"no_new_shards,omitempty"` // its coordinator knows it takes no new shards (the store's disk is full)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1756,6 +1757,13 @@ func (x *RegionStats) GetAllocations() []*Allocation {
 		return x.Allocations
 	}
 	return nil
+}
+
+func (x *RegionStats) GetNoNewShards() bool {
+	if x != nil {
+		return x.NoNewShards
+	}
+	return false
 }
 
 type ShardStats struct {
@@ -2305,6 +2313,7 @@ type HealthResponse struct {
 	Serving       bool                   `protobuf:"varint,5,opt,name=serving,proto3" json:"serving,omitempty"`
 	Regions       []*RegionHealth        `protobuf:"bytes,6,rep,name=regions,proto3" json:"regions,omitempty"`
 	Reasons       []string               `protobuf:"bytes,7,rep,name=reasons,proto3" json:"reasons,omitempty"` // why not ready
+	Store         *StoreHealth           `protobuf:"bytes,8,opt,name=store,proto3" json:"store,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2388,6 +2397,146 @@ func (x *HealthResponse) GetReasons() []string {
 	return nil
 }
 
+func (x *HealthResponse) GetStore() *StoreHealth {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+// StoreHealth is the member's replica of the store: its disk and its refill.
+type StoreHealth struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Dir             string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	FreeBytes       uint64                 `protobuf:"varint,2,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"` // free on its file system, as last measured
+	TotalBytes      uint64                 `protobuf:"varint,3,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	MinFreeBytes    uint64                 `protobuf:"varint,4,opt,name=min_free_bytes,json=minFreeBytes,proto3" json:"min_free_bytes,omitempty"` // the reserve kept free (store.min-free-space; 0: none)
+	DiskFull        bool                   `protobuf:"varint,5,opt,name=disk_full,json=diskFull,proto3" json:"disk_full,omitempty"`               // below the reserve: writes to this replica are refused
+	FullSinceUnixMs int64                  `protobuf:"varint,6,opt,name=full_since_unix_ms,json=fullSinceUnixMs,proto3" json:"full_since_unix_ms,omitempty"`
+	RefusedCommits  uint64                 `protobuf:"varint,7,opt,name=refused_commits,json=refusedCommits,proto3" json:"refused_commits,omitempty"` // local commits refused for want of space since it opened
+	SpaceError      string                 `protobuf:"bytes,8,opt,name=space_error,json=spaceError,proto3" json:"space_error,omitempty"`              // the file system could not be asked
+	Refilling       bool                   `protobuf:"varint,9,opt,name=refilling,proto3" json:"refilling,omitempty"`                                 // refilling from its peers: its answers do not count in reads
+	RefillReason    string                 `protobuf:"bytes,10,opt,name=refill_reason,json=refillReason,proto3" json:"refill_reason,omitempty"`
+	RefillSynced    uint32                 `protobuf:"varint,11,opt,name=refill_synced,json=refillSynced,proto3" json:"refill_synced,omitempty"` // peers whose records it holds now
+	RefillNeed      uint32                 `protobuf:"varint,12,opt,name=refill_need,json=refillNeed,proto3" json:"refill_need,omitempty"`       // peers it must hold the records of
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *StoreHealth) Reset() {
+	*x = StoreHealth{}
+	mi := &file_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreHealth) ProtoMessage() {}
+
+func (x *StoreHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreHealth.ProtoReflect.Descriptor instead.
+func (*StoreHealth) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *StoreHealth) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *StoreHealth) GetFreeBytes() uint64 {
+	if x != nil {
+		return x.FreeBytes
+	}
+	return 0
+}
+
+func (x *StoreHealth) GetTotalBytes() uint64 {
+	if x != nil {
+		return x.TotalBytes
+	}
+	return 0
+}
+
+func (x *StoreHealth) GetMinFreeBytes() uint64 {
+	if x != nil {
+		return x.MinFreeBytes
+	}
+	return 0
+}
+
+func (x *StoreHealth) GetDiskFull() bool {
+	if x != nil {
+		return x.DiskFull
+	}
+	return false
+}
+
+func (x *StoreHealth) GetFullSinceUnixMs() int64 {
+	if x != nil {
+		return x.FullSinceUnixMs
+	}
+	return 0
+}
+
+func (x *StoreHealth) GetRefusedCommits() uint64 {
+	if x != nil {
+		return x.RefusedCommits
+	}
+	return 0
+}
+
+func (x *StoreHealth) GetSpaceError() string {
+	if x != nil {
+		return x.SpaceError
+	}
+	return ""
+}
+
+func (x *StoreHealth) GetRefilling() bool {
+	if x != nil {
+		return x.Refilling
+	}
+	return false
+}
+
+func (x *StoreHealth) GetRefillReason() string {
+	if x != nil {
+		return x.RefillReason
+	}
+	return ""
+}
+
+func (x *StoreHealth) GetRefillSynced() uint32 {
+	if x != nil {
+		return x.RefillSynced
+	}
+	return 0
+}
+
+func (x *StoreHealth) GetRefillNeed() uint32 {
+	if x != nil {
+		return x.RefillNeed
+	}
+	return 0
+}
+
 type RegionHealth struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
@@ -2395,13 +2544,14 @@ type RegionHealth struct {
 	Ready         bool                   `protobuf:"varint,3,opt,name=ready,proto3" json:"ready,omitempty"`
 	Proxy         bool                   `protobuf:"varint,4,opt,name=proxy,proto3" json:"proxy,omitempty"`
 	Coordinator   string                 `protobuf:"bytes,5,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	NoNewShards   bool                   `protobuf:"varint,6,opt,name=no_new_shards,json=noNewShards,proto3" json:"no_new_shards,omitempty"` // its coordinator knows it takes no new shards (the store's disk is full)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegionHealth) Reset() {
 	*x = RegionHealth{}
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2413,7 +2563,7 @@ func (x *RegionHealth) String() string {
 func (*RegionHealth) ProtoMessage() {}
 
 func (x *RegionHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2426,7 +2576,7 @@ func (x *RegionHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionHealth.ProtoReflect.Descriptor instead.
 func (*RegionHealth) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{25}
+	return file_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RegionHealth) GetEntityType() string {
@@ -2464,6 +2614,13 @@ func (x *RegionHealth) GetCoordinator() string {
 	return ""
 }
 
+func (x *RegionHealth) GetNoNewShards() bool {
+	if x != nil {
+		return x.NoNewShards
+	}
+	return false
+}
+
 // WatchRequest streams sharding events (from every member) and member events (as the
 // answering member sees them) until the caller closes the stream.
 type WatchRequest struct {
@@ -2476,7 +2633,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2488,7 +2645,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2501,7 +2658,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{26}
+	return file_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WatchRequest) GetEntityTypes() []string {
@@ -2545,7 +2702,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2557,7 +2714,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2570,7 +2727,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{27}
+	return file_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchEvent) GetAtUnixMs() int64 {
@@ -2717,7 +2874,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2886,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2899,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{28}
+	return file_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ShutdownRequest) GetFollow() bool {
@@ -2767,7 +2924,7 @@ type ShutdownProgress struct {
 
 func (x *ShutdownProgress) Reset() {
 	*x = ShutdownProgress{}
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +2936,7 @@ func (x *ShutdownProgress) String() string {
 func (*ShutdownProgress) ProtoMessage() {}
 
 func (x *ShutdownProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +2949,7 @@ func (x *ShutdownProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownProgress.ProtoReflect.Descriptor instead.
 func (*ShutdownProgress) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{29}
+	return file_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ShutdownProgress) GetNode() string {
@@ -2857,7 +3014,7 @@ type DownRequest struct {
 
 func (x *DownRequest) Reset() {
 	*x = DownRequest{}
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2869,7 +3026,7 @@ func (x *DownRequest) String() string {
 func (*DownRequest) ProtoMessage() {}
 
 func (x *DownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2882,7 +3039,7 @@ func (x *DownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownRequest.ProtoReflect.Descriptor instead.
 func (*DownRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{30}
+	return file_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DownRequest) GetNode() string {
@@ -2918,7 +3075,7 @@ type DownResponse struct {
 
 func (x *DownResponse) Reset() {
 	*x = DownResponse{}
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2930,7 +3087,7 @@ func (x *DownResponse) String() string {
 func (*DownResponse) ProtoMessage() {}
 
 func (x *DownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2943,7 +3100,7 @@ func (x *DownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownResponse.ProtoReflect.Descriptor instead.
 func (*DownResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{31}
+	return file_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DownResponse) GetNode() string {
@@ -2982,7 +3139,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2994,7 +3151,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3007,7 +3164,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{32}
+	return file_admin_proto_rawDescGZIP(), []int{33}
 }
 
 type MemberInfo struct {
@@ -3028,7 +3185,7 @@ type MemberInfo struct {
 
 func (x *MemberInfo) Reset() {
 	*x = MemberInfo{}
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3040,7 +3197,7 @@ func (x *MemberInfo) String() string {
 func (*MemberInfo) ProtoMessage() {}
 
 func (x *MemberInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3053,7 +3210,7 @@ func (x *MemberInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberInfo.ProtoReflect.Descriptor instead.
 func (*MemberInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{33}
+	return file_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *MemberInfo) GetNode() string {
@@ -3143,7 +3300,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3155,7 +3312,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3168,7 +3325,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{34}
+	return file_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MembersResponse) GetSelf() string {
@@ -3244,7 +3401,7 @@ type DirectiveRequest struct {
 
 func (x *DirectiveRequest) Reset() {
 	*x = DirectiveRequest{}
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3256,7 +3413,7 @@ func (x *DirectiveRequest) String() string {
 func (*DirectiveRequest) ProtoMessage() {}
 
 func (x *DirectiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3269,7 +3426,7 @@ func (x *DirectiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectiveRequest.ProtoReflect.Descriptor instead.
 func (*DirectiveRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{35}
+	return file_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DirectiveRequest) GetKind() string {
@@ -3315,7 +3472,7 @@ type DirectivesRequest struct {
 
 func (x *DirectivesRequest) Reset() {
 	*x = DirectivesRequest{}
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3484,7 @@ func (x *DirectivesRequest) String() string {
 func (*DirectivesRequest) ProtoMessage() {}
 
 func (x *DirectivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3497,7 @@ func (x *DirectivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectivesRequest.ProtoReflect.Descriptor instead.
 func (*DirectivesRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{36}
+	return file_admin_proto_rawDescGZIP(), []int{37}
 }
 
 type DirectivesResponse struct {
@@ -3357,7 +3514,7 @@ type DirectivesResponse struct {
 
 func (x *DirectivesResponse) Reset() {
 	*x = DirectivesResponse{}
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3369,7 +3526,7 @@ func (x *DirectivesResponse) String() string {
 func (*DirectivesResponse) ProtoMessage() {}
 
 func (x *DirectivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3382,7 +3539,7 @@ func (x *DirectivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectivesResponse.ProtoReflect.Descriptor instead.
 func (*DirectivesResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{37}
+	return file_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DirectivesResponse) GetNode() string {
@@ -3438,7 +3595,7 @@ type Pin struct {
 
 func (x *Pin) Reset() {
 	*x = Pin{}
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3450,7 +3607,7 @@ func (x *Pin) String() string {
 func (*Pin) ProtoMessage() {}
 
 func (x *Pin) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3463,7 +3620,7 @@ func (x *Pin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pin.ProtoReflect.Descriptor instead.
 func (*Pin) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{38}
+	return file_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Pin) GetEntityType() string {
@@ -3500,7 +3657,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_admin_proto_msgTypes[39]
+	mi := &file_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3669,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[39]
+	mi := &file_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3682,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{39}
+	return file_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PlanRequest) GetEntityType() string {
@@ -3562,7 +3719,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_admin_proto_msgTypes[40]
+	mi := &file_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3574,7 +3731,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[40]
+	mi := &file_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3587,7 +3744,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{40}
+	return file_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PlanResponse) GetEntityType() string {
@@ -3638,7 +3795,7 @@ type PlanMove struct {
 
 func (x *PlanMove) Reset() {
 	*x = PlanMove{}
-	mi := &file_admin_proto_msgTypes[41]
+	mi := &file_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3650,7 +3807,7 @@ func (x *PlanMove) String() string {
 func (*PlanMove) ProtoMessage() {}
 
 func (x *PlanMove) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[41]
+	mi := &file_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3663,7 +3820,7 @@ func (x *PlanMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanMove.ProtoReflect.Descriptor instead.
 func (*PlanMove) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{41}
+	return file_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PlanMove) GetShard() string {
@@ -3717,7 +3874,7 @@ type DataRemoveRequest struct {
 
 func (x *DataRemoveRequest) Reset() {
 	*x = DataRemoveRequest{}
-	mi := &file_admin_proto_msgTypes[42]
+	mi := &file_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3729,7 +3886,7 @@ func (x *DataRemoveRequest) String() string {
 func (*DataRemoveRequest) ProtoMessage() {}
 
 func (x *DataRemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[42]
+	mi := &file_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3742,7 +3899,7 @@ func (x *DataRemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataRemoveRequest.ProtoReflect.Descriptor instead.
 func (*DataRemoveRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{42}
+	return file_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DataRemoveRequest) GetEntityTypes() []string {
@@ -3780,7 +3937,7 @@ type DataRemoveProgress struct {
 
 func (x *DataRemoveProgress) Reset() {
 	*x = DataRemoveProgress{}
-	mi := &file_admin_proto_msgTypes[43]
+	mi := &file_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3792,7 +3949,7 @@ func (x *DataRemoveProgress) String() string {
 func (*DataRemoveProgress) ProtoMessage() {}
 
 func (x *DataRemoveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[43]
+	mi := &file_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3805,7 +3962,7 @@ func (x *DataRemoveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataRemoveProgress.ProtoReflect.Descriptor instead.
 func (*DataRemoveProgress) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{43}
+	return file_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DataRemoveProgress) GetEntityType() string {
@@ -3864,7 +4021,7 @@ type HandoffsRequest struct {
 
 func (x *HandoffsRequest) Reset() {
 	*x = HandoffsRequest{}
-	mi := &file_admin_proto_msgTypes[44]
+	mi := &file_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3876,7 +4033,7 @@ func (x *HandoffsRequest) String() string {
 func (*HandoffsRequest) ProtoMessage() {}
 
 func (x *HandoffsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[44]
+	mi := &file_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3889,7 +4046,7 @@ func (x *HandoffsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffsRequest.ProtoReflect.Descriptor instead.
 func (*HandoffsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{44}
+	return file_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *HandoffsRequest) GetEntityTypes() []string {
@@ -3917,7 +4074,7 @@ type HandoffsResponse struct {
 
 func (x *HandoffsResponse) Reset() {
 	*x = HandoffsResponse{}
-	mi := &file_admin_proto_msgTypes[45]
+	mi := &file_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3929,7 +4086,7 @@ func (x *HandoffsResponse) String() string {
 func (*HandoffsResponse) ProtoMessage() {}
 
 func (x *HandoffsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[45]
+	mi := &file_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3942,7 +4099,7 @@ func (x *HandoffsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffsResponse.ProtoReflect.Descriptor instead.
 func (*HandoffsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{45}
+	return file_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *HandoffsResponse) GetNode() string {
@@ -3987,7 +4144,7 @@ type HandoffInfo struct {
 
 func (x *HandoffInfo) Reset() {
 	*x = HandoffInfo{}
-	mi := &file_admin_proto_msgTypes[46]
+	mi := &file_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3999,7 +4156,7 @@ func (x *HandoffInfo) String() string {
 func (*HandoffInfo) ProtoMessage() {}
 
 func (x *HandoffInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[46]
+	mi := &file_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4012,7 +4169,7 @@ func (x *HandoffInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffInfo.ProtoReflect.Descriptor instead.
 func (*HandoffInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{46}
+	return file_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *HandoffInfo) GetEntityType() string {
@@ -4117,7 +4274,7 @@ type LocalHandoffsRequest struct {
 
 func (x *LocalHandoffsRequest) Reset() {
 	*x = LocalHandoffsRequest{}
-	mi := &file_admin_proto_msgTypes[47]
+	mi := &file_admin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4129,7 +4286,7 @@ func (x *LocalHandoffsRequest) String() string {
 func (*LocalHandoffsRequest) ProtoMessage() {}
 
 func (x *LocalHandoffsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[47]
+	mi := &file_admin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4142,7 +4299,7 @@ func (x *LocalHandoffsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalHandoffsRequest.ProtoReflect.Descriptor instead.
 func (*LocalHandoffsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{47}
+	return file_admin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *LocalHandoffsRequest) GetEntityTypes() []string {
@@ -4162,7 +4319,7 @@ type LocalHandoffsResponse struct {
 
 func (x *LocalHandoffsResponse) Reset() {
 	*x = LocalHandoffsResponse{}
-	mi := &file_admin_proto_msgTypes[48]
+	mi := &file_admin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4174,7 +4331,7 @@ func (x *LocalHandoffsResponse) String() string {
 func (*LocalHandoffsResponse) ProtoMessage() {}
 
 func (x *LocalHandoffsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[48]
+	mi := &file_admin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4187,7 +4344,7 @@ func (x *LocalHandoffsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalHandoffsResponse.ProtoReflect.Descriptor instead.
 func (*LocalHandoffsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{48}
+	return file_admin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *LocalHandoffsResponse) GetNode() string {
@@ -4217,7 +4374,7 @@ type TypeHandoffs struct {
 
 func (x *TypeHandoffs) Reset() {
 	*x = TypeHandoffs{}
-	mi := &file_admin_proto_msgTypes[49]
+	mi := &file_admin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4229,7 +4386,7 @@ func (x *TypeHandoffs) String() string {
 func (*TypeHandoffs) ProtoMessage() {}
 
 func (x *TypeHandoffs) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[49]
+	mi := &file_admin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4242,7 +4399,7 @@ func (x *TypeHandoffs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TypeHandoffs.ProtoReflect.Descriptor instead.
 func (*TypeHandoffs) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{49}
+	return file_admin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *TypeHandoffs) GetEntityType() string {
@@ -4296,7 +4453,7 @@ type CoordinatorHandoff struct {
 
 func (x *CoordinatorHandoff) Reset() {
 	*x = CoordinatorHandoff{}
-	mi := &file_admin_proto_msgTypes[50]
+	mi := &file_admin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4308,7 +4465,7 @@ func (x *CoordinatorHandoff) String() string {
 func (*CoordinatorHandoff) ProtoMessage() {}
 
 func (x *CoordinatorHandoff) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[50]
+	mi := &file_admin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4321,7 +4478,7 @@ func (x *CoordinatorHandoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorHandoff.ProtoReflect.Descriptor instead.
 func (*CoordinatorHandoff) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{50}
+	return file_admin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CoordinatorHandoff) GetShard() string {
@@ -4393,7 +4550,7 @@ type LocalHandoff struct {
 
 func (x *LocalHandoff) Reset() {
 	*x = LocalHandoff{}
-	mi := &file_admin_proto_msgTypes[51]
+	mi := &file_admin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4405,7 +4562,7 @@ func (x *LocalHandoff) String() string {
 func (*LocalHandoff) ProtoMessage() {}
 
 func (x *LocalHandoff) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[51]
+	mi := &file_admin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4418,7 +4575,7 @@ func (x *LocalHandoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalHandoff.ProtoReflect.Descriptor instead.
 func (*LocalHandoff) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{51}
+	return file_admin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *LocalHandoff) GetShard() string {
@@ -4471,7 +4628,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_admin_proto_msgTypes[52]
+	mi := &file_admin_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4483,7 +4640,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[52]
+	mi := &file_admin_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4496,7 +4653,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{52}
+	return file_admin_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *HistoryRequest) GetEntityTypes() []string {
@@ -4537,7 +4694,7 @@ type HistoryResponse struct {
 
 func (x *HistoryResponse) Reset() {
 	*x = HistoryResponse{}
-	mi := &file_admin_proto_msgTypes[53]
+	mi := &file_admin_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4549,7 +4706,7 @@ func (x *HistoryResponse) String() string {
 func (*HistoryResponse) ProtoMessage() {}
 
 func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[53]
+	mi := &file_admin_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4562,7 +4719,7 @@ func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
 func (*HistoryResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{53}
+	return file_admin_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *HistoryResponse) GetRecords() []*PlacementRecord {
@@ -4597,7 +4754,7 @@ type PlacementRecord struct {
 
 func (x *PlacementRecord) Reset() {
 	*x = PlacementRecord{}
-	mi := &file_admin_proto_msgTypes[54]
+	mi := &file_admin_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4609,7 +4766,7 @@ func (x *PlacementRecord) String() string {
 func (*PlacementRecord) ProtoMessage() {}
 
 func (x *PlacementRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[54]
+	mi := &file_admin_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4622,7 +4779,7 @@ func (x *PlacementRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRecord.ProtoReflect.Descriptor instead.
 func (*PlacementRecord) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{54}
+	return file_admin_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PlacementRecord) GetAtUnixMs() int64 {
@@ -4824,7 +4981,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x18\n" +
 	"\aserving\x18\x03 \x01(\bR\aserving\x129\n" +
 	"\aregions\x18\x04 \x03(\v2\x1f.shardmesh.admin.v1.RegionStatsR\aregions\x12-\n" +
-	"\x12messages_delivered\x18\x05 \x01(\x04R\x11messagesDelivered\"\xc7\x02\n" +
+	"\x12messages_delivered\x18\x05 \x01(\x04R\x11messagesDelivered\"\xeb\x02\n" +
 	"\vRegionStats\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
@@ -4836,7 +4993,8 @@ const file_admin_proto_rawDesc = "" +
 	"\x10coordinator_here\x18\x05 \x01(\bR\x0fcoordinatorHere\x12\x1a\n" +
 	"\bbuffered\x18\x06 \x01(\x04R\bbuffered\x126\n" +
 	"\x06shards\x18\a \x03(\v2\x1e.shardmesh.admin.v1.ShardStatsR\x06shards\x12@\n" +
-	"\vallocations\x18\b \x03(\v2\x1e.shardmesh.admin.v1.AllocationR\vallocations\"Z\n" +
+	"\vallocations\x18\b \x03(\v2\x1e.shardmesh.admin.v1.AllocationR\vallocations\x12\"\n" +
+	"\rno_new_shards\x18\t \x01(\bR\vnoNewShards\"Z\n" +
 	"\n" +
 	"ShardStats\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x1a\n" +
@@ -4887,7 +5045,7 @@ const file_admin_proto_rawDesc = "" +
 	"\vcached_home\x18\r \x01(\tR\n" +
 	"cachedHome\x12!\n" +
 	"\fcached_epoch\x18\x0e \x01(\x04R\vcachedEpoch\"\x0f\n" +
-	"\rHealthRequest\"\xd6\x01\n" +
+	"\rHealthRequest\"\x8d\x02\n" +
 	"\x0eHealthResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
 	"\x04live\x18\x02 \x01(\bR\x04live\x12\x14\n" +
@@ -4895,7 +5053,26 @@ const file_admin_proto_rawDesc = "" +
 	"\x06status\x18\x04 \x01(\tR\x06status\x12\x18\n" +
 	"\aserving\x18\x05 \x01(\bR\aserving\x12:\n" +
 	"\aregions\x18\x06 \x03(\v2 .shardmesh.admin.v1.RegionHealthR\aregions\x12\x18\n" +
-	"\areasons\x18\a \x03(\tR\areasons\"\x9d\x01\n" +
+	"\areasons\x18\a \x03(\tR\areasons\x125\n" +
+	"\x05store\x18\b \x01(\v2\x1f.shardmesh.admin.v1.StoreHealthR\x05store\"\xa2\x03\n" +
+	"\vStoreHealth\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x1d\n" +
+	"\n" +
+	"free_bytes\x18\x02 \x01(\x04R\tfreeBytes\x12\x1f\n" +
+	"\vtotal_bytes\x18\x03 \x01(\x04R\n" +
+	"totalBytes\x12$\n" +
+	"\x0emin_free_bytes\x18\x04 \x01(\x04R\fminFreeBytes\x12\x1b\n" +
+	"\tdisk_full\x18\x05 \x01(\bR\bdiskFull\x12+\n" +
+	"\x12full_since_unix_ms\x18\x06 \x01(\x03R\x0ffullSinceUnixMs\x12'\n" +
+	"\x0frefused_commits\x18\a \x01(\x04R\x0erefusedCommits\x12\x1f\n" +
+	"\vspace_error\x18\b \x01(\tR\n" +
+	"spaceError\x12\x1c\n" +
+	"\trefilling\x18\t \x01(\bR\trefilling\x12#\n" +
+	"\rrefill_reason\x18\n" +
+	" \x01(\tR\frefillReason\x12#\n" +
+	"\rrefill_synced\x18\v \x01(\rR\frefillSynced\x12\x1f\n" +
+	"\vrefill_need\x18\f \x01(\rR\n" +
+	"refillNeed\"\xc1\x01\n" +
 	"\fRegionHealth\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x1e\n" +
@@ -4904,7 +5081,8 @@ const file_admin_proto_rawDesc = "" +
 	"registered\x12\x14\n" +
 	"\x05ready\x18\x03 \x01(\bR\x05ready\x12\x14\n" +
 	"\x05proxy\x18\x04 \x01(\bR\x05proxy\x12 \n" +
-	"\vcoordinator\x18\x05 \x01(\tR\vcoordinator\"P\n" +
+	"\vcoordinator\x18\x05 \x01(\tR\vcoordinator\x12\"\n" +
+	"\rno_new_shards\x18\x06 \x01(\bR\vnoNewShards\"P\n" +
 	"\fWatchRequest\x12!\n" +
 	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x1d\n" +
 	"\n" +
@@ -5127,7 +5305,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_admin_proto_goTypes = []any{
 	(Code)(0),                     // 0: shardmesh.admin.v1.Code
 	(*Request)(nil),               // 1: shardmesh.admin.v1.Request
@@ -5155,39 +5333,40 @@ var file_admin_proto_goTypes = []any{
 	(*ShardInfoResponse)(nil),     // 23: shardmesh.admin.v1.ShardInfoResponse
 	(*HealthRequest)(nil),         // 24: shardmesh.admin.v1.HealthRequest
 	(*HealthResponse)(nil),        // 25: shardmesh.admin.v1.HealthResponse
-	(*RegionHealth)(nil),          // 26: shardmesh.admin.v1.RegionHealth
-	(*WatchRequest)(nil),          // 27: shardmesh.admin.v1.WatchRequest
-	(*WatchEvent)(nil),            // 28: shardmesh.admin.v1.WatchEvent
-	(*ShutdownRequest)(nil),       // 29: shardmesh.admin.v1.ShutdownRequest
-	(*ShutdownProgress)(nil),      // 30: shardmesh.admin.v1.ShutdownProgress
-	(*DownRequest)(nil),           // 31: shardmesh.admin.v1.DownRequest
-	(*DownResponse)(nil),          // 32: shardmesh.admin.v1.DownResponse
-	(*MembersRequest)(nil),        // 33: shardmesh.admin.v1.MembersRequest
-	(*MemberInfo)(nil),            // 34: shardmesh.admin.v1.MemberInfo
-	(*MembersResponse)(nil),       // 35: shardmesh.admin.v1.MembersResponse
-	(*DirectiveRequest)(nil),      // 36: shardmesh.admin.v1.DirectiveRequest
-	(*DirectivesRequest)(nil),     // 37: shardmesh.admin.v1.DirectivesRequest
-	(*DirectivesResponse)(nil),    // 38: shardmesh.admin.v1.DirectivesResponse
-	(*Pin)(nil),                   // 39: shardmesh.admin.v1.Pin
-	(*PlanRequest)(nil),           // 40: shardmesh.admin.v1.PlanRequest
-	(*PlanResponse)(nil),          // 41: shardmesh.admin.v1.PlanResponse
-	(*PlanMove)(nil),              // 42: shardmesh.admin.v1.PlanMove
-	(*DataRemoveRequest)(nil),     // 43: shardmesh.admin.v1.DataRemoveRequest
-	(*DataRemoveProgress)(nil),    // 44: shardmesh.admin.v1.DataRemoveProgress
-	(*HandoffsRequest)(nil),       // 45: shardmesh.admin.v1.HandoffsRequest
-	(*HandoffsResponse)(nil),      // 46: shardmesh.admin.v1.HandoffsResponse
-	(*HandoffInfo)(nil),           // 47: shardmesh.admin.v1.HandoffInfo
-	(*LocalHandoffsRequest)(nil),  // 48: shardmesh.admin.v1.LocalHandoffsRequest
-	(*LocalHandoffsResponse)(nil), // 49: shardmesh.admin.v1.LocalHandoffsResponse
-	(*TypeHandoffs)(nil),          // 50: shardmesh.admin.v1.TypeHandoffs
-	(*CoordinatorHandoff)(nil),    // 51: shardmesh.admin.v1.CoordinatorHandoff
-	(*LocalHandoff)(nil),          // 52: shardmesh.admin.v1.LocalHandoff
-	(*HistoryRequest)(nil),        // 53: shardmesh.admin.v1.HistoryRequest
-	(*HistoryResponse)(nil),       // 54: shardmesh.admin.v1.HistoryResponse
-	(*PlacementRecord)(nil),       // 55: shardmesh.admin.v1.PlacementRecord
+	(*StoreHealth)(nil),           // 26: shardmesh.admin.v1.StoreHealth
+	(*RegionHealth)(nil),          // 27: shardmesh.admin.v1.RegionHealth
+	(*WatchRequest)(nil),          // 28: shardmesh.admin.v1.WatchRequest
+	(*WatchEvent)(nil),            // 29: shardmesh.admin.v1.WatchEvent
+	(*ShutdownRequest)(nil),       // 30: shardmesh.admin.v1.ShutdownRequest
+	(*ShutdownProgress)(nil),      // 31: shardmesh.admin.v1.ShutdownProgress
+	(*DownRequest)(nil),           // 32: shardmesh.admin.v1.DownRequest
+	(*DownResponse)(nil),          // 33: shardmesh.admin.v1.DownResponse
+	(*MembersRequest)(nil),        // 34: shardmesh.admin.v1.MembersRequest
+	(*MemberInfo)(nil),            // 35: shardmesh.admin.v1.MemberInfo
+	(*MembersResponse)(nil),       // 36: shardmesh.admin.v1.MembersResponse
+	(*DirectiveRequest)(nil),      // 37: shardmesh.admin.v1.DirectiveRequest
+	(*DirectivesRequest)(nil),     // 38: shardmesh.admin.v1.DirectivesRequest
+	(*DirectivesResponse)(nil),    // 39: shardmesh.admin.v1.DirectivesResponse
+	(*Pin)(nil),                   // 40: shardmesh.admin.v1.Pin
+	(*PlanRequest)(nil),           // 41: shardmesh.admin.v1.PlanRequest
+	(*PlanResponse)(nil),          // 42: shardmesh.admin.v1.PlanResponse
+	(*PlanMove)(nil),              // 43: shardmesh.admin.v1.PlanMove
+	(*DataRemoveRequest)(nil),     // 44: shardmesh.admin.v1.DataRemoveRequest
+	(*DataRemoveProgress)(nil),    // 45: shardmesh.admin.v1.DataRemoveProgress
+	(*HandoffsRequest)(nil),       // 46: shardmesh.admin.v1.HandoffsRequest
+	(*HandoffsResponse)(nil),      // 47: shardmesh.admin.v1.HandoffsResponse
+	(*HandoffInfo)(nil),           // 48: shardmesh.admin.v1.HandoffInfo
+	(*LocalHandoffsRequest)(nil),  // 49: shardmesh.admin.v1.LocalHandoffsRequest
+	(*LocalHandoffsResponse)(nil), // 50: shardmesh.admin.v1.LocalHandoffsResponse
+	(*TypeHandoffs)(nil),          // 51: shardmesh.admin.v1.TypeHandoffs
+	(*CoordinatorHandoff)(nil),    // 52: shardmesh.admin.v1.CoordinatorHandoff
+	(*LocalHandoff)(nil),          // 53: shardmesh.admin.v1.LocalHandoff
+	(*HistoryRequest)(nil),        // 54: shardmesh.admin.v1.HistoryRequest
+	(*HistoryResponse)(nil),       // 55: shardmesh.admin.v1.HistoryResponse
+	(*PlacementRecord)(nil),       // 56: shardmesh.admin.v1.PlacementRecord
 }
 var file_admin_proto_depIdxs = []int32{
-	33, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
+	34, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
 	3,  // 1: shardmesh.admin.v1.Request.types:type_name -> shardmesh.admin.v1.TypesRequest
 	5,  // 2: shardmesh.admin.v1.Request.tell:type_name -> shardmesh.admin.v1.TellRequest
 	6,  // 3: shardmesh.admin.v1.Request.ask:type_name -> shardmesh.admin.v1.AskRequest
@@ -5197,18 +5376,18 @@ var file_admin_proto_depIdxs = []int32{
 	20, // 7: shardmesh.admin.v1.Request.locate:type_name -> shardmesh.admin.v1.LocateRequest
 	22, // 8: shardmesh.admin.v1.Request.shard_info:type_name -> shardmesh.admin.v1.ShardInfoRequest
 	24, // 9: shardmesh.admin.v1.Request.health:type_name -> shardmesh.admin.v1.HealthRequest
-	27, // 10: shardmesh.admin.v1.Request.watch:type_name -> shardmesh.admin.v1.WatchRequest
-	29, // 11: shardmesh.admin.v1.Request.shutdown:type_name -> shardmesh.admin.v1.ShutdownRequest
-	31, // 12: shardmesh.admin.v1.Request.down:type_name -> shardmesh.admin.v1.DownRequest
-	36, // 13: shardmesh.admin.v1.Request.directive:type_name -> shardmesh.admin.v1.DirectiveRequest
-	37, // 14: shardmesh.admin.v1.Request.directives:type_name -> shardmesh.admin.v1.DirectivesRequest
-	40, // 15: shardmesh.admin.v1.Request.plan:type_name -> shardmesh.admin.v1.PlanRequest
-	43, // 16: shardmesh.admin.v1.Request.data_remove:type_name -> shardmesh.admin.v1.DataRemoveRequest
-	45, // 17: shardmesh.admin.v1.Request.handoffs:type_name -> shardmesh.admin.v1.HandoffsRequest
-	48, // 18: shardmesh.admin.v1.Request.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsRequest
-	53, // 19: shardmesh.admin.v1.Request.history:type_name -> shardmesh.admin.v1.HistoryRequest
+	28, // 10: shardmesh.admin.v1.Request.watch:type_name -> shardmesh.admin.v1.WatchRequest
+	30, // 11: shardmesh.admin.v1.Request.shutdown:type_name -> shardmesh.admin.v1.ShutdownRequest
+	32, // 12: shardmesh.admin.v1.Request.down:type_name -> shardmesh.admin.v1.DownRequest
+	37, // 13: shardmesh.admin.v1.Request.directive:type_name -> shardmesh.admin.v1.DirectiveRequest
+	38, // 14: shardmesh.admin.v1.Request.directives:type_name -> shardmesh.admin.v1.DirectivesRequest
+	41, // 15: shardmesh.admin.v1.Request.plan:type_name -> shardmesh.admin.v1.PlanRequest
+	44, // 16: shardmesh.admin.v1.Request.data_remove:type_name -> shardmesh.admin.v1.DataRemoveRequest
+	46, // 17: shardmesh.admin.v1.Request.handoffs:type_name -> shardmesh.admin.v1.HandoffsRequest
+	49, // 18: shardmesh.admin.v1.Request.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsRequest
+	54, // 19: shardmesh.admin.v1.Request.history:type_name -> shardmesh.admin.v1.HistoryRequest
 	0,  // 20: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
-	35, // 21: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
+	36, // 21: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
 	4,  // 22: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
 	7,  // 23: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
 	10, // 24: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
@@ -5217,15 +5396,15 @@ var file_admin_proto_depIdxs = []int32{
 	21, // 27: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
 	23, // 28: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
 	25, // 29: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
-	28, // 30: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
-	30, // 31: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
-	32, // 32: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
-	38, // 33: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
-	41, // 34: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
-	44, // 35: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
-	46, // 36: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
-	49, // 37: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
-	54, // 38: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
+	29, // 30: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
+	31, // 31: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
+	33, // 32: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
+	39, // 33: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
+	42, // 34: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
+	45, // 35: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
+	47, // 36: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
+	50, // 37: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
+	55, // 38: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
 	9,  // 39: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
 	16, // 40: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
 	13, // 41: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
@@ -5233,21 +5412,22 @@ var file_admin_proto_depIdxs = []int32{
 	17, // 43: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
 	18, // 44: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
 	19, // 45: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
-	26, // 46: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
-	34, // 47: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
-	39, // 48: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
-	42, // 49: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
-	47, // 50: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
-	13, // 51: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	50, // 52: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
-	51, // 53: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
-	52, // 54: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
-	55, // 55: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
-	56, // [56:56] is the sub-list for method output_type
-	56, // [56:56] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	27, // 46: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
+	26, // 47: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
+	35, // 48: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
+	40, // 49: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
+	43, // 50: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
+	48, // 51: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
+	13, // 52: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	51, // 53: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
+	52, // 54: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
+	53, // 55: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
+	56, // 56: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
+	57, // [57:57] is the sub-list for method output_type
+	57, // [57:57] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -5303,7 +5483,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   55,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -32,6 +32,8 @@ type Backend interface {
 	LocalStats(ctx context.Context, types []string, withAllocations bool) (*adminpb.LocalStatsResponse, error)
 	// ShardOf returns the shard of an entity by its type's extractor (node.ErrUnknownType).
 	ShardOf(typ, entity string) (string, error)
+	// CheckShard returns an error when shard cannot be a shard of type typ.
+	CheckShard(typ, shard string) error
 	// ShardInfo returns what this member knows of one shard (and entity, when set).
 	ShardInfo(ctx context.Context, typ, shard, entity string) (*adminpb.ShardInfoResponse, error)
 	// Ping returns nil once the member's loop took a turn: liveness.
@@ -63,6 +65,8 @@ type Backend interface {
 	// "downed", …; "" while it runs or when it was closed).
 	Done() <-chan struct{}
 	StopReason() string
+	// Store returns the state of the member's replica of the store: its disk, its refill.
+	Store() *adminpb.StoreHealth
 }
 
 // NodeBackend answers admin calls from a member's runtime.
@@ -92,9 +96,10 @@ func (b *nodeBackend) Members() *adminpb.MembersResponse {
 			AppVersion:  string(m.AppVersion),
 			Status:      m.Status.String(),
 			UpNumber:    m.UpNumber,
-			Reachable:   !unreachable[string(m.Node)],
-			Oldest:      m.Node == v.Oldest,
-			Leader:      m.Node == v.Leader,
+			// A Removed member is watched by no failure detector: not "reachable".
+			Reachable: m.Status != membership.Removed && !unreachable[string(m.Node)],
+			Oldest:    m.Node == v.Oldest,
+			Leader:    m.Node == v.Leader,
 		})
 	}
 	return resp
@@ -140,7 +145,7 @@ func (b *nodeBackend) LocalStats(ctx context.Context, types []string, withAlloca
 	}
 	resp := &adminpb.LocalStatsResponse{Node: string(b.n.ID()), Status: st.Status.String(), Serving: st.Serving, MessagesDelivered: st.Delivered}
 	for _, r := range st.Regions {
-		rs := &adminpb.RegionStats{EntityType: r.Type, Proxy: r.Proxy, Registered: r.Registered, Coordinator: string(r.Coordinator),
+		rs := &adminpb.RegionStats{EntityType: r.Type, Proxy: r.Proxy, Registered: r.Registered, NoNewShards: r.NoNewShards, Coordinator: string(r.Coordinator),
 			CoordinatorHere: r.CoordinatorHere, Buffered: uint64(r.Buffered)}
 		for _, s := range r.Shards {
 			rs.Shards = append(rs.Shards, &adminpb.ShardStats{Shard: string(s.Shard), Entities: uint64(s.Entities), Stopping: s.Stopping})
@@ -154,6 +159,8 @@ func (b *nodeBackend) LocalStats(ctx context.Context, types []string, withAlloca
 	}
 	return resp, nil
 }
+
+func (b *nodeBackend) CheckShard(typ, s string) error { return b.n.CheckShard(typ, shard.ID(s)) }
 
 func (b *nodeBackend) ShardOf(typ, entity string) (string, error) {
 	s, err := b.n.ShardOf(typ, shard.EntityID(entity))
@@ -303,7 +310,7 @@ func (b *nodeBackend) History(ctx context.Context, req *adminpb.HistoryRequest) 
 // callError classifies an error of a backend call.
 func callError(err error) *adminpb.Response {
 	switch {
-	case errors.Is(err, node.ErrUnknownType):
+	case errors.Is(err, node.ErrUnknownType), errors.Is(err, node.ErrUndecodable):
 		return refuse(adminpb.Code_BAD_REQUEST, "%v", err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return refuse(adminpb.Code_FAILED, "no answer in time: %v", err)

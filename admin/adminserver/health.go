@@ -63,8 +63,10 @@ func (s *Server) health(ctx context.Context) *adminpb.Response {
 	if !st.Serving {
 		out.Reasons = append(out.Reasons, "no majority lease: the member does not hear a majority of the cluster")
 	}
+	out.Store = s.backend.Store()
+	out.Reasons = append(out.Reasons, storeReasons(out.Store)...)
 	for _, r := range st.Regions {
-		rh := &adminpb.RegionHealth{EntityType: r.EntityType, Registered: r.Registered, Proxy: r.Proxy, Coordinator: r.Coordinator}
+		rh := &adminpb.RegionHealth{EntityType: r.EntityType, Registered: r.Registered, Proxy: r.Proxy, Coordinator: r.Coordinator, NoNewShards: r.NoNewShards}
 		rh.Ready = s.ready.check(r.EntityType, r.Registered)
 		if !rh.Ready {
 			why := "region " + r.EntityType + " has not registered with its coordinator"

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -46,8 +47,10 @@ type fakeBackend struct {
 	downed     []string
 	shutdowns  int
 	registered bool
-	directives int // ChangeDirective calls
-	removals   int // RemoveTypeData calls
+	directives int           // ChangeDirective calls
+	removals   int           // RemoveTypeData calls
+	askWait    time.Duration // how long the last Ask was given
+	store      *adminpb.StoreHealth
 }
 
 func newFakeBackend(self string, others ...string) *fakeBackend {
@@ -81,7 +84,12 @@ func (b *fakeBackend) Tell(typ, _ string, _ []byte) error {
 	return nil
 }
 
-func (b *fakeBackend) Ask(_ context.Context, typ, _ string, p []byte) ([]byte, error) {
+func (b *fakeBackend) Ask(ctx context.Context, typ, _ string, p []byte) ([]byte, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		b.mu.Lock()
+		b.askWait = time.Until(dl)
+		b.mu.Unlock()
+	}
 	if typ != "counter" {
 		return nil, node.ErrUnknownType
 	}
@@ -108,6 +116,13 @@ func (b *fakeBackend) LocalStats(context.Context, []string, bool) (*adminpb.Loca
 		out.Regions[0].Registered = true
 	}
 	return out, nil
+}
+
+func (b *fakeBackend) CheckShard(_, s string) error {
+	if s == "bad" {
+		return errors.New(`shard "bad": not a shard of this type`)
+	}
+	return nil
 }
 
 func (b *fakeBackend) ShardOf(typ, entity string) (string, error) {
@@ -150,6 +165,15 @@ func (b *fakeBackend) Down(_ context.Context, id string) error {
 
 func (b *fakeBackend) Done() <-chan struct{} { return b.done }
 func (b *fakeBackend) StopReason() string    { return b.reason }
+
+func (b *fakeBackend) Store() *adminpb.StoreHealth {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.store == nil {
+		return &adminpb.StoreHealth{}
+	}
+	return b.store
+}
 
 func (b *fakeBackend) ChangeDirective(context.Context, *adminpb.DirectiveRequest) error {
 	b.mu.Lock()

@@ -41,6 +41,11 @@ func (s *Server) directive(ctx context.Context, req *adminpb.DirectiveRequest) *
 	}
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
+	if req.Kind == "pin" && req.Undo {
+		if d, err := s.backend.Directives(ctx); err == nil && d.Known && !pinned(d, req.EntityType, req.Shard) {
+			return refuse(adminpb.Code_REFUSED, "refused: shard %s of %s is not pinned: nothing to unpin (shardctl rebalance status lists the pins)", req.Shard, req.EntityType)
+		}
+	}
 	if err := s.backend.ChangeDirective(ctx, req); err != nil {
 		return callError(err)
 	}
@@ -61,6 +66,9 @@ func (s *Server) checkDirective(req *adminpb.DirectiveRequest) *adminpb.Response
 	if req.Kind == "pin" {
 		if err := admin.CheckShardID(req.Shard); err != nil {
 			return refuse(adminpb.Code_BAD_REQUEST, "%v", err)
+		}
+		if err := s.backend.CheckShard(req.EntityType, req.Shard); err != nil {
+			return refuse(adminpb.Code_BAD_REQUEST, "%s: %v", req.EntityType, err)
 		}
 	}
 	needsNode := req.Kind == "drain" || (req.Kind == "pin" && !req.Undo)
@@ -83,6 +91,10 @@ func (s *Server) checkDirective(req *adminpb.DirectiveRequest) *adminpb.Response
 		return nil // undraining a member that is gone cleans its directive up
 	}
 	return refuse(adminpb.Code_BAD_REQUEST, "unknown member %q (shardctl members lists them)", req.Node)
+}
+
+func pinned(d *adminpb.DirectivesResponse, typ, shard string) bool {
+	return slices.ContainsFunc(d.Pins, func(p *adminpb.Pin) bool { return p.EntityType == typ && p.Shard == shard })
 }
 
 func (s *Server) directives(ctx context.Context) *adminpb.Response {

@@ -34,6 +34,8 @@ func TestOperationsNeedAnAdminAndValidInput(t *testing.T) {
 		{"not a peer id", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "drain", Node: "node-3"}), adminpb.Code_BAD_REQUEST, "not a member id"},
 		{"unknown directive", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "explode"}), adminpb.Code_BAD_REQUEST, "unknown directive"},
 		{"empty shard", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "pin", EntityType: "counter", Node: other.String()}), adminpb.Code_BAD_REQUEST, "shard id"},
+		{"shard not of the type", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "pin", EntityType: "counter", Shard: "bad", Node: other.String()}), adminpb.Code_BAD_REQUEST, `counter: shard "bad": not a shard`},
+		{"unpin of a shard not pinned", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "pin", EntityType: "counter", Shard: "7", Undo: true}), adminpb.Code_REFUSED, "shard 7 of counter is not pinned"},
 		{"data remove of a running type", adminID, &adminpb.Request{Call: &adminpb.Request_DataRemove{DataRemove: &adminpb.DataRemoveRequest{EntityTypes: []string{"counter"}}}}, adminpb.Code_REFUSED, "in service"},
 		{"admin drains", adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "drain", Node: other.String()}), adminpb.Code_OK, ""},
 	}

@@ -205,7 +205,10 @@ func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Resp
 		a := call.Ask
 		timeout := askTimeout
 		if a.TimeoutMs > 0 {
-			timeout = time.Duration(min(a.TimeoutMs, uint64(admin.CallTimeout.Milliseconds()))) * time.Millisecond
+			if a.TimeoutMs > uint64(admin.MaxAskTimeout.Milliseconds()) {
+				return refuse(adminpb.Code_BAD_REQUEST, "ask timeout %v: at most %v", time.Duration(a.TimeoutMs)*time.Millisecond, admin.MaxAskTimeout)
+			}
+			timeout = time.Duration(a.TimeoutMs) * time.Millisecond
 		}
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()

@@ -306,3 +306,28 @@ func TestBadRequests(t *testing.T) {
 		t.Errorf("wrong version: %v", r)
 	}
 }
+
+// TestAskTimeoutHonoured: an ask is given the timeout its caller asked for, beyond
+// CallTimeout, up to MaxAskTimeout; a longer one is refused, not cut short.
+func TestAskTimeoutHonoured(t *testing.T) {
+	self, caller := newID(t), newID(t)
+	b := newFakeBackend(self.String())
+	s := newTestServer(t, b, Config{Admins: []peer.ID{caller}})
+	ask := func(ms uint64) *adminpb.Request {
+		return &adminpb.Request{Call: &adminpb.Request_Ask{Ask: &adminpb.AskRequest{EntityType: "counter", Entity: "a", Payload: []byte("get"), TimeoutMs: ms}}}
+	}
+	out := s.call(t, caller, ask(90_000))
+	if len(out) != 1 || out[0].Code != adminpb.Code_OK {
+		t.Fatalf("ask with 90 s: %v", out)
+	}
+	b.mu.Lock()
+	wait := b.askWait
+	b.mu.Unlock()
+	if wait < 89*time.Second || wait > 90*time.Second {
+		t.Errorf("ask given %v, want 90 s", wait)
+	}
+	out = s.call(t, caller, ask(uint64(admin.MaxAskTimeout.Milliseconds())+1))
+	if len(out) != 1 || out[0].Code != adminpb.Code_BAD_REQUEST || !strings.Contains(out[0].Error, "at most 10m0s") {
+		t.Errorf("ask beyond the maximum: %v", out)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/pnet"
+	"github.com/multiformats/go-multiaddr"
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin"
@@ -31,6 +32,7 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cluster-key", Usage: "the cluster's key `FILE`, if the cluster has one", EnvVars: []string{"SHARDMESH_CLUSTER_KEY"}},
 		&cli.StringFlag{Name: "identity", Usage: "admin identity key `FILE` (shardctl keygen admin); needed for calls that change the cluster", EnvVars: []string{"SHARDMESH_IDENTITY"}},
 		timeoutFlag(defaultTimeout, "give up after this long"),
+		&cli.StringFlag{Name: "context", Usage: "use saved context `NAME` for this call instead of the current one (shardctl context)", EnvVars: []string{"SHARDMESH_CONTEXT"}},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
 	}
 }
@@ -124,7 +126,7 @@ func entryPoint(c *cli.Context) (addr, name string, err error) {
 		if name != "" {
 			return "", "", cmdline.Usagef("--node %q is not a multiaddr; to name a member by its peer id, also give --data-dir DIR or $SHARDMESH_NODE of a member to ask", name)
 		}
-		return "", "", cmdline.Usagef("which member? set --node MULTIADDR, $SHARDMESH_NODE or --data-dir DIR")
+		return "", "", cmdline.Usagef("which member? set --node MULTIADDR, $SHARDMESH_NODE or --data-dir DIR, or save them in a context (shardctl context set --help)")
 	}
 	addrs, err := datadir.ReadAddrs(dir)
 	if err != nil {
@@ -140,15 +142,51 @@ func entryPoint(c *cli.Context) (addr, name string, err error) {
 func (s *session) dial(addr string) (*admin.Client, error) {
 	cl, err := admin.Dial(s.ctx, admin.ClientConfig{Node: addr, Identity: s.key, ClusterKey: s.psk})
 	if err != nil {
-		if errors.Is(err, p2p.ErrHandshake) {
-			return nil, cli.Exit(fmt.Sprintf("%v (the member refused the connection: check --cluster-key)", err), exitFailed)
-		}
-		if s.ctx.Err() != nil {
-			return nil, cli.Exit(fmt.Sprintf("cannot reach %s within --timeout", addr), exitFailed)
-		}
-		return nil, cli.Exit(err.Error(), exitFailed)
+		return nil, &dialError{msg: dialProblem(addr, err), err: err}
 	}
 	return cl, nil
+}
+
+// dialError is a failed connection: what dialProblem says, exit code 1, and the cause.
+type dialError struct {
+	msg string
+	err error
+}
+
+func (e *dialError) Error() string { return e.msg }
+func (e *dialError) Unwrap() error { return e.err }
+func (e *dialError) ExitCode() int { return exitFailed }
+
+// configProblem reports whether a failed connection is one that trying again cannot fix:
+// the member refused the handshake at once (another cluster key, its allow-list), the
+// address names another member, our allow-list refuses it, or the command line is wrong.
+func configProblem(err error) bool {
+	return errors.Is(err, p2p.ErrPeerIDMismatch) || errors.Is(err, p2p.ErrNotAllowed) ||
+		errors.Is(err, p2p.ErrHandshake) && !errors.Is(err, context.DeadlineExceeded) ||
+		cmdline.ExitCode(err, exitFailed) == exitUsage
+}
+
+// dialProblem says, first, why a connection to addr failed: the wrong member, a timeout, a
+// refusal; then the details.
+func dialProblem(addr string, err error) string {
+	switch {
+	case errors.Is(err, p2p.ErrPeerIDMismatch):
+		return fmt.Sprintf("peer id mismatch: the member at %s is not the one its /p2p/ id names (%v)", addr, err)
+	case errors.Is(err, context.DeadlineExceeded) && (errors.Is(err, p2p.ErrHandshake) || acceptsTCP(addr)):
+		return fmt.Sprintf("cannot reach %s within --timeout: it accepted the connection but did not complete the handshake: "+
+			"the member is hung or stopped (kill -STOP, a long pause), or its --cluster-key is not this one (or only one side has one)", addr)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("cannot reach %s within --timeout: nothing answered there (a wrong address, a firewall, a stopped host?)", addr)
+	case errors.Is(err, p2p.ErrHandshake):
+		return fmt.Sprintf("the member at %s refused the connection: check --cluster-key (%v)", addr, err)
+	}
+	return err.Error()
+}
+
+// acceptsTCP reports whether something accepts TCP connections at addr's host and port.
+func acceptsTCP(addr string) bool {
+	ma, err := multiaddr.NewMultiaddr(addr)
+	return err == nil && p2p.AcceptsTCP(ma)
 }
 
 // dialMember connects to another member by the addresses it announced.
@@ -172,8 +210,8 @@ func (s *session) dialMember(m *adminpb.MemberInfo) (*admin.Client, error) {
 }
 
 // connectToMember connects for a command whose one argument is a member (NODE) and finds
-// that member.
-func connectToMember(c *cli.Context) (*session, *adminpb.MemberInfo, error) {
+// that member (a Removed one too with removedOK, see findMember).
+func connectToMember(c *cli.Context, removedOK bool) (*session, *adminpb.MemberInfo, error) {
 	args, err := cmdline.Positional(c, "NODE", 1)
 	if err != nil {
 		return nil, nil, err
@@ -182,7 +220,12 @@ func connectToMember(c *cli.Context) (*session, *adminpb.MemberInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := s.member(args[0])
+	view, err := s.cl.Members(s.ctx)
+	if err != nil {
+		s.close()
+		return nil, nil, callError(err)
+	}
+	m, err := findMember(view, args[0], removedOK)
 	if err != nil {
 		s.close()
 		return nil, nil, err
@@ -196,40 +239,53 @@ func (s *session) member(name string) (*adminpb.MemberInfo, error) {
 	if err != nil {
 		return nil, callError(err)
 	}
-	return findMember(view, name)
+	return findMember(view, name, false)
 }
 
 // findMember resolves a member's name: its peer id, or the end of it as tables print it
-// ("…Xy3kLm9q" or "Xy3kLm9q", at least 4 characters). Members that are Removed are left
-// out. An unknown or ambiguous name is bad usage.
-func findMember(view *adminpb.MembersResponse, name string) (*adminpb.MemberInfo, error) {
+// ("…Xy3kLm9q" or "Xy3kLm9q", at least 4 characters). Members that are Removed are found
+// only when no other member has that name, and then only with removedOK (down reports
+// them as Removed already): otherwise it is an error that says they were removed, as
+// 'shardctl members' still lists them. An unknown or ambiguous name is bad usage.
+func findMember(view *adminpb.MembersResponse, name string, removedOK bool) (*adminpb.MemberInfo, error) {
+	live, removed := matchMembers(view, name, false), matchMembers(view, name, true)
+	switch {
+	case len(live) == 1:
+		return live[0], nil
+	case len(live) > 1:
+		return nil, cmdline.Usagef("member name %q is ambiguous: it ends %d members' ids; give more of it", name, len(live))
+	case len(removed) == 1 && removedOK:
+		return removed[0], nil
+	case len(removed) == 1:
+		return nil, cmdline.Usagef("member %s was Removed from the cluster: it no longer runs shards or answers for the cluster (a restarted daemon joins as a new member)", removed[0].Node)
+	}
+	var ids []string
+	for _, m := range view.GetMembers() {
+		if m.Status != "Removed" {
+			ids = append(ids, cmdline.ShortID(m.Node))
+		}
+	}
+	slices.Sort(ids)
+	return nil, cmdline.Usagef("unknown member %q: %s knows %s", cmdline.Truncate(name, 80), cmdline.ShortID(view.Self), strings.Join(ids, ", "))
+}
+
+// matchMembers are the members, Removed or not as removed says, whose id is name or ends
+// with it (at least 4 characters of it); an exact match is the only one.
+func matchMembers(view *adminpb.MembersResponse, name string, removed bool) []*adminpb.MemberInfo {
 	suffix := strings.TrimPrefix(name, "…")
 	var found []*adminpb.MemberInfo
 	for _, m := range view.GetMembers() {
-		if m.Status == "Removed" {
+		if (m.Status == "Removed") != removed {
 			continue
 		}
 		if m.Node == name {
-			return m, nil
+			return []*adminpb.MemberInfo{m}
 		}
 		if len(suffix) >= 4 && strings.HasSuffix(m.Node, suffix) {
 			found = append(found, m)
 		}
 	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		var ids []string
-		for _, m := range view.GetMembers() {
-			if m.Status != "Removed" {
-				ids = append(ids, cmdline.ShortID(m.Node))
-			}
-		}
-		slices.Sort(ids)
-		return nil, cmdline.Usagef("unknown member %q: %s knows %s", cmdline.Truncate(name, 80), cmdline.ShortID(view.Self), strings.Join(ids, ", "))
-	}
-	return nil, cmdline.Usagef("member name %q is ambiguous: it ends %d members' ids; give more of it", name, len(found))
+	return found
 }
 
 // callError turns a failed admin call into the documented exit code (nil stays nil).

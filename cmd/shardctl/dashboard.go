@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -71,6 +74,7 @@ Example:
 			if name != "" {
 				target = name + " (through " + addr + ")"
 			}
+			var silent atomic.Int32 // tries in a row that a member accepted and never answered
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 			defer stop()
 			cfg := tui.Config{
@@ -78,12 +82,35 @@ Example:
 				Refresh:     c.Duration("refresh"),
 				CallTimeout: c.Duration("timeout"),
 				Connect: func(ctx context.Context) (tui.Source, error) {
-					return dashboardSource(ctx, *s, addr, name)
+					src, err := dashboardSource(ctx, *s, addr, name)
+					switch {
+					case err == nil:
+						silent.Store(0)
+					case configProblem(err):
+						return nil, tui.Permanent(err) // the dashboard stops on it instead of retrying
+					case acceptedButSilent(addr, err):
+						// Another cluster key often looks like this too: the member reads our
+						// bytes as garbage and waits for more. After a few tries, stop and say so.
+						if n := silent.Add(1); n >= silentTries {
+							return nil, tui.Permanent(fmt.Errorf("%w (%d tries in a row: most likely another --cluster-key)", err, n))
+						}
+					}
+					return src, err
 				},
 			}
 			return tui.Run(ctx, cfg, os.Stdin, os.Stdout)
 		},
 	}
+}
+
+// silentTries is how many tries in a row the dashboard makes at a member that accepts the
+// connection and never completes the handshake before it stops on a configuration error.
+const silentTries = 3
+
+// acceptedButSilent reports whether a connection to addr timed out after the member
+// accepted it: hung, or another cluster key.
+func acceptedButSilent(addr string, err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) && (errors.Is(err, p2p.ErrHandshake) || acceptsTCP(addr))
 }
 
 // dashboardSource connects to the entry member (the one --node names) with the session's

@@ -26,17 +26,19 @@ import (
 func dataCommand(networked ...*cli.Command) *cli.Command {
 	return &cli.Command{
 		Name:  "data",
-		Usage: "inspect, back up and restore stopped members' data directories; remove a stopped type's data",
+		Usage: "inspect, back up, restore, verify and rebuild stopped members' data directories; remove a stopped type's data",
 		Description: `Offline tools for the store (remembered shards and entities, durable entity state) in
-a stopped member's data directory: inspect, backup, restore. They refuse (exit code 4) a
-directory a running sharddaemon holds, and run in sharddaemon (the one beside shardctl, or
-on $PATH), which owns the data directory's format. 'data remove' removes a stopped type's
-data through a running cluster; to remove it from stopped members' directories, see
-'shardctl remove-internal-data'.
+a stopped member's data directory: inspect, backup, restore, verify, rebuild. They refuse
+(exit code 4) a directory a running sharddaemon holds, and run in sharddaemon (the one
+beside shardctl, or on $PATH), which owns the data directory's format. 'data remove'
+removes a stopped type's data through a running cluster; to remove it from stopped
+members' directories, see 'shardctl remove-internal-data'.
 Example:
    shardctl data inspect --data-dir /tmp/a
    shardctl data backup --data-dir /tmp/a --out a.backup
-   shardctl data restore --data-dir /tmp/a --in a.backup --replace`,
+   shardctl data restore --data-dir /tmp/a --in a.backup --replace
+   shardctl data verify --data-dir /tmp/a
+   shardctl data rebuild --data-dir /tmp/a`,
 		Flags:           []cli.Flag{&cli.BoolFlag{Name: "json", Hidden: true}}, // the subcommands have it
 		HideHelpCommand: true,
 		// Without a known subcommand: help, or one line naming the unknown one (exit 2).
@@ -44,12 +46,14 @@ Example:
 			if c.Args().Len() == 0 {
 				return cli.ShowSubcommandHelp(c)
 			}
-			return cmdline.Usagef("unknown command 'data %s' (inspect, backup, restore, remove; see 'shardctl data --help')", cmdline.Truncate(c.Args().First(), 80))
+			return cmdline.UnknownCommand(c, c.Args().First())
 		},
 		Subcommands: append([]*cli.Command{
 			daemonCommand("inspect", "list what a stopped member's store holds, per entity type", "data", "inspect"),
 			daemonCommand("backup", "write a full backup of a stopped member's store to a file", "data", "backup"),
 			daemonCommand("restore", "restore a backup into a stopped member's data directory", "data", "restore"),
+			daemonCommand("verify", "check every file of a stopped member's store: would it start, or what is damaged", "data", "verify"),
+			daemonCommand("rebuild", "move a stopped member's damaged store aside, so that it refills from its peers", "data", "rebuild"),
 		}, networked...),
 	}
 }

@@ -35,7 +35,7 @@ Example:
 			&cli.BoolFlag{Name: "force", Usage: "down it even if it is reachable, or from a member outside the majority"},
 		},
 		Action: func(c *cli.Context) error {
-			s, m, err := connectToMember(c)
+			s, m, err := connectToMember(c, true)
 			if err != nil {
 				return err
 			}

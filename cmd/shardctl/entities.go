@@ -51,7 +51,8 @@ func askCommand() *cli.Command {
 		Usage:     "send a message to an entity and print its reply",
 		ArgsUsage: "TYPE ENTITY_ID MESSAGE...",
 		Description: `Asks entity ENTITY_ID of entity type TYPE with MESSAGE (the remaining arguments joined by
-spaces) and prints the reply as text. The reply waits at most --timeout.
+spaces) and prints the reply as text. The reply waits at most --timeout (up to 10m).
+Flags may come after the arguments; after -- every word is part of the message.
 
 Example, with the daemon's built-in counter type:
    shardctl ask --data-dir /tmp/a counter user-42 inc
@@ -60,6 +61,9 @@ Example, with the daemon's built-in counter type:
 			typ, id, msg, err := entityArgs(c)
 			if err != nil {
 				return err
+			}
+			if d := c.Duration("timeout"); d > admin.MaxAskTimeout {
+				return cmdline.Usagef("--timeout %v: an ask waits at most %v for its reply", d, admin.MaxAskTimeout)
 			}
 			s, err := connect(c)
 			if err != nil {
@@ -89,11 +93,13 @@ Example, with the daemon's built-in counter type:
 	}
 }
 
-// entityArgs reads TYPE ENTITY_ID MESSAGE... with one-line usage errors.
+// entityArgs reads TYPE ENTITY_ID MESSAGE... with one-line usage errors. Flags may come
+// among them ("ask counter u1 inc --timeout 5s"); after "--" every word is an argument, so
+// "ask echo -- -x hello" asks entity "-x" and "ask counter u1 -- --json" sends "--json".
 func entityArgs(c *cli.Context) (typ, id, msg string, err error) {
-	args := c.Args().Slice()
-	if len(args) < 3 {
-		return "", "", "", cli.Exit(fmt.Sprintf("%s needs TYPE ENTITY_ID MESSAGE... (got %d arguments; see 'shardctl %s --help')", c.Command.Name, len(args), c.Command.Name), exitUsage)
+	args, err := cmdline.Positional(c, "TYPE ENTITY_ID MESSAGE...", -3)
+	if err != nil {
+		return "", "", "", err
 	}
 	if err := admin.CheckTypeName(args[0]); err != nil {
 		return "", "", "", cmdline.Usagef("TYPE: %v", err)
@@ -101,30 +107,7 @@ func entityArgs(c *cli.Context) (typ, id, msg string, err error) {
 	if err := admin.CheckEntityID(args[1]); err != nil {
 		return "", "", "", cmdline.Usagef("ENTITY_ID: %v", err)
 	}
-	words := args[2:]
-	if len(words) > 0 && words[0] == "--" {
-		words = words[1:] // everything after -- is the message, even words that look like flags
-	} else {
-		for _, a := range words {
-			if name, ok := strings.CutPrefix(a, "--"); ok && isFlag(c, name) {
-				return "", "", "", cli.Exit(fmt.Sprintf("%s looks like a flag after the message: put flags before TYPE (shardctl %s %s %s ...), or write -- before a message that starts with it", a, c.Command.Name, a, args[0]), exitUsage)
-			}
-		}
-	}
-	return args[0], args[1], strings.Join(words, " "), nil
-}
-
-// isFlag reports whether name (without dashes, possibly with =value) is a flag of the command.
-func isFlag(c *cli.Context, name string) bool {
-	name, _, _ = strings.Cut(name, "=")
-	for _, f := range c.Command.Flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return true
-			}
-		}
-	}
-	return false
+	return args[0], args[1], strings.Join(args[2:], " "), nil
 }
 
 func shardIDCommand() *cli.Command {
@@ -144,11 +127,11 @@ Example:
 			&cli.BoolFlag{Name: "shardcake", Usage: "use Shardcake's formula instead of Akka's"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return cli.Exit("shard-id needs at least one ENTITY_ID (see 'shardctl shard-id --help')", exitUsage)
+			ids, err := cmdline.Positional(c, "at least one ENTITY_ID", -1)
+			if err != nil {
+				return err
 			}
 			var ex shard.Extractor
-			var err error
 			if c.Bool("shardcake") {
 				ex, err = shard.NewShardcakeExtractor(c.Int("shards"))
 			} else {
@@ -162,7 +145,7 @@ Example:
 				Shard  string `json:"shard"`
 			}
 			var rows []row
-			for _, id := range c.Args().Slice() {
+			for _, id := range ids {
 				rows = append(rows, row{Entity: id, Shard: string(ex.ShardID(shard.EntityID(id)))})
 			}
 			if c.Bool("json") {

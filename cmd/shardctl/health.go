@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
+	"github.com/shardmesh/shardmesh/config/value"
 	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
 
@@ -19,7 +20,24 @@ type healthJSON struct {
 	Status  string             `json:"status"`
 	Serving bool               `json:"serving"`
 	Regions []regionHealthJSON `json:"regions"`
+	Store   *storeHealthJSON   `json:"store,omitempty"`
 	Reasons []string           `json:"reasons"` // why not ready (or not live)
+}
+
+// storeHealthJSON is the member's replica of the store: its disk and its refill.
+type storeHealthJSON struct {
+	Dir            string `json:"dir"`
+	FreeBytes      uint64 `json:"free_bytes"`
+	TotalBytes     uint64 `json:"total_bytes"`
+	MinFreeBytes   uint64 `json:"min_free_bytes"`
+	DiskFull       bool   `json:"disk_full"`
+	FullSince      string `json:"full_since,omitempty"`
+	RefusedCommits uint64 `json:"refused_commits"`
+	SpaceError     string `json:"space_error,omitempty"`
+	Refilling      bool   `json:"refilling"`
+	RefillReason   string `json:"refill_reason,omitempty"`
+	RefillSynced   uint32 `json:"refill_synced"`
+	RefillNeed     uint32 `json:"refill_need"`
 }
 
 type regionHealthJSON struct {
@@ -28,6 +46,7 @@ type regionHealthJSON struct {
 	Ready       bool   `json:"ready"`
 	Proxy       bool   `json:"proxy"`
 	Coordinator string `json:"coordinator"`
+	NoNewShards bool   `json:"no_new_shards"` // its coordinator knows it takes no new shards (disk full)
 }
 
 // healthPoll is how often health --wait asks again.
@@ -37,9 +56,11 @@ func healthCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "health",
 		Usage: "is the member live and ready? (exit 0 yes, 1 no)",
-		Description: `Readiness: the member is Up, holds the majority lease, and each of its regions has
+		Description: `Readiness: the member is Up, holds the majority lease, each of its regions has
 registered with its coordinator (once registered, a region stays ready, as in Akka, so a
-coordinator moving does not fail every member's readiness). Liveness (--live): the member
+coordinator moving does not fail every member's readiness), its store's disk is not full
+(below store.min-free-space it refuses writes) and its store is not refilling from its
+peers (after a rebuild). Liveness (--live): the member
 answers and its loop takes a turn. Exit code 0 when ready (live, with --live), 1 when not or
 when the member cannot be reached. --wait polls until it is, or the duration passes (a
 daemon still starting, without its addrs file yet, counts as not ready).
@@ -108,7 +129,15 @@ func printHealth(c *cli.Context, h *adminpb.HealthResponse) error {
 	out := healthJSON{Node: h.Node, Live: h.Live, Ready: h.Ready, Status: h.Status, Serving: h.Serving,
 		Regions: []regionHealthJSON{}, Reasons: append([]string{}, h.Reasons...)}
 	for _, r := range h.Regions {
-		out.Regions = append(out.Regions, regionHealthJSON{EntityType: r.EntityType, Registered: r.Registered, Ready: r.Ready, Proxy: r.Proxy, Coordinator: r.Coordinator})
+		out.Regions = append(out.Regions, regionHealthJSON{EntityType: r.EntityType, Registered: r.Registered, Ready: r.Ready, Proxy: r.Proxy, Coordinator: r.Coordinator, NoNewShards: r.NoNewShards})
+	}
+	if s := h.Store; s != nil {
+		out.Store = &storeHealthJSON{Dir: s.Dir, FreeBytes: s.FreeBytes, TotalBytes: s.TotalBytes, MinFreeBytes: s.MinFreeBytes, DiskFull: s.DiskFull,
+			RefusedCommits: s.RefusedCommits, SpaceError: s.SpaceError, Refilling: s.Refilling, RefillReason: s.RefillReason,
+			RefillSynced: s.RefillSynced, RefillNeed: s.RefillNeed}
+		if s.FullSinceUnixMs != 0 {
+			out.Store.FullSince = time.UnixMilli(s.FullSinceUnixMs).UTC().Format(time.RFC3339)
+		}
 	}
 	if c.Bool("json") {
 		return cmdline.PrintJSON(c.App.Writer, out)
@@ -128,6 +157,8 @@ func printHealth(c *cli.Context, h *adminpb.HealthResponse) error {
 	for _, r := range out.Regions {
 		s := r.EntityType + ": "
 		switch {
+		case r.Registered && r.NoNewShards:
+			s += "registered with " + cmdline.ShortID(r.Coordinator) + ", taking no new shards (disk full)"
 		case r.Registered:
 			s += "registered with " + cmdline.ShortID(r.Coordinator)
 		case r.Ready:
@@ -138,9 +169,32 @@ func printHealth(c *cli.Context, h *adminpb.HealthResponse) error {
 		regions = append(regions, s)
 	}
 	t.Row("regions", cmdline.OrDash(strings.Join(regions, "; ")))
+	if s := out.Store; s != nil {
+		t.Row("store", storeText(s))
+	}
 	for _, r := range out.Reasons {
 		t.Row("why not", r)
 	}
 	t.Flush()
 	return nil
+}
+
+// storeText is the store's row of health: its free space and reserve, or what is wrong.
+func storeText(s *storeHealthJSON) string {
+	var parts []string
+	switch {
+	case s.SpaceError != "":
+		parts = append(parts, "free space unknown: "+s.SpaceError)
+	case s.DiskFull:
+		parts = append(parts, fmt.Sprintf("DISK FULL: %s free of %s, below the reserve of %s (writes refused, no new shards)",
+			value.FormatSize(s.FreeBytes), value.FormatSize(s.TotalBytes), value.FormatSize(s.MinFreeBytes)))
+	case s.MinFreeBytes > 0:
+		parts = append(parts, fmt.Sprintf("%s free of %s (reserve %s)", value.FormatSize(s.FreeBytes), value.FormatSize(s.TotalBytes), value.FormatSize(s.MinFreeBytes)))
+	default:
+		parts = append(parts, fmt.Sprintf("%s free of %s (no reserve)", value.FormatSize(s.FreeBytes), value.FormatSize(s.TotalBytes)))
+	}
+	if s.Refilling {
+		parts = append(parts, fmt.Sprintf("refilling from its peers: %d of %d synced", s.RefillSynced, s.RefillNeed))
+	}
+	return strings.Join(parts, "; ")
 }

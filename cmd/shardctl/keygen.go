@@ -23,7 +23,7 @@ Example:
 		Flags: []cli.Flag{&cli.StringFlag{Name: "out", Usage: "write the key to `FILE`", Value: "cluster.key"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return cli.Exit(fmt.Sprintf("unexpected argument %q: did you mean 'shardctl keygen admin'?", c.Args().First()), exitUsage)
+				return cmdline.UnknownCommand(c, c.Args().First())
 			}
 			if err := p2p.WriteClusterKey(c.String("out")); err != nil {
 				return cli.Exit(err.Error(), exitFailed)
@@ -42,6 +42,9 @@ Example:
    sharddaemon ... --admin-allow 12D3KooW...`,
 			Flags: []cli.Flag{&cli.StringFlag{Name: "out", Usage: "write the identity to `FILE`", Value: "admin.key"}},
 			Action: func(c *cli.Context) error {
+				if _, err := cmdline.Positional(c, "", 0); err != nil {
+					return err
+				}
 				key, err := p2p.CreateIdentity(c.String("out"))
 				if err != nil {
 					return cli.Exit(err.Error(), exitFailed)

@@ -21,7 +21,7 @@ connects to NODE itself, at the addresses the cluster knows for it.
 Example:
    shardctl leave --data-dir /tmp/a --identity admin.key …Xy3kLm9q`,
 		Action: func(c *cli.Context) error {
-			s, m, err := connectToMember(c)
+			s, m, err := connectToMember(c, false)
 			if err != nil {
 				return err
 			}

@@ -37,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "shardctl",
 		Usage: "operate a shardmesh cluster",
 		Description: `shardctl talks to one member of a cluster over the authenticated admin protocol.
@@ -48,8 +48,7 @@ identity: --identity FILE, made by 'shardctl keygen admin' and listed in the dae
 --admin-allow. Every command has --help with an example; docs/cli.md has the rest.
 
 Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
-		Flags:           globalFlags(),
-		HideHelpCommand: true,
+		Flags: globalFlags(),
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -80,9 +79,11 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 partial result, 4 refused.`,
 			simCommand(),
 			dataCommand(networked(dataRemoveCommand())...),
 			removeInternalDataCommand(),
+			contextCommand(),
 		)...),
-		OnUsageError: cmdline.UsageError,
 	}
+	cmdline.Conventions(app)
+	return app
 }
 
 // networked gives commands that talk to a member the global flags (so they work after the
@@ -97,17 +98,26 @@ func networked(cmds ...*cli.Command) []*cli.Command {
 		c.OnUsageError = cmdline.UsageError
 		if before := c.Before; before != nil {
 			c.Before = func(ctx *cli.Context) error {
-				if err := inheritGlobalFlags(ctx); err != nil {
+				if err := globalSettings(ctx); err != nil {
 					return err
 				}
 				return before(ctx)
 			}
 		} else {
-			c.Before = inheritGlobalFlags
+			c.Before = globalSettings
 		}
 		c.Subcommands = networked(c.Subcommands...)
 	}
 	return cmds
+}
+
+// globalSettings settles a command's global flags: those written before the command, then
+// those of the saved context (shardctl context) for what is still unset.
+func globalSettings(c *cli.Context) error {
+	if err := inheritGlobalFlags(c); err != nil {
+		return err
+	}
+	return applyContext(c)
 }
 
 // inheritGlobalFlags gives a command the global flags written before it ("shardctl

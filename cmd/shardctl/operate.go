@@ -181,7 +181,7 @@ Example:
    shardctl drain --data-dir /tmp/a --identity admin.key …Xy3kLm9q`,
 		Flags: []cli.Flag{noWaitFlag, timeoutFlag(operateTimeout, "give up waiting (exit 1) after this long; the drain goes on")},
 		Action: func(c *cli.Context) error {
-			s, m, err := connectToMember(c)
+			s, m, err := connectToMember(c, false)
 			if err != nil {
 				return err
 			}

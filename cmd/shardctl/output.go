@@ -13,6 +13,7 @@ import (
 
 // listSome joins up to n items, noting how many more there are beyond them.
 func listSome(items []string, n int, total int) string {
+	n = max(n, 0)
 	if len(items) > n {
 		items = items[:n]
 	}

@@ -44,6 +44,9 @@ Example:
 			if _, err := cmdline.Positional(c, "", 0); err != nil {
 				return err
 			}
+			if n := c.Int("ids"); n < 0 {
+				return cmdline.Usagef("--ids %d: must be 0 or more", n)
+			}
 			if t := c.String("type"); c.IsSet("type") {
 				if err := admin.CheckTypeName(t); err != nil {
 					return cmdline.Usagef("--type: %v", err)

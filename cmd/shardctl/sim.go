@@ -127,8 +127,8 @@ type simResult struct {
 }
 
 func runSimPassivation(c *cli.Context) error {
-	if c.Args().Present() {
-		return cmdline.Usagef("unexpected argument %q", c.Args().First())
+	if _, err := cmdline.Positional(c, "", 0); err != nil {
+		return err
 	}
 	path := c.String("trace")
 	if path == "" {

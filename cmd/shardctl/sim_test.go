@@ -119,7 +119,7 @@ func TestSimPassivationBadInput(t *testing.T) {
 		{[]string{"--trace", path, "--format", "arc", "--regions", "0"}, "--regions 0: must be at least 1"},
 		{[]string{"--trace", path, "--format", "arc", "--shards", "-3"}, "--shards -3"},
 		{[]string{"--trace", path, "--format", "arc", "--regions", "many"}, `invalid value "many" for flag -regions`},
-		{[]string{"--trace", path, "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"--trace", path, "--bogus"}, "unknown flag --bogus"},
 		{[]string{"--trace", path, "extra"}, `unexpected argument "extra"`},
 		{[]string{"--trace", path, "--format", "arc", "--strategy", "idle", "--limit", "5"}, "--limit has no effect"},
 		{[]string{"--trace", path, "--format", "arc", "--config", badConfig},

@@ -60,22 +60,25 @@ func TestFindMember(t *testing.T) {
 		"…BBBBxyz2":        "12D3KooWBBBBxyz2",
 		"xyz1":             "12D3KooWAAAAxyz1",
 	} {
-		m, err := findMember(view, name)
+		m, err := findMember(view, name, false)
 		if err != nil || m.Node != want {
 			t.Errorf("%s: %v %v", name, m, err)
 		}
 	}
 	for name, want := range map[string]string{
-		"abc3":  "unknown member", // removed
+		"abc3":  "was Removed from the cluster",
 		"xyz":   "unknown member", // too short to match a suffix
 		"nope!": "unknown member",
 	} {
-		if _, err := findMember(view, name); err == nil || !strings.Contains(err.Error(), want) || cmdline.ExitCode(err, exitFailed) != exitUsage {
+		if _, err := findMember(view, name, false); err == nil || !strings.Contains(err.Error(), want) || cmdline.ExitCode(err, exitFailed) != exitUsage {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	if m, err := findMember(view, "…abc3", true); err != nil || m.Status != "Removed" {
+		t.Errorf("a Removed member for down: %v %v", m, err)
+	}
 	view.Members[1].Node = "12D3KooWBBBBxyz1"
-	if _, err := findMember(view, "xyz1"); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+	if _, err := findMember(view, "xyz1", false); err == nil || !strings.Contains(err.Error(), "ambiguous") {
 		t.Errorf("ambiguous: %v", err)
 	}
 }

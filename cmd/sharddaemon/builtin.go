@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -78,26 +79,58 @@ func (c *counter) Receive(ctx *shardmesh.Context, msg string) (int64, error) {
 	return c.n, c.journal.record(r)
 }
 
-// apply returns the counter's value after msg.
+// apply returns the counter's value after msg. A change that would take the value past
+// the range of int64 is refused: the counter never wraps.
 func (c *counter) apply(msg string) (int64, error) {
-	op, arg, _ := strings.Cut(strings.TrimSpace(msg), " ")
-	by := int64(1)
-	if arg != "" {
-		v, err := strconv.ParseInt(strings.TrimSpace(arg), 10, 64)
-		if err != nil {
-			return c.n, fmt.Errorf("counter: %q is not a number", arg)
-		}
-		by = v
+	op, by, err := parseCounterOp(msg)
+	if err != nil {
+		return c.n, err
 	}
-	switch op {
-	case "inc":
-		return c.n + by, nil
-	case "dec":
-		return c.n - by, nil
-	case "get":
+	switch {
+	case op == "get":
 		return c.n, nil
+	case by > 0 && c.n > math.MaxInt64-by, by < 0 && c.n < math.MinInt64-by:
+		return c.n, fmt.Errorf("counter: %s would take %d past the range of a 64-bit integer; nothing changed", strings.TrimSpace(msg), c.n)
 	}
-	return c.n, fmt.Errorf("counter: unknown command %q (inc [n], dec [n], get)", op)
+	return c.n + by, nil
+}
+
+// parseCounterOp reads a counter message: "inc [n]", "dec [n]" (as inc -n) or "get".
+func parseCounterOp(msg string) (op string, by int64, err error) {
+	op, arg, _ := strings.Cut(strings.TrimSpace(msg), " ")
+	by = 1
+	if arg = strings.TrimSpace(arg); arg != "" {
+		if by, err = strconv.ParseInt(arg, 10, 64); err != nil {
+			return "", 0, fmt.Errorf("counter: %q is not a 64-bit integer", arg)
+		}
+	}
+	switch {
+	case op == "get" && arg == "":
+		return op, 0, nil
+	case op == "inc":
+		return op, by, nil
+	case op == "dec" && by != math.MinInt64:
+		return op, -by, nil
+	case op == "dec":
+		return "", 0, fmt.Errorf("counter: dec %d cannot be negated", by)
+	}
+	return "", 0, fmt.Errorf("counter: unknown command %q (inc [n], dec [n], get)", msg)
+}
+
+// counterCodec is the counter's message codec: text, refused unless it is a counter
+// command, so that shardctl tell of a misspelled one is refused where it enters the
+// cluster instead of vanishing at the entity.
+type counterCodec struct{ shardmesh.StringCodec }
+
+func (counterCodec) Unmarshal(data []byte) (string, error) {
+	msg := string(data)
+	if msg == journalStop {
+		return msg, nil
+	}
+	if _, _, err := parseCounterOp(msg); err != nil {
+		return "", err
+	}
+	return msg, nil
 }
 
 // register holds a text value: "set V" stores V (the rest of the line), "get" answers it
@@ -168,7 +201,7 @@ func builtinTypes(sys *shardmesh.System, names []string, j *journal) error {
 			e := shardmesh.Entity[string, int64]{
 				Key:          shardmesh.NewEntityTypeKey[string, int64]("counter"),
 				New:          func(ctx *shardmesh.Context) shardmesh.Behavior[string, int64] { return newCounter(ctx, j) },
-				MessageCodec: shardmesh.StringCodec{},
+				MessageCodec: counterCodec{},
 				ReplyCodec:   shardmesh.JSONCodec[int64]{},
 			}
 			if j != nil {

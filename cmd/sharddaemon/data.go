@@ -19,18 +19,20 @@ import (
 // daemon, the binary that writes those directories and links the store; shardctl's commands
 // of the same names run them here (its data.go), so that shardctl links no store.
 
-// dataCommand is data inspect|backup|restore.
+// dataCommand is data inspect|backup|restore|verify|rebuild.
 func dataCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "data",
-		Usage: "inspect, back up and restore stopped members' data directories",
+		Usage: "inspect, back up, restore, verify and rebuild stopped members' data directories",
 		Description: `Offline tools for the store (remembered shards and entities, durable entity state) in
-a stopped member's data directory: inspect, backup, restore. They refuse (exit code 4) a
-directory a running sharddaemon holds. shardctl data inspect|backup|restore runs them.
+a stopped member's data directory: inspect, backup, restore, verify, rebuild. They refuse
+(exit code 4) a directory a running sharddaemon holds. shardctl data … runs them.
 Example:
    shardctl data inspect --data-dir /tmp/a
    shardctl data backup --data-dir /tmp/a --out a.backup
-   shardctl data restore --data-dir /tmp/a --in a.backup --replace`,
+   shardctl data restore --data-dir /tmp/a --in a.backup --replace
+   shardctl data verify --data-dir /tmp/a
+   shardctl data rebuild --data-dir /tmp/a`,
 		Flags:           []cli.Flag{&cli.BoolFlag{Name: "json", Hidden: true}}, // the subcommands have it
 		HideHelpCommand: true,
 		// Without a known subcommand: help, or one line naming the unknown one (exit 2).
@@ -38,9 +40,9 @@ Example:
 			if c.Args().Len() == 0 {
 				return cli.ShowSubcommandHelp(c)
 			}
-			return cmdline.Usagef("unknown command 'data %s' (inspect, backup, restore; see '%s --help')", cmdline.Truncate(c.Args().First(), 80), c.Command.HelpName)
+			return cmdline.UnknownCommand(c, c.Args().First())
 		},
-		Subcommands: []*cli.Command{dataInspectCommand(), dataBackupCommand(), dataRestoreCommand()},
+		Subcommands: []*cli.Command{dataInspectCommand(), dataBackupCommand(), dataRestoreCommand(), dataVerifyCommand(), dataRebuildCommand()},
 	}
 }
 

@@ -44,7 +44,7 @@ func testDataDir(t *testing.T, writes [][]remember.Write, fenced []string) strin
 	}
 	defer h.Close()
 	st, err := remember.Open(ctx, remember.Config{
-		Dir: datadir.StorePath(dir), Host: h, Members: func() []peer.ID { return []peer.ID{h.ID()} },
+		Dir: datadir.StorePath(dir), Host: h, Members: func() []remember.NodeID { return []remember.NodeID{remember.NodeID(h.ID().String())} },
 		WriteMajorityPlus: remember.PlusNone, ReadMajorityPlus: remember.PlusNone, MajorityMinCap: 1,
 	})
 	if err != nil {
@@ -349,13 +349,16 @@ func TestDataUsage(t *testing.T) {
 		{[]string{"remove-internal-data", "--data-dir", dir, "--node", "/ip4/127.0.0.1/tcp/1", "--dry-run", "counter"}, "want a member's multiaddr"},
 		{[]string{"remove-internal-data", "--data-dir", dir, "--probe-timeout", "0s", "--dry-run", "counter"}, "must be positive"},
 		{[]string{"remove-internal-data", "--data-dir", dir, "counter", "--bogus"}, "unknown flag --bogus"},
-		{[]string{"data", "bogus"}, "unknown command 'data bogus'"},
+		{[]string{"data", "bogus"}, `unknown command "bogus" (see 'shardctl data --help')`},
 		{[]string{"data", "inspect"}, "needs --data-dir DIR"},
 		{[]string{"data", "inspect", "--data-dir", dir, "extra"}, "unexpected argument"},
 		{[]string{"data", "backup", "--data-dir", dir}, "needs --out FILE"},
 		{[]string{"data", "backup", "--data-dir", dir, "--data-dir", t.TempDir(), "--out", "x"}, "takes one --data-dir"},
 		{[]string{"data", "restore", "--data-dir", dir}, "needs --in FILE"},
 		{[]string{"data", "restore", "--data-dir", dir, "--in", filepath.Join(dir, "nope")}, "no such file"},
+		{[]string{"data", "verify"}, "needs --data-dir DIR"},
+		{[]string{"data", "verify", "--data-dir", filepath.Join(dir, "nope")}, "no such directory"},
+		{[]string{"data", "rebuild", "--data-dir", dir, "--data-dir", t.TempDir()}, "takes one --data-dir"},
 	} {
 		out, errOut, code := runAsShardctl(t, c.args...)
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")

@@ -11,7 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -27,12 +27,13 @@ import (
 	"github.com/shardmesh/shardmesh/p2p"
 )
 
-// Exit codes.
+// Exit codes, for supervisors (docs/storage.md): restart on 1 and 3 with backoff, never
+// on 2.
 const (
 	exitOK      = cmdline.ExitOK      // left the cluster gracefully
-	exitFailed  = cmdline.ExitFailed  // failed at start or while running
-	exitUsage   = cmdline.ExitUsage   // bad flags or configuration; refused at join for a setting that differs
-	exitStopped = 3                   // downed or removed by the cluster: restart it to join again
+	exitFailed  = cmdline.ExitFailed  // failed at start or while running: a storage fault, a store that broke, a panic
+	exitUsage   = cmdline.ExitUsage   // bad usage or configuration only: a flag, a value, a setting the cluster refused at join
+	exitStopped = 3                   // downed or removed by the cluster (or refused at rejoin for it): restart it to join again
 	exitRefused = cmdline.ExitRefused // a data command refused: a daemon holds the directory, a member answers, …
 )
 
@@ -40,10 +41,20 @@ func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
+// exitOnPanic ends the process with exitFailed on a panic of the goroutine it is deferred
+// in, after printing it with its stack: the runtime would exit 2, which means bad usage.
+func exitOnPanic(stderr io.Writer) {
+	if r := recover(); r != nil {
+		fmt.Fprintf(stderr, "sharddaemon: panic: %v\n%s", r, debug.Stack())
+		os.Exit(exitFailed)
+	}
+}
+
 // run runs sharddaemon with args, writing to stdout and stderr, and returns the exit code.
 // The program calls itself what args[0] names: shardctl runs its offline data commands here
 // as "shardctl", so their help and errors name the command the operator typed.
 func run(args []string, stdout, stderr io.Writer) int {
+	defer exitOnPanic(stderr)
 	code := exitOK
 	app := newApp(&code)
 	if len(args) > 0 && filepath.Base(args[0]) == "shardctl" {
@@ -58,22 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(code *int) *cli.App {
-	flags := []cli.Flag{
-		&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (YAML, TOML or JSON; keys as in reference.conf: cluster.*, sharding.*)", EnvVars: []string{"SHARDMESH_CONFIG"}},
-		&cli.StringSliceFlag{Name: "set", Usage: "set any configuration key, e.g. --set cluster.split-brain-resolver.stable-after=5s (repeatable)"},
-		&cli.StringFlag{Name: "entity-journal", Usage: "append the built-in counter's incarnation starts, stops and acknowledged changes to `FILE`, one JSON line each (for the chaos checker, e2e/chaos; off by default)"},
-	}
-	for _, k := range config.Schema {
-		if k.Flag == "" {
-			continue
-		}
-		if k.List {
-			flags = append(flags, &cli.StringSliceFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
-		} else {
-			flags = append(flags, &cli.StringFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
-		}
-	}
-	return &cli.App{
+	app := &cli.App{
 		Name:      "sharddaemon",
 		Usage:     "run a shardmesh member",
 		UsageText: "sharddaemon --data-dir DIR [--listen MULTIADDR]... [--join MULTIADDR]... [--cluster-key FILE] [--config FILE]",
@@ -98,34 +94,65 @@ Example: a three-member cluster on one machine
    sharddaemon --data-dir /tmp/c --cluster-key cluster.key --join $(head -1 /tmp/a/addrs) &
    shardctl members --data-dir /tmp/a --cluster-key cluster.key
 
-Exit codes: 0 left gracefully, 1 failed, 2 bad usage or configuration (or refused at join
-for a setting that must be equal on every member), 3 downed or removed by the cluster.`,
-		Flags:           flags,
-		HideHelpCommand: true,
+Exit codes: 0 left gracefully; 1 failed, at start or while running (a damaged store, a full
+disk it cannot open on, a store that broke); 2 bad usage or configuration only (a flag, a
+value, a setting that must be equal on every member); 3 downed or removed by the cluster.
+A supervisor restarts it on 1 and 3, with backoff, and never on 2: see docs/storage.md.`,
+		Flags: daemonFlags(),
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
 		ExitErrHandler: func(*cli.Context, error) {},
-		Commands: append([]*cli.Command{{
-			Name:   "config",
-			Usage:  "list every configuration key with its environment variable",
-			Action: listKeys,
-		}}, cmdline.Offline(dataCommand(), removeInternalDataCommand(), simCommand())...),
+		Commands:       append([]*cli.Command{configCommand()}, cmdline.Offline(dataCommand(), removeInternalDataCommand(), simCommand())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return cli.Exit(fmt.Sprintf("unexpected argument %q (see --help)", c.Args().First()), exitUsage)
+				return cmdline.UnknownCommand(c, c.Args().First())
 			}
 			cfg, err := loadConfig(c)
 			if err != nil {
 				return cli.Exit(err.Error(), exitUsage)
 			}
-			*code = serve(cfg, c.String("entity-journal"))
-			return nil
+			*code, err = serve(cfg, c.String("entity-journal"))
+			return err
 		},
 	}
+	cmdline.Conventions(app)
+	return app
+}
+
+// daemonFlags are the daemon's flags: --config, --set and one per flagged key.
+func daemonFlags() []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (YAML, TOML or JSON; keys as in reference.conf: cluster.*, sharding.*)", EnvVars: []string{"SHARDMESH_CONFIG"}},
+		&cli.StringSliceFlag{Name: "set", Usage: "set any configuration key, e.g. --set cluster.split-brain-resolver.stable-after=5s (repeatable)"},
+		&cli.StringFlag{Name: "entity-journal", Usage: "append the built-in counter's incarnation starts, stops and acknowledged changes to `FILE`, one JSON line each (for the chaos checker, e2e/chaos; off by default)"},
+	}
+	for _, k := range config.Schema {
+		if k.Flag == "" {
+			continue
+		}
+		if k.List {
+			flags = append(flags, &cli.StringSliceFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
+		} else {
+			flags = append(flags, &cli.StringFlag{Name: k.Flag, Usage: k.Usage + " [$" + k.Env() + "]"})
+		}
+	}
+	return flags
 }
 
 // loadConfig merges the file, the environment and the flags.
 func loadConfig(c *cli.Context) (config.Config, error) {
+	cfg, err := config.Load(configSources(c))
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Node.DataDir == "" {
+		return cfg, errors.New("no data directory: set --data-dir (or data-dir in the config file, or SHARDMESH_DATA_DIR)")
+	}
+	return cfg, nil
+}
+
+// configSources are the file, the environment and the flags of the command line.
+func configSources(c *cli.Context) config.Sources {
 	var sets []string
 	for _, k := range config.Schema {
 		if k.Flag == "" || !c.IsSet(k.Flag) {
@@ -138,26 +165,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 		}
 	}
 	sets = append(sets, c.StringSlice("set")...)
-	cfg, err := config.Load(config.Sources{File: c.String("config"), LookupEnv: os.LookupEnv, Flags: sets})
-	if err != nil {
-		return cfg, err
-	}
-	if cfg.Node.DataDir == "" {
-		return cfg, errors.New("no data directory: set --data-dir (or data-dir in the config file, or SHARDMESH_DATA_DIR)")
-	}
-	return cfg, nil
-}
-
-func listKeys(*cli.Context) error {
-	for _, k := range config.Schema {
-		fmt.Printf("%s\n    %s\n    env %s", k.Path, k.Usage, k.Env())
-		if k.Flag != "" {
-			fmt.Printf(", flag --%s", k.Flag)
-		}
-		fmt.Println()
-	}
-	fmt.Println("cluster.role.<role>.min-nr-of-members\n    members with that role needed before any is moved Up")
-	return nil
+	return config.Sources{File: c.String("config"), LookupEnv: os.LookupEnv, Flags: sets}
 }
 
 func newLogger(cfg config.Node) *slog.Logger {
@@ -170,25 +178,29 @@ func newLogger(cfg config.Node) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
-// serve runs the member until it stops and returns the exit code.
-func serve(cfg config.Config, journalPath string) int {
+// serve runs the member until it stops and returns the exit code. A member that cannot
+// start returns an error instead, one line for main to print like a usage error, with the
+// exit code of its kind: 2 for what the operator must fix in the flags, the configuration
+// or the files they name, 1 for a failure (storage, the network).
+func serve(cfg config.Config, journalPath string) (int, error) {
+	// Signals are taken from the start: one that comes while the member starts (a
+	// supervisor stopping it at once) is handled below, never the default kill.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(signals)
 	log := newLogger(cfg.Node)
-	for _, name := range cfg.Node.EntityTypes {
-		if !slices.Contains(builtinNames, name) {
-			log.Error("entity-types: unknown built-in type ("+strings.Join(builtinNames, ", ")+")", "type", name)
-			return exitUsage
-		}
+	p2p.RouteLibp2pLogs(log.Handler())
+	if err := checkEntityTypes(cfg); err != nil {
+		return exitUsage, cmdline.Usagef("%v", err)
 	}
 	admins, err := config.PeerIDs("admin-allow", cfg.Node.AdminAllow)
 	if err != nil {
-		log.Error(err.Error())
-		return exitUsage
+		return exitUsage, cmdline.Usagef("%v", err)
 	}
 	var j *journal
 	if journalPath != "" {
 		if j, err = openJournal(journalPath); err != nil {
-			log.Error(err.Error())
-			return exitUsage
+			return exitUsage, cmdline.Usagef("%v", err)
 		}
 		defer j.Close()
 	}
@@ -208,29 +220,25 @@ func serve(cfg config.Config, journalPath string) int {
 	var adminMetrics *adminserver.Metrics
 	if cfg.Node.MetricsListen != "" {
 		if met, err = listenMetrics(cfg.Node.MetricsListen, log.With("component", "metrics")); err != nil {
-			log.Error("cannot serve metrics", "err", err)
-			return exitUsage
+			return exitUsage, cmdline.Usagef("cannot serve metrics: %v", err)
 		}
 		defer met.close()
 		opts = append(opts, shardmesh.WithMetrics(met.reg))
 		if adminMetrics, err = adminserver.NewMetrics(met.reg); err != nil {
-			log.Error("cannot register metrics", "err", err)
-			return exitFailed
+			return exitFailed, cmdline.Failf("cannot register metrics: %v", err)
 		}
 	}
 	sys, err := shardmesh.Start(context.Background(), cfg, opts...)
 	if err != nil {
-		log.Error("cannot start", "err", err)
-		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) {
-			return exitUsage
+		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) || errors.Is(err, p2p.ErrKeyFile) {
+			return exitUsage, cmdline.Usagef("cannot start: %v", err)
 		}
-		return exitFailed
+		return exitFailed, cmdline.Failf("cannot start: %v", err)
 	}
 	log = log.With("node", sys.ID().Short()) // as on the member's own lines
 	if err := builtinTypes(sys, cfg.Node.EntityTypes, j); err != nil {
-		log.Error("cannot start entity types", "err", err)
 		sys.Close()
-		return exitFailed
+		return exitFailed, cmdline.Failf("cannot start entity types: %v", err)
 	}
 	srv := adminserver.Serve(sys.Node().Host(), adminserver.NodeBackend(sys.Node()), adminserver.Config{
 		Admins:       admins,
@@ -240,11 +248,11 @@ func serve(cfg config.Config, journalPath string) int {
 		Metrics:      adminMetrics,
 	})
 	if met != nil {
+		probes{node: string(sys.ID()), ping: sys.Node().Ping, health: srv.Health, log: log}.register(met.mux)
 		if err := met.serve(cfg.Node.DataDir); err != nil {
-			log.Error("cannot serve metrics", "err", err)
 			srv.Close(context.Background())
 			sys.Close()
-			return exitFailed
+			return exitFailed, cmdline.Failf("cannot serve metrics: %v", err)
 		}
 	}
 	if len(admins) == 0 {
@@ -261,11 +269,17 @@ func serve(cfg config.Config, journalPath string) int {
 			}
 		}()
 	}
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case <-sys.Done():
 	case sig := <-signals:
+		if !sys.Node().View().Joined {
+			// Nothing to hand off and nobody to tell: a member still looking for its seeds
+			// (a wrong --join address, say) must not wait for a leave that cannot happen.
+			log.Info("not a member of a cluster yet: exiting without leaving", "signal", sig.String())
+			srv.Close(context.Background())
+			sys.Close()
+			return exitOK, nil
+		}
 		log.Info("handing off shards and leaving the cluster (send the signal again to exit at once)", "signal", sig.String())
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Sharding.HandoffTimeout+10*time.Second)
 		go func() {
@@ -281,7 +295,7 @@ func serve(cfg config.Config, journalPath string) int {
 		if err != nil {
 			log.Error("did not leave cleanly", "err", err)
 			sys.Close()
-			return exitFailed
+			return exitFailed, nil
 		}
 	}
 	reason := sys.Node().StopReason()
@@ -292,11 +306,14 @@ func serve(cfg config.Config, journalPath string) int {
 	cancel()
 	sys.Close()
 	switch {
+	case sys.Node().Failure() != nil:
+		log.Error("the member failed", "err", sys.Node().Failure())
+		return exitFailed, nil
 	case reason == nil, reason.Reason == membership.StopLeft:
-		return exitOK
+		return exitOK, nil
 	case reason.Reason == membership.StopJoinRefused:
-		return exitUsage
+		return exitUsage, nil
 	default:
-		return exitStopped
+		return exitStopped, nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,11 +17,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/shardmesh/shardmesh/datadir"
+	"github.com/shardmesh/shardmesh/internal/version"
 )
 
-// metricsServer serves the member's registry on /metrics.
+// metricsServer serves the member's registry on /metrics, and the probes (probes.go).
 type metricsServer struct {
 	reg  *prometheus.Registry
+	mux  *http.ServeMux
 	ln   net.Listener
 	srv  *http.Server
 	file string
@@ -35,10 +38,16 @@ func listenMetrics(addr string, log *slog.Logger) (*metricsServer, error) {
 		return nil, fmt.Errorf("metrics-listen %q: %w", addr, err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "shardmesh_build_info",
+		Help:        "Always 1; the labels say which release this member runs (during a rolling update, which members run which).",
+		ConstLabels: prometheus.Labels{"version": version.Version, "goversion": runtime.Version()},
+	})
+	buildInfo.Set(1)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
-	return &metricsServer{reg: reg, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, log: log}, nil
+	return &metricsServer{reg: reg, mux: mux, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, log: log}, nil
 }
 
 // serve starts serving and writes the bound address to dataDir/metrics-addr

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -176,17 +175,20 @@ func printCapacity(w io.Writer, r *sim.CapacityReport, o sim.CapacityOptions) er
 	fmt.Fprintf(tw, "\nidle traffic per member and second (measured %.0f s)\n", r.MeasuredS)
 	line("membership", "%.1f messages, %s", r.MembershipMsgsPerMemberPerS, bytesOf(r.MembershipBytesPerMemberPerS))
 	line("sharding", "%.1f messages, %s", r.ShardingMsgsPerMemberPerS, bytesOf(r.ShardingBytesPerMemberPerS))
+	if r.Shards > 0 {
+		line("store", "%.1f messages, %s (every member asks all the others: it grows with the cluster)", r.StoreMsgsPerMemberPerS, bytesOf(r.StoreBytesPerMemberPerS))
+	}
 	kinds := make([]string, 0, len(r.Kinds))
 	for k := range r.Kinds {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
 	for _, k := range kinds {
-		line("  "+strings.TrimPrefix(k, "membership membership."), "%.2f messages, %s", r.Kinds[k].Messages, bytesOf(r.Kinds[k].Bytes))
+		line("  "+k, "%.2f messages, %s", r.Kinds[k].Messages, bytesOf(r.Kinds[k].Bytes))
 	}
 	line("CPU of the simulation", "%v per member and second of virtual time (this machine)", r.IdleCPUPerMember.Round(time.Microsecond))
 	if r.BusiestMember != "" {
-		line("busiest member", "%.1f messages, %s (%s: a voter or the leader heartbeats every member)", r.BusiestMsgsPerS, bytesOf(r.BusiestBytesPerS), shortID(r.BusiestMember))
+		line("busiest member", "%.1f messages, %s (%s: a voter or the leader heartbeats every member; store included)", r.BusiestMsgsPerS, bytesOf(r.BusiestBytesPerS), shortID(r.BusiestMember))
 	}
 	if k := r.Kill; k != nil {
 		fmt.Fprintf(tw, "\nkill -9 of %d member%s\n", k.Members, plural(k.Members))

@@ -182,7 +182,7 @@ func (in *injector) awaitExit(m *member, timeout time.Duration) {
 }
 
 // restartDown starts every member whose process is gone (killed, left, or stopped by the
-// cluster: exit code 3 after being downed, 2 when its rejoin was refused because its old
+// cluster: exit code 3 after being downed, or when its rejoin was refused because its old
 // incarnation was not removed yet), as a supervisor would.
 func (in *injector) restartDown() {
 	for _, m := range in.c.members {

@@ -52,7 +52,7 @@ func PositionalArgs(c *cli.Context) ([]string, error) {
 		name, val, hasVal := strings.Cut(name, "=")
 		f := commandFlag(c, name)
 		if f == nil {
-			return nil, Usagef("unknown flag %s (see '%s --help'; write -- before an argument that starts with a dash)", a, c.Command.HelpName)
+			return nil, unknownFlag(c, a, "; write -- before an argument that starts with a dash")
 		}
 		if !hasVal {
 			if _, isBool := f.(*cli.BoolFlag); isBool {

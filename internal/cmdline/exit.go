@@ -31,9 +31,12 @@ func Refusef(format string, args ...any) error {
 }
 
 // UsageError is the OnUsageError of every command: bad usage in one line with exit code 2,
-// pointing at --help.
+// pointing at --help, and for an unknown flag the closest one.
 func UsageError(c *cli.Context, err error, _ bool) error {
-	return cli.Exit(fmt.Sprintf("%v (see '%s --help')", err, c.Command.HelpName), ExitUsage)
+	if flag, ok := flagNotDefined(err); ok {
+		return UnknownFlag(c, flag)
+	}
+	return cli.Exit(fmt.Sprintf("%v (see '%s --help')", err, helpName(c)), ExitUsage)
 }
 
 // ExitCode is the exit code of an error a command returned: its own, or fallback.

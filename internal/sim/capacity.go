@@ -104,7 +104,8 @@ func (o *CapacityOptions) defaults() error {
 
 // CapacityReport is what RunCapacity found. Times are seconds of virtual time; rates are per
 // member and second of virtual time, averaged over every member (the busiest member is
-// named apart: a voter or the leader exchanges heartbeats with every member).
+// named apart: a voter or the leader exchanges heartbeats with every member). The busiest
+// member's traffic counts membership, sharding and the store together.
 type CapacityReport struct {
 	Members int `json:"members"`
 	Shards  int `json:"shards,omitempty"`
@@ -125,9 +126,13 @@ type CapacityReport struct {
 	MembershipMsgsPerMemberPerS  float64 `json:"membership_messages_per_member_per_s"`
 	ShardingBytesPerMemberPerS   float64 `json:"sharding_bytes_per_member_per_s"`
 	ShardingMsgsPerMemberPerS    float64 `json:"sharding_messages_per_member_per_s"`
-	BusiestMember                string  `json:"busiest_member"`
-	BusiestBytesPerS             float64 `json:"busiest_member_bytes_per_s"`
-	BusiestMsgsPerS              float64 `json:"busiest_member_messages_per_s"`
+	// The replicated store's traffic (with an entity type only): the members' reads of
+	// the operator's directives, anti-entropy, coordinator state.
+	StoreBytesPerMemberPerS float64 `json:"store_bytes_per_member_per_s"`
+	StoreMsgsPerMemberPerS  float64 `json:"store_messages_per_member_per_s"`
+	BusiestMember           string  `json:"busiest_member"`
+	BusiestBytesPerS        float64 `json:"busiest_member_bytes_per_s"`
+	BusiestMsgsPerS         float64 `json:"busiest_member_messages_per_s"`
 	// ColdStartMembershipBytesPerMember is what a member sent, on average, from the first
 	// start until convergence (its join, the gossip of every other join).
 	ColdStartMembershipBytesPerMember float64 `json:"cold_start_membership_bytes_per_member"`
@@ -502,6 +507,8 @@ func (c *capacityRun) measure() {
 	rep.MembershipMsgsPerMemberPerS = float64(d.Membership.Messages) / n / secs
 	rep.ShardingBytesPerMemberPerS = float64(d.Sharding.Bytes) / n / secs
 	rep.ShardingMsgsPerMemberPerS = float64(d.Sharding.Messages) / n / secs
+	rep.StoreBytesPerMemberPerS = float64(d.Store.Bytes) / n / secs
+	rep.StoreMsgsPerMemberPerS = float64(d.Store.Messages) / n / secs
 	if i, busiest := d.Busiest(); i > 0 {
 		rep.BusiestMember = string(s.Node(i).ID)
 		rep.BusiestBytesPerS = float64(busiest.Bytes) / secs

@@ -4,64 +4,117 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
-// The operator's directives, as the replicated store holds them: one cluster-wide set. A
-// node reads them a little after it starts (its coordinators serve nothing before, as
-// engine.Config.AwaitDirectives asks) and learns each change a little after it is made, at
-// a random delay per node (the announcement and the periodic refresh).
+// The operator's directives, as the members store them: SetDirectives changes them through
+// a running member (node.ChangeDirective: a write to a quorum, an announcement on the
+// sharding events, a read back), and every member reads them from the store (at its start,
+// on an announcement, and every few seconds). What a check compares with is what the stores
+// hold (storedDirectives), not what was asked for: a change whose write failed may or may
+// not have been stored.
 
-// directiveDelay is how long a node takes to read the directives.
-func (s *Sim) directiveDelay() time.Duration {
-	return time.Duration(1+s.auxRng.IntN(100)) * time.Millisecond
-}
-
-// readDirectives gives node n the directives after a read's delay, if it still runs the
-// same incarnation then.
-func (s *Sim) readDirectives(n *Node) {
-	inc := n.Incarnation
-	s.schedule(s.directiveDelay(), func() {
-		if !n.Alive || n.Incarnation != inc {
-			return
-		}
-		if n.Paused {
-			n.held = append(n.held, func() { n.E.SetDirectives(s.now, s.directives); s.process(n) })
-			return
-		}
-		n.E.SetDirectives(s.now, s.directives)
-		s.process(n)
-	})
-}
-
-// SetDirectives stores a new set of directives; every running node follows it soon.
+// SetDirectives changes the stored directives to d, through the first running member; a
+// change that cannot be written now is logged and not retried.
 func (s *Sim) SetDirectives(d engine.Directives) {
-	s.directives = d
 	s.logf("directives: %s", describeDirectives(d))
+	var via *Node
 	for _, n := range s.Nodes() {
-		if n.Alive {
-			s.readDirectives(n)
+		if n.Running() {
+			via = n
+			break
 		}
+	}
+	if via == nil {
+		s.logf("directives not changed: no member runs")
+		return
+	}
+	for _, ch := range directiveChanges(s.storedDirectives(), d) {
+		s.input(via, via.Incarnation, node.ChangeDirective{Change: ch, Done: func(err error) {
+			if err != nil {
+				s.logf("%s: directive %s not changed: %v", via.ID, ch, err)
+			}
+		}})
 	}
 }
 
-// Directives returns the directives in force (a copy to change and set again).
-func (s *Sim) Directives() engine.Directives {
-	d := engine.Directives{Draining: maps.Clone(s.directives.Draining), RebalancePaused: s.directives.RebalancePaused,
-		Pins: map[string]map[shard.ID]membership.NodeID{}, Stopped: maps.Clone(s.directives.Stopped)}
-	for typ, pins := range s.directives.Pins {
-		d.Pins[typ] = maps.Clone(pins)
+// directiveChanges returns the changes that turn directives from into to.
+func directiveChanges(from, to engine.Directives) []node.DirectiveChange {
+	var out []node.DirectiveChange
+	for _, m := range slices.Sorted(maps.Keys(from.Draining)) {
+		if !to.Draining[m] {
+			out = append(out, node.DirectiveChange{Kind: "drain", Node: m, Undo: true})
+		}
 	}
+	for _, m := range slices.Sorted(maps.Keys(to.Draining)) {
+		if !from.Draining[m] {
+			out = append(out, node.DirectiveChange{Kind: "drain", Node: m})
+		}
+	}
+	if from.RebalancePaused != to.RebalancePaused {
+		out = append(out, node.DirectiveChange{Kind: "pause", Undo: !to.RebalancePaused})
+	}
+	types := slices.Sorted(maps.Keys(from.Pins))
+	for _, typ := range slices.Sorted(maps.Keys(to.Pins)) {
+		if !slices.Contains(types, typ) {
+			types = append(types, typ)
+		}
+	}
+	for _, typ := range types {
+		shards := map[shard.ID]bool{}
+		for sh := range from.Pins[typ] {
+			shards[sh] = true
+		}
+		for sh := range to.Pins[typ] {
+			shards[sh] = true
+		}
+		for _, sh := range slices.Sorted(maps.Keys(shards)) {
+			a, inFrom := from.Pins[typ][sh]
+			b, inTo := to.Pins[typ][sh]
+			switch {
+			case inTo && (!inFrom || a != b):
+				out = append(out, node.DirectiveChange{Kind: "pin", Type: typ, Shard: sh, Node: b})
+			case inFrom && !inTo:
+				out = append(out, node.DirectiveChange{Kind: "pin", Type: typ, Shard: sh, Undo: true})
+			}
+		}
+	}
+	for _, typ := range slices.Sorted(maps.Keys(from.Stopped)) {
+		if !to.Stopped[typ] {
+			out = append(out, node.DirectiveChange{Kind: "stop", Type: typ, Undo: true})
+		}
+	}
+	for _, typ := range slices.Sorted(maps.Keys(to.Stopped)) {
+		if !from.Stopped[typ] {
+			out = append(out, node.DirectiveChange{Kind: "stop", Type: typ})
+		}
+	}
+	return out
+}
+
+// storedDirectives returns the directives as the running members' stores hold them
+// together: what they read once anti-entropy has spread them.
+func (s *Sim) storedDirectives() engine.Directives {
+	return node.ParseDirectives(s.storedRecords(datadir.Prefix(datadir.FamilyDirective), false), s.opts.Logger)
+}
+
+// Directives returns the directives the stores hold (a copy to change and set again).
+func (s *Sim) Directives() engine.Directives {
+	d := s.storedDirectives()
 	if d.Draining == nil {
 		d.Draining = map[membership.NodeID]bool{}
 	}
 	if d.Stopped == nil {
 		d.Stopped = map[string]bool{}
+	}
+	if d.Pins == nil {
+		d.Pins = map[string]map[shard.ID]membership.NodeID{}
 	}
 	return d
 }
@@ -80,7 +133,7 @@ func describeDirectives(d engine.Directives) string {
 // member that hosts shards, a pinned shard away from its running, undrained pin, a shard of
 // a stopped type that runs.
 func (s *Sim) checkDirectives(typ string) error {
-	d := s.directives
+	d := s.storedDirectives()
 	for _, n := range s.Nodes() {
 		if !n.Running() {
 			continue

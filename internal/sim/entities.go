@@ -1,13 +1,15 @@
 package sim
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/shardmesh/shardmesh/engine"
-	"github.com/shardmesh/shardmesh/region"
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -17,27 +19,33 @@ type entityKey struct {
 	entity shard.EntityID
 }
 
-// simEntity is one incarnation of an entity on a node: a mailbox handled one item at a time
-// with a small random processing delay.
+// String names an entity for messages.
+func (k entityKey) String() string { return fmt.Sprintf("%s/%s", k.typ, k.entity) }
+
+// simEntity is one incarnation of an entity on a node, as the simulation's entity runtime
+// runs it: a mailbox handled one message at a time with a small random processing delay,
+// as the real mailbox scheduler does (stop after what is queued, a forced stop returning the
+// queue). With Options.Durable it is a durable counter (durable.go).
 type simEntity struct {
+	r           *entityRuntime
 	key         entityKey
 	shard       shard.ID
+	epoch       coordinator.Epoch
 	incarnation uint64
-	queue       []item
+	t           *node.EntityType
+	queue       []*node.Message
 	busy        bool
+	closed      bool
+	stopAfter   bool
+
+	counter counterState // Options.Durable
 }
 
-type item struct {
-	env  region.Envelope
-	stop bool
-}
-
-// entityRuntime plays the entity runtime of one node: it carries out the engine's entity
-// operations the way the real mailbox scheduler does (one message at a time, stop messages
-// after what is queued, forced stops returning the queue).
+// entityRuntime plays the entity runtime of one node process.
 type entityRuntime struct {
 	s    *Sim
 	n    *Node
+	inc  uint64
 	live map[entityKey]*simEntity
 }
 
@@ -45,52 +53,58 @@ type entityRuntime struct {
 var incarnations uint64
 
 func newEntityRuntime(s *Sim, n *Node) *entityRuntime {
-	return &entityRuntime{s: s, n: n, live: map[entityKey]*simEntity{}}
+	return &entityRuntime{s: s, n: n, inc: n.Incarnation, live: map[entityKey]*simEntity{}}
 }
 
-func (r *entityRuntime) apply(op engine.EntityOp) {
-	key := entityKey{op.Type, op.Entity}
-	e := r.live[key]
-	switch op.Kind {
-	case engine.OpStart:
-		if e != nil {
-			r.s.fail("%s started %s/%s while an incarnation of it is alive there", r.n.ID, key.typ, key.entity)
-			return
-		}
-		incarnations++
-		r.live[key] = &simEntity{key: key, shard: op.Shard, incarnation: incarnations}
-	case engine.OpDeliver:
-		if e == nil {
-			r.s.fail("%s delivered to %s/%s, which was never started", r.n.ID, key.typ, key.entity)
-			return
-		}
-		e.queue = append(e.queue, item{env: op.Envelope})
-		r.schedule(e)
-	case engine.OpStop:
-		if e != nil {
-			e.queue = append(e.queue, item{stop: true})
-			r.schedule(e)
-		}
-	case engine.OpForceStop:
-		if e != nil {
-			r.stopped(e)
-		}
+// start starts an incarnation (Env.StartEntity).
+func (r *entityRuntime) start(t *node.EntityType, ctx node.EntityContext) node.Incarnation {
+	key := entityKey{ctx.Type, ctx.Entity}
+	if r.live[key] != nil {
+		r.s.fail("%s started %s while an incarnation of it is alive there", r.n.ID, key)
 	}
+	incarnations++
+	e := &simEntity{r: r, key: key, shard: ctx.Shard, epoch: ctx.Epoch, incarnation: incarnations, t: t}
+	r.live[key] = e
+	r.s.started[key] = true
+	return e
+}
+
+var errClosed = errors.New("incarnation closed")
+
+// Enqueue queues m for the incarnation's turns (node.Incarnation).
+func (e *simEntity) Enqueue(m *node.Message) error {
+	if e.closed {
+		return errClosed
+	}
+	e.queue = append(e.queue, m)
+	e.r.schedule(e)
+	return nil
+}
+
+// Close ends the incarnation at once and returns its queue (node.Incarnation).
+func (e *simEntity) Close() []*node.Message {
+	e.closed = true
+	if e.r.live[e.key] == e {
+		delete(e.r.live, e.key)
+	}
+	q := e.queue
+	e.queue = nil
+	return q
 }
 
 func (r *entityRuntime) schedule(e *simEntity) {
-	if e.busy {
+	if e.busy || e.closed {
 		return
 	}
 	e.busy = true
 	delay := time.Duration(r.s.rng.Int64N(int64(2 * time.Millisecond)))
-	inc := r.n.Incarnation
+	inc := r.inc
 	r.s.schedule(delay, func() { r.step(e, inc) })
 }
 
-// step handles the next item of an entity's mailbox.
+// step handles the next message of an entity's mailbox.
 func (r *entityRuntime) step(e *simEntity, inc uint64) {
-	if !r.n.Alive || r.n.Incarnation != inc || r.live[e.key] != e {
+	if !r.n.Alive || r.n.Incarnation != inc || e.closed {
 		return
 	}
 	if !r.n.Running() {
@@ -101,31 +115,43 @@ func (r *entityRuntime) step(e *simEntity, inc uint64) {
 		e.busy = false
 		return
 	}
-	it := e.queue[0]
+	m := e.queue[0]
 	e.queue = e.queue[1:]
-	if it.stop {
+	switch {
+	case m.IsStop():
 		r.stopped(e)
-		r.s.process(r.n)
+		return
+	case m.IsStart():
+		// A remembered entity started without a message: nothing more to handle.
+		r.n.Core.StartTaken(m, r.s.now, true)
+	default:
+		r.s.checkSingleInstance(r.n, e)
+		if r.s.opts.Durable {
+			// The counter answers once its state is stored; its next message waits.
+			e.counter.handle(e, m, func() { r.next(e, inc) })
+			return
+		}
+		r.s.traffic.handled(m, e.t)
+		r.n.Core.Answer(e.t, m, nil, nil)
+	}
+	r.next(e, inc)
+}
+
+// next goes on with the entity's mailbox after a message.
+func (r *entityRuntime) next(e *simEntity, inc uint64) {
+	e.busy = false
+	if !r.n.Alive || r.n.Incarnation != inc || e.closed {
 		return
 	}
-	r.s.checkSingleInstance(r.n, e)
-	r.s.traffic.handled(it.env)
-	e.busy = false
 	if len(e.queue) > 0 {
 		r.schedule(e)
 	}
 }
 
-// stopped ends an incarnation and reports what it had not handled.
+// stopped ends an incarnation on its stop message and reports what it had not handled.
 func (r *entityRuntime) stopped(e *simEntity) {
-	delete(r.live, e.key)
-	var unhandled []region.Envelope
-	for _, it := range e.queue {
-		if !it.stop {
-			unhandled = append(unhandled, it.env)
-		}
-	}
-	r.n.E.EntityStopped(r.s.now, e.key.typ, e.shard, e.key.entity, unhandled)
+	rest := e.Close()
+	r.s.input(r.n, r.inc, node.EntityStopped{Type: e.key.typ, Shard: e.shard, Entity: e.key.entity, Inc: e, Remaining: rest})
 }
 
 // resume restarts the mailboxes of a node that serves again.
@@ -137,19 +163,18 @@ func (r *entityRuntime) resume() {
 	}
 }
 
-func (r *entityRuntime) queued() []region.Envelope {
-	var out []region.Envelope
-	for _, key := range sortedKeys(r.live) {
-		for _, it := range r.live[key].queue {
-			if !it.stop {
-				out = append(out, it.env)
-			}
-		}
-	}
-	return out
+// The simulation's incarnations take no user behaviour: these answer a context's calls
+// (node.Turns) as a behaviour that never makes them would.
+func (e *simEntity) Passivate() {}
+func (e *simEntity) Stop()      { e.stopAfter = true }
+func (e *simEntity) LoadState(context.Context, *node.EntityContext) ([]byte, error) {
+	return nil, errors.New("sim: entities keep state through the durable counter")
+}
+func (e *simEntity) SaveState(context.Context, *node.EntityContext, []byte) error {
+	return errors.New("sim: entities keep state through the durable counter")
 }
 
-func (r *entityRuntime) clear() { r.live = map[entityKey]*simEntity{} }
+var _ node.Turns = (*simEntity)(nil)
 
 // checkSingleInstance: when an entity handles a message on node n, no other running node
 // holds a live incarnation of it (invariant 1: at most one live instance of an entity).
@@ -159,8 +184,8 @@ func (s *Sim) checkSingleInstance(n *Node, e *simEntity) {
 			continue
 		}
 		if o := other.entities.live[e.key]; o != nil && other.Running() {
-			s.fail("%s/%s handles a message on %s (incarnation %d) while %s runs incarnation %d",
-				e.key.typ, e.key.entity, n.ID, e.incarnation, other.ID, o.incarnation)
+			s.fail("%s handles a message on %s (incarnation %d) while %s runs incarnation %d",
+				e.key, n.ID, e.incarnation, other.ID, o.incarnation)
 		}
 	}
 }
@@ -178,6 +203,3 @@ func sortedKeys(m map[entityKey]*simEntity) []entityKey {
 	})
 	return keys
 }
-
-// String names an entity for messages.
-func (k entityKey) String() string { return fmt.Sprintf("%s/%s", k.typ, k.entity) }

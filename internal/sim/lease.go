@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -51,12 +52,7 @@ func (s *Sim) leaseOp(n *Node, op engine.LeaseOp) {
 				s.leases[k] = &simLease{owner: n.ID, inc: inc, expires: s.now.Add(leaseTTL)}
 				n.leases[k] = op.Gen
 			}
-			deliver := func() { n.E.LeaseAcquired(s.now, op.Type, op.Shard, op.Gen, ok); s.process(n) }
-			if n.Paused {
-				n.held = append(n.held, deliver)
-				return
-			}
-			deliver()
+			s.input(n, inc, node.LeaseAcquired{Op: op, OK: ok})
 		})
 	}
 }
@@ -76,6 +72,6 @@ func (s *Sim) tickLeases(n *Node) {
 		}
 		delete(n.leases, k)
 		s.logf("%s: lease of %s/%s lost", n.ID, k.typ, k.shard)
-		n.E.LeaseLost(s.now, k.typ, k.shard, gen)
+		n.Core.Step(s.now, node.LeaseLost{Op: engine.LeaseOp{Kind: engine.LeaseAcquire, Type: k.typ, Shard: k.shard, Gen: gen}})
 	}
 }

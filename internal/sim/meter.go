@@ -2,12 +2,14 @@ package sim
 
 import (
 	"encoding/binary"
-	"fmt"
 	"slices"
 
-	"github.com/shardmesh/shardmesh/engine"
-	"github.com/shardmesh/shardmesh/membership"
-	"github.com/shardmesh/shardmesh/wire"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
 // A meter counts what members send, by protocol and message kind, at the size of the frame
@@ -15,14 +17,13 @@ import (
 // prefix. (The stream's own overhead — yamux, noise, TCP — comes on top, as on every link.)
 //
 // It counts at the sender, before the simulated network decides the message's fate: what a
-// member pays. Broadcasts (membership.Envelope with no To) count once per receiver, as the
-// sim delivers them.
+// member pays. A sharding event published by gossip counts once per receiver.
 type meter struct {
-	buf        []byte
 	membership Count
 	sharding   Count
-	kinds      map[string]*Count // by message kind, "membership heartbeat", "sharding HostShard", …
-	perNode    map[int]*Count    // membership and sharding together, by node index
+	store      Count
+	kinds      map[string]*Count // by message kind: "membership heartbeat", "store read", …
+	perNode    map[int]*Count    // membership, sharding and store together, by node index
 }
 
 // Count is messages and bytes.
@@ -57,26 +58,72 @@ func frameSize(n int) int {
 	return binary.PutUvarint(b[:], uint64(n)) + n
 }
 
-func (m *meter) membershipMsg(n *Node, env membership.Envelope, receivers int) {
-	m.buf = wire.AppendMembership(m.buf[:0], env.Msg)
-	size := frameSize(len(m.buf))
-	for range receivers {
+// frame counts a frame of a member protocol that member n sends: membership, or sharding
+// (coordination); entity messages (the region protocol) are the users' traffic, not counted.
+func (m *meter) frame(n *Node, proto protocol.ID, frame []byte) {
+	size := frameSize(len(frame))
+	switch proto {
+	case node.MemberProtocol:
 		m.membership.add(size)
-		m.kind("membership", env.Msg).add(size)
+		m.kind("membership", kindOf(frame, memberEnvelope)).add(size)
+	case node.CoordProtocol:
+		m.sharding.add(size)
+		m.kind("sharding", kindOf(frame, coordEnvelope)).add(size)
+	default:
+		return
+	}
+	m.node(n).add(size)
+}
+
+// gossip counts a sharding event member n publishes, once per receiver (gossipsub relays
+// it to each).
+func (m *meter) gossip(n *Node, frame []byte, receivers int) {
+	size := frameSize(len(frame))
+	for range receivers {
+		m.sharding.add(size)
+		m.kind("sharding", "event").add(size)
 		m.node(n).add(size)
 	}
 }
 
-func (m *meter) coordination(n *Node, c engine.Coordination) {
-	m.buf = wire.AppendCoord(m.buf[:0], c.Type, c.Msg)
-	size := frameSize(len(m.buf))
-	m.sharding.add(size)
-	m.kind("sharding", c.Msg).add(size)
+// replica counts a frame of the replicated store's protocol that member n sends.
+func (m *meter) replica(n *Node, frame []byte) {
+	size := frameSize(len(frame))
+	m.store.add(size)
+	m.kind("store", kindOf(frame, replicaEnvelope)).add(size)
 	m.node(n).add(size)
 }
 
-func (m *meter) kind(protocol string, msg any) *Count {
-	k := fmt.Sprintf("%s %T", protocol, msg)
+// The envelopes of the member protocols: a message kind is the name of the field of the
+// envelope's oneof that a frame holds.
+var (
+	memberEnvelope  = (&pb.MemberEnvelope{}).ProtoReflect().Descriptor()
+	coordEnvelope   = (&pb.CoordEnvelope{}).ProtoReflect().Descriptor()
+	replicaEnvelope = (&pb.ReplicaEnvelope{}).ProtoReflect().Descriptor()
+)
+
+// kindOf returns the name of the field of envelope's oneof that frame holds ("heartbeat",
+// "write_ack", …), reading the tags only; "?" for a frame it cannot read.
+func kindOf(frame []byte, envelope protoreflect.MessageDescriptor) string {
+	for len(frame) > 0 {
+		num, typ, n := protowire.ConsumeTag(frame)
+		if n < 0 {
+			return "?"
+		}
+		if f := envelope.Fields().ByNumber(num); f != nil && f.ContainingOneof() != nil {
+			return string(f.Name())
+		}
+		frame = frame[n:]
+		if n = protowire.ConsumeFieldValue(num, typ, frame); n < 0 {
+			return "?"
+		}
+		frame = frame[n:]
+	}
+	return "?"
+}
+
+func (m *meter) kind(protocol, kind string) *Count {
+	k := protocol + " " + kind
 	c := m.kinds[k]
 	if c == nil {
 		c = &Count{}
@@ -99,6 +146,7 @@ func (m *meter) node(n *Node) *Count {
 type Metered struct {
 	Membership Count
 	Sharding   Count
+	Store      Count
 	Kinds      map[string]Count
 	PerNode    map[int]Count
 }
@@ -109,7 +157,7 @@ func (s *Sim) Metered() Metered {
 	if s.meter == nil {
 		return out
 	}
-	out.Membership, out.Sharding = s.meter.membership, s.meter.sharding
+	out.Membership, out.Sharding, out.Store = s.meter.membership, s.meter.sharding, s.meter.store
 	for k, c := range s.meter.kinds {
 		out.Kinds[k] = *c
 	}
@@ -121,7 +169,7 @@ func (s *Sim) Metered() Metered {
 
 // Sub returns what was counted between o and m.
 func (m Metered) Sub(o Metered) Metered {
-	out := Metered{Membership: m.Membership.Sub(o.Membership), Sharding: m.Sharding.Sub(o.Sharding),
+	out := Metered{Membership: m.Membership.Sub(o.Membership), Sharding: m.Sharding.Sub(o.Sharding), Store: m.Store.Sub(o.Store),
 		Kinds: map[string]Count{}, PerNode: map[int]Count{}}
 	for k, c := range m.Kinds {
 		if d := c.Sub(o.Kinds[k]); d.Messages != 0 {

@@ -19,7 +19,7 @@ func TestRememberedEntitiesSurviveAFullRestart(t *testing.T) {
 			typ := testType("counter", 3)
 			typ.Shard.Remember = shard.Remember{Enabled: true, FailureBackoff: time.Second}
 			s := New(Options{Seed: seed, Membership: membership.DefaultConfig(), Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
-			s.store.FailRate = 0.05
+			s.DiskFailRate = 0.05
 			for range 3 {
 				s.AddNode(nil, "1")
 			}
@@ -67,7 +67,7 @@ func TestAdaptiveRecoveryAfterAFullRestart(t *testing.T) {
 			t.Errorf("the budgets backed off %d times in %d restarts, with 10%% of store operations failing", decreases, seeds)
 		}
 	}()
-	for seed := uint64(1); seed <= 5; seed++ {
+	for seed := uint64(1); seed <= uint64(shortRuns(5, 5, 1)); seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			typ := testType("counter", 3)
 			typ.Shard.Remember = shard.Remember{Enabled: true, FailureBackoff: time.Second,
@@ -91,7 +91,7 @@ func TestAdaptiveRecoveryAfterAFullRestart(t *testing.T) {
 				s.Kill(i)
 			}
 			s.RunFor(time.Second)
-			s.store.FailRate = 0.1
+			s.DiskFailRate = 0.1
 			restart := s.Elapsed()
 			s.Start(1)
 			s.Start(2, 1)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/node"
 )
 
 // The split-brain resolver's lease (lease-majority), as an external lease every node reaches
@@ -64,12 +65,7 @@ func (s *Sim) resolverLeaseOp(n *Node, op membership.LeaseOp) {
 			l.owner, l.inc, l.expires = n.ID, inc, s.now.Add(resolverLeaseTTL)
 		}
 		s.logf("%s asks for the resolver's lease: %v", n.ID, ok)
-		deliver := func() { n.E.ResolverLeaseResult(s.now, op.Seq, ok); s.process(n) }
-		if n.Paused {
-			n.held = append(n.held, deliver)
-			return
-		}
-		deliver()
+		s.input(n, inc, node.ResolverLeaseResult{Seq: op.Seq, Held: ok})
 	})
 }
 

@@ -93,7 +93,8 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 		if v, ok := args["unstable"]; ok {
 			cfg.SplitBrainResolver.DownAllWhenUnstable = offOr(dur, v, "unstable")
 		}
-		opts := Options{Seed: uint64(num("seed", 1)), Membership: cfg, NumberOfShards: num("shards", 30)}
+		opts := Options{Seed: uint64(num("seed", 1)), Membership: cfg, NumberOfShards: num("shards", 30),
+			Durable: args["durable"] == "true", AntiEntropyInterval: dur("anti-entropy", 0)}
 		if typ, ok := args["type"]; ok {
 			opts.Types = []engine.TypeConfig{testType(typ, num("min-nr", 1))}
 		}
@@ -167,6 +168,30 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 		from, n := num("from", 1), num("entities", 1)
 		for i := range n {
 			s.Send(from, args["type"], shard.EntityID(fmt.Sprintf("e%d", i)))
+		}
+	case "await-handled":
+		// Every message sent so far is handled (for durable counters: its increment saved).
+		if !s.RunUntil(func() bool {
+			for _, f := range s.traffic.fates {
+				if f != handled {
+					return false
+				}
+			}
+			return true
+		}, dur("within", 10*time.Second)) {
+			return "not handled\n" + s.TrafficReport(), nil
+		}
+		return "handled\n", nil
+	case "check-counters":
+		if err := s.CheckCounters(); err != nil {
+			return err.Error() + "\n", nil
+		}
+		return "counters ok\n", nil
+	case "kill-all":
+		for _, n := range s.Nodes() {
+			if n.Alive {
+				s.Kill(n.Index)
+			}
 		}
 	case "shards":
 		return s.DescribeShards(args["type"]), nil

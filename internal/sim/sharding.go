@@ -11,7 +11,10 @@ import (
 )
 
 // extract maps an entity id to its shard with Akka's extractor over Options.NumberOfShards.
-func (s *Sim) extract(id shard.EntityID) shard.ID {
+func (s *Sim) extract(id shard.EntityID) shard.ID { return s.extractorOf().ShardID(id) }
+
+// extractorOf returns Akka's extractor over Options.NumberOfShards.
+func (s *Sim) extractorOf() *shard.HashCodeExtractor {
 	if s.extractor == nil {
 		n := s.opts.NumberOfShards
 		if n == 0 {
@@ -23,7 +26,7 @@ func (s *Sim) extract(id shard.EntityID) shard.ID {
 		}
 		s.extractor = e
 	}
-	return s.extractor.ShardID(id)
+	return s.extractor
 }
 
 // observeSharding records coordinator and region events on the timeline.

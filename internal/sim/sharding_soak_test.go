@@ -33,9 +33,7 @@ var (
 // shards run on their pins.
 func TestShardingSoak(t *testing.T) {
 	runs := *shardingRuns
-	if testing.Short() && runs > 30 {
-		runs = 30
-	}
+	runs = shortRuns(runs, 30, 5)
 	if v := os.Getenv("SHARDMESH_SHARDING_SOAK_RUNS"); v != "" {
 		runs, _ = strconv.Atoi(v)
 	}
@@ -84,7 +82,7 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 	}
 	s := New(Options{Seed: seed, Membership: cfg, Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
 	if remember {
-		s.store.FailRate = []float64{0, 0.02, 0.1}[r.IntN(3)]
+		s.DiskFailRate = []float64{0, 0.02, 0.1}[r.IntN(3)]
 	}
 	s.Net.Loss = []float64{0, 0, 0.01}[r.IntN(3)]
 	s.Net.MaxLatency = []time.Duration{2 * time.Millisecond, 20 * time.Millisecond}[r.IntN(2)]
@@ -200,6 +198,12 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 		return s, s.Err() // every member stopped by the downing rules: nothing to check
 	}
 	s.RunFor(5 * time.Second) // regions register with the coordinator, stragglers settle
+	// A directive change whose write failed (a disk fault, a quorum cut by the partition) is
+	// run again, as an operator runs a command again that failed.
+	for try := 0; try < 5 && len(directiveChanges(s.storedDirectives(), d)) > 0 && len(running()) > 0; try++ {
+		s.SetDirectives(d)
+		s.RunFor(2 * time.Second)
+	}
 	live := running()
 	if len(live) == 0 {
 		return s, s.Err()
@@ -249,7 +253,7 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 		return s, fmt.Errorf("shards not balanced within %d rebalance rounds:\n%s", rounds, s.DescribeShards("counter"))
 	}
 	if u := s.unaccounted(); len(u) > 0 {
-		return s, fmt.Errorf("%d messages neither handled, rejected nor lost with a cause (first: %d)", len(u), u[0])
+		return s, fmt.Errorf("%d messages neither handled, rejected nor lost with a cause (first: %d, last seen %s)", len(u), u[0], s.traffic.seen[u[0]])
 	}
 	// With an idle timeout, entities that get no more messages all stop.
 	if idle := typ.Passivation.Idle.Timeout; idle > 0 {

@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -19,7 +21,7 @@ type Options struct {
 	Seed uint64
 	// Membership is the membership configuration of every node (validated by New).
 	Membership membership.Config
-	// TickInterval is how often each node's machine is ticked. Default 100 ms.
+	// TickInterval is how often each node's core is ticked. Default 100 ms.
 	TickInterval time.Duration
 	// Types are the entity types every node runs (none: membership only).
 	Types []engine.TypeConfig
@@ -29,6 +31,16 @@ type Options struct {
 	// shard may be hosted in each; only the entity invariant (one live instance) is checked
 	// across them — what the shards' leases keep.
 	SeparateClusters bool
+	// Store configures every member's replica of the replicated store (quorums, timeout).
+	Store node.StoreConfig
+	// AntiEntropyInterval of the stores; 0: the store's default (5 s), negative: never.
+	AntiEntropyInterval time.Duration
+	// Durable: the entities keep a durable counter (the built-in counter's way: loaded with
+	// a fenced read when an incarnation starts, saved before each increment is answered),
+	// and the store's invariants are checked on it (durable.go).
+	Durable bool
+	// Logger receives the members' logs (default: none).
+	Logger *slog.Logger
 	// NodeName names node i and gives its address (default n01 and /sim/n01): the capacity
 	// simulator gives real libp2p peer ids and addresses, so that it measures real frames.
 	NodeName func(i int) (membership.NodeID, string)
@@ -36,14 +48,16 @@ type Options struct {
 	Quiet bool
 }
 
-// Sim is one simulated cluster.
+// Sim is one simulated cluster: the real member cores (node.Core) and their replicated
+// stores (remember.Machine on a MemDisk), on a simulated network and a virtual clock.
 type Sim struct {
-	opts  Options
-	rng   *rand.Rand
-	start time.Time
-	now   time.Time
-	q     eventQueue
-	seq   uint64
+	opts   Options
+	rng    *rand.Rand
+	start  time.Time
+	now    time.Time
+	q      eventQueue
+	seq    uint64
+	events uint64 // events run so far
 
 	// Net is the simulated network; change it between runs.
 	Net *Network
@@ -53,15 +67,21 @@ type Sim struct {
 
 	timeline  []string
 	violation error
-	// Delivered counts messages delivered to a machine.
+	// Delivered counts messages delivered to a member.
 	Delivered int
 	// Moves counts shard allocations that moved a shard from one member to another (after a
 	// handoff or the loss of its member).
 	Moves int
 
+	fullRestarts int // whole-cluster restarts (restartAll)
+
 	traffic   *traffic // entity messages and their fate
+	durable   *durable // the durable counters and the store's invariants
 	extractor *shard.HashCodeExtractor
-	store     *store // remembered entities, as the replicated store holds them
+	nextAsk   uint64
+	asks      map[uint64]*simAsk     // every ask sent, by id
+	started   map[entityKey]bool     // every entity an incarnation of which ever started
+	stored    map[string]*storedView // storedRecords by prefix, while the disks do not change
 
 	leases map[leaseKey]*simLease // the shards' leases (use-lease), shared by every node
 
@@ -70,8 +90,13 @@ type Sim struct {
 	homes    *shardIndex    // which members host each shard (checkShardHomes)
 	sbrLease *resolverLease // the split-brain resolver's lease (resolverlease.go)
 
-	directives engine.Directives // the operator's directives, as the store holds them
-	auxRng     *rand.Rand        // delays of directive reads and lease answers (apart, so the other draws stay as they were)
+	// auxRng draws what the member's store, disk, leases and entities add to a run (apart
+	// from rng, so the membership draws of a run stay as they were without them).
+	auxRng *rand.Rand
+
+	// DiskFailRate is the probability that a disk operation fails (nothing of it done): a
+	// disk fault injected into every member's store. Set it between runs.
+	DiskFailRate float64
 }
 
 // Node is one simulated member process.
@@ -82,7 +107,8 @@ type Node struct {
 	Incarnation uint64
 	Roles       []string
 	Version     membership.Version
-	E           *engine.Engine   // the node's machines
+	Core        *node.Core       // the member's decisions
+	E           *engine.Engine   // Core's machines
 	M           *membership.Node // E's membership machine
 
 	Seeds   []int // the nodes it was told to join through (none: it formed the cluster)
@@ -90,19 +116,34 @@ type Node struct {
 	Paused  bool  // SIGSTOP: holds its input until resumed
 	Stopped *membership.Stopped
 	// LastClusterSize is what its data directory keeps of the cluster it was last Up in
-	// (membership.Node.ClusterSize), given to its next process.
+	// (Env.KeepClusterSize), given to its next process.
 	LastClusterSize uint32
+
+	// servingUntil is its machine's lease deadline as of event servingAt of the simulation.
+	servingAt    uint64
+	servingUntil time.Time
 
 	held     []func()                     // deliveries that arrived while paused
 	removed  map[membership.NodeID]uint64 // the incarnation of each member its machine has reported Removed
-	recovery shard.RecoverySample         // store rounds answered since the last tick (the adaptive recovery budget's input)
 	sim      *Sim
+	env      *simEnv
+	store    *memberStore // its replica of the store: its disk outlives its processes
 	entities *entityRuntime
 	leases   map[leaseKey]uint64 // the leases its shards believe they hold, by shard generation
 }
 
 // Running reports whether the node's process runs, is not paused, and its machine serves.
-func (n *Node) Running() bool { return n.Alive && !n.Paused && n.M != nil && n.M.Serving(n.sim.now) }
+// The lease deadline is computed once per event of the simulation (and again after the
+// node's own step): the checks ask for it of every node after every step.
+func (n *Node) Running() bool {
+	if !n.Alive || n.Paused || n.M == nil {
+		return false
+	}
+	if n.servingAt != n.sim.events {
+		n.servingAt, n.servingUntil = n.sim.events, n.M.ServingUntil()
+	}
+	return n.sim.now.Before(n.servingUntil)
+}
 
 // New returns a simulation with no nodes. It panics on an invalid configuration.
 func New(opts Options) *Sim {
@@ -112,13 +153,16 @@ func New(opts Options) *Sim {
 	if err := opts.Membership.Validate(); err != nil {
 		panic(err)
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range opts.Types {
 		if err := opts.Types[i].Coordinator.Validate(); err != nil {
 			panic(err)
 		}
 	}
-	return &Sim{
+	s := &Sim{
 		opts:    opts,
 		rng:     rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5eed)),
 		auxRng:  rand.New(rand.NewPCG(opts.Seed, opts.Seed^0xd12ec7)),
@@ -128,9 +172,13 @@ func New(opts Options) *Sim {
 		nodes:   []*Node{nil},
 		byID:    map[membership.NodeID]*Node{},
 		traffic: newTraffic(),
-		store:   newStore(),
+		asks:    map[uint64]*simAsk{},
+		started: map[entityKey]bool{},
+		stored:  map[string]*storedView{},
 		leases:  map[leaseKey]*simLease{},
 	}
+	s.durable = newDurable(s)
+	return s
 }
 
 // Now returns the virtual time.
@@ -159,6 +207,7 @@ func (s *Sim) AddNode(roles []string, version membership.Version) *Node {
 	if s.opts.NodeName != nil {
 		n.ID, n.Addr = s.opts.NodeName(i)
 	}
+	n.store = newMemberStore(s, n)
 	s.nodes = append(s.nodes, n)
 	s.byID[n.ID] = n
 	return n
@@ -182,20 +231,30 @@ func (s *Sim) Start(i int, seeds ...int) {
 
 		LastClusterSize: n.LastClusterSize,
 	}
-	n.E = engine.New(engine.Config{Membership: s.opts.Membership, Types: s.opts.Types, AwaitDirectives: true}, self, s.now)
-	n.M = n.E.Membership()
+	n.env = &simEnv{s: s, n: n, inc: n.Incarnation}
 	n.entities = newEntityRuntime(s, n)
 	n.leases = map[leaseKey]uint64{}
 	n.removed = map[membership.NodeID]uint64{}
-	s.logf("start %s (incarnation %d)", n.ID, n.Incarnation)
+	n.Core = node.NewCore(node.CoreConfig{Membership: s.opts.Membership, ClusterName: "sim", Logger: s.opts.Logger.With("node", n.ID)},
+		self, n.env, s.now)
+	n.E = n.Core.Engine()
+	n.M = n.E.Membership()
+	n.store.open()
+	s.logf("start %s (incarnation %d, last cluster size %d)", n.ID, n.Incarnation, n.LastClusterSize)
+	for _, tc := range s.opts.Types {
+		n.Core.Step(s.now, node.RegisterType{Spec: s.entityType(tc), Done: func(err error) {
+			if err != nil {
+				panic(err)
+			}
+		}})
+	}
 	if len(seeds) == 0 {
-		n.E.FormCluster(s.now)
+		n.Core.Step(s.now, node.FormCluster{})
 	}
 	for _, seed := range seeds {
-		n.E.JoinVia(s.now, s.nodes[seed].ID)
+		n.Core.Step(s.now, node.JoinVia{Seed: s.nodes[seed].ID})
 	}
-	s.process(n)
-	s.readDirectives(n)
+	s.flush(n)
 	offset := time.Duration(s.rng.Int64N(int64(s.opts.TickInterval)))
 	s.scheduleTick(n, n.Incarnation, offset)
 }
@@ -207,14 +266,46 @@ func (s *Sim) scheduleTick(n *Node, inc uint64, after time.Duration) {
 		}
 		if !n.Paused {
 			s.tickLeases(n)
-			n.E.ObserveRecovery(s.now, n.recovery)
-			n.recovery = shard.RecoverySample{}
-			n.E.Tick(s.now)
-			s.process(n)
+			n.Core.Tick(s.now)
+			s.flush(n)
 			n.entities.resume() // mailboxes parked while the member did not serve
 		}
 		s.scheduleTick(n, inc, s.opts.TickInterval)
 	})
+}
+
+// input steps node n's core with in and carries out what follows, unless n is dead; a
+// paused node takes it when it resumes.
+func (s *Sim) input(n *Node, inc uint64, in node.Input) {
+	if !n.Alive || n.Incarnation != inc {
+		return
+	}
+	if n.Paused {
+		n.held = append(n.held, func() { s.input(n, inc, in) })
+		return
+	}
+	n.Core.Step(s.now, in)
+	s.flush(n)
+}
+
+// flush carries out what node n's core asked for (through its Env) and checks the
+// invariants.
+func (s *Sim) flush(n *Node) {
+	if !n.Alive {
+		return
+	}
+	n.Core.Flush()
+	n.servingAt = 0 // its state changed: Running computes the lease again
+	n.env.dispatch()
+	n.store.sync()
+	s.checkSafety(n)
+	if !s.opts.SeparateClusters {
+		s.checkShardHomes(n)
+	}
+	s.checkActiveLimit(n)
+	if n.Stopped != nil && n.Alive {
+		s.die(n, "stopped")
+	}
 }
 
 // Kill stops node i's process at once (kill -9).
@@ -224,13 +315,16 @@ func (s *Sim) Kill(i int) {
 	s.die(n, "killed")
 }
 
-// die ends a node's process: everything it held is lost with it.
+// die ends a node's process: everything it held in memory is lost with it, and its disk
+// keeps what it had synced.
 func (s *Sim) die(n *Node, cause string) {
 	if !n.Alive {
 		return
 	}
-	n.Alive, n.held = false, nil
 	s.traffic.loseHeld(n, cause)
+	s.loseAsked(n, cause)
+	n.Alive, n.held = false, nil
+	n.store.crash()
 }
 
 // Pause stops node i's process from running (SIGSTOP); messages to it wait.
@@ -256,16 +350,14 @@ func (s *Sim) Resume(i int) {
 func (s *Sim) Leave(i int) {
 	n := s.nodes[i]
 	s.logf("leave %s", n.ID)
-	n.E.Leave(s.now)
-	s.process(n)
+	s.input(n, n.Incarnation, node.Leave{})
 }
 
 // Down makes node by mark node target Down, as an operator would.
 func (s *Sim) Down(by, target int) {
 	n := s.nodes[by]
 	s.logf("%s downs %s (operator)", n.ID, s.nodes[target].ID)
-	n.E.Down(s.now, s.nodes[target].ID)
-	s.process(n)
+	s.input(n, n.Incarnation, node.Down{Node: s.nodes[target].ID, Done: func(bool) {}})
 }
 
 // RunFor advances virtual time by d, running everything scheduled meanwhile.
@@ -286,6 +378,7 @@ func (s *Sim) runUntil(end time.Time, cond func() bool) bool {
 	for len(s.q) > 0 && !s.q[0].at.After(end) {
 		e := heap.Pop(&s.q).(*event)
 		s.now = e.at
+		s.events++
 		e.run()
 		if cond != nil && cond() {
 			return true
@@ -300,105 +393,18 @@ func (s *Sim) schedule(after time.Duration, run func()) {
 	heap.Push(&s.q, &event{at: s.now.Add(after), seq: s.seq, run: run})
 }
 
-// process routes what node n's machines want done and checks the invariants.
-func (s *Sim) process(n *Node) {
-	if !n.Alive {
-		return
-	}
-	if size, ok := n.M.ClusterSize(); ok {
-		n.LastClusterSize = size
-	}
-	rd := n.E.Ready()
-	for _, e := range rd.Members {
-		s.observe(n, e)
-	}
-	for _, env := range rd.Membership {
-		msg := env.Msg
-		if s.meter != nil {
-			receivers := 1
-			if env.To == "" {
-				receivers = len(s.nodes) - 2
-			}
-			s.meter.membershipMsg(n, env, receivers)
-		}
-		if env.To == "" {
-			for _, to := range s.nodes[1:] {
-				if to != n {
-					s.send(n, to, func(to *Node) { to.E.StepMembership(s.now, n.ID, msg) }, nil)
-				}
-			}
-			continue
-		}
-		if to, ok := s.byID[env.To]; ok {
-			s.send(n, to, func(to *Node) { to.E.StepMembership(s.now, n.ID, msg) }, nil)
-		}
-	}
-	for _, c := range rd.Coordination {
-		c := c
-		if s.meter != nil {
-			s.meter.coordination(n, c)
-		}
-		if to, ok := s.byID[c.To]; ok {
-			s.send(n, to, func(to *Node) { to.E.StepCoordination(s.now, n.ID, c.Type, c.Msg) }, nil)
-		}
-	}
-	for _, f := range rd.Forwards {
-		f := f
-		to, ok := s.byID[f.To]
-		if !ok {
-			s.traffic.lost(f.Envelope, "forwarded to an unknown member")
-			continue
-		}
-		m := id(f.Envelope)
-		s.traffic.onWire[m]++
-		s.send(n, to, func(to *Node) {
-			s.traffic.onWire[m]--
-			if err := to.E.Deliver(s.now, f.Type, f.Envelope); err != nil {
-				s.traffic.rejected(f.Envelope, err)
-			}
-		}, func(cause string) {
-			s.traffic.onWire[m]--
-			s.traffic.lost(f.Envelope, cause)
-		})
-	}
-	for _, op := range rd.Entities {
-		n.entities.apply(op)
-	}
-	for _, r := range rd.Rejected {
-		s.traffic.rejected(r.Envelope, r.Err)
-	}
-	for _, ev := range rd.Events {
-		s.observeSharding(n, ev)
-	}
-	for _, op := range rd.Store {
-		s.storeOp(n, op)
-	}
-	for _, op := range rd.Leases {
-		s.leaseOp(n, op)
-	}
-	for _, op := range rd.ResolverLease {
-		s.resolverLeaseOp(n, op)
-	}
-	s.checkSafety(n)
-	if !s.opts.SeparateClusters {
-		s.checkShardHomes(n)
-	}
-	s.checkActiveLimit(n)
-	if n.Stopped != nil && n.Alive {
-		s.die(n, "stopped")
-	}
-}
-
 // send carries a message from node from to node to over the simulated network; deliver runs
-// on arrival (unless to is dead), lost (if set) when the network or a dead receiver loses it.
-func (s *Sim) send(from, to *Node, deliver func(*Node), lost func(cause string)) {
+// on arrival (unless to is dead or partitioned away), lost (if set) when the network or a
+// dead receiver loses it. rng draws the message's fate: the run's own for membership and
+// coordination, auxRng for what the stores add.
+func (s *Sim) send(from, to *Node, rng *rand.Rand, deliver func(*Node), lost func(cause string)) {
 	if !s.Net.connected(from.Index, to.Index) {
 		if lost != nil {
 			lost("partitioned")
 		}
 		return
 	}
-	deliveries := s.Net.deliveries(s.rng)
+	deliveries := s.Net.deliveries(rng)
 	if len(deliveries) == 0 && lost != nil {
 		lost("dropped by the network")
 	}
@@ -428,11 +434,10 @@ func (s *Sim) arrive(from, to *Node, deliver func(*Node), lost func(string)) {
 	}
 	s.Delivered++
 	deliver(to)
-	s.process(to)
 }
 
-// observe records an event on the timeline, checks event-level invariants, and lets a node
-// whose machine stopped exit.
+// observe records a membership event on the timeline, checks event-level invariants, and
+// lets a node whose machine stopped exit.
 func (s *Sim) observe(n *Node, e membership.Event) {
 	switch e := e.(type) {
 	case membership.MemberChanged:
@@ -530,9 +535,7 @@ func (s *Sim) fail(format string, args ...any) {
 		return // the first violation is the one to explain
 	}
 	s.logf("VIOLATION: %s", msg)
-	{
-		s.violation = fmt.Errorf("at %s: %s", fmtElapsed(s.Elapsed()), msg)
-	}
+	s.violation = fmt.Errorf("at %s: %s", fmtElapsed(s.Elapsed()), msg)
 }
 
 func (s *Sim) logf(format string, args ...any) {

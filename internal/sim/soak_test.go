@@ -26,9 +26,7 @@ var (
 // timeline.
 func TestSoak(t *testing.T) {
 	runs := *soakRuns
-	if testing.Short() && runs > 100 {
-		runs = 100
-	}
+	runs = shortRuns(runs, 100, 20)
 	if v := os.Getenv("SHARDMESH_SOAK_RUNS"); v != "" {
 		runs, _ = strconv.Atoi(v)
 	}

@@ -713,10 +713,13 @@ func (x *JoinRequest) GetChecks() map[string]string {
 }
 
 type JoinReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	Refused       string                 `protobuf:"bytes,2,opt,name=refused,proto3" json:"refused,omitempty"`
-	State         *State                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	From    string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	Refused string                 `protobuf:"bytes,2,opt,name=refused,proto3" json:"refused,omitempty"`
+	State   *State                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	// The joiner's stop reason (membership.StopReason) when refused; 0 from an earlier
+	// release: a refusal of its settings.
+	Refusal       uint32 `protobuf:"varint,4,opt,name=refusal,proto3" json:"refusal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -770,6 +773,13 @@ func (x *JoinReply) GetState() *State {
 		return x.State
 	}
 	return nil
+}
+
+func (x *JoinReply) GetRefusal() uint32 {
+	if x != nil {
+		return x.Refusal
+	}
+	return 0
 }
 
 type Probe struct {
@@ -982,11 +992,12 @@ const file_membership_proto_rawDesc = "" +
 	"\x06checks\x18\x02 \x03(\v2*.shardmesh.wire.v1.JoinRequest.ChecksEntryR\x06checks\x1a9\n" +
 	"\vChecksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"i\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x83\x01\n" +
 	"\tJoinReply\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x18\n" +
 	"\arefused\x18\x02 \x01(\tR\arefused\x12.\n" +
-	"\x05state\x18\x03 \x01(\v2\x18.shardmesh.wire.v1.StateR\x05state\"O\n" +
+	"\x05state\x18\x03 \x01(\v2\x18.shardmesh.wire.v1.StateR\x05state\x12\x18\n" +
+	"\arefusal\x18\x04 \x01(\rR\arefusal\"O\n" +
 	"\x05Probe\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +

@@ -659,7 +659,14 @@ type ReplicaSummaries struct {
 	// The buckets (indexes) whose summaries this answer holds completely.
 	Buckets []uint32 `protobuf:"varint,1,rep,packed,name=buckets,proto3" json:"buckets,omitempty"`
 	// Every record of those buckets, value left out.
-	Records       []*ReplicaRecord `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	Records []*ReplicaRecord `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	// How many buckets differed in all: more than the answer holds when they did not fit.
+	Differing uint32 `protobuf:"varint,3,opt,name=differing,proto3" json:"differing,omitempty"`
+	// How many keys the answering replica holds (records, tombstones and fence floors): a
+	// replica that holds far fewer refills before its answers count (remember/refill.go).
+	Entries uint64 `protobuf:"varint,4,opt,name=entries,proto3" json:"entries,omitempty"`
+	// The answering replica is refilling itself: what it holds does not count yet.
+	Refilling     bool `protobuf:"varint,5,opt,name=refilling,proto3" json:"refilling,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -708,6 +715,27 @@ func (x *ReplicaSummaries) GetRecords() []*ReplicaRecord {
 	return nil
 }
 
+func (x *ReplicaSummaries) GetDiffering() uint32 {
+	if x != nil {
+		return x.Differing
+	}
+	return 0
+}
+
+func (x *ReplicaSummaries) GetEntries() uint64 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
+func (x *ReplicaSummaries) GetRefilling() bool {
+	if x != nil {
+		return x.Refilling
+	}
+	return false
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -753,10 +781,13 @@ const file_replica_proto_rawDesc = "" +
 	"\x04last\x18\x02 \x01(\bR\x04last\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\")\n" +
 	"\rReplicaDigest\x12\x18\n" +
-	"\abuckets\x18\x01 \x03(\x06R\abuckets\"h\n" +
+	"\abuckets\x18\x01 \x03(\x06R\abuckets\"\xbe\x01\n" +
 	"\x10ReplicaSummaries\x12\x18\n" +
 	"\abuckets\x18\x01 \x03(\rR\abuckets\x12:\n" +
-	"\arecords\x18\x02 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecordsB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
+	"\arecords\x18\x02 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x1c\n" +
+	"\tdiffering\x18\x03 \x01(\rR\tdiffering\x12\x18\n" +
+	"\aentries\x18\x04 \x01(\x04R\aentries\x12\x1c\n" +
+	"\trefilling\x18\x05 \x01(\bR\trefillingB(Z&github.com/shardmesh/shardmesh/wire/pbb\x06proto3"
 
 var (
 	file_replica_proto_rawDescOnce sync.Once

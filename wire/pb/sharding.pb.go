@@ -478,10 +478,13 @@ func (x *Hosted) GetStopping() bool {
 }
 
 type Register struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Incarnation   uint64                 `protobuf:"varint,1,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
-	Proxy         bool                   `protobuf:"varint,2,opt,name=proxy,proto3" json:"proxy,omitempty"`
-	Hosted        []*Hosted              `protobuf:"bytes,3,rep,name=hosted,proto3" json:"hosted,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Incarnation uint64                 `protobuf:"varint,1,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Proxy       bool                   `protobuf:"varint,2,opt,name=proxy,proto3" json:"proxy,omitempty"`
+	Hosted      []*Hosted              `protobuf:"bytes,3,rep,name=hosted,proto3" json:"hosted,omitempty"`
+	// The region's member takes no new shards now (its store's disk is full); sent again
+	// whenever that changes.
+	NoNewShards   bool `protobuf:"varint,4,opt,name=no_new_shards,json=noNewShards,proto3" json:"no_new_shards,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -535,6 +538,13 @@ func (x *Register) GetHosted() []*Hosted {
 		return x.Hosted
 	}
 	return nil
+}
+
+func (x *Register) GetNoNewShards() bool {
+	if x != nil {
+		return x.NoNewShards
+	}
+	return false
 }
 
 type GetShardHome struct {
@@ -1238,11 +1248,12 @@ const file_sharding_proto_rawDesc = "" +
 	"\x06Hosted\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\bstopping\x18\x03 \x01(\bR\bstopping\"u\n" +
+	"\bstopping\x18\x03 \x01(\bR\bstopping\"\x99\x01\n" +
 	"\bRegister\x12 \n" +
 	"\vincarnation\x18\x01 \x01(\x04R\vincarnation\x12\x14\n" +
 	"\x05proxy\x18\x02 \x01(\bR\x05proxy\x121\n" +
-	"\x06hosted\x18\x03 \x03(\v2\x19.shardmesh.wire.v1.HostedR\x06hosted\"$\n" +
+	"\x06hosted\x18\x03 \x03(\v2\x19.shardmesh.wire.v1.HostedR\x06hosted\x12\"\n" +
+	"\rno_new_shards\x18\x04 \x01(\bR\vnoNewShards\"$\n" +
 	"\fGetShardHome\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\tR\x05shard\"v\n" +
 	"\n" +

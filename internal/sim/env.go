@@ -1,0 +1,105 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/wire"
+)
+
+// simEnv is a simulated member process as its core's Env: frames go over the simulated
+// network, store requests to the member's store (store.go), entities to the simulation's
+// entity runtime (entities.go), leases to the shared lease table (lease.go). Nothing here
+// calls back into the core while it flushes: what comes back is scheduled (or, for frames,
+// sent once the flush is over, so that a partition timed to an event of the flush falls
+// before them, as the leader's gossip of its own action leaves after the action).
+type simEnv struct {
+	s   *Sim
+	n   *Node
+	inc uint64 // the process this env belongs to
+
+	outbox []outFrame // frames of the flush in progress
+}
+
+type outFrame struct {
+	to     membership.NodeID
+	proto  protocol.ID
+	frame  []byte
+	done   func(error)
+	gossip bool
+}
+
+func (e *simEnv) Send(to membership.NodeID, proto protocol.ID, frame []byte, done func(error)) {
+	e.outbox = append(e.outbox, outFrame{to: to, proto: proto, frame: frame, done: done})
+}
+
+func (e *simEnv) Gossip(frame []byte) {
+	e.outbox = append(e.outbox, outFrame{frame: frame, gossip: true})
+}
+
+// dispatch sends the frames of the last flush, in order.
+func (e *simEnv) dispatch() {
+	out := e.outbox
+	e.outbox = nil
+	for _, f := range out {
+		if f.gossip {
+			e.gossip(f.frame)
+			continue
+		}
+		e.s.sendFrame(e.n, f.to, f.proto, f.frame, f.done)
+	}
+}
+
+// gossip delivers a sharding event to every other running member it reaches (best effort,
+// as gossipsub).
+func (e *simEnv) gossip(frame []byte) {
+	se, err := wire.DecodeEvent(frame)
+	if err != nil {
+		e.s.fail("%s gossiped a sharding event that does not decode: %v", e.n.ID, err)
+		return
+	}
+	se.Origin = e.n.ID
+	if e.s.meter != nil {
+		e.s.meter.gossip(e.n, frame, len(e.s.nodes)-2)
+	}
+	for _, to := range e.s.nodes[1:] {
+		if to == e.n || !to.Alive {
+			continue
+		}
+		inc := to.Incarnation
+		e.s.send(e.n, to, e.s.auxRng, func(to *Node) { e.s.input(to, inc, node.ShardingEventIn{Event: se}) }, nil)
+	}
+}
+
+func (e *simEnv) Store(id uint64, req node.StoreRequest) { e.n.store.request(id, req) }
+
+func (e *simEnv) Lease(op engine.LeaseOp) { e.s.leaseOp(e.n, op) }
+
+func (e *simEnv) ResolverLease(op membership.LeaseOp) { e.s.resolverLeaseOp(e.n, op) }
+
+func (e *simEnv) StartEntity(t *node.EntityType, ctx node.EntityContext) node.Incarnation {
+	return e.n.entities.start(t, ctx)
+}
+
+func (e *simEnv) Publish(ev node.Event) {
+	switch ev := ev.(type) {
+	case membership.Event:
+		e.s.observe(e.n, ev)
+	case engine.TypedEvent:
+		e.s.observeSharding(e.n, ev)
+	}
+}
+
+func (e *simEnv) Connect(membership.Member, bool) {}
+
+func (e *simEnv) Serving(time.Time) {}
+
+func (e *simEnv) KeepClusterSize(size uint32) { e.n.LastClusterSize = size }
+
+func (e *simEnv) Stopped(st membership.Stopped) { e.n.Stopped = &st }
+
+var _ node.Env = (*simEnv)(nil)

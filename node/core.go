@@ -1,0 +1,575 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/datadir"
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/region"
+	"github.com/shardmesh/shardmesh/shard"
+	"github.com/shardmesh/shardmesh/wire"
+)
+
+// Core is one member's decisions, driven one input at a time: the machines (engine:
+// membership, coordinators, regions, shards) and what the member decides around them —
+// the store requests it makes for remembered entities, coordinator terms, the operator's
+// directives and the placement history, and what it does with their answers; when it
+// serves; what it sends where. It never touches a socket, a disk, a goroutine or the clock:
+// inputs (Step) and the time (Tick) come in, and what it wants done goes to its Env.
+//
+// Node drives one from its loop goroutine, with libp2p, Badger and the entity workers
+// behind the Env. internal/sim drives one per simulated member from its event queue, on its
+// network, its disks and its virtual clock: the same code decides in both.
+//
+// A Core is owned by one goroutine (its driver). The methods that say so are safe from any
+// goroutine: they touch only what senders and entity workers share (the types registered,
+// the asks waiting, the directives in force, the metrics).
+type Core struct {
+	cfg  CoreConfig
+	self membership.Member
+	log  *slog.Logger
+	env  Env
+	eng  *engine.Engine
+	now  time.Time
+
+	ready engine.Ready               // reused output buffer
+	types map[string]*RegisteredType // owned by the driver
+	specs sync.Map                   // type name → *RegisteredType, for senders on any goroutine
+	asks  *asks
+
+	metrics     *metrics       // nil without metrics
+	typeMetrics []*typeMetrics // every registered type's
+
+	view atomic.Pointer[View]
+
+	// The serving lease (membership.Node.ServingUntil), as last given to the Env, and what
+	// the log was told of it.
+	servingUntil time.Time
+	servingShown bool      // ServingChanged was last told true
+	lapsedAt     time.Time // when serving last stopped (zero: serving, or never served)
+	lapseLogged  bool      // that stop was logged above debug level
+	sizeKept     uint32    // the last cluster size given to Env.KeepClusterSize
+	// The membership machine's count of view changes when the view was last published, and
+	// when convergence was last looked at (publishView).
+	viewChanges uint64
+	convergedAt time.Time
+
+	// A forming cluster waiting for members of the last one: since when, and the last warning.
+	quorumWaitSince, quorumWarned time.Time
+
+	delivered uint64 // messages handed to entities (LocalStats)
+	recovery  recoveryMeter
+
+	store      coreStore // store requests in flight and what waits on the store
+	terms      map[string]*termClaim
+	directives directiveState
+	history    historyState
+
+	stoppedTypes atomic.Pointer[map[string]bool] // entity types out of service (senders fail fast)
+}
+
+// CoreConfig configures a Core.
+type CoreConfig struct {
+	// Membership configures the membership machine (validated).
+	Membership membership.Config
+	// ShutdownTimeout bounds the graceful handoff when leaving.
+	ShutdownTimeout time.Duration
+	// ClusterName names the shards' leases.
+	ClusterName string
+	// History bounds the placement history; the zero value turns it off.
+	History HistoryConfig
+	// Logger receives the member's logs.
+	Logger *slog.Logger
+	// Metrics, when set, records the member's metrics.
+	Metrics *metrics
+	// ServingChanged: see Config.ServingChanged.
+	ServingChanged func(serving bool, at time.Time)
+}
+
+// Env is the world a Core acts on. Node implements it with libp2p, Badger, the entity
+// workers and the data directory; internal/sim with its network, disks and clock. The Core
+// calls it from its driver's goroutine; answers come back as inputs (Step) on that
+// goroutine too.
+type Env interface {
+	// Send hands a frame of a member protocol to member to, without blocking; done (when
+	// set) learns whether it was written, possibly from another goroutine.
+	Send(to membership.NodeID, proto protocol.ID, frame []byte, done func(error))
+	// Store carries out a store request; its result comes back as a StoreDone with id.
+	Store(id uint64, req StoreRequest)
+	// Lease carries out a shard lease operation: an acquisition is answered by a
+	// LeaseAcquired (and a lease lost later by a LeaseLost); a release is not answered.
+	Lease(op engine.LeaseOp)
+	// ResolverLease carries out an operation on the split-brain resolver's lease
+	// (lease-majority): an acquisition is answered by a ResolverLeaseResult, within
+	// lease-operation-timeout (a later answer is taken for a denial); a release is not
+	// answered.
+	ResolverLease(op membership.LeaseOp)
+	// StartEntity starts an incarnation of an entity of type t in the entity runtime. What
+	// ends it comes back as an EntityStopped, and its passivation as a Passivate.
+	StartEntity(t *EntityType, ctx EntityContext) Incarnation
+	// Publish tells local subscribers of an event (a membership.Event, an
+	// engine.TypedEvent, a wire.ShardingEvent).
+	Publish(ev Event)
+	// Gossip publishes a sharding event to the other members (best effort).
+	Gossip(frame []byte)
+	// Connect makes member m reachable (its addresses) and, when new, dials it.
+	Connect(m membership.Member, isNew bool)
+	// Serving tells the entity runtime until when this member may serve (the zero time:
+	// not now).
+	Serving(until time.Time)
+	// KeepClusterSize keeps the size of the cluster this member is Up in, for its next start
+	// (after the fact: nothing waits for it).
+	KeepClusterSize(size uint32)
+	// Stopped: the membership machine stopped this member (left, downed, removed).
+	Stopped(s membership.Stopped)
+}
+
+// Incarnation is an entity incarnation as the entity runtime runs it.
+type Incarnation interface {
+	// Enqueue queues a message (or the start or stop signal) for the incarnation's turns.
+	Enqueue(m *Message) error
+	// Close ends the incarnation at once and returns what it had queued.
+	Close() []*Message
+}
+
+// NewCore returns the core of member self at time now. cfg.Membership must have passed
+// Validate.
+func NewCore(cfg CoreConfig, self membership.Member, env Env, now time.Time) *Core {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Core{
+		cfg:   cfg,
+		self:  self,
+		log:   cfg.Logger,
+		env:   env,
+		now:   now,
+		eng:   engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true}, self, now),
+		types: map[string]*RegisteredType{},
+		asks:  newAsks(),
+
+		metrics: cfg.Metrics,
+		terms:   map[string]*termClaim{},
+	}
+	c.store.pending = map[uint64]storeWait{}
+	c.directives.due = true // read them at the first tick: coordinators here serve nothing before
+	c.publishView()
+	return c
+}
+
+// Self returns this member as it introduced itself.
+func (c *Core) Self() membership.Member { return c.self }
+
+// Engine returns the member's machines, for inspection on the driver's goroutine.
+func (c *Core) Engine() *engine.Engine { return c.eng }
+
+// View returns the latest membership snapshot; safe from any goroutine.
+func (c *Core) View() *View { return c.view.Load() }
+
+// ServingUntil returns until when this member may serve, as last computed.
+func (c *Core) ServingUntil() time.Time { return c.servingUntil }
+
+// Step takes one input at time now. What it leads to is carried out by Flush.
+func (c *Core) Step(now time.Time, in Input) {
+	c.now = now
+	switch in := in.(type) {
+	case Deliver:
+		if err := c.eng.Deliver(now, in.Type, in.Envelope); err != nil {
+			m := in.Envelope.Payload.(*Message)
+			c.Reject(in.Type, m, err)
+			m.credits.release()
+		}
+	case MemberMessage:
+		c.eng.StepMembership(now, in.From, in.Msg)
+	case CoordMessage:
+		c.eng.StepCoordination(now, in.From, in.Type, in.Msg)
+	case ShardingEventIn:
+		c.shardingEvent(now, in.Event)
+	case StoreDone:
+		c.storeDone(now, in.ID, in.Result)
+	case LeaseAcquired:
+		c.eng.LeaseAcquired(now, in.Op.Type, in.Op.Shard, in.Op.Gen, in.OK)
+	case LeaseLost:
+		c.eng.LeaseLost(now, in.Op.Type, in.Op.Shard, in.Op.Gen)
+	case ResolverLeaseResult:
+		c.eng.ResolverLeaseResult(now, in.Seq, in.Held)
+	case EntityStopped:
+		c.entityStopped(now, in)
+	case Passivate:
+		if t := c.types[in.Type]; t != nil && t.entities[in.Entity] == in.Inc {
+			c.eng.Passivate(now, in.Type, in.Shard, in.Entity)
+		}
+	case RegisterType:
+		in.Done(c.registerType(now, in.Spec))
+	case FormCluster:
+		c.eng.FormCluster(now)
+	case JoinVia:
+		c.eng.JoinVia(now, in.Seed)
+	case Leave:
+		c.eng.Leave(now)
+	case Down:
+		in.Done(c.eng.Down(now, in.Node))
+	case ChangeDirective:
+		c.changeDirective(in.Change, in.Done)
+	case StoreSpace:
+		c.eng.SetStoreFull(now, in.Full)
+	case Query:
+		in.Fn(now, c)
+	default:
+		panic(fmt.Sprintf("node: unknown input %T", in))
+	}
+}
+
+// Tick advances the machines' time and runs what is due: the recovery budget's sample,
+// store requests to retry, the directives' refresh, the history's writes.
+func (c *Core) Tick(now time.Time) {
+	c.now = now
+	c.eng.ObserveRecovery(now, c.recovery.take())
+	c.eng.Tick(now)
+	c.tickStore(now)
+	c.updateServing()
+	c.publishView()
+	c.sampleMetrics()
+}
+
+// Flush carries out what the machines asked for since the last Flush.
+func (c *Core) Flush() {
+	now := c.now
+	rd := &c.ready
+	for {
+		rd.Reset()
+		c.eng.Drain(rd)
+		if rd.Empty() {
+			c.flushStore()
+			c.flushMetrics()
+			return
+		}
+		for _, env := range rd.Membership {
+			c.sendMembership(env)
+		}
+		for _, m := range rd.Coordination {
+			c.env.Send(m.To, CoordProtocol, wire.AppendCoord(nil, m.Type, m.Msg), nil)
+		}
+		for _, f := range rd.Forwards {
+			c.forward(f)
+		}
+		for _, op := range rd.Entities {
+			c.applyEntityOp(now, op)
+		}
+		for _, op := range rd.Leases {
+			c.env.Lease(op)
+		}
+		for _, op := range rd.ResolverLease {
+			c.env.ResolverLease(op)
+		}
+		if len(rd.Store) > 0 {
+			c.storeOps(now, rd.Store)
+		}
+		for _, r := range rd.Rejected {
+			m := r.Envelope.Payload.(*Message)
+			c.Reject(r.Type, m, r.Err)
+			m.credits.release()
+		}
+		if len(rd.Members) > 0 || len(rd.Events) > 0 {
+			c.publishView()
+			c.updateServing()
+		}
+		for _, ev := range rd.Members {
+			c.logEvent(ev)
+			c.metrics.recordMemberEvent(ev)
+			c.react(ev)
+			c.env.Publish(ev)
+		}
+		for _, ev := range rd.Events {
+			switch e := ev.Event.(type) {
+			case engine.CoordinatorStarted:
+				c.wantDirectives() // a new coordinator reads them fresh from a majority
+				c.claimTerm(ev.Type, e.Term)
+			case coordinator.ShardAllocated:
+				c.recordPlacement(ev.Type, e, now)
+			}
+			c.logTypedEvent(ev)
+			c.recordTypedEvent(ev, now)
+			c.env.Publish(ev)
+			c.gossipEvent(ev, now)
+		}
+	}
+}
+
+// sendMembership sends a membership message to its member (a broadcast, To "", goes to
+// every member the machine knows; the machine addresses every message today).
+func (c *Core) sendMembership(env membership.Envelope) {
+	frame := wire.AppendMembership(nil, env.Msg)
+	if env.To != "" {
+		c.env.Send(env.To, MemberProtocol, frame, nil)
+		return
+	}
+	for _, m := range c.eng.Membership().Members() {
+		if m.Node != c.self.Node && m.Status < membership.Down {
+			c.env.Send(m.Node, MemberProtocol, frame, nil)
+		}
+	}
+}
+
+// react connects to members as they appear and stops the member when the machine says so.
+func (c *Core) react(ev membership.Event) {
+	switch e := ev.(type) {
+	case membership.MemberChanged:
+		if e.Member.Node == c.self.Node || e.Member.Status >= membership.Down {
+			return
+		}
+		c.env.Connect(e.Member, e.New)
+	case membership.Stopped:
+		c.env.Stopped(e)
+	}
+}
+
+// updateServing gives the entity runtime the lease deadline and tells when serving started
+// or stopped (logs, CoreConfig.ServingChanged).
+func (c *Core) updateServing() {
+	until := c.eng.Membership().ServingUntil()
+	prev := c.servingUntil
+	status := func() membership.Status { return c.eng.Membership().Self().Status }
+	if !until.Equal(prev) {
+		c.servingUntil = until
+		c.env.Serving(until)
+	}
+	c.showServing(prev, until, status)
+}
+
+// lapseWarnAfter is how long a member that is Up goes without serving before it warns: a
+// member that joins, or sees another join, may lapse for the moment its first grants take.
+const lapseWarnAfter = time.Second
+
+// showServing tells a change of serving: stopped at prev when the lease ran out before now
+// (renewed since or not), at now when it was withdrawn early; started at now. status is
+// this member's (for the log). Config's
+// ServingChanged hears every change at once; the log warns of a lapse while Up only once it
+// has lasted lapseWarnAfter.
+func (c *Core) showServing(prev, until time.Time, status func() membership.Status) {
+	now := c.now
+	if c.servingShown && (!prev.After(now) || !until.After(now)) {
+		c.servingShown = false
+		c.lapsedAt = prev
+		if now.Before(prev) {
+			c.lapsedAt = now
+		}
+		c.lapseLogged = false
+		if st := status(); st != membership.Up { // leaving, downed, removed: no lapse
+			c.lapseLogged = true
+			c.log.Info("stopped serving", "status", st.String(), "since", c.lapsedAt.Format(time.RFC3339Nano))
+		}
+		if c.cfg.ServingChanged != nil {
+			c.cfg.ServingChanged(false, c.lapsedAt)
+		}
+	}
+	switch {
+	case !c.servingShown && until.After(now):
+		c.servingShown = true
+		switch {
+		case c.lapsedAt.IsZero():
+			c.log.Info("serving: Up and heard by a majority of the members")
+		case c.lapseLogged:
+			c.log.Info("serving again: Up and heard by a majority of the members", "after", now.Sub(c.lapsedAt).Round(time.Millisecond).String())
+		default:
+			c.log.Debug("serving again after a short lapse", "after", now.Sub(c.lapsedAt).Round(time.Millisecond).String())
+		}
+		c.lapsedAt, c.lapseLogged = time.Time{}, false
+		if c.cfg.ServingChanged != nil {
+			c.cfg.ServingChanged(true, now)
+		}
+	case !c.servingShown && !c.lapseLogged && !c.lapsedAt.IsZero() && now.Sub(c.lapsedAt) >= lapseWarnAfter:
+		c.lapseLogged = true
+		c.log.Warn("not serving: no agreeing heartbeats from a majority of the members within acceptable-heartbeat-pause (cut off, or this process was paused); its entities wait",
+			"since", c.lapsedAt.Format(time.RFC3339Nano))
+	}
+}
+
+// View is a consistent snapshot of the membership as this member sees it, safe to read from
+// any goroutine.
+type View struct {
+	Self        membership.NodeID
+	Joined      bool
+	Members     []membership.Member
+	Unreachable []membership.NodeID
+	Leader      membership.NodeID
+	Oldest      membership.NodeID
+	Converged   bool
+	// RestartNeed and RestartJoined: a restarted cluster moves no member Up before
+	// RestartNeed members have joined (membership.Node.RestartQuorum; RestartWait says it
+	// in words); RestartJoined have. RestartNeed is 0 when it does not wait.
+	RestartNeed, RestartJoined int
+
+	// replicas are the members whose replicas count in store quorums (replicaMembers): the
+	// same slice while they do not change.
+	replicas []membership.NodeID
+	// voters are the membership's whole of voters (membership.Node.VoterWhole): the replicas
+	// of the store's VoterPrefixes, the same slice while they do not change.
+	voters []membership.NodeID
+}
+
+// Replicas returns the members whose replicas count in store quorums: every member but
+// those leaving, down or removed (see replicasOf). The same slice comes back while they do
+// not change.
+func (v *View) Replicas() []membership.NodeID { return v.replicas }
+
+// convergedEvery is how often publishView looks at convergence while the view does not
+// change (it costs a look at every member; only the admin view shows it).
+const convergedEvery = time.Second
+
+// publishView publishes the view's snapshot, at every tick and after every change. While
+// the membership machine reports no change of its view (members, reachability, leader),
+// the last snapshot's members stand and a tick costs nothing per member of the cluster:
+// only convergence and the restart quorum are looked at again, convergence once a second.
+func (c *Core) publishView() {
+	m := c.eng.Membership()
+	prev := c.view.Load()
+	if prev != nil && c.viewChanges == m.Changes() {
+		converged := prev.Converged
+		if c.now.Sub(c.convergedAt) >= convergedEvery {
+			converged, c.convergedAt = m.Convergence(), c.now
+		}
+		need, joined := m.RestartQuorum()
+		if converged != prev.Converged || need != prev.RestartNeed || joined != prev.RestartJoined || m.Joined() != prev.Joined {
+			v := *prev
+			v.Converged, v.RestartNeed, v.RestartJoined, v.Joined = converged, need, joined, m.Joined()
+			c.view.Store(&v)
+			prev = &v
+		}
+		c.warnRestartQuorum(prev)
+		return
+	}
+	c.viewChanges, c.convergedAt = m.Changes(), c.now
+	v := &View{Self: c.self.Node, Joined: m.Joined(), Members: m.Members(), Leader: m.Leader(), Converged: m.Convergence()}
+	v.RestartNeed, v.RestartJoined = m.RestartQuorum()
+	if o, ok := m.Oldest(""); ok {
+		v.Oldest = o.Node
+	}
+	for _, mem := range v.Members {
+		if m.Unreachable(mem.Node) {
+			v.Unreachable = append(v.Unreachable, mem.Node)
+		}
+	}
+	slices.Sort(v.Unreachable)
+	v.replicas = replicasOf(v.Members, prev)
+	v.voters = m.VoterWhole()
+	if prev != nil && slices.Equal(prev.voters, v.voters) {
+		v.voters = prev.voters
+	}
+	c.view.Store(v)
+	if size, ok := m.ClusterSize(); ok && size != c.sizeKept {
+		c.sizeKept = size
+		c.env.KeepClusterSize(size)
+	}
+	c.warnRestartQuorum(v)
+	c.metrics.recordView(v)
+}
+
+// warnRestartQuorum logs membership.RestartWait once the wait has lasted 5 s, and every 10 s
+// while it lasts (a restart of a whole cluster waits a moment for its members as they start,
+// which is no news).
+func (c *Core) warnRestartQuorum(v *View) {
+	why := membership.RestartWait(v.RestartNeed, v.RestartJoined)
+	if why == "" || !v.Joined {
+		c.quorumWaitSince = time.Time{}
+		return
+	}
+	now := c.now
+	if c.quorumWaitSince.IsZero() {
+		c.quorumWaitSince = now
+	}
+	if now.Sub(c.quorumWaitSince) < 5*time.Second || now.Sub(c.quorumWarned) < 10*time.Second {
+		return
+	}
+	c.quorumWarned = now
+	c.log.Warn("waiting for members of the last cluster: " + why)
+}
+
+// registerType starts hosting an entity type (or proxying it, on a member without the
+// type's role).
+func (c *Core) registerType(now time.Time, spec EntityType) error {
+	if strings.Contains(spec.Name, datadir.Sep) {
+		return fmt.Errorf("entity type %q: a name may not contain a 0 byte", spec.Name)
+	}
+	if spec.Name == "" || spec.New == nil || spec.Extractor == nil || spec.EncodeMessage == nil || spec.DecodeMessage == nil ||
+		spec.EncodeReply == nil || spec.DecodeReply == nil {
+		return fmt.Errorf("entity type %q: Name, New, Extractor and the codecs are required", spec.Name)
+	}
+	spec.Settings.Name = spec.Name
+	if _, dup := c.types[spec.Name]; dup {
+		return fmt.Errorf("entity type %q is already registered", spec.Name)
+	}
+	if err := c.eng.AddType(now, spec.Settings); err != nil {
+		return err
+	}
+	t := &RegisteredType{spec: spec, credits: newCredits(spec.Settings.Region.BufferSize), entities: map[shard.EntityID]Incarnation{},
+		m: c.metrics.forType(spec.Name)}
+	c.types[spec.Name] = t
+	c.specs.Store(spec.Name, t)
+	if t.m != nil {
+		c.typeMetrics = append(c.typeMetrics, t.m)
+	}
+	return nil
+}
+
+// Sender returns a registered type for senders on any goroutine (its spec and credits), or
+// an error for a type not registered or out of service. Safe from any goroutine.
+func (c *Core) Sender(typ string) (*RegisteredType, error) {
+	v, ok := c.specs.Load(typ)
+	if !ok {
+		return nil, unknownType(typ)
+	}
+	if c.typeStopped(typ) {
+		return nil, fmt.Errorf("send to %s: %w", typ, ErrTypeStopped)
+	}
+	return v.(*RegisteredType), nil
+}
+
+// Registered returns entity type typ as registered here, in service or not (nil when it is
+// not registered). Safe from any goroutine.
+func (c *Core) Registered(typ string) *RegisteredType {
+	if v, ok := c.specs.Load(typ); ok {
+		return v.(*RegisteredType)
+	}
+	return nil
+}
+
+// TypeNames returns the entity types registered on this member, sorted. Safe from any
+// goroutine.
+func (c *Core) TypeNames() []string {
+	var names []string
+	c.specs.Range(func(k, _ any) bool {
+		names = append(names, k.(string))
+		return true
+	})
+	slices.Sort(names)
+	return names
+}
+
+// NewDeliver addresses m to entity id of type t: the input that delivers it. Safe from
+// any goroutine.
+func NewDeliver(t *RegisteredType, id string, m *Message) (Deliver, error) {
+	if id == "" {
+		return Deliver{}, errors.New("entity id is empty")
+	}
+	eid := shard.EntityID(id)
+	return Deliver{Type: t.spec.Name, Envelope: region.Envelope{Shard: t.spec.Extractor.ShardID(eid), Entity: eid, Payload: m}}, nil
+}
+
+// typeStopped reports whether an operator took entity type typ out of service. Safe from
+// any goroutine.
+func (c *Core) typeStopped(typ string) bool {
+	m := c.stoppedTypes.Load()
+	return m != nil && (*m)[typ]
+}

@@ -1,0 +1,123 @@
+package node
+
+import (
+	"time"
+
+	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/engine"
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/region"
+	"github.com/shardmesh/shardmesh/shard"
+	"github.com/shardmesh/shardmesh/wire"
+)
+
+// Input is one thing for a Core to take in (Core.Step): the sealed set below. Node's loop
+// goroutine feeds them from the network, the entity workers, the store and the API; the
+// simulation feeds them from its event queue.
+type Input interface{ isInput() }
+
+// The inputs. Deliver is the common case and is passed by value; the others are rare.
+type (
+	// Deliver is a message for an entity: sent on this member (Tell, Ask) or forwarded here
+	// by another member's region.
+	Deliver struct {
+		Type     string
+		Envelope region.Envelope // Payload is a *Message
+	}
+	// MemberMessage is a membership protocol message from another member.
+	MemberMessage struct {
+		From membership.NodeID
+		Msg  membership.Message
+	}
+	// CoordMessage is a coordinator protocol message from another member's coordinator or
+	// region (or a shard home learned from a sharding event).
+	CoordMessage struct {
+		From membership.NodeID
+		Type string
+		Msg  coordinator.Message
+	}
+	// ShardingEventIn is a sharding event another member published.
+	ShardingEventIn struct{ Event wire.ShardingEvent }
+	// StoreDone answers a store request the core made (Env.Store).
+	StoreDone struct {
+		ID     uint64
+		Result StoreResult
+	}
+	// LeaseAcquired answers a lease acquisition (Env.Lease).
+	LeaseAcquired struct {
+		Op engine.LeaseOp
+		OK bool
+	}
+	// LeaseLost reports a held lease lost.
+	LeaseLost struct{ Op engine.LeaseOp }
+	// ResolverLeaseResult answers acquisition Seq of the split-brain resolver's lease
+	// (Env.ResolverLease): Held reports whether this member holds it now.
+	ResolverLeaseResult struct {
+		Seq  uint64
+		Held bool
+	}
+	// EntityStopped reports an incarnation that ended (it stopped, failed, or was stopped
+	// by force), with the messages it had not handled.
+	EntityStopped struct {
+		Type      string
+		Shard     shard.ID
+		Entity    shard.EntityID
+		Inc       Incarnation
+		Remaining []*Message
+	}
+	// Passivate is an entity asking to be stopped (EntityContext.Passivate): Inc, not a
+	// later incarnation.
+	Passivate struct {
+		Type   string
+		Shard  shard.ID
+		Entity shard.EntityID
+		Inc    Incarnation
+	}
+	// RegisterType starts hosting an entity type; Done hears the outcome.
+	RegisterType struct {
+		Spec EntityType
+		Done func(error)
+	}
+	// FormCluster starts a new cluster with this member.
+	FormCluster struct{}
+	// JoinVia asks Seed to admit this member.
+	JoinVia struct{ Seed membership.NodeID }
+	// Leave starts a graceful leave: every shard is handed off, then the member leaves.
+	Leave struct{}
+	// Down marks Node Down, as an operator would; Done hears whether it was a member.
+	Down struct {
+		Node membership.NodeID
+		Done func(bool)
+	}
+	// ChangeDirective stores a change of the operator's directives and applies it; Done
+	// hears the outcome once the directives in force were read back.
+	ChangeDirective struct {
+		Change DirectiveChange
+		Done   func(error)
+	}
+	// StoreSpace says whether the member's store refuses writes for want of disk space: its
+	// regions then take no new shards (StoreSpace{Full: false} takes them again).
+	StoreSpace struct{ Full bool }
+	// Query runs Fn with read access to the core, for inspection (admin). Fn must not change
+	// anything.
+	Query struct{ Fn func(now time.Time, c *Core) }
+)
+
+func (Deliver) isInput()             {}
+func (MemberMessage) isInput()       {}
+func (CoordMessage) isInput()        {}
+func (ShardingEventIn) isInput()     {}
+func (StoreDone) isInput()           {}
+func (LeaseAcquired) isInput()       {}
+func (LeaseLost) isInput()           {}
+func (ResolverLeaseResult) isInput() {}
+func (EntityStopped) isInput()       {}
+func (Passivate) isInput()           {}
+func (RegisterType) isInput()        {}
+func (FormCluster) isInput()         {}
+func (JoinVia) isInput()             {}
+func (Leave) isInput()               {}
+func (Down) isInput()                {}
+func (ChangeDirective) isInput()     {}
+func (StoreSpace) isInput()          {}
+func (Query) isInput()               {}

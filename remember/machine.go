@@ -1,0 +1,438 @@
+package remember
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shardmesh/shardmesh/membership"
+	"github.com/shardmesh/shardmesh/wire"
+	"github.com/shardmesh/shardmesh/wire/pb"
+)
+
+// NodeID names a member: the text form of its peer id.
+type NodeID = membership.NodeID
+
+// Machine is one member's replica of the store and the client of the rounds it starts, as a
+// deterministic state machine: it never touches a disk, a socket, a goroutine or the clock.
+// Calls (Write, Get, Scan), peers' frames (Receive), disk results (DiskDone) and the time
+// (Tick) go in; frames to send, disk operations and answers come out of Ready. Store drives
+// one with Badger and libp2p; internal/sim drives one per simulated member, on a MemDisk.
+//
+// Everything the store decides is decided here or in applyOps: quorums, batching, read
+// repair, anti-entropy, and (on the disk) fencing and the merge rule.
+type Machine struct {
+	cfg  MachineConfig
+	rng  *rand.Rand
+	now  time.Time
+	self NodeID
+
+	clock    uint64 // Lamport clock: the counter of this member's last write, or higher
+	dig      digest // of what the local replica holds, as the disk reported it
+	replicas []NodeID
+	voters   []NodeID // the replicas of VoterPrefixes' keys (SetVoters)
+
+	nextCall CallID
+	nextReq  uint64 // request ids on the wire
+	nextDisk uint64
+
+	writeQueue  []*writeCall
+	readQueue   []*readCall
+	writeRounds int // in flight
+	readRounds  int
+
+	pending map[uint64]pendingRequest // rounds and exchanges waiting for peers, by request id
+	disk    map[uint64]func(DiskResult)
+
+	serving    int          // peers' reads being read from the disk
+	serveQueue []servedRead // waiting for one to finish
+
+	ae antiEntropy
+	rf refill
+
+	out   Ready
+	stats Stats
+}
+
+// MachineConfig configures a Machine: the quorum, timing and identity part of Config.
+type MachineConfig struct {
+	// Self is this member.
+	Self NodeID
+	// WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap, MajorityPrefixes and
+	// VoterPrefixes: as in Config (zero values take the defaults). The voters of
+	// VoterPrefixes are given with SetVoters.
+	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
+	MajorityPrefixes, VoterPrefixes                     []string
+	// AntiEntropyInterval and Timeout: as in Config.
+	AntiEntropyInterval time.Duration
+	Timeout             time.Duration
+	// Seed seeds the machine's random choices (anti-entropy peers and timing, the first
+	// request id): Store seeds it at random, the simulation from its own seed.
+	Seed uint64
+	// OnRound, when set, is told the size of every round the machine starts (metrics).
+	OnRound func(kind string, n int)
+	// Returning: the member ran before with this disk (it is not new): at its first
+	// anti-entropy round it compares how many keys it opened with to what the peer holds,
+	// and refills when it holds far fewer (machine_refill.go).
+	Returning bool
+}
+
+// validate fills zero fields with their defaults and rejects what cannot work.
+func (c *MachineConfig) validate() []error {
+	var errs []error
+	if c.Self == "" {
+		errs = append(errs, configError("Self", "required"))
+	}
+	fill := func(name string, v *int, def int) {
+		switch {
+		case *v == 0:
+			*v = def
+		case *v == PlusNone:
+			*v = 0
+		case *v < 0:
+			errs = append(errs, configError(name, "%d, want >= 0, PlusNone or AllMembers", *v))
+		}
+	}
+	fill("WriteMajorityPlus", &c.WriteMajorityPlus, DefaultWriteMajorityPlus)
+	fill("ReadMajorityPlus", &c.ReadMajorityPlus, DefaultReadMajorityPlus)
+	if c.MajorityMinCap == 0 {
+		c.MajorityMinCap = DefaultMajorityMinCap
+	} else if c.MajorityMinCap < 0 {
+		errs = append(errs, configError("MajorityMinCap", "%d, want >= 1", c.MajorityMinCap))
+	}
+	if c.AntiEntropyInterval == 0 {
+		c.AntiEntropyInterval = DefaultAntiEntropyInterval
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	} else if c.Timeout < 0 {
+		errs = append(errs, configError("Timeout", "%v, want > 0", c.Timeout))
+	}
+	return errs
+}
+
+// CallID names a call (Write, Get, Scan) of a Machine; its Answer carries it.
+type CallID uint64
+
+// Ready is what the machine wants done since the last call to Ready: frames for peers,
+// operations for the local disk (carry applies out in order), and answers to calls. No
+// field depends on the durability of another: a write is answered only once the disk
+// reported it stored.
+type Ready struct {
+	Sends   []Send
+	Disk    []DiskOp
+	Answers []Answer
+}
+
+// Empty reports whether there is nothing to do.
+func (r *Ready) Empty() bool { return len(r.Sends) == 0 && len(r.Disk) == 0 && len(r.Answers) == 0 }
+
+// Send is a frame of the replica protocol for member To.
+type Send struct {
+	To    NodeID
+	Frame []byte
+}
+
+// Answer ends a call: Write (Err only), Get (Record, Found), Scan (Records: live records,
+// sorted by key).
+type Answer struct {
+	Call    CallID
+	Record  Record
+	Found   bool
+	Records []Record
+	Err     error
+}
+
+// NewMachine returns the machine of a replica whose disk holds st. cfg is validated (zero
+// fields take their defaults).
+func NewMachine(cfg MachineConfig, st DiskState, now time.Time) (*Machine, error) {
+	if errs := cfg.validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("remember config: %w", errors.Join(errs...))
+	}
+	m := &Machine{
+		cfg:     cfg,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x7265706c)),
+		now:     now,
+		self:    cfg.Self,
+		dig:     st.dig,
+		pending: map[uint64]pendingRequest{},
+		disk:    map[uint64]func(DiskResult){},
+	}
+	// Counters this member handed out just before a crash may have reached other replicas
+	// without reaching its own disk: the gap keeps its next writes ordered after them.
+	m.clock = st.maxCounter + clockRestartGap
+	// Request ids start at a random point, so answers meant for a previous process of this
+	// member match nothing.
+	m.nextReq = m.rng.Uint64() >> 1
+	m.ae.next = now.Add(m.aeJitter())
+	m.rf.compare, m.rf.openKeys = cfg.Returning, uint64(st.entries)
+	return m, nil
+}
+
+// Ready returns and clears what the machine wants done.
+func (m *Machine) Ready() Ready {
+	r := m.out
+	m.out = Ready{}
+	return r
+}
+
+// Stats returns the machine's counters.
+func (m *Machine) Stats() Stats { return m.stats }
+
+// Self returns this member.
+func (m *Machine) Self() NodeID { return m.self }
+
+// SetReplicas sets the members whose replicas count in the rounds it starts from now on
+// (Up, Leaving, …; not Removed or Down): this member is added if missing.
+func (m *Machine) SetReplicas(members []NodeID) {
+	out := m.replicas[:0]
+	out = append(out, m.self)
+	for _, id := range members {
+		if id != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	m.replicas = out
+}
+
+// SetVoters sets the replicas of the keys under VoterPrefixes from now on: the members the
+// membership's majorities are taken of (this member is one only if listed).
+func (m *Machine) SetVoters(voters []NodeID) {
+	out := m.voters[:0]
+	for _, id := range voters {
+		if id != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	m.voters = out
+}
+
+// replicaSet returns a copy of the replicas a round of quorum q asks: the replicas, this
+// member first, or the voters (this member among them only if it is one).
+func (m *Machine) replicaSet(q quorum) []NodeID {
+	switch {
+	case q == ofVoters:
+		return slices.Clone(m.voters)
+	case len(m.replicas) == 0:
+		return []NodeID{m.self}
+	}
+	return slices.Clone(m.replicas)
+}
+
+// others returns the replicas of asked but this member: those a round sends its frame to.
+func (m *Machine) others(asked []NodeID) []NodeID {
+	out := make([]NodeID, 0, len(asked))
+	for _, p := range asked {
+		if p != m.self {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Receive handles a frame of the replica protocol from member from. A frame that does not
+// decode is counted, dropped and returned as an error.
+func (m *Machine) Receive(now time.Time, from NodeID, frame []byte) error {
+	env, err := wire.DecodeReplica(frame)
+	if err != nil {
+		m.stats.Malformed++
+		return err
+	}
+	m.ReceiveEnvelope(now, from, env)
+	return nil
+}
+
+// ReceiveEnvelope handles a decoded frame (wire.DecodeReplica validated it).
+func (m *Machine) ReceiveEnvelope(now time.Time, from NodeID, env *pb.ReplicaEnvelope) {
+	m.now = now
+	switch msg := env.Msg.(type) {
+	case *pb.ReplicaEnvelope_Write:
+		m.serveWrite(from, env.RequestId, fromPBs(msg.Write.Records, false))
+	case *pb.ReplicaEnvelope_Read:
+		m.serveRead(from, env.RequestId, msg.Read)
+	case *pb.ReplicaEnvelope_Repair:
+		recs := fromPBs(msg.Repair.Records, false)
+		m.observe(recs)
+		m.apply(applyOp{kind: opMerge, recs: recs}, func(DiskResult) {})
+	case *pb.ReplicaEnvelope_Digest:
+		m.serveDigest(from, env.RequestId, msg.Digest.Buckets)
+	default: // answers
+		p := m.pending[env.RequestId]
+		if p == nil || !p.from(from) {
+			m.stats.LateAnswers++
+			return
+		}
+		p.answer(m, from, env)
+	}
+}
+
+// DiskDone hands the machine the result of a disk operation it asked for.
+func (m *Machine) DiskDone(now time.Time, res DiskResult) {
+	m.now = now
+	done := m.disk[res.ID]
+	if done == nil {
+		return
+	}
+	delete(m.disk, res.ID)
+	for i := range res.changes {
+		c := &res.changes[i]
+		m.dig.update(c.key, &c.before, &c.after)
+		m.clock = max(m.clock, c.after.rec.Version.Counter)
+	}
+	for _, a := range res.applied {
+		m.stats.Refused += uint64(len(a.refused))
+		m.stats.Merged += uint64(a.changed)
+	}
+	done(res)
+}
+
+// Tick advances the machine's time: rounds past their timeout fail, anti-entropy runs.
+func (m *Machine) Tick(now time.Time) {
+	m.now = now
+	var expired []uint64
+	for id, p := range m.pending {
+		if !now.Before(p.deadline()) {
+			expired = append(expired, id)
+		}
+	}
+	slices.Sort(expired) // the order answers go out in must not depend on a map's
+	for _, id := range expired {
+		if p := m.pending[id]; p != nil {
+			p.expire(m)
+		}
+	}
+	m.tickAntiEntropy()
+}
+
+// NextDeadline returns when the machine next needs a Tick (a round's timeout, anti-entropy),
+// so a runtime can sleep until then.
+func (m *Machine) NextDeadline() time.Time {
+	var next time.Time
+	if m.cfg.AntiEntropyInterval > 0 {
+		next = m.ae.wake()
+	}
+	for _, p := range m.pending {
+		if d := p.deadline(); next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
+	return next
+}
+
+// pendingRequest is a round or exchange waiting for peers' answers to one request id.
+type pendingRequest interface {
+	// from reports whether member p was asked (only their answers count).
+	from(p NodeID) bool
+	answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope)
+	deadline() time.Time
+	// expire ends it at its deadline.
+	expire(m *Machine)
+}
+
+// request registers p under a new request id.
+func (m *Machine) request(p pendingRequest) uint64 {
+	m.nextReq++
+	if m.nextReq == 0 {
+		m.nextReq++
+	}
+	m.pending[m.nextReq] = p
+	return m.nextReq
+}
+
+func (m *Machine) send(to NodeID, env *pb.ReplicaEnvelope) {
+	m.sendFrame(to, wire.AppendReplica(nil, env))
+}
+
+func (m *Machine) sendFrame(to NodeID, frame []byte) {
+	m.out.Sends = append(m.out.Sends, Send{To: to, Frame: frame})
+}
+
+// disk asks for a disk operation; done gets its result.
+func (m *Machine) diskOp(op DiskOp, done func(DiskResult)) {
+	m.nextDisk++
+	op.ID = m.nextDisk
+	m.disk[op.ID] = done
+	m.out.Disk = append(m.out.Disk, op)
+}
+
+// apply asks the disk to apply one operation.
+func (m *Machine) apply(op applyOp, done func(DiskResult)) {
+	m.diskOp(DiskOp{Kind: DiskApply, apply: []applyOp{op}}, done)
+}
+
+func (m *Machine) answerCall(a Answer) { m.out.Answers = append(m.out.Answers, a) }
+
+// tick returns the next counter of this member's clock.
+func (m *Machine) tick() uint64 {
+	m.clock++
+	return m.clock
+}
+
+// observe advances the clock past every counter in recs.
+func (m *Machine) observe(recs []entry) {
+	for i := range recs {
+		m.clock = max(m.clock, recs[i].rec.Version.Counter)
+	}
+}
+
+// quorum is whose answers an operation on a key needs, and how many.
+type quorum uint8
+
+const (
+	withPlus quorum = iota // a majority of the replicas plus Write/ReadMajorityPlus, at least MajorityMinCap
+	majority               // a plain majority of the replicas, at least MajorityMinCap: MajorityPrefixes
+	ofVoters               // a plain majority of the voters: VoterPrefixes
+)
+
+// quorumOf returns the quorum key (or every key under the prefix key) takes.
+func (m *Machine) quorumOf(key string) quorum {
+	under := func(prefixes []string) bool {
+		for _, p := range prefixes {
+			if strings.HasPrefix(key, p) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case under(m.cfg.VoterPrefixes):
+		return ofVoters
+	case under(m.cfg.MajorityPrefixes):
+		return majority
+	}
+	return withPlus
+}
+
+// need is how many of n replicas must answer an operation of quorum q, plus being
+// WriteMajorityPlus or ReadMajorityPlus.
+func (m *Machine) need(n, plus int, q quorum) int {
+	switch q {
+	case majority:
+		return Required(n, 0, m.cfg.MajorityMinCap)
+	case ofVoters:
+		return n/2 + 1
+	}
+	return Required(n, plus, m.cfg.MajorityMinCap)
+}
+
+// Stats counts what a store did since it opened.
+type Stats struct {
+	Writes        uint64        // writes of Write calls
+	WriteRounds   uint64        // rounds (one frame per peer) they went out in
+	Reads         uint64        // keys of Get and GetFenced calls
+	ReadRounds    uint64        // rounds they went out in
+	Scans         uint64        // Scan calls
+	Commits       uint64        // local group commits (one fsync each; Store only)
+	CommitTime    time.Duration // time spent in them (Store only)
+	Refused       uint64        // writes this replica refused for fencing
+	Merged        uint64        // entries read repair and anti-entropy changed here
+	Repairs       uint64        // records sent to replicas that lagged (read repair, anti-entropy)
+	SyncRounds    uint64        // anti-entropy rounds that found differences
+	Malformed     uint64        // frames from peers that did not decode
+	FramesDropped uint64        // frames not sent (peer unreachable, queue full; Store only)
+	LateAnswers   uint64        // answers that came after their round ended
+	Refilled      uint64        // refills finished
+}
