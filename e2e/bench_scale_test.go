@@ -17,8 +17,8 @@ import (
 // /proc. Then 32 more start, one after the other; measured are the time from the last start
 // until every member is Up in the first member's view (and in the last one's), and the
 // idle CPU per member at 40 over the same window. Targets (issue 20): all Up within 30 s
-// of the last start, CPU per member at 40 no more than 1.5 times that at 8. Prints benchmark
-// lines for scripts/bench and docs/benchmarks.md.
+// of the last start, CPU per member at 40 no more than 1.5 times that at 8. Prints the
+// figures as benchmark lines too (docs/benchmarks.md has a run).
 func TestBenchScale(t *testing.T) {
 	if os.Getenv("SHARDMESH_BENCH_SCALE") == "" {
 		t.Skip("set SHARDMESH_BENCH_SCALE=1 to run (40 daemons)")

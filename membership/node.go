@@ -49,6 +49,11 @@ type Node struct {
 	leader      NodeID
 	unreachable map[NodeID]bool
 
+	// converged is Convergence's last answer, good while changes is convergedAt and no peer
+	// reported another digest since (convergedOK).
+	converged, convergedOK bool
+	convergedAt            uint64
+
 	sbrSignature   string        // the unreachable set and counted members when it last changed
 	sbrSince       time.Time     // when sbrSignature last changed
 	pvRecords      []reachRecord // the resolver's reading of the observations at pvRecordsAt (resolverView)
@@ -394,8 +399,15 @@ func (n *Node) OldestUp(role string) (Member, bool) {
 	return *best.clone(), true
 }
 
-// Convergence reports whether every reachable member has seen this member's view.
-func (n *Node) Convergence() bool { return n.convergence() }
+// Convergence reports whether every reachable member has seen this member's view. It looks
+// at every member only after the view changed or a peer reported another digest: a reader
+// may ask at every tick.
+func (n *Node) Convergence() bool {
+	if !n.convergedOK || n.convergedAt != n.changes {
+		n.converged, n.convergedOK, n.convergedAt = n.convergence(), true, n.changes
+	}
+	return n.converged
+}
 
 // Serving reports whether this member may serve work at now; see ServingUntil.
 func (n *Node) Serving(now time.Time) bool { return now.Before(n.ServingUntil()) }
@@ -610,6 +622,7 @@ func (n *Node) peer(id NodeID, inc uint64) *peer {
 		p = &peer{incarnation: inc, fd: newPhiDetector(n.cfg.FailureDetector)}
 		p.fd.assume(n.now)
 		n.peers[id] = p
+		n.convergedOK = false
 	}
 	return p
 }
@@ -640,7 +653,10 @@ func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool, beatSeq
 			n.ackHeartbeat()
 		}
 	}
-	p.digest, p.hasDigest = digest, true
+	if !p.hasDigest || p.digest != digest {
+		p.digest, p.hasDigest = digest, true
+		n.convergedOK = false
+	}
 	if n.agrees(digest) {
 		if sent, ok := n.beatSentAt(echo); ok && sent.After(p.agreedAt) {
 			p.agreedAt = sent
@@ -772,6 +788,7 @@ func (n *Node) forgetPeers() {
 		if m, ok := n.v.members[id]; !ok || !m.countsAsMember() ||
 			(!n.neighbors[id] && n.now.Sub(p.fd.last) > 2*n.cfg.FailureDetector.AcceptableHeartbeatPause) {
 			delete(n.peers, id)
+			n.convergedOK = false
 		}
 	}
 }

@@ -60,10 +60,9 @@ type Core struct {
 	lapsedAt     time.Time // when serving last stopped (zero: serving, or never served)
 	lapseLogged  bool      // that stop was logged above debug level
 	sizeKept     uint32    // the last cluster size given to Env.KeepClusterSize
-	// The membership machine's count of view changes when the view was last published, and
-	// when convergence was last looked at (publishView).
+	// The membership machine's count of view changes when the view was last published
+	// (publishView).
 	viewChanges uint64
-	convergedAt time.Time
 
 	// A forming cluster waiting for members of the last one: since when, and the last warning.
 	quorumWaitSince, quorumWarned time.Time
@@ -424,22 +423,15 @@ type View struct {
 // not change.
 func (v *View) Replicas() []membership.NodeID { return v.replicas }
 
-// convergedEvery is how often publishView looks at convergence while the view does not
-// change (it costs a look at every member; only the admin view shows it).
-const convergedEvery = time.Second
-
 // publishView publishes the view's snapshot, at every tick and after every change. While
 // the membership machine reports no change of its view (members, reachability, leader),
 // the last snapshot's members stand and a tick costs nothing per member of the cluster:
-// only convergence and the restart quorum are looked at again, convergence once a second.
+// only convergence (memoized by the machine) and the restart quorum are looked at again.
 func (c *Core) publishView() {
 	m := c.eng.Membership()
 	prev := c.view.Load()
 	if prev != nil && c.viewChanges == m.Changes() {
-		converged := prev.Converged
-		if c.now.Sub(c.convergedAt) >= convergedEvery {
-			converged, c.convergedAt = m.Convergence(), c.now
-		}
+		converged := m.Convergence()
 		need, joined := m.RestartQuorum()
 		if converged != prev.Converged || need != prev.RestartNeed || joined != prev.RestartJoined || m.Joined() != prev.Joined {
 			v := *prev
@@ -450,7 +442,7 @@ func (c *Core) publishView() {
 		c.warnRestartQuorum(prev)
 		return
 	}
-	c.viewChanges, c.convergedAt = m.Changes(), c.now
+	c.viewChanges = m.Changes()
 	v := &View{Self: c.self.Node, Joined: m.Joined(), Members: m.Members(), Leader: m.Leader(), Converged: m.Convergence()}
 	v.RestartNeed, v.RestartJoined = m.RestartQuorum()
 	if o, ok := m.Oldest(""); ok {
