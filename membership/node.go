@@ -46,6 +46,7 @@ type Node struct {
 	announceDue bool                       // the digest changed since the last announce
 	announced   [2]time.Time               // the last two announcements, oldest first
 	changes     uint64                     // flushes so far: see Changes
+	memberRev   uint64                     // flushes that wrote member records: see MemberChanges
 	leader      NodeID
 	unreachable map[NodeID]bool
 
@@ -361,6 +362,23 @@ func (n *Node) Unreachable(node NodeID) bool { return n.unreachable[node] }
 // a reader derived from the view at one count is still current while the count stays the
 // same, so it need not read the whole view again (the engine's regions, at every tick).
 func (n *Node) Changes() uint64 { return n.changes }
+
+// MemberChanges counts the changes of this member's view that wrote member records (a change
+// of reachability or of the leader alone does not count): what a reader derived from Members
+// at one count is still current while the count stays the same. During a partition the
+// observations change many times for each change of a member record.
+func (n *Node) MemberChanges() uint64 { return n.memberRev }
+
+// UnreachableMembers returns the members some member observes as unreachable (those for
+// which Unreachable reports true), sorted.
+func (n *Node) UnreachableMembers() []NodeID {
+	out := make([]NodeID, 0, len(n.unreachable))
+	for id := range n.unreachable {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Digest returns the digest of this member's view.
 func (n *Node) Digest() uint64 { return n.digest }
@@ -946,6 +964,9 @@ func (n *Node) flush() {
 		n.pastDigests[pastDigestRing-1] = pastDigest{digest: prevDigest, until: n.now}
 	}
 	touched := n.v.takeTouched()
+	if len(touched) > 0 {
+		n.memberRev++
+	}
 	n.emitChanges(touched)
 	if n.stopped != nil {
 		return

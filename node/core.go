@@ -60,9 +60,9 @@ type Core struct {
 	lapsedAt     time.Time // when serving last stopped (zero: serving, or never served)
 	lapseLogged  bool      // that stop was logged above debug level
 	sizeKept     uint32    // the last cluster size given to Env.KeepClusterSize
-	// The membership machine's count of view changes when the view was last published
-	// (publishView).
-	viewChanges uint64
+	// The membership machine's counts of view changes and of member record changes when the
+	// view was last published (publishView).
+	viewChanges, memberChanges uint64
 
 	// A forming cluster waiting for members of the last one: since when, and the last warning.
 	quorumWaitSince, quorumWarned time.Time
@@ -425,8 +425,9 @@ func (v *View) Replicas() []membership.NodeID { return v.replicas }
 
 // publishView publishes the view's snapshot, at every tick and after every change. While
 // the membership machine reports no change of its view (members, reachability, leader),
-// the last snapshot's members stand and a tick costs nothing per member of the cluster:
-// only convergence (memoized by the machine) and the restart quorum are looked at again.
+// the last snapshot stands and a tick costs nothing per member of the cluster: only
+// convergence (memoized by the machine) and the restart quorum are looked at again. While
+// it reports no change of a member record, the last snapshot's members stand.
 func (c *Core) publishView() {
 	m := c.eng.Membership()
 	prev := c.view.Load()
@@ -443,18 +444,20 @@ func (c *Core) publishView() {
 		return
 	}
 	c.viewChanges = m.Changes()
-	v := &View{Self: c.self.Node, Joined: m.Joined(), Members: m.Members(), Leader: m.Leader(), Converged: m.Convergence()}
+	v := &View{Self: c.self.Node, Joined: m.Joined(), Leader: m.Leader(), Converged: m.Convergence(), Unreachable: m.UnreachableMembers()}
 	v.RestartNeed, v.RestartJoined = m.RestartQuorum()
-	if o, ok := m.Oldest(""); ok {
-		v.Oldest = o.Node
-	}
-	for _, mem := range v.Members {
-		if m.Unreachable(mem.Node) {
-			v.Unreachable = append(v.Unreachable, mem.Node)
+	if prev != nil && c.memberChanges == m.MemberChanges() {
+		// Only reachability or the leader changed (most changes during a partition): the
+		// member records, and what follows from them, are the last snapshot's.
+		v.Members, v.Oldest, v.replicas = prev.Members, prev.Oldest, prev.replicas
+	} else {
+		c.memberChanges = m.MemberChanges()
+		v.Members = m.Members()
+		if o, ok := m.Oldest(""); ok {
+			v.Oldest = o.Node
 		}
+		v.replicas = replicasOf(v.Members, prev)
 	}
-	slices.Sort(v.Unreachable)
-	v.replicas = replicasOf(v.Members, prev)
 	v.voters = m.VoterWhole()
 	if prev != nil && slices.Equal(prev.voters, v.voters) {
 		v.voters = prev.voters
