@@ -15,8 +15,9 @@ import (
 )
 
 // The capacity simulator: what a cluster of N members costs and how fast it reacts, from the
-// real membership and sharding machines under the operator's own configuration, in virtual
-// time (`shardctl sim cluster`).
+// members' real runtimes (node.Core: membership and sharding; with an entity type, each
+// member's replicated store) under the operator's own configuration, in virtual time
+// (`shardctl sim cluster`).
 //
 // A run starts the members in batches (the first forms the cluster, the others join through
 // the first few, as seed nodes), waits until every member is Up in one view, touches every
