@@ -72,6 +72,7 @@ type Core struct {
 
 	store      coreStore // store requests in flight and what waits on the store
 	terms      map[string]*termClaim
+	claimed    map[string]*claimedTerm // the terms of the coordinators here, written again as the cluster grows
 	directives directiveState
 	history    historyState
 
@@ -160,6 +161,7 @@ func NewCore(cfg CoreConfig, self membership.Member, env Env, now time.Time) *Co
 
 		metrics: cfg.Metrics,
 		terms:   map[string]*termClaim{},
+		claimed: map[string]*claimedTerm{},
 	}
 	c.store.pending = map[uint64]storeWait{}
 	c.directives.due = true // read them at the first tick: coordinators here serve nothing before
