@@ -83,7 +83,7 @@ func TestSimCluster(t *testing.T) {
 	}
 
 	out, _, code = runAsShardctl(t, "sim", "cluster", "--members", "5", "--shards", "0", "--measure", "5s", "--quiet")
-	if code != exitOK || !strings.Contains(out, "5 members, membership alone") || !strings.Contains(out, "Heartbeat") {
+	if code != exitOK || !strings.Contains(out, "5 members, membership alone") || !strings.Contains(out, "membership heartbeat") {
 		t.Errorf("the table: exit %d\n%s", code, out)
 	}
 }
