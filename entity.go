@@ -6,12 +6,9 @@ import (
 	"fmt"
 
 	"github.com/shardmesh/shardmesh/allocation"
-	"github.com/shardmesh/shardmesh/config"
-	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/passivation"
-	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -141,7 +138,7 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 	if e.New == nil || e.MessageCodec == nil || e.ReplyCodec == nil {
 		return nil, fmt.Errorf("entity type %q: New, MessageCodec and ReplyCodec are required", e.Key.name)
 	}
-	settings, err := typeConfig(s.cfg, e.Key.name, e.Role, e.Strategy, e.RememberEntities)
+	settings, err := engine.TypeFromConfig(s.cfg, e.Key.name, e.Role, e.Strategy, e.RememberEntities)
 	if err != nil {
 		return nil, err
 	}
@@ -189,65 +186,6 @@ type untyped[M, R any] struct {
 
 func (u untyped[M, R]) Receive(_ *node.EntityContext, msg any) (any, error) {
 	return u.b.Receive(u.ctx, msg.(M))
-}
-
-// typeConfig builds an entity type's settings from the configuration.
-func typeConfig(cfg config.Config, name, role string, strategy allocation.Strategy, remember bool) (engine.TypeConfig, error) {
-	sc := cfg.Sharding
-	if role == "" {
-		role = sc.Role
-	}
-	if strategy == nil {
-		var err error
-		switch sc.AllocationStrategy {
-		case "consistent-hashing":
-			strategy, err = allocation.NewConsistentHashing(sc.ConsistentHashing)
-		case "external":
-			strategy = allocation.NewExternal()
-		default:
-			strategy, err = allocation.NewLeastShard(sc.LeastShard)
-		}
-		if err != nil {
-			return engine.TypeConfig{}, err
-		}
-	}
-	cc := coordinator.DefaultConfig(name)
-	cc.Role = role
-	// Allocation waits until min-nr-of-members regions (of the role) registered, so the first
-	// member to come up does not get every shard.
-	cc.MinMembers = max(cfg.Membership.MinNrOfMembers, 1)
-	if n, ok := cfg.Membership.RoleMinNrOfMembers[role]; ok && role != "" {
-		cc.MinMembers = n
-	}
-	cc.RebalanceInterval = sc.RebalanceInterval
-	cc.HandoffTimeout = sc.HandoffTimeout
-	cc.ShardStartTimeout = sc.ShardStartTimeout
-	cc.RecoveryTimeout = sc.WaitingForStateTimeout
-	cc.Strategy = strategy
-	rc := region.DefaultConfig(name)
-	rc.Role = role
-	rc.BufferSize = sc.BufferSize
-	rc.RetryInterval = sc.RetryInterval
-	tc := engine.TypeConfig{
-		Name: name, Coordinator: cc, Region: rc,
-		Shard:       shard.Config{HandoffTimeout: sc.HandoffTimeout},
-		Passivation: sc.Passivation,
-	}
-	if sc.Lease.Use != "" {
-		tc.Shard.Lease = shard.Lease{Enabled: true, RetryInterval: sc.Lease.RetryInterval}
-	}
-	if rm := sc.Remember; rm.Enabled || remember {
-		tc.Shard.Remember = shard.Remember{Enabled: true, RestartBackoff: rm.EntityRestartBackoff, FailureBackoff: rm.ShardFailureBackoff}
-		switch rm.RecoveryStrategy {
-		case "constant":
-			tc.Shard.Remember.RecoveryFrequency, tc.Shard.Remember.RecoveryBatch = rm.RecoveryFrequency, rm.RecoveryNumberOfEntities
-		case "adaptive":
-			a := rm.Adaptive
-			tc.Shard.Remember.Adaptive = shard.Adaptive{Enabled: true, InitialRate: a.InitialRate, MaxRate: a.MaxRate, MinRate: a.MinRate,
-				TargetLatency: a.TargetLatency, Interval: a.AdjustInterval}
-		}
-	}
-	return tc, nil
 }
 
 // EntityRefFor returns a reference to entity id.

@@ -161,6 +161,17 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 	if len(networks) > 0 {
 		nc.OperatorNetworks = networks
 	}
+	if cfg.Membership.SplitBrainResolver.ActiveStrategy == membership.LeaseMajority {
+		switch impl := cfg.Membership.SplitBrainResolver.LeaseMajority.LeaseImplementation; impl {
+		case "", "store":
+			sl := lease.StoreConfig{HeartbeatTimeout: cfg.Sharding.Lease.HeartbeatTimeout, HeartbeatInterval: cfg.Sharding.Lease.HeartbeatInterval}
+			nc.ResolverLease = func(st *remember.Store) lease.Provider { return lease.NewStoreProvider(st, sl) }
+		case nc.LeaseName:
+			nc.ResolverLease = nc.Leases
+		default:
+			return nil, fmt.Errorf("split-brain-resolver.lease-majority.lease-implementation = %q: no such lease provider (\"store\", or one given with shardmesh.WithLease(%q, …))", impl, impl)
+		}
+	}
 	n, err := node.Start(ctx, nc)
 	if err != nil {
 		return nil, err

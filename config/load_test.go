@@ -122,7 +122,7 @@ nonsense: 1
 	msg := err.Error()
 	for _, want := range []string{
 		`unknown key "cluster.failure-detektor"`, `did you mean "cluster.failure-detector"?`,
-		`cluster.split-brain-resolver.active-strategy = "keep-minority"`, "one of keep-majority, static-quorum, keep-oldest, down-all, off",
+		`cluster.split-brain-resolver.active-strategy = "keep-minority"`, "one of keep-majority, lease-majority, static-quorum, keep-oldest, down-all, off",
 		`cluster.split-brain-resolver.stable-after = 20`, "a duration with a unit",
 		"sharding.number-of-shards = 0", "an integer from 1 to 1048576",
 		`unknown key "nonsense"`, "`sharddaemon config` lists every key", f,

@@ -46,6 +46,38 @@ func durationKey(path, usage string, least time.Duration, field func(*Config) *t
 	}}
 }
 
+// onOffDurationKey reads "on" (the default: 0), "off" (membership.Off) or a positive duration.
+func onOffDurationKey(path, usage string, field func(*Config) *time.Duration) Key {
+	get := func(c *Config) any {
+		switch d := *field(c); d {
+		case 0:
+			return true // on
+		case membership.Off:
+			return false
+		default:
+			return d
+		}
+	}
+	return Key{Path: path, Usage: usage, get: get, set: func(c *Config, raw any) error {
+		switch {
+		case value.IsOff(raw):
+			*field(c) = membership.Off
+			return nil
+		case raw == true || raw == "on":
+			*field(c) = 0
+			return nil
+		}
+		d, err := value.Duration(path, raw, "on, off or a positive duration")
+		if err == nil && d <= 0 {
+			err = &value.Error{Key: path, Value: raw, Allowed: "on, off or a positive duration"}
+		}
+		if err == nil {
+			*field(c) = d
+		}
+		return err
+	}}
+}
+
 func intKey(path, usage string, lo, hi int, field func(*Config) *int) Key {
 	return Key{Path: path, Usage: usage, get: func(c *Config) any { return *field(c) }, set: func(c *Config, raw any) error {
 		n, err := value.Int(path, raw, lo, hi)
@@ -168,8 +200,8 @@ var Schema = []Key{
 	durationKey("cluster.failure-detector.min-std-deviation", "floor of the heartbeat interval deviation (default 100ms)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.MinStdDeviation }),
 	durationKey("cluster.failure-detector.acceptable-heartbeat-pause", "pause tolerated before phi rises (default 3s)", 0, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.AcceptableHeartbeatPause }),
 	durationKey("cluster.failure-detector.expected-response-after", "first heartbeat interval estimate (default 1s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.FirstHeartbeatEstimate }),
-	{Path: "cluster.split-brain-resolver.active-strategy", Usage: "downing strategy (keep-majority, static-quorum, keep-oldest, down-all, off; default keep-majority)", get: func(c *Config) any { return string(c.Membership.SplitBrainResolver.ActiveStrategy) }, set: func(c *Config, raw any) error {
-		s, err := value.Enum("cluster.split-brain-resolver.active-strategy", raw, "keep-majority", "static-quorum", "keep-oldest", "down-all", "off")
+	{Path: "cluster.split-brain-resolver.active-strategy", Usage: "downing strategy (keep-majority, lease-majority, static-quorum, keep-oldest, down-all, off; default keep-majority)", get: func(c *Config) any { return string(c.Membership.SplitBrainResolver.ActiveStrategy) }, set: func(c *Config, raw any) error {
+		s, err := value.Enum("cluster.split-brain-resolver.active-strategy", raw, "keep-majority", "lease-majority", "static-quorum", "keep-oldest", "down-all", "off")
 		if err == nil {
 			c.Membership.SplitBrainResolver.ActiveStrategy = membership.Strategy(s)
 		}
@@ -181,6 +213,20 @@ var Schema = []Key{
 	stringKey("cluster.split-brain-resolver.static-quorum.role", "count only members with this role (default all)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.Role }),
 	boolKey("cluster.split-brain-resolver.keep-oldest.down-if-alone", "with keep-oldest, an oldest member alone is downed instead (default on)", func(c *Config) *bool { return &c.Membership.SplitBrainResolver.DownIfAlone }),
 	stringKey("cluster.split-brain-resolver.keep-oldest.role", "count only members with this role (default all)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.Role }),
+	onOffDurationKey("cluster.split-brain-resolver.down-all-when-unstable", "when the unreachable members keep changing for stable-after plus this without a decision, every member downs itself (on: 3/4 of stable-after, at least 4s; off; or a duration; default on)", func(c *Config) *time.Duration { return &c.Membership.SplitBrainResolver.DownAllWhenUnstable }),
+	stringKey("cluster.split-brain-resolver.lease-majority.lease-implementation", `the lease of lease-majority: "store" (kept in the replicated store) or the name of a provider given with shardmesh.WithLease (default store)`, func(c *Config) *string { return &c.Membership.SplitBrainResolver.LeaseMajority.LeaseImplementation }),
+	stringKey("cluster.split-brain-resolver.lease-majority.lease-name", "the lease's name (default <cluster-name>-shardmesh-sbr)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.LeaseMajority.LeaseName }),
+	durationKey("cluster.split-brain-resolver.lease-majority.acquire-lease-delay-for-minority", "how long the minority side waits before it tries to acquire the lease (default 2s)", 0, func(c *Config) *time.Duration {
+		return &c.Membership.SplitBrainResolver.LeaseMajority.AcquireLeaseDelayForMinority
+	}),
+	durationKey("cluster.split-brain-resolver.lease-majority.release-after", "how long the lease is kept after the members downed were removed (default 40s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.SplitBrainResolver.LeaseMajority.ReleaseAfter }),
+	durationKey("cluster.split-brain-resolver.lease-majority.lease-operation-timeout", "without an answer from the lease within this, the decision is reversed (default 5s; less than down-removal-margin)", time.Millisecond, func(c *Config) *time.Duration {
+		return &c.Membership.SplitBrainResolver.LeaseMajority.LeaseOperationTimeout
+	}),
+	stringKey("cluster.split-brain-resolver.lease-majority.role", "count only members with this role to pick the side that waits (default all)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.Role }),
+	intKey("cluster.voters", "how many of the oldest Up members grant the serving lease and decide keep-majority (default 5)", 1, 1000, func(c *Config) *int { return &c.Membership.Voters }),
+	intKey("cluster.failure-detector.monitored-by-nr-of-members", "how many members watch each member, on a ring (default 9)", 1, 1000, func(c *Config) *int { return &c.Membership.FailureDetector.MonitoredByNrOfMembers }),
+	onOffDurationKey("cluster.allow-weakly-up-members", "after this without convergence the leader moves joining members to WeaklyUp (off, or a duration; default 7s)", func(c *Config) *time.Duration { return &c.Membership.AllowWeaklyUpMembers }),
 
 	intKey("sharding.number-of-shards", "shards of the default extractor; must be equal on every member (default 1000)", 1, 1<<20, func(c *Config) *int { return &c.Sharding.NumberOfShards }),
 	stringKey("sharding.role", "entities run on members with this role; the others proxy (default: every member)", func(c *Config) *string { return &c.Sharding.Role }),

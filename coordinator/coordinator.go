@@ -441,7 +441,7 @@ func (c *Coordinator) view() allocation.View {
 	}
 	for id, m := range c.members {
 		switch {
-		case m.Status == membership.Joining:
+		case m.Status == membership.Joining || m.Status == membership.WeaklyUp:
 			v.MemberJoining = true
 		case m.Status < membership.Down && !c.reachable(id):
 			v.MemberUnreachable = true
@@ -664,7 +664,7 @@ func (c *Coordinator) recoveryDone() bool {
 	done := true
 	for _, id := range slices.Sorted(maps.Keys(c.members)) {
 		m := c.members[id]
-		if !m.HasRole(c.cfg.Role) || m.Status == membership.Joining || m.Status == membership.Removed {
+		if !m.HasRole(c.cfg.Role) || m.Status == membership.Joining || m.Status == membership.WeaklyUp || m.Status == membership.Removed {
 			continue
 		}
 		if r := c.regions[id]; r != nil && r.incarnation == m.Incarnation {

@@ -69,6 +69,19 @@ type Engine struct {
 	dirKnown bool
 
 	storeFull bool // this member's store refuses writes for want of disk space (SetStoreFull)
+
+	synced memberSync // what syncMembership last gave the regions and coordinators
+}
+
+// memberSync is what syncMembership last gave the regions and coordinators: while the
+// membership machine reports the same count of changes and serving has not flipped, they
+// have it already, and a tick costs nothing per member of the cluster.
+type memberSync struct {
+	valid       bool
+	changes     uint64 // membership.Node.Changes when members was read
+	members     []membership.Member
+	unreachable map[membership.NodeID]bool
+	serving     bool
 }
 
 // New returns the engine of member self. cfg.Membership must have passed Validate; each
@@ -138,6 +151,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 	t.region.SetOutOfService(e.now, e.dir.Stopped[tc.Name])
 	t.region.SetNoNewShards(e.now, e.storeFull)
 	e.types[tc.Name] = t
+	e.synced.valid = false // the new region has not been given the membership yet
 	e.names = append(e.names, tc.Name)
 	slices.Sort(e.names)
 	return nil
@@ -351,6 +365,7 @@ func (e *Engine) settle() {
 		rd := e.m.Ready()
 		e.out.Membership = append(e.out.Membership, rd.Messages...)
 		e.out.Members = append(e.out.Members, rd.Events...)
+		e.out.ResolverLease = append(e.out.ResolverLease, rd.Lease...)
 		if len(rd.Events) > 0 {
 			e.syncMembership() // a member that starts leaving stops its coordinators at once
 			progressed = true
@@ -570,15 +585,29 @@ func (e *Engine) maybeLeave() {
 // syncMembership gives every region and coordinator the current membership, and starts or
 // stops this member's coordinators: a type's coordinator runs on the oldest Up member with
 // its role.
+//
+// It does nothing when neither the view nor serving changed since the last call: the
+// regions and coordinators have what it would give them.
 func (e *Engine) syncMembership() {
-	members := e.m.Members()
-	unreachable := map[membership.NodeID]bool{}
-	for _, m := range members {
-		if e.m.Unreachable(m.Node) {
-			unreachable[m.Node] = true
+	if len(e.names) == 0 {
+		return // no entity type: no region or coordinator to give the members to
+	}
+	sy := &e.synced
+	changes, serving := e.m.Changes(), e.m.Serving(e.now)
+	if sy.valid && sy.changes == changes && sy.serving == serving {
+		return
+	}
+	if !sy.valid || sy.changes != changes {
+		sy.members = e.m.Members()
+		sy.unreachable = map[membership.NodeID]bool{}
+		for _, m := range sy.members {
+			if e.m.Unreachable(m.Node) {
+				sy.unreachable[m.Node] = true
+			}
 		}
 	}
-	serving := e.m.Serving(e.now)
+	sy.valid, sy.changes, sy.serving = true, changes, serving
+	members, unreachable := sy.members, sy.unreachable
 	self := e.m.Self()
 	for _, n := range e.names {
 		t := e.types[n]

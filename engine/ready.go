@@ -31,6 +31,10 @@ import (
 //     passivated entity again.
 //   - LeaseAcquire: call LeaseAcquired(ok) only once the lease is held; the shard starts
 //     nothing under it before.
+//   - ResolverLease (lease-majority): an acquisition is answered with ResolverLeaseResult,
+//     held only once the lease is held; the split-brain resolver downs the other side only
+//     then. Answer within lease-operation-timeout: the machine takes a later answer for a
+//     denial (and asks for a release of a lease it then holds).
 //   - An event CoordinatorStarted, with Config.DurableTerms: the coordinator issues no
 //     allocation epoch (sends no allocation, so no entity anywhere gets an epoch of it)
 //     until SetCoordinatorTerm gives it a term that the runtime read from a read quorum and
@@ -68,10 +72,12 @@ type Ready struct {
 	Events       []TypedEvent
 	Store        []StoreOp
 	Leases       []LeaseOp
+	// ResolverLease are operations on the split-brain resolver's lease (lease-majority).
+	ResolverLease []membership.LeaseOp
 }
 
 // readyFields is how many fields Ready has.
-const readyFields = 9
+const readyFields = 10
 
 // lists returns every field of r, each once, in declaration order.
 func (r *Ready) lists() [readyFields]list {
@@ -85,6 +91,7 @@ func (r *Ready) lists() [readyFields]list {
 		field[TypedEvent]{&r.Events},
 		field[StoreOp]{&r.Store},
 		field[LeaseOp]{&r.Leases},
+		field[membership.LeaseOp]{&r.ResolverLease},
 	}
 }
 

@@ -133,6 +133,7 @@ func BenchmarkDrain(b *testing.B) {
 			dst.Events = append(dst.Events, src.Events...)
 			dst.Store = append(dst.Store, src.Store...)
 			dst.Leases = append(dst.Leases, src.Leases...)
+			dst.ResolverLease = append(dst.ResolverLease, src.ResolverLease...)
 			resetByHand(&src)
 			if len(dst.Membership) == 0 && len(dst.Coordination) == 0 && len(dst.Forwards) == 0 && len(dst.Entities) == 0 &&
 				len(dst.Rejected) == 0 && len(dst.Members) == 0 && len(dst.Events) == 0 && len(dst.Store) == 0 && len(dst.Leases) == 0 {
@@ -152,8 +153,10 @@ func resetByHand(r *Ready) {
 	clear(r.Events)
 	clear(r.Store)
 	clear(r.Leases)
+	clear(r.ResolverLease)
 	*r = Ready{
 		Membership: r.Membership[:0], Coordination: r.Coordination[:0], Forwards: r.Forwards[:0], Entities: r.Entities[:0],
 		Rejected: r.Rejected[:0], Members: r.Members[:0], Events: r.Events[:0], Store: r.Store[:0], Leases: r.Leases[:0],
+		ResolverLease: r.ResolverLease[:0],
 	}
 }

@@ -61,6 +61,9 @@ type Core struct {
 	lapsedAt     time.Time // when serving last stopped (zero: serving, or never served)
 	lapseLogged  bool      // that stop was logged above debug level
 	sizeKept     uint32    // the last cluster size given to Env.KeepClusterSize
+	// The membership machine's counts of view changes and of member record changes when the
+	// view was last published (publishView).
+	viewChanges, memberChanges uint64
 
 	// A forming cluster waiting for members of the last one: since when, and the last warning.
 	quorumWaitSince, quorumWarned time.Time
@@ -70,6 +73,7 @@ type Core struct {
 
 	store      coreStore // store requests in flight and what waits on the store
 	terms      map[string]*termClaim
+	claimed    map[string]*claimedTerm // the terms of the coordinators here, written again as the cluster grows
 	directives directiveState
 	history    historyState
 
@@ -114,6 +118,11 @@ type Env interface {
 	// Lease carries out a shard lease operation: an acquisition is answered by a
 	// LeaseAcquired (and a lease lost later by a LeaseLost); a release is not answered.
 	Lease(op engine.LeaseOp)
+	// ResolverLease carries out an operation on the split-brain resolver's lease
+	// (lease-majority): an acquisition is answered by a ResolverLeaseResult, within
+	// lease-operation-timeout (a later answer is taken for a denial); a release is not
+	// answered.
+	ResolverLease(op membership.LeaseOp)
 	// StartEntity starts an incarnation of an entity of type t in the entity runtime. What
 	// ends it comes back as an EntityStopped, and its passivation as a Passivate.
 	StartEntity(t *EntityType, ctx EntityContext) Incarnation
@@ -164,6 +173,7 @@ func NewCore(cfg CoreConfig, self membership.Member, env Env, now time.Time) *Co
 
 		metrics: cfg.Metrics,
 		terms:   map[string]*termClaim{},
+		claimed: map[string]*claimedTerm{},
 	}
 	c.store.pending = map[uint64]storeWait{}
 	c.directives.due = true // read them at the first tick: coordinators here serve nothing before
@@ -225,6 +235,8 @@ func (c *Core) Step(now time.Time, in Input) {
 		c.eng.LeaseAcquired(now, in.Op.Type, in.Op.Shard, in.Op.Gen, in.OK)
 	case LeaseLost:
 		c.eng.LeaseLost(now, in.Op.Type, in.Op.Shard, in.Op.Gen)
+	case ResolverLeaseResult:
+		c.eng.ResolverLeaseResult(now, in.Seq, in.Held)
 	case EntityStopped:
 		c.entityStopped(now, in)
 	case Passivate:
@@ -292,6 +304,9 @@ func (c *Core) Flush() {
 		}
 		for _, op := range rd.Leases {
 			c.env.Lease(op)
+		}
+		for _, op := range rd.ResolverLease {
+			c.env.ResolverLease(op)
 		}
 		if len(rd.Store) > 0 {
 			c.storeOps(now, rd.Store)
@@ -441,6 +456,9 @@ type View struct {
 	// up (the same map while the members admitted, and their number, do not change).
 	admitted []membership.NodeID
 	statuses map[membership.NodeID]membership.Status
+	// voters are the membership's whole of voters (membership.Node.VoterWhole): the replicas
+	// of the store's VoterPrefixes, the same slice while they do not change.
+	voters []membership.NodeID
 }
 
 // Replicas returns the members whose replicas count in store quorums: every member but
@@ -465,22 +483,47 @@ func (v *View) Knows(id membership.NodeID) bool {
 	return id == v.Self || ok
 }
 
+// publishView publishes the view's snapshot, at every tick and after every change. While
+// the membership machine reports no change of its view (members, reachability, leader),
+// the last snapshot stands and a tick costs nothing per member of the cluster: only
+// convergence (memoized by the machine) and the restart quorum are looked at again. While
+// it reports no change of a member record, the last snapshot's members stand.
 func (c *Core) publishView() {
 	m := c.eng.Membership()
-	v := &View{Self: c.self.Node, Joined: m.Joined(), Members: m.Members(), Leader: m.Leader(), Converged: m.Convergence()}
-	v.RestartNeed, v.RestartJoined = m.RestartQuorum()
-	if o, ok := m.Oldest(""); ok {
-		v.Oldest = o.Node
-	}
-	for _, mem := range v.Members {
-		if m.Unreachable(mem.Node) {
-			v.Unreachable = append(v.Unreachable, mem.Node)
-		}
-	}
-	slices.Sort(v.Unreachable)
 	prev := c.view.Load()
-	v.replicas = replicasOf(v.Members, prev)
-	v.admitted, v.statuses = admittedOf(v.Members, prev)
+	if prev != nil && c.viewChanges == m.Changes() {
+		converged := m.Convergence()
+		need, joined := m.RestartQuorum()
+		if converged != prev.Converged || need != prev.RestartNeed || joined != prev.RestartJoined || m.Joined() != prev.Joined {
+			v := *prev
+			v.Converged, v.RestartNeed, v.RestartJoined, v.Joined = converged, need, joined, m.Joined()
+			c.view.Store(&v)
+			prev = &v
+		}
+		c.warnRestartQuorum(prev)
+		return
+	}
+	c.viewChanges = m.Changes()
+	v := &View{Self: c.self.Node, Joined: m.Joined(), Leader: m.Leader(), Converged: m.Convergence(), Unreachable: m.UnreachableMembers()}
+	v.RestartNeed, v.RestartJoined = m.RestartQuorum()
+	if prev != nil && c.memberChanges == m.MemberChanges() {
+		// Only reachability or the leader changed (most changes during a partition): the
+		// member records, and what follows from them, are the last snapshot's.
+		v.Members, v.Oldest, v.replicas = prev.Members, prev.Oldest, prev.replicas
+		v.admitted, v.statuses = prev.admitted, prev.statuses
+	} else {
+		c.memberChanges = m.MemberChanges()
+		v.Members = m.Members()
+		if o, ok := m.Oldest(""); ok {
+			v.Oldest = o.Node
+		}
+		v.replicas = replicasOf(v.Members, prev)
+		v.admitted, v.statuses = admittedOf(v.Members, prev)
+	}
+	v.voters = m.VoterWhole()
+	if prev != nil && slices.Equal(prev.voters, v.voters) {
+		v.voters = prev.voters
+	}
 	c.view.Store(v)
 	if size, ok := m.ClusterSize(); ok && size != c.sizeKept {
 		c.sizeKept = size

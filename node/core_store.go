@@ -53,6 +53,7 @@ const (
 	waitLoadShards                               // a type's remembered shards
 	waitTermRead                                 // a coordinator's term: the last one claimed
 	waitTermWrite                                // a coordinator's term: the claim
+	waitTermSpread                               // a claimed term, written again as the cluster grew
 	waitDirectives                               // the operator's directives, read
 	waitDirectiveChange                          // a change of a directive, written
 	waitHistory                                  // placement records written
@@ -67,6 +68,7 @@ type storeWait struct {
 	typ     string           // waitTermRead, waitTermWrite, waitHistoryScan
 	up      uint64           // waitTermRead, waitTermWrite: the coordinator's up-number
 	term    uint64           // waitTermWrite
+	holders int              // waitTermWrite, waitTermSpread: the replicas when it was asked
 	change  *directiveChange // waitDirectiveChange
 	records int              // waitHistory
 }
@@ -122,6 +124,8 @@ func (c *Core) storeDone(now time.Time, id uint64, res StoreResult) {
 		c.eng.ShardsLoaded(now, op.Type, idsUnder[shard.ID](res.Records, datadir.Prefix(datadir.FamilyShard, op.Type)), err)
 	case waitTermRead, waitTermWrite:
 		c.termAnswered(now, w, res)
+	case waitTermSpread:
+		c.termSpread(w, err)
 	case waitDirectives:
 		c.directivesRead(now, res)
 	case waitDirectiveChange:
@@ -143,6 +147,7 @@ func (c *Core) tickStore(now time.Time) {
 		if tc := c.terms[typ]; tc != nil && !tc.inFlight && !now.Before(tc.retryAt) {
 			c.retryTerm(typ, tc)
 		}
+		c.spreadTermIfDue(now, typ)
 	}
 	c.refreshDirectivesIfDue(now)
 	c.pruneHistoryIfDue(now)
@@ -280,13 +285,13 @@ func (c *Core) termAnswered(now time.Time, w storeWait, res StoreResult) {
 		}
 		if err == nil {
 			tc.inFlight = true
-			c.request(StoreRequest{Writes: []remember.Write{{Key: datadir.Key(datadir.FamilyTerm, w.typ), Value: strconv.AppendUint(nil, term, 10)}}},
-				storeWait{kind: waitTermWrite, typ: w.typ, up: w.up, term: term})
+			c.request(termWrite(w.typ, term), storeWait{kind: waitTermWrite, typ: w.typ, up: w.up, term: term, holders: c.replicaCount()})
 			return
 		}
 	}
 	if err == nil { // written
 		delete(c.terms, w.typ)
+		c.claimed[w.typ] = &claimedTerm{up: w.up, term: w.term, holders: w.holders, at: now}
 		c.eng.SetCoordinatorTerm(now, w.typ, w.up, w.term)
 		c.log.Info("coordinator term claimed", "type", w.typ, "term", w.term)
 		return
@@ -296,6 +301,75 @@ func (c *Core) termAnswered(now time.Time, w storeWait, res StoreResult) {
 	}
 	tc.attempts++
 	tc.retryAt = now.Add(termRetry)
+}
+
+// termWrite is the write of term as the last one claimed for typ. Its epoch is the term: a
+// replica refuses it over a higher term, and the merge keeps the highest, so a slow or
+// repeated write never takes the stored term back.
+func termWrite(typ string, term uint64) StoreRequest {
+	return StoreRequest{Writes: []remember.Write{{Key: datadir.Key(datadir.FamilyTerm, typ), Value: strconv.AppendUint(nil, term, 10), Epoch: term}}}
+}
+
+// A claimed term is written again as the cluster grows. A coordinator claims its term when
+// it starts, often on the first member, alone: the write reaches that member only, and
+// the members that join later get it only when anti-entropy happens to carry it over. A
+// restarted cluster's coordinator reads the last term from a majority of the last cluster,
+// which need not hold it; it would claim a term issued before, and every save fenced under
+// the epochs of that term would be refused (TestRuntimeSoak, seed 397). So while the
+// coordinator runs here, its term is written again, once a second at most, whenever more
+// members hold replicas than when it was last written.
+
+// termSpreadEvery is the least time between two writes of a claimed term.
+const termSpreadEvery = time.Second
+
+// claimedTerm is the term a coordinator that runs here claimed, and how many members held
+// replicas when it was last written.
+type claimedTerm struct {
+	up, term uint64
+	holders  int
+	at       time.Time
+	inFlight bool
+}
+
+// replicaCount is how many members hold replicas now.
+func (c *Core) replicaCount() int {
+	if v := c.view.Load(); v != nil {
+		return len(v.replicas)
+	}
+	return 0
+}
+
+// spreadTermIfDue writes the term claimed for typ again when the members holding replicas
+// grew since it was last written; it forgets the claim once its coordinator stopped here.
+func (c *Core) spreadTermIfDue(now time.Time, typ string) {
+	ct := c.claimed[typ]
+	if ct == nil {
+		return
+	}
+	if co := c.eng.Coordinator(typ); co == nil || co.UpNumber() != ct.up {
+		delete(c.claimed, typ)
+		return
+	}
+	n := c.replicaCount()
+	if ct.inFlight || n <= ct.holders || now.Sub(ct.at) < termSpreadEvery {
+		return
+	}
+	ct.inFlight, ct.at = true, now
+	c.request(termWrite(typ, ct.term), storeWait{kind: waitTermSpread, typ: typ, up: ct.up, term: ct.term, holders: n})
+}
+
+// termSpread takes the answer of a claimed term written again.
+func (c *Core) termSpread(w storeWait, err error) {
+	ct := c.claimed[w.typ]
+	if ct == nil || ct.up != w.up {
+		return
+	}
+	ct.inFlight = false
+	if err != nil {
+		c.log.Debug("coordinator term not written again; tried again as the cluster grows", "type", w.typ, "err", err)
+		return
+	}
+	ct.holders = w.holders
 }
 
 // The operator's directives (see directives.go): every member reads them all (a majority

@@ -53,6 +53,12 @@ type (
 	}
 	// LeaseLost reports a held lease lost.
 	LeaseLost struct{ Op engine.LeaseOp }
+	// ResolverLeaseResult answers acquisition Seq of the split-brain resolver's lease
+	// (Env.ResolverLease): Held reports whether this member holds it now.
+	ResolverLeaseResult struct {
+		Seq  uint64
+		Held bool
+	}
 	// EntityStopped reports an incarnation that ended (it stopped, failed, or was stopped
 	// by force), with the messages it had not handled.
 	EntityStopped struct {
@@ -102,20 +108,21 @@ type (
 	Query struct{ Fn func(now time.Time, c *Core) }
 )
 
-func (Deliver) isInput()         {}
-func (MemberMessage) isInput()   {}
-func (CoordMessage) isInput()    {}
-func (ShardingEventIn) isInput() {}
-func (StoreDone) isInput()       {}
-func (LeaseAcquired) isInput()   {}
-func (LeaseLost) isInput()       {}
-func (EntityStopped) isInput()   {}
-func (Passivate) isInput()       {}
-func (RegisterType) isInput()    {}
-func (FormCluster) isInput()     {}
-func (JoinVia) isInput()         {}
-func (Leave) isInput()           {}
-func (Down) isInput()            {}
-func (ChangeDirective) isInput() {}
-func (StoreSpace) isInput()      {}
-func (Query) isInput()           {}
+func (Deliver) isInput()             {}
+func (MemberMessage) isInput()       {}
+func (CoordMessage) isInput()        {}
+func (ShardingEventIn) isInput()     {}
+func (StoreDone) isInput()           {}
+func (LeaseAcquired) isInput()       {}
+func (LeaseLost) isInput()           {}
+func (ResolverLeaseResult) isInput() {}
+func (EntityStopped) isInput()       {}
+func (Passivate) isInput()           {}
+func (RegisterType) isInput()        {}
+func (FormCluster) isInput()         {}
+func (JoinVia) isInput()             {}
+func (Leave) isInput()               {}
+func (Down) isInput()                {}
+func (ChangeDirective) isInput()     {}
+func (StoreSpace) isInput()          {}
+func (Query) isInput()               {}

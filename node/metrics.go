@@ -91,7 +91,7 @@ type metrics struct {
 	inFlight map[handoffKey]*handoffTrack
 }
 
-var memberStatuses = [...]membership.Status{membership.Joining, membership.Up, membership.Leaving, membership.Exiting, membership.Down, membership.Removed}
+var memberStatuses = [...]membership.Status{membership.Joining, membership.WeaklyUp, membership.Up, membership.Leaving, membership.Exiting, membership.Down, membership.Removed}
 
 // maxTrackedHandoffs bounds inFlight.
 const maxTrackedHandoffs = 1 << 16

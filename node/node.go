@@ -98,6 +98,9 @@ type Config struct {
 	Leases func(*remember.Store) lease.Provider
 	// LeaseName names the provider Leases makes (use-lease).
 	LeaseName string
+	// ResolverLease makes the provider of the split-brain resolver's lease
+	// (lease-majority), given the member's replicated store; needed with that strategy.
+	ResolverLease func(*remember.Store) lease.Provider
 	// Metrics, when set, receives the member's Prometheus metrics (and its store's); give
 	// each member its own registry. Nil: no metrics are recorded. See docs/metrics.md.
 	Metrics prometheus.Registerer
@@ -149,6 +152,9 @@ func (c *Config) Validate() error {
 	if err := c.Workers.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.Membership.SplitBrainResolver.ActiveStrategy == membership.LeaseMajority && c.ResolverLease == nil {
+		errs = append(errs, errors.New("node config: split-brain-resolver.active-strategy = lease-majority needs a lease (ResolverLease)"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -195,6 +201,9 @@ type Node struct {
 	subs   map[chan Event]struct{}
 
 	leases leases // the local shards' leases (use-lease)
+	// resolverLease is the split-brain resolver's lease (lease-majority), made at its first
+	// use; owned by the loop goroutine.
+	resolverLease lease.Lease
 
 	names         sync.Map            // peer.ID → membership.NodeID: a peer id's text form, encoded once
 	namesKept     atomic.Int64        // entries in names (bounded by maxNames)

@@ -29,6 +29,12 @@ type StoreConfig struct {
 	// RebuildDamaged (store.rebuild-damaged): a store found damaged at start is moved aside
 	// and refilled from the peers instead of failing the start.
 	RebuildDamaged bool
+	// VoterPrefixes are keys written and read on a plain majority of the voters
+	// (membership.Node.VoterWhole) instead of all members. A member adds the split-brain
+	// resolver's lease (lease-majority) to them: with the quorums of all members, a cluster
+	// of up to 11 members would need every member, a dead one included until it is removed
+	// — which waits for the lease.
+	VoterPrefixes []string
 }
 
 // majorityPrefixes are the keys written and read with plain majorities (at least
@@ -56,6 +62,7 @@ func (sc StoreConfig) MachineConfig(self membership.NodeID) remember.MachineConf
 		ReadMajorityPlus:  sc.ReadMajorityPlus,
 		MajorityMinCap:    sc.MajorityMinCap,
 		MajorityPrefixes:  majorityPrefixes,
+		VoterPrefixes:     sc.VoterPrefixes,
 		Timeout:           timeout,
 		Gated:             true, // only admitted members speak the replica protocol
 	}
@@ -64,6 +71,7 @@ func (sc StoreConfig) MachineConfig(self membership.NodeID) remember.MachineConf
 // openStore opens the member's replica in <data-dir>/store.
 func (n *Node) openStore(ctx context.Context) error {
 	mc := n.cfg.Store.MachineConfig(n.self.Node)
+	mc.VoterPrefixes = append(mc.VoterPrefixes, n.cfg.resolverLeaseKeys()...)
 	reserve := n.cfg.Store.MinFreeSpace
 	if reserve < 0 {
 		reserve = remember.NoMinFreeSpace
@@ -77,6 +85,8 @@ func (n *Node) openStore(ctx context.Context) error {
 			ReadMajorityPlus:  mc.ReadMajorityPlus,
 			MajorityMinCap:    mc.MajorityMinCap,
 			MajorityPrefixes:  mc.MajorityPrefixes,
+			VoterPrefixes:     mc.VoterPrefixes,
+			Voters:            n.voters,
 			Timeout:           mc.Timeout,
 			Logger:            n.log, // the store adds component=store
 			Metrics:           n.cfg.Metrics,
@@ -92,6 +102,15 @@ func (n *Node) openStore(ctx context.Context) error {
 		return n.storeOpenError(err)
 	}
 	n.store = st
+	return nil
+}
+
+// voters lists the voters' whole (View.Voters): the replicas of the keys under the store's
+// VoterPrefixes, the split-brain resolver's lease.
+func (n *Node) voters() []membership.NodeID {
+	if v := n.View(); v != nil {
+		return v.voters
+	}
 	return nil
 }
 

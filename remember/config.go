@@ -105,6 +105,19 @@ type Config struct {
 	// plus. Nil: every key uses the plus.
 	MajorityPrefixes []string
 
+	// VoterPrefixes: keys starting with one of these are written to and read from a plain
+	// majority of Voters (no plus, no MajorityMinCap), not of Members: the split-brain
+	// resolver's lease (lease-majority). The voters are the members the membership's
+	// majorities are taken of (voters and possible voters, a handful, whatever the size of
+	// the cluster): two sides of a partition cannot both reach a majority of them, whatever
+	// their views, and the side of their majority reaches it while the others are
+	// unreachable and not yet downed — Members counts those until they are removed, which
+	// waits for the lease. A Write mixing such keys with others is refused. Nil: none.
+	VoterPrefixes []string
+	// Voters returns the voters now (this member is one only if listed). Required with
+	// VoterPrefixes. Return the same slice while the voters do not change, as with Members.
+	Voters func() []NodeID
+
 	// AntiEntropyInterval: how often the store compares digests with a random other member
 	// and exchanges what differs. 0: DefaultAntiEntropyInterval (5 s); negative: never.
 	AntiEntropyInterval time.Duration
@@ -174,6 +187,9 @@ func (c *Config) validate() error {
 	if c.Members == nil {
 		errs = append(errs, configError("Members", "required"))
 	}
+	if len(c.VoterPrefixes) > 0 && c.Voters == nil {
+		errs = append(errs, configError("Voters", "required with VoterPrefixes"))
+	}
 	mc := c.machine("self")
 	errs = append(errs, mc.validate()...)
 	if c.Logger == nil {
@@ -200,6 +216,7 @@ func (c *Config) machine(self NodeID) MachineConfig {
 		ReadMajorityPlus:    c.ReadMajorityPlus,
 		MajorityMinCap:      c.MajorityMinCap,
 		MajorityPrefixes:    c.MajorityPrefixes,
+		VoterPrefixes:       c.VoterPrefixes,
 		AntiEntropyInterval: c.AntiEntropyInterval,
 		Timeout:             c.Timeout,
 		Gated:               c.Admitted != nil,

@@ -24,6 +24,10 @@
 // unreachable but not yet Down (still in Members) blocks writes and reads until it is
 // downed, as in Akka.
 //
+// Keys under Config.VoterPrefixes take a plain majority of Config.Voters instead, the handful
+// of members the membership's majorities are taken of: the split-brain resolver's lease,
+// which the side that holds their majority must take while the others are unreachable.
+//
 // Keys under Config.MajorityPrefixes take plain majorities (still at least MajorityMinCap):
 // the member uses them for remembered entities and entity state, as Pekko writes remembered
 // entities with WriteMajority(majority-min-cap) and keeps the plus for coordinator state.

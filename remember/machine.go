@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -35,6 +36,7 @@ type Machine struct {
 	clock    uint64 // Lamport clock: the counter of this member's last write, or higher
 	dig      digest // of what the local replica holds, as the disk reported it
 	replicas []NodeID
+	voters   []NodeID // the replicas of VoterPrefixes' keys (SetVoters)
 
 	// Who may send frames (MachineConfig.Gated): the admitted members, and the frames of
 	// peers not admitted (yet), waiting for a moment.
@@ -67,10 +69,11 @@ type Machine struct {
 type MachineConfig struct {
 	// Self is this member.
 	Self NodeID
-	// WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap and MajorityPrefixes: as in
-	// Config (zero values take the defaults).
+	// WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap, MajorityPrefixes and
+	// VoterPrefixes: as in Config (zero values take the defaults). The voters of
+	// VoterPrefixes are given with SetVoters.
 	WriteMajorityPlus, ReadMajorityPlus, MajorityMinCap int
-	MajorityPrefixes                                    []string
+	MajorityPrefixes, VoterPrefixes                     []string
 	// AntiEntropyInterval and Timeout: as in Config.
 	AntiEntropyInterval time.Duration
 	Timeout             time.Duration
@@ -214,9 +217,25 @@ func (m *Machine) SetReplicas(members []NodeID) {
 	m.replicas = out
 }
 
-// replicaSet returns a copy of the replicas, this member first: what a round asks.
-func (m *Machine) replicaSet() []NodeID {
-	if len(m.replicas) == 0 {
+// SetVoters sets the replicas of the keys under VoterPrefixes from now on: the members the
+// membership's majorities are taken of (this member is one only if listed).
+func (m *Machine) SetVoters(voters []NodeID) {
+	out := m.voters[:0]
+	for _, id := range voters {
+		if id != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	m.voters = out
+}
+
+// replicaSet returns a copy of the replicas a round of quorum q asks: the replicas, this
+// member first, or the voters (this member among them only if it is one).
+func (m *Machine) replicaSet(q quorum) []NodeID {
+	switch {
+	case q == ofVoters:
+		return slices.Clone(m.voters)
+	case len(m.replicas) == 0:
 		return []NodeID{m.self}
 	}
 	return slices.Clone(m.replicas)
@@ -244,6 +263,17 @@ func (m *Machine) SetAdmitted(now time.Time, members []NodeID) {
 
 // admits reports whether member from may send frames.
 func (m *Machine) admits(from NodeID) bool { return !m.cfg.Gated || from == m.self || m.admitted[from] }
+
+// others returns the replicas of asked but this member: those a round sends its frame to.
+func (m *Machine) others(asked []NodeID) []NodeID {
+	out := make([]NodeID, 0, len(asked))
+	for _, p := range asked {
+		if p != m.self {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // Receive handles a frame of the replica protocol from member from. A frame that does not
 // decode is counted, dropped and returned as an error.
@@ -414,25 +444,44 @@ func (m *Machine) observe(recs []entry) {
 	}
 }
 
-// need is how many of n replicas must answer an operation with plus replicas beyond a
-// majority (WriteMajorityPlus or ReadMajorityPlus), or a plain majority (majority): at
-// least MajorityMinCap either way.
-func (m *Machine) need(n, plus int, majority bool) int {
-	if majority {
-		plus = 0
+// quorum is whose answers an operation on a key needs, and how many.
+type quorum uint8
+
+const (
+	withPlus quorum = iota // a majority of the replicas plus Write/ReadMajorityPlus, at least MajorityMinCap
+	majority               // a plain majority of the replicas, at least MajorityMinCap: MajorityPrefixes
+	ofVoters               // a plain majority of the voters: VoterPrefixes
+)
+
+// quorumOf returns the quorum key (or every key under the prefix key) takes.
+func (m *Machine) quorumOf(key string) quorum {
+	under := func(prefixes []string) bool {
+		for _, p := range prefixes {
+			if strings.HasPrefix(key, p) {
+				return true
+			}
+		}
+		return false
 	}
-	return Required(n, plus, m.cfg.MajorityMinCap)
+	switch {
+	case under(m.cfg.VoterPrefixes):
+		return ofVoters
+	case under(m.cfg.MajorityPrefixes):
+		return majority
+	}
+	return withPlus
 }
 
-// majorityOnly reports whether key (or every key under the prefix key) takes plain
-// majorities: MajorityPrefixes.
-func (m *Machine) majorityOnly(key string) bool {
-	for _, p := range m.cfg.MajorityPrefixes {
-		if len(key) >= len(p) && key[:len(p)] == p {
-			return true
-		}
+// need is how many of n replicas must answer an operation of quorum q, plus being
+// WriteMajorityPlus or ReadMajorityPlus.
+func (m *Machine) need(n, plus int, q quorum) int {
+	switch q {
+	case majority:
+		return Required(n, 0, m.cfg.MajorityMinCap)
+	case ofVoters:
+		return n/2 + 1
 	}
-	return false
+	return Required(n, plus, m.cfg.MajorityMinCap)
 }
 
 // Stats counts what a store did since it opened.

@@ -45,7 +45,7 @@ func (m *Machine) Scan(now time.Time, prefix string) CallID {
 	m.nextCall++
 	m.stats.Scans++
 	id := m.nextCall
-	r := m.newReadRound("scan", prefix, m.majorityOnly(prefix), false, func(merged map[string]entry, err error) {
+	r := m.newReadRound("scan", prefix, m.quorumOf(prefix), false, func(merged map[string]entry, err error) {
 		a := Answer{Call: id, Err: err}
 		if err == nil {
 			for _, e := range merged {
@@ -57,7 +57,7 @@ func (m *Machine) Scan(now time.Time, prefix string) CallID {
 		}
 		m.answerCall(a)
 	})
-	m.sendAll(r.asked[1:], &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Scan: true, Prefix: []byte(prefix)}}})
+	m.sendAll(m.others(r.asked), &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Scan: true, Prefix: []byte(prefix)}}})
 	m.diskOp(DiskOp{Kind: DiskScan, prefix: prefix}, r.localAnswer(m))
 	return id
 }
@@ -69,32 +69,28 @@ type readCall struct {
 	fence uint64
 }
 
-// startReads starts rounds while the window has room and calls wait: two rounds when a
-// batch mixes keys of plain majorities (MajorityPrefixes) with others, so that the former
-// do not wait for the larger quorum.
+// startReads starts rounds while the window has room and calls wait: one round per quorum a
+// batch's keys take (MajorityPrefixes, VoterPrefixes), so that keys of smaller quorums do
+// not wait for the larger.
 func (m *Machine) startReads() {
 	for m.readRounds < readWindow && len(m.readQueue) > 0 {
 		var batch []*readCall
 		batch, m.readQueue = takeBatch(m.readQueue, func(c *readCall) (int, int) { return 1, len(c.key) })
-		var plain, plus []*readCall
+		var byQuorum [ofVoters + 1][]*readCall
 		for _, c := range batch {
-			if m.majorityOnly(c.key) {
-				plain = append(plain, c)
-			} else {
-				plus = append(plus, c)
+			q := m.quorumOf(c.key)
+			byQuorum[q] = append(byQuorum[q], c)
+		}
+		for q, calls := range byQuorum {
+			if len(calls) > 0 {
+				m.startReadRound(calls, quorum(q))
 			}
-		}
-		if len(plain) > 0 {
-			m.startReadRound(plain, true)
-		}
-		if len(plus) > 0 {
-			m.startReadRound(plus, false)
 		}
 	}
 }
 
-// startReadRound starts one round of Get calls, of plain majorities or not.
-func (m *Machine) startReadRound(calls []*readCall, majority bool) {
+// startReadRound starts one round of Get calls of quorum q.
+func (m *Machine) startReadRound(calls []*readCall, q quorum) {
 	m.stats.ReadRounds++
 	if m.cfg.OnRound != nil {
 		m.cfg.OnRound("read", len(calls))
@@ -114,7 +110,7 @@ func (m *Machine) startReadRound(calls []*readCall, majority bool) {
 			fences[i] = c.fence
 		}
 	}
-	r := m.newReadRound(name, keys[0], majority, true, func(merged map[string]entry, err error) {
+	r := m.newReadRound(name, keys[0], q, true, func(merged map[string]entry, err error) {
 		for _, c := range calls {
 			a := Answer{Call: c.id, Err: err}
 			if err == nil {
@@ -126,7 +122,7 @@ func (m *Machine) startReadRound(calls []*readCall, majority bool) {
 			m.answerCall(a)
 		}
 	})
-	m.sendAll(r.asked[1:], &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Keys: keyBytes(keys), Fences: fences}}})
+	m.sendAll(m.others(r.asked), &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Read{Read: &pb.ReplicaRead{Keys: keyBytes(keys), Fences: fences}}})
 	if fences != nil {
 		m.apply(applyOp{kind: opFence, keys: keys, fences: fences}, func(res DiskResult) {
 			if res.err == nil {
@@ -147,7 +143,7 @@ type readRound struct {
 	key      string // for errors: the first key or the prefix
 	asked    []NodeID
 	need     int
-	majority bool // of plain majorities (MajorityPrefixes)
+	q        quorum // the quorum it reads with (quorumOf)
 	until    time.Time
 	timeout  time.Duration
 	windowed bool // counts in the read window
@@ -161,12 +157,13 @@ type readRound struct {
 	finished bool
 }
 
-// newReadRound registers a read round, of a plain majority or with ReadMajorityPlus.
-func (m *Machine) newReadRound(op, key string, majority, windowed bool, done func(map[string]entry, error)) *readRound {
-	members := m.replicaSet()
+// newReadRound registers a read round of quorum q. The local replica's answer counts only
+// when it is among the replicas asked (not for the voters' keys on a member that is none).
+func (m *Machine) newReadRound(op, key string, q quorum, windowed bool, done func(map[string]entry, error)) *readRound {
+	members := m.replicaSet(q)
 	r := &readRound{
-		op: op, key: key, asked: members, done: done, windowed: windowed, majority: majority,
-		need:     m.need(len(members), m.cfg.ReadMajorityPlus, majority),
+		op: op, key: key, asked: members, done: done, windowed: windowed, q: q,
+		need:     m.need(len(members), m.cfg.ReadMajorityPlus, q),
 		until:    m.now.Add(m.cfg.Timeout),
 		timeout:  m.cfg.Timeout,
 		got:      make(map[NodeID][]entry, len(members)),
@@ -268,8 +265,8 @@ func (r *readRound) excuse(m *Machine, from NodeID, err error) bool {
 	}
 	n := len(r.asked)
 	left := n - len(r.excused) - 1
-	need := m.need(left, m.cfg.ReadMajorityPlus, r.majority)
-	if left == 0 || m.need(n, m.cfg.WriteMajorityPlus, r.majority)+need <= n {
+	need := m.need(left, m.cfg.ReadMajorityPlus, r.q)
+	if left == 0 || m.need(n, m.cfg.WriteMajorityPlus, r.q)+need <= n {
 		return false
 	}
 	r.excused = append(r.excused, from)

@@ -72,7 +72,7 @@ func (m *Machine) Refill() RefillState {
 
 // refillNeed is how many peers a refilling replica must hold the records of.
 func (m *Machine) refillNeed() int {
-	n := len(m.replicaSet())
+	n := len(m.replicaSet(withPlus))
 	return n - (n/2 + 1) + 1
 }
 
@@ -112,7 +112,7 @@ func (m *Machine) refillRound(peer NodeID, answered, peerRefilling bool, peerKey
 		m.rf.turn++ // another peer first next time
 		m.rf.rounds++
 	}
-	peers := slices.DeleteFunc(m.replicaSet(), func(p NodeID) bool { return p == m.self })
+	peers := slices.DeleteFunc(m.replicaSet(withPlus), func(p NodeID) bool { return p == m.self })
 	synced := 0
 	for _, p := range peers {
 		if m.rf.synced[p] {

@@ -108,7 +108,7 @@ func (m *Machine) tickAntiEntropy() {
 	if m.now.Before(m.ae.next) {
 		return
 	}
-	peers := m.replicaSet()[1:]
+	peers := m.replicaSet(withPlus)[1:]
 	if len(peers) == 0 {
 		m.ae.next = m.now.Add(m.aeJitter())
 		return

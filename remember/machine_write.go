@@ -39,10 +39,18 @@ const clockRestartGap = 1 << 24
 // for fencing fails its call with a *FencedError once the quorum can no longer be reached;
 // too few answers within Timeout, with a *QuorumError. A failed call's writes may still be
 // stored on some replicas (and spread from there).
+//
+// Keys under VoterPrefixes are written alone: a call mixing them with others fails at once.
 func (m *Machine) Write(now time.Time, ws []Write) CallID {
 	m.now = now
 	m.nextCall++
 	m.stats.Writes += uint64(len(ws))
+	for i := 1; i < len(ws); i++ {
+		if w := ws[i]; (m.quorumOf(w.Key) == ofVoters) != (m.quorumOf(ws[0].Key) == ofVoters) {
+			m.answerCall(Answer{Call: m.nextCall, Err: fmt.Errorf("remember: a write of %q and %q: keys of the voters' quorum (VoterPrefixes) are written alone", ws[0].Key, w.Key)})
+			return m.nextCall
+		}
+	}
 	m.writeQueue = append(m.writeQueue, &writeCall{id: m.nextCall, writes: ws})
 	m.startWrites()
 	return m.nextCall
@@ -68,12 +76,25 @@ func (c *writeCall) weight() (n, bytes int) {
 	return len(c.writes), bytes
 }
 
-// startWrites starts rounds while the window has room and calls wait.
+// startWrites starts rounds while the window has room and calls wait: a batch's writes of
+// the voters' keys (VoterPrefixes) in a round of their own, asked of the voters.
 func (m *Machine) startWrites() {
 	for m.writeRounds < writeWindow && len(m.writeQueue) > 0 {
-		var batch []*writeCall
+		var batch, voters []*writeCall
 		batch, m.writeQueue = takeBatch(m.writeQueue, (*writeCall).weight)
-		m.startWrite(batch)
+		batch = slices.DeleteFunc(batch, func(c *writeCall) bool {
+			if m.quorumOf(c.writes[0].Key) == ofVoters {
+				voters = append(voters, c)
+				return true
+			}
+			return false
+		})
+		if len(batch) > 0 {
+			m.startWrite(batch, m.replicaSet(withPlus))
+		}
+		if len(voters) > 0 {
+			m.startWrite(voters, m.replicaSet(ofVoters))
+		}
 	}
 }
 
@@ -108,12 +129,12 @@ type writeRound struct {
 	finished bool
 }
 
-// startWrite starts the round of a batch of calls: versions assigned, one frame to every
-// other replica, one apply for the local disk.
-func (m *Machine) startWrite(calls []*writeCall) {
+// startWrite starts the round of a batch of calls asked of members: versions assigned, one
+// frame to every other replica, one apply for the local disk (which counts only if this
+// member is among members).
+func (m *Machine) startWrite(calls []*writeCall, members []NodeID) {
 	m.writeRounds++
 	m.stats.WriteRounds++
-	members := m.replicaSet()
 	r := &writeRound{calls: calls, asked: members, answered: make(map[NodeID]bool, len(members)),
 		until: m.now.Add(m.cfg.Timeout), timeout: m.cfg.Timeout}
 	n := 0
@@ -128,7 +149,7 @@ func (m *Machine) startWrite(calls []*writeCall) {
 	for i, c := range calls {
 		c.need = 0
 		for _, w := range c.writes {
-			c.need = max(c.need, m.need(len(members), m.cfg.WriteMajorityPlus, m.majorityOnly(w.Key)))
+			c.need = max(c.need, m.need(len(members), m.cfg.WriteMajorityPlus, m.quorumOf(w.Key)))
 			e := entry{rec: Record{Key: w.Key, Deleted: w.Delete, Version: Version{Epoch: w.Epoch, Counter: m.tick(), Writer: string(m.self)}}}
 			if !w.Delete {
 				e.rec.Value = w.Value
@@ -139,9 +160,9 @@ func (m *Machine) startWrite(calls []*writeCall) {
 		}
 	}
 	r.req = m.request(r)
-	if len(members) > 1 {
+	if others := m.others(members); len(others) > 0 {
 		env := &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{Records: toPBs(r.recs, false)}}}
-		m.sendAll(members[1:], env)
+		m.sendAll(others, env)
 	}
 	m.apply(applyOp{kind: opWrite, recs: r.recs}, func(res DiskResult) {
 		var refused []refusal

@@ -37,7 +37,8 @@ type Store struct {
 	waiting  map[CallID]func(Answer)
 	peers    map[NodeID]peer.ID // decoded once
 	members  []NodeID           // the last Config.Members given to the machine
-	admitted []NodeID           // the last Config.Admitted given to the machine
+	voters   []NodeID           // the last Config.Voters given to it
+	admitted []NodeID           // the last Config.Admitted given to it
 
 	inbox    chan storeInput
 	changed  chan struct{} // MembersChanged: the loop syncs the members now
@@ -237,7 +238,7 @@ func (s *Store) untilDeadline() time.Duration {
 	return max(time.Until(next), time.Millisecond)
 }
 
-// MembersChanged tells the store that Config.Members or Config.Admitted may return other
+// MembersChanged tells the store that Config.Members, Voters or Admitted may return other
 // members now. The store asks them before each input it takes, but a peer whose frames wait
 // for it to be admitted may send nothing more until they are answered: without this the
 // frames would wait for the store's next input or deadline, and the peer's round would
@@ -249,27 +250,36 @@ func (s *Store) MembersChanged() {
 	}
 }
 
-// syncMembers gives the machine Config.Members and Config.Admitted when they changed.
+// syncMembers gives the machine Config.Members, Config.Voters and Config.Admitted when they
+// changed.
 func (s *Store) syncMembers(now time.Time) {
 	if ms := s.cfg.Members(); !sameIDs(ms, s.members) {
 		s.members = ms
 		s.m.SetReplicas(ms)
 	}
-	if s.cfg.Admitted == nil {
-		return
+	if s.cfg.Voters != nil {
+		if vs := s.cfg.Voters(); !sameIDs(vs, s.voters) {
+			s.voters = vs
+			s.m.SetVoters(vs)
+		}
 	}
-	if as := s.cfg.Admitted(); !sameIDs(as, s.admitted) {
-		s.admitted = as
-		s.m.SetAdmitted(now, as)
+	if s.cfg.Admitted != nil {
+		if as := s.cfg.Admitted(); !sameIDs(as, s.admitted) {
+			s.admitted = as
+			s.m.SetAdmitted(now, as)
+		}
 	}
 }
 
-// sameIDs reports whether a and b hold the same ids: at once when they are the same slice.
+// sameIDs reports whether a and b hold the same ids in the same order (at once when they
+// are the same slice).
 func sameIDs(a, b []NodeID) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || equalIDs(a, b))
-}
-
-func equalIDs(a, b []NodeID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
 	for i := range a {
 		if a[i] != b[i] {
 			return false

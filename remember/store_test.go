@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -524,5 +525,51 @@ func TestMajorityPrefixes(t *testing.T) {
 	// The fence raised by the plain read holds: an older epoch is refused.
 	if err := s.Write(ctx, Write{Key: "st/a", Value: []byte("2"), Epoch: 6}); !errors.Is(err, ErrFenced) {
 		t.Errorf("write below the fence: %v", err)
+	}
+}
+
+// TestVoterPrefixes: keys under Config.VoterPrefixes take a plain majority of Config.Voters,
+// whatever Members and the min-cap: with 7 members, 3 of them voters, and 4 stores closed
+// (one voter among them) a voter key is written, read with a fence and the fence holds; a
+// member that is no voter counts for nothing (its own replica is not asked); with two
+// voters closed nothing gets through; a write mixing voter keys with others is refused.
+func TestVoterPrefixes(t *testing.T) {
+	var voters atomic.Pointer[[]NodeID] // the first three, once the cluster is made
+	c := newCluster(t, 7, func(cfg *Config) {
+		cfg.Timeout = 500 * time.Millisecond
+		cfg.VoterPrefixes = []string{"ls\x00sbr"}
+		cfg.Voters = func() []NodeID {
+			if v := voters.Load(); v != nil {
+				return *v
+			}
+			return nil
+		}
+	})
+	first := c.members[:3:3]
+	voters.Store(&first)
+	ctx := testContext(t)
+	for _, i := range []int{2, 4, 5, 6} {
+		c.closeStore(i)
+	}
+	if err := c.stores[3].Write(ctx, Write{Key: "ls\x00sbr", Value: []byte("a"), Epoch: 5}); err != nil {
+		t.Fatalf("write of a voter key from a member that is no voter, 2 of 3 voters up: %v", err)
+	}
+	if _, _, err := c.stores[0].Get(ctx, "co/a"); !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("read of another key with 3 of 7 up: %v", err)
+	}
+	rec, found, err := c.stores[1].GetFenced(ctx, "ls\x00sbr", 9)
+	if err != nil || !found || string(rec.Value) != "a" {
+		t.Fatalf("fenced read of the voter key: %+v %v %v", rec, found, err)
+	}
+	if err := c.stores[3].Write(ctx, Write{Key: "ls\x00sbr", Value: []byte("b"), Epoch: 8}); !errors.Is(err, ErrFenced) {
+		t.Errorf("write below the fence: %v", err)
+	}
+	if err := c.stores[0].Write(ctx, Write{Key: "ls\x00sbr", Value: []byte("b")}, Write{Key: "co/b", Value: []byte("b")}); err == nil || !strings.Contains(err.Error(), "written alone") {
+		t.Errorf("a write mixing a voter key with another: %v", err)
+	}
+	c.closeStore(1)
+	var qe *QuorumError
+	if err := c.stores[3].Write(ctx, Write{Key: "ls\x00sbr", Value: []byte("c"), Epoch: 10}); !errors.As(err, &qe) || qe.Need != 2 || qe.N != 3 {
+		t.Errorf("write of a voter key with 1 of 3 voters up: %v", err)
 	}
 }

@@ -18,7 +18,10 @@ import (
 // frames are taken only from admitted members of the receiver's membership. A member of
 // version 3 would admit any key holder, would read a signed directive's undo as the
 // directive set, and would merge the gossip of a member nobody admitted.
-const ProtocolVersion = 4
+// 5: the WeaklyUp status, which renumbers the statuses after Joining; bucket digests computed
+// over 256 fine buckets; a heartbeat's one echo, for its receiver, and its Answer mark (a
+// member of version 4 would misread all of them).
+const ProtocolVersion = 5
 
 // Errors returned by the decoders.
 var (

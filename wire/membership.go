@@ -15,14 +15,8 @@ func AppendMembership(dst []byte, msg membership.Message) []byte {
 	env := &pb.MemberEnvelope{ProtocolVersion: ProtocolVersion}
 	switch m := msg.(type) {
 	case membership.Heartbeat:
-		h := &pb.Heartbeat{From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq, Digest: m.Digest, Ack: m.Ack}
-		if len(m.Echoes) > 0 {
-			h.Echoes = make([]*pb.Echo, len(m.Echoes))
-			for i, e := range m.Echoes {
-				h.Echoes[i] = &pb.Echo{Node: string(e.Node), Incarnation: e.Incarnation, Seq: e.Seq}
-			}
-		}
-		env.Msg = &pb.MemberEnvelope_Heartbeat{Heartbeat: h}
+		env.Msg = &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq, Digest: m.Digest,
+			Ack: m.Ack, Answer: m.Answer, EchoIncarnation: m.EchoIncarnation, EchoSeq: m.EchoSeq}}
 	case membership.Gossip:
 		env.Msg = &pb.MemberEnvelope_Gossip{Gossip: &pb.Gossip{From: string(m.From), State: stateToPB(&m.State), Reply: m.Reply, Buckets: m.Buckets}}
 	case membership.GossipStatus:
@@ -62,20 +56,8 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if err := checkID("heartbeat.from", h.From); err != nil {
 			return nil, err
 		}
-		if len(h.Echoes) > maxMembers {
-			return nil, malformed("heartbeat.echoes has %d entries (at most %d)", len(h.Echoes), maxMembers)
-		}
-		hb := membership.Heartbeat{From: membership.NodeID(h.From), Incarnation: h.Incarnation, Seq: h.Seq, Digest: h.Digest, Ack: h.Ack}
-		if len(h.Echoes) > 0 {
-			hb.Echoes = make([]membership.Echo, len(h.Echoes))
-			for i, e := range h.Echoes {
-				if err := checkID("heartbeat.echoes.node", e.GetNode()); err != nil {
-					return nil, fmt.Errorf("echo %d: %w", i, err) // the field name is built only for an error
-				}
-				hb.Echoes[i] = membership.Echo{Node: membership.NodeID(e.Node), Incarnation: e.Incarnation, Seq: e.Seq}
-			}
-		}
-		return hb, nil
+		return membership.Heartbeat{From: membership.NodeID(h.From), Incarnation: h.Incarnation, Seq: h.Seq, Digest: h.Digest,
+			Ack: h.Ack, Answer: h.Answer, EchoIncarnation: h.EchoIncarnation, EchoSeq: h.EchoSeq}, nil
 	case *pb.MemberEnvelope_Gossip:
 		if err := checkID("gossip.from", m.Gossip.From); err != nil {
 			return nil, err

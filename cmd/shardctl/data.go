@@ -15,10 +15,11 @@ import (
 )
 
 // The offline data commands (data inspect, backup, restore and remove-internal-data) open
-// stopped members' stores, which takes Badger. shardctl does not link it: they run in
-// sharddaemon, the binary that writes those directories (its data.go), which shardctl
-// executes in its own place with the same arguments. Their help, exit codes and output are
-// sharddaemon's, under shardctl's name.
+// stopped members' stores, which takes Badger, and the capacity simulator (sim cluster) runs
+// the member's machines (engine). shardctl links neither: they run in sharddaemon, the binary
+// that writes those directories (its data.go, sim.go), which shardctl executes in its own
+// place with the same arguments. Their help, exit codes and output are sharddaemon's, under
+// shardctl's name.
 
 // dataCommand is data inspect|backup|restore (offline, in sharddaemon) and the networked
 // commands given (data remove, through a running cluster).
@@ -80,7 +81,8 @@ func daemonCommand(name, usage string, path ...string) *cli.Command {
 	}
 }
 
-// daemonName is the program that runs shardctl's offline data commands.
+// daemonName is the program that runs shardctl's offline data commands and its capacity
+// simulator (sim cluster).
 const daemonName = "sharddaemon"
 
 // execDaemon replaces this process with sharddaemon running args, as "shardctl": its
@@ -112,7 +114,7 @@ func findDaemon() (string, error) {
 		return path, nil
 	}
 	if beside == "" || !errors.Is(err, exec.ErrNotFound) {
-		return "", fmt.Errorf("this command runs in %s, which owns the data directory's format: %v", daemonName, err)
+		return "", fmt.Errorf("this command runs in %s, which holds the member's store and machines: %v", daemonName, err)
 	}
-	return "", fmt.Errorf("this command runs in %s, which owns the data directory's format, and there is none beside shardctl (%s) nor on $PATH: install the %s of this release", daemonName, beside, daemonName)
+	return "", fmt.Errorf("this command runs in %s, which holds the member's store and machines, and there is none beside shardctl (%s) nor on $PATH: install the %s of this release", daemonName, beside, daemonName)
 }

@@ -22,9 +22,12 @@ import (
 // simCommand groups the offline simulators.
 func simCommand() *cli.Command {
 	return &cli.Command{
-		Name:        "sim",
-		Usage:       "run offline simulations of shardmesh policies",
-		Subcommands: []*cli.Command{simPassivationCommand()},
+		Name:  "sim",
+		Usage: "run offline simulations: passivation policies on a trace, a cluster at your scale",
+		Subcommands: []*cli.Command{
+			simPassivationCommand(),
+			daemonCommand("cluster", "simulate N members with your configuration: convergence, failure detection, failover, traffic per member", "sim", "cluster"),
+		},
 	}
 }
 

@@ -84,7 +84,8 @@ which wins over the file. 'sharddaemon config' lists every key with its default.
 
 'sharddaemon data inspect|backup|restore' and 'sharddaemon remove-internal-data' work on
 stopped members' data directories: this binary owns their format and links the store, and
-shardctl's commands of the same names run them here.
+shardctl's commands of the same names run them here. So does 'sharddaemon sim cluster', the
+capacity simulator, which runs the member's state machines (shardctl sim cluster).
 
 Example: a three-member cluster on one machine
    shardctl keygen --out cluster.key
@@ -103,7 +104,7 @@ A supervisor restarts it on 1 and 3, with backoff, and never on 2: see docs/stor
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
 		ExitErrHandler: func(*cli.Context, error) {},
-		Commands:       append([]*cli.Command{configCommand()}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
+		Commands:       append([]*cli.Command{configCommand()}, cmdline.Offline(dataCommand(), removeInternalDataCommand(), simCommand())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cmdline.UnknownCommand(c, c.Args().First())

@@ -63,6 +63,9 @@ func (e *simEnv) gossip(frame []byte) {
 		return
 	}
 	se.Origin = e.n.ID
+	if e.s.meter != nil {
+		e.s.meter.gossip(e.n, frame, len(e.s.nodes)-2)
+	}
 	for _, to := range e.s.nodes[1:] {
 		if to == e.n || !to.Alive {
 			continue
@@ -75,6 +78,8 @@ func (e *simEnv) gossip(frame []byte) {
 func (e *simEnv) Store(id uint64, req node.StoreRequest) { e.n.store.request(id, req) }
 
 func (e *simEnv) Lease(op engine.LeaseOp) { e.s.leaseOp(e.n, op) }
+
+func (e *simEnv) ResolverLease(op membership.LeaseOp) { e.s.resolverLeaseOp(e.n, op) }
 
 func (e *simEnv) StartEntity(t *node.EntityType, ctx node.EntityContext) node.Incarnation {
 	return e.n.entities.start(t, ctx)

@@ -245,7 +245,9 @@ func (s *Sim) restartAll(r *rand.Rand) {
 	former := 0
 	for _, n := range s.Nodes() {
 		if n.Alive {
-			if former == 0 || n.Index == 1 {
+			// A member of the last cluster: one that started but never joined (its seeds
+			// were cut off) is no member of it, and is not the one to form it again.
+			if n.M.Joined() && (former == 0 || n.Index == 1) {
 				former = n.Index
 			}
 			s.Kill(n.Index)
@@ -255,7 +257,9 @@ func (s *Sim) restartAll(r *rand.Rand) {
 		}
 	}
 	if former == 0 && len(all) > 0 {
-		former = all[0] // the cluster had stopped already: the first member starts it again
+		// The cluster had stopped already (every member downed, say, by
+		// down-all-when-unstable): the first member starts it again.
+		former = all[0]
 	}
 	if former == 0 {
 		return

@@ -198,6 +198,12 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 		return s, s.Err() // every member stopped by the downing rules: nothing to check
 	}
 	s.RunFor(5 * time.Second) // regions register with the coordinator, stragglers settle
+	// A directive change whose write failed (a disk fault, a quorum cut by the partition) is
+	// run again, as an operator runs a command again that failed.
+	for try := 0; try < 5 && len(directiveChanges(s.storedDirectives(), d)) > 0 && len(running()) > 0; try++ {
+		s.SetDirectives(d)
+		s.RunFor(2 * time.Second)
+	}
 	live := running()
 	if len(live) == 0 {
 		return s, s.Err()

@@ -45,6 +45,11 @@ type Options struct {
 	// Trust is what every member trusts (node.CoreConfig.Trust): with admins, a member
 	// follows only the directives one of them signed. Nil: no admins.
 	Trust *trust.Policy
+	// NodeName names node i and gives its address (default n01 and /sim/n01): the capacity
+	// simulator gives real libp2p peer ids and addresses, so that it measures real frames.
+	NodeName func(i int) (membership.NodeID, string)
+	// Quiet keeps no timeline: a run of a thousand members would write millions of lines.
+	Quiet bool
 }
 
 // Sim is one simulated cluster: the real member cores (node.Core) and their replicated
@@ -88,7 +93,10 @@ type Sim struct {
 
 	leases map[leaseKey]*simLease // the shards' leases (use-lease), shared by every node
 
-	trigger *trigger // a partition armed to fall at a leader action
+	trigger  *trigger       // a partition armed to fall at a leader action
+	meter    *meter         // counts what members send, when measuring (meter.go)
+	homes    *shardIndex    // which members host each shard (checkShardHomes)
+	sbrLease *resolverLease // the split-brain resolver's lease (resolverlease.go)
 
 	// auxRng draws what the member's store, disk, leases and entities add to a run (apart
 	// from rng, so the membership draws of a run stay as they were without them).
@@ -103,6 +111,7 @@ type Sim struct {
 type Node struct {
 	Index       int
 	ID          membership.NodeID
+	Addr        string // its address, as its member record gives it
 	Incarnation uint64
 	Roles       []string
 	Version     membership.Version
@@ -203,6 +212,10 @@ func (s *Sim) Node(i int) *Node { return s.nodes[i] }
 func (s *Sim) AddNode(roles []string, version membership.Version) *Node {
 	i := len(s.nodes)
 	n := &Node{Index: i, ID: membership.NodeID(fmt.Sprintf("n%02d", i)), Roles: roles, Version: version, sim: s}
+	n.Addr = "/sim/" + string(n.ID)
+	if s.opts.NodeName != nil {
+		n.ID, n.Addr = s.opts.NodeName(i)
+	}
 	n.store = newMemberStore(s, n)
 	s.nodes = append(s.nodes, n)
 	s.byID[n.ID] = n
@@ -221,7 +234,7 @@ func (s *Sim) Start(i int, seeds ...int) {
 	self := membership.Member{
 		Node:        n.ID,
 		Incarnation: n.Incarnation,
-		Addrs:       []string{"/sim/" + string(n.ID)},
+		Addrs:       []string{n.Addr},
 		Roles:       n.Roles,
 		AppVersion:  n.Version,
 
@@ -516,14 +529,18 @@ func (s *Sim) checkQuorum(n *Node, d membership.Downed) {
 		ok = side >= cfg.QuorumSize && side+others <= 2*cfg.QuorumSize-1
 	case membership.KeepOldest:
 		ok = side > 0
+	case membership.LeaseMajority: // only with the lease, unless it downs its own side
+		own := d.Decision == membership.DownReachable || d.Decision == membership.ReverseDownIndirectlyConnected
+		ok = own || (d.Lease && s.holdsResolverLease(n))
 	}
 	if !ok {
 		s.fail("%s downed %v without a quorum: side %v, others %v", n.ID, d.Nodes, d.Side, d.Others)
 	}
-	// The decider is counted on its side, unless keep-majority does not count it (not a
-	// voter) or it is still Joining.
+	// The decider is counted on its side, unless keep-majority (or lease-majority) does not
+	// count it (not a voter) or it is still Joining.
 	self := n.M.Self()
-	counted := self.Status != membership.Joining && (self.Voter || cfg.ActiveStrategy != membership.KeepMajority)
+	votersOnly := cfg.ActiveStrategy == membership.KeepMajority || cfg.ActiveStrategy == membership.LeaseMajority
+	counted := self.Status != membership.Joining && self.Status != membership.WeaklyUp && (self.Voter || !votersOnly)
 	if slices.Contains(d.Others, n.ID) || (counted && !slices.Contains(d.Side, n.ID)) {
 		s.fail("%s downed %v from a side it is not on: %v", n.ID, d.Nodes, d.Side)
 	}
@@ -539,6 +556,9 @@ func (s *Sim) fail(format string, args ...any) {
 }
 
 func (s *Sim) logf(format string, args ...any) {
+	if s.opts.Quiet {
+		return
+	}
 	s.timeline = append(s.timeline, fmtElapsed(s.Elapsed())+" "+fmt.Sprintf(format, args...))
 }
 

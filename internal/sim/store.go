@@ -138,6 +138,9 @@ func (st *memberStore) sync() {
 				continue
 			}
 			frame := snd.Frame
+			if s.meter != nil {
+				s.meter.replica(n, frame)
+			}
 			s.send(n, to, s.auxRng, func(to *Node) { to.store.receive(n.ID, frame) }, nil)
 		}
 		for _, op := range rd.Disk {

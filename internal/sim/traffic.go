@@ -255,6 +255,9 @@ func (s *Sim) sendFrame(from *Node, toID membership.NodeID, proto protocol.ID, f
 		}
 		return
 	}
+	if s.meter != nil {
+		s.meter.frame(from, proto, frame)
+	}
 	deliver := func(to *Node) {
 		if err := to.Core.Receive(s.now, from.ID, proto, frame); err != nil {
 			s.fail("%s: a %s frame from %s does not decode: %v", to.ID, proto, from.ID, err)
