@@ -181,16 +181,36 @@ func (n *Node) gossipTick() {
 }
 
 // pull starts an exchange with member from, whose heartbeat reports a view this member never
-// had (it knows something this one does not), unless this member pulled less than a tenth
-// of gossip-interval ago. A change spreads by the exchanges its members start (gossipChange),
-// which leave a few members out (with a fanout of 3, about one in twenty); they learn it from
-// the first heartbeat of a neighbor that has it, not at their next gossip-interval.
+// had (it knows something this one does not). A change spreads by the exchanges its members
+// start (gossipChange), which leave a few members out (with a fanout of 3, about one in
+// twenty); they learn it from the first heartbeat of a neighbor that has it, not at their
+// next gossip-interval. A member pulls at most once every tenth of gossip-interval: a pull
+// asked for sooner is put off to the first tick after that (pullIfDue), not dropped — two
+// changes a moment apart (a leaving member's Leaving, then its Exiting) would otherwise
+// leave a member that pulled the first without the second until its next gossip-interval.
 func (n *Node) pull(from NodeID) {
-	if n.now.Sub(n.lastPull) < n.cfg.GossipInterval/10 || n.unreachable[from] {
+	if n.unreachable[from] {
 		return
 	}
-	n.lastPull = n.now
+	if n.now.Sub(n.lastPull) < n.cfg.GossipInterval/10 {
+		n.pullDue = from
+		return
+	}
+	n.lastPull, n.pullDue = n.now, ""
 	n.startExchange(from)
+}
+
+// pullIfDue carries out a pull that was put off, if the member still reports a view this
+// member never had.
+func (n *Node) pullIfDue() {
+	if n.pullDue == "" || n.now.Sub(n.lastPull) < n.cfg.GossipInterval/10 {
+		return
+	}
+	from := n.pullDue
+	n.pullDue = ""
+	if p := n.peers[from]; p != nil && p.hasDigest && !n.agrees(p.digest) {
+		n.pull(from)
+	}
 }
 
 // gossipChange starts exchanges with gossipFanout members at once after this member's view

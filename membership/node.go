@@ -39,6 +39,7 @@ type Node struct {
 	beatsSent     [beatRing]beatSent // when the latest regular heartbeats left, by Seq
 	lastGossip    time.Time
 	lastPull      time.Time // when a heartbeat reporting an unknown view last started an exchange (pull)
+	pullDue       NodeID    // a member a pull was put off for (pull), "" if none
 
 	digest      uint64
 	pastDigests [pastDigestRing]pastDigest // digests this member's view had before, newest last
@@ -311,6 +312,7 @@ func (n *Node) Tick(now time.Time) {
 		n.heartbeat()
 	}
 	n.gossipTick()
+	n.pullIfDue()
 	n.rejoin()
 	n.ticking = true
 	n.afterInput()
