@@ -209,6 +209,7 @@ type Node struct {
 	namesKept     atomic.Int64        // entries in names (bounded by maxNames)
 	gateAdmitted  []membership.NodeID // the admitted members last given to the gate (loop goroutine)
 	storeReplicas []membership.NodeID // the replica members as of the store's last nudge (loop goroutine)
+	storeVoters   []membership.NodeID // the voters as of the store's last nudge (loop goroutine)
 	auditWrites   atomic.Uint64       // audit records written here (audit.go)
 
 	ctx      context.Context
@@ -683,18 +684,18 @@ func (n *Node) loop() {
 }
 
 // syncGate gives the gate the membership when the members admitted changed, and tells the
-// store when those or the members holding replicas changed.
+// store when those, the members holding replicas or the voters changed.
 func (n *Node) syncGate() {
 	v := n.core.View()
-	admitted, replicas := v.Admitted(), v.Replicas()
+	admitted, replicas, voters := v.Admitted(), v.Replicas(), v.voters
 	gate := !sameSlice(admitted, n.gateAdmitted)
-	if !gate && sameSlice(replicas, n.storeReplicas) {
+	if !gate && sameSlice(replicas, n.storeReplicas) && sameSlice(voters, n.storeVoters) {
 		return
 	}
 	if gate {
 		n.gate.SetMembers(v.Members)
 	}
-	n.gateAdmitted, n.storeReplicas = admitted, replicas
+	n.gateAdmitted, n.storeReplicas, n.storeVoters = admitted, replicas, voters
 	if n.store != nil {
 		n.store.MembersChanged() // frames of a member admitted now may wait there
 	}
