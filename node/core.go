@@ -466,8 +466,8 @@ type View struct {
 // not change.
 func (v *View) Replicas() []membership.NodeID { return v.replicas }
 
-// Admitted returns the members that may speak the member protocols: Joining, Up, Leaving,
-// Exiting (core_admission.go). The same slice comes back while they do not change.
+// Admitted returns the members that may speak the member protocols: Joining, WeaklyUp, Up,
+// Leaving, Exiting (core_admission.go). The same slice comes back while they do not change.
 func (v *View) Admitted() []membership.NodeID { return v.admitted }
 
 // Admits reports whether member id may speak the member protocols, as of this view.

@@ -12,9 +12,9 @@ import (
 // Only admitted members speak the member protocols (docs/security.md). The core takes what
 // another member sends — membership and coordination messages, messages forwarded to its
 // entities, replies to its asks, sharding events — only from the admitted members of its own
-// membership: Joining, Up, Leaving or Exiting. The check is made here, where what was sent
-// would take effect, against the membership machine itself, so the simulation runs it as the
-// daemon does; the replica protocol is checked by the store's machine
+// membership: Joining, WeaklyUp, Up, Leaving or Exiting. The check is made here, where what
+// was sent would take effect, against the membership machine itself, so the simulation runs
+// it as the daemon does; the replica protocol is checked by the store's machine
 // (remember.MachineConfig.Gated). What is refused goes to Env.Refused, to be counted and
 // logged.
 //

@@ -161,8 +161,8 @@ type Config struct {
 	Broken func(error)
 
 	// Admitted, when set, returns the members that may send replica frames now: the
-	// admitted members of the current membership (Joining, Up, Leaving, Exiting; not Down or
-	// Removed), by the text form of their peer ids; this member always may. The machine
+	// admitted members of the current membership (Joining, WeaklyUp, Up, Leaving, Exiting;
+	// not Down or Removed), by the text form of their peer ids; this member always may. The machine
 	// drops the frames of any other peer — requests, repairs and answers alike — after
 	// letting them wait a moment for their sender to be admitted (MachineConfig.Gated). It is
 	// called before every batch the store takes up: return the same slice while they do not

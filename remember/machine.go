@@ -242,8 +242,8 @@ func (m *Machine) replicaSet(q quorum) []NodeID {
 }
 
 // SetAdmitted sets the members that may send frames from now on (MachineConfig.Gated):
-// Joining, Up, Leaving, Exiting; not Down or Removed. The frames of those among them that
-// were waiting are taken now, in the order they came.
+// Joining, WeaklyUp, Up, Leaving, Exiting; not Down or Removed. The frames of those among
+// them that were waiting are taken now, in the order they came.
 func (m *Machine) SetAdmitted(now time.Time, members []NodeID) {
 	m.now = now
 	if m.admitted == nil {

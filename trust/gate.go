@@ -18,8 +18,8 @@ import (
 // Gate is a member's edge of admission. The member's state machines (node.Core for the
 // membership, coordination and region protocols, remember.Machine for the replica protocol)
 // drop the frames of every peer that is not an admitted member of their membership —
-// Joining, Up, Leaving or Exiting — where the frames would take effect; the gate tells the
-// operator of it, and holds a copy of that membership for what must be decided at the edge.
+// Joining, WeaklyUp, Up, Leaving or Exiting — where the frames would take effect; the gate
+// tells the operator of it, and holds a copy of that membership for what must be decided at the edge.
 // It counts what they refused (shardmesh_trust_frames_refused_total) and logs it every FlushEvery, one line
 // per peer: a warning for a peer that is not a member, a debug line for one that joined a
 // moment ago (its frames can arrive before the gossip that makes it known here) or left a
