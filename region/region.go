@@ -191,7 +191,11 @@ func (r *Region) route(env Envelope, front bool) Routed {
 	if env.Hops > MaxHops {
 		return Routed{Kind: Refused, Envelope: env, Err: ErrTooManyHops}
 	}
-	if r.shutdownDone {
+	if r.shutdownDone && !r.registered {
+		// Done handing off, and no coordinator to ask where a shard went. While registered,
+		// a region that has handed off everything still routes what senders with a stale
+		// home forward here — asking the coordinator for the new home — until its member
+		// exits: refusing them made an ask fail in a rolling restart.
 		return Routed{Kind: Refused, Envelope: env, Err: ErrShuttingDown}
 	}
 	if r.outOfService {

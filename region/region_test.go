@@ -192,6 +192,31 @@ func TestGracefulShutdownCompletesWhenEverythingIsHandedOff(t *testing.T) {
 	}
 }
 
+// TestRegionDoneHandingOffStillRoutes: a message forwarded here by a sender with a stale
+// home after this region handed off its last shard is routed to the shard's new home (asked
+// of the coordinator), not refused: its member is still up until it exits.
+func TestRegionDoneHandingOffStillRoutes(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.HostShard{Shard: "2", Epoch: 7})
+	r.GracefulShutdown(t0)
+	r.Step(t0, "a", coordinator.BeginHandOff{Shard: "2", Epoch: 7})
+	r.Step(t0, "a", coordinator.HandOff{Shard: "2", Epoch: 7})
+	r.LocalShardStopped(t0, "2", 0)
+	if got := render(r.Ready()); !strings.HasSuffix(got, "region.ShutdownComplete{}") {
+		t.Fatalf("got:\n%s", got)
+	}
+	if d := r.Deliver(t0, env("2", "x")); d.Kind != Buffered {
+		t.Fatalf("decision after the shutdown completed: %+v", d)
+	}
+	if got := render(r.Ready()); got != "to a coordinator.GetShardHome{Shard:2}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "2", Region: "c", Epoch: 8})
+	if got := render(r.Ready()); got != "forward to c 2/x hops=1" {
+		t.Fatalf("got:\n%s", got)
+	}
+}
+
 // TestOnlyHostShardForThisIncarnationStartsAShard: a ShardHome naming this member (a stale
 // answer, a gossip hint) does not start the shard, nor does a HostShard meant for a previous
 // process of this member; the HostShard for this incarnation does.
