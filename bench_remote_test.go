@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,6 +244,9 @@ func TestMillionIdleEntities(t *testing.T) {
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
+	if path := os.Getenv("SHARDMESH_TEST_1M_HEAPPROFILE"); path != "" {
+		writeHeapProfile(t, path) // what the idle entities hold, while they are alive
+	}
 	heap := after.HeapInuse - before.HeapInuse
 	total := rss()
 	t.Logf("%d entities started in %v (%.0f/s); heap +%d MiB (%.0f B/entity); process RSS %d MiB (+%d MiB)",
@@ -252,6 +256,18 @@ func TestMillionIdleEntities(t *testing.T) {
 		n, float64(heap)/float64(n), total>>20, float64(total-rssBefore)/float64(n), float64(n)/took.Seconds())
 	if total > 1<<30 {
 		t.Errorf("RSS %d MiB exceeds 1 GiB", total>>20)
+	}
+}
+
+// writeHeapProfile writes the heap profile (in-use objects at the last GC) to path.
+func writeHeapProfile(tb testing.TB, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		tb.Fatal(err)
 	}
 }
 

@@ -60,6 +60,15 @@ func (c *credits) acquire(ctx context.Context, done <-chan struct{}) error {
 	}
 }
 
+// tryAcquire takes a credit if one is free.
+func (c *credits) tryAcquire() bool {
+	if c.n.Add(1) <= c.limit {
+		return true
+	}
+	c.n.Add(-1)
+	return false
+}
+
 // readmit takes a credit without waiting, for a message that comes back into the engine
 // (one a stopped entity had not handled; the region takes those back beyond its bound). A
 // message without credits (nil: the simulation's) takes none.

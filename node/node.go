@@ -152,8 +152,9 @@ type Node struct {
 
 	metrics *metrics // nil without Config.Metrics
 
-	inbox chan Input
-	out   *outboxes
+	inbox      chan Input
+	deliveries *deliveries // messages for entities: the loop's other inbox
+	out        *outboxes
 
 	// servingUntil is the lease deadline for entities, on the monotonic clock: nanoseconds
 	// since clockBase. Reading only the monotonic clock is cheaper than time.Now, and a
@@ -282,33 +283,34 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		metrics:   met,
-		cfg:       cfg,
-		log:       log,
-		dir:       dir,
-		host:      host,
-		self:      self,
-		gossip:    topic,
-		sub:       sub,
-		events:    events,
-		eventsSub: eventsSub,
-		eventsOut: make(chan []byte, 4096),
-		pool:      pool,
-		inbox:     make(chan Input, 65536),
-		subs:      map[chan Event]struct{}{},
-		servingCh: make(chan struct{}),
-		sizeDue:   make(chan struct{}, 1),
-		clockBase: time.Now(),
-		ctx:       nctx,
-		cancel:    cancel,
-		done:      make(chan struct{}),
+		metrics:    met,
+		cfg:        cfg,
+		log:        log,
+		dir:        dir,
+		host:       host,
+		self:       self,
+		gossip:     topic,
+		sub:        sub,
+		events:     events,
+		eventsSub:  eventsSub,
+		eventsOut:  make(chan []byte, 4096),
+		pool:       pool,
+		inbox:      make(chan Input, 65536),
+		deliveries: newDeliveries(),
+		subs:       map[chan Event]struct{}{},
+		servingCh:  make(chan struct{}),
+		sizeDue:    make(chan struct{}, 1),
+		clockBase:  time.Now(),
+		ctx:        nctx,
+		cancel:     cancel,
+		done:       make(chan struct{}),
 	}
 	n.out = newOutboxes(nctx, host, n.log, met)
 	n.core = NewCore(CoreConfig{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, ClusterName: cfg.ClusterName,
 		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged}, self, n.env(), time.Now())
 	host.Handle(MemberProtocol, n.handleMemberFrame)
 	host.Handle(CoordProtocol, n.handleCoordFrame)
-	host.Handle(RegionProtocol, n.handleRegionFrame)
+	host.HandleSinks(RegionProtocol, n.newRegionSink)
 	if err := n.openStore(ctx); err != nil {
 		cancel()
 		return nil, err
@@ -480,18 +482,12 @@ func (n *Node) deliver(ctx context.Context, t *RegisteredType, id string, m *Mes
 			t.spec.Name, id, t.credits.limit, maxInflight, err)
 	}
 	m.credits = t.credits
-	select {
-	case n.inbox <- in: // the common case, without a two-way select
-		return nil
-	default:
-	}
-	select {
-	case n.inbox <- in:
-		return nil
-	case <-n.done:
+	if n.ctx.Err() != nil {
 		m.credits.release()
 		return ErrStopped
 	}
+	n.deliveries.push(in)
+	return nil
 }
 
 // Leave hands off every shard, leaves the cluster gracefully and waits until the member is
@@ -601,23 +597,46 @@ func (n *Node) loop() {
 			now := time.Now()
 			n.noteStoreSpace(now)
 			c.Tick(now)
+		case <-n.deliveries.wake:
+			n.stepDeliveries(time.Now())
 		case in := <-n.inbox:
 			now := time.Now()
+			n.stepDeliveries(now) // what a goroutine queued before in comes first
 			c.Step(now, in)
-			// Drain what else is waiting before carrying anything out: one pass over many
+			// Take what else is waiting before carrying anything out: one pass over many
 			// inputs.
 			for i := 0; i < 256; i++ {
 				select {
 				case in := <-n.inbox:
+					n.stepDeliveries(now)
 					c.Step(now, in)
 					continue
 				default:
 				}
 				break
 			}
+			n.stepDeliveries(now)
 		}
 		c.Flush()
 	}
+}
+
+// deliveriesPerFlush bounds the messages stepped between two Flushes of a long queue, so
+// that entity workers and outboxes get their work while the loop goes on, and what the
+// engine holds for one Flush stays small.
+const deliveriesPerFlush = 1024
+
+// stepDeliveries steps every message queued for entities, in order.
+func (n *Node) stepDeliveries(now time.Time) {
+	q := n.deliveries.take()
+	c := n.core
+	for i := range q {
+		if i > 0 && i%deliveriesPerFlush == 0 {
+			c.Flush()
+		}
+		c.Deliver(now, q[i])
+	}
+	n.deliveries.giveBack(q)
 }
 
 // Serving publishes the lease deadline to the entity workers and wakes those waiting (Env).
