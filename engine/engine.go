@@ -292,7 +292,11 @@ func (e *Engine) Deliver(now time.Time, typ string, env region.Envelope) error {
 	case region.Refused:
 		e.out.Rejected = append(e.out.Rejected, Rejected{Type: t.cfg.Name, Envelope: d.Envelope, Err: d.Err})
 	}
-	e.settle()
+	// A message routed straight to an entity or another member leaves the machines with
+	// nothing to do (the common case): settle only when it left some work.
+	if len(t.touched) > 0 || len(e.queue) > 0 || t.region.HasOutput() {
+		e.settle()
+	}
 	return nil
 }
 

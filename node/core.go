@@ -43,12 +43,13 @@ type Core struct {
 	eng  *engine.Engine
 	now  time.Time
 
-	ready   engine.Ready               // reused output buffer
-	fwd     forwards                   // messages for other members, one batch per member
-	scratch []byte                     // the frame being encoded
-	types   map[string]*RegisteredType // owned by the driver
-	specs   sync.Map                   // type name → *RegisteredType, for senders on any goroutine
-	asks    *asks
+	ready    engine.Ready               // reused output buffer
+	fwd      forwards                   // messages for other members, one batch per member
+	returned returnedCredits            // credits of the messages handed to entities in this Flush
+	scratch  []byte                     // the frame being encoded
+	types    map[string]*RegisteredType // owned by the driver
+	specs    sync.Map                   // type name → *RegisteredType, for senders on any goroutine
+	asks     *asks
 	// registered lists the types registered, for decoders on any goroutine (replaced, not
 	// changed, when a type is registered).
 	registered atomic.Pointer[[]*RegisteredType]
@@ -259,6 +260,7 @@ func (c *Core) Flush() {
 		rd.Reset()
 		c.eng.Drain(rd)
 		if rd.Empty() {
+			c.returned.release()
 			c.flushStore()
 			c.flushMetrics()
 			return
@@ -273,8 +275,8 @@ func (c *Core) Flush() {
 			c.forward(f)
 		}
 		c.sendForwards()
-		for _, op := range rd.Entities {
-			c.applyEntityOp(now, op)
+		for i := range rd.Entities {
+			c.applyEntityOp(now, &rd.Entities[i])
 		}
 		for _, op := range rd.Leases {
 			c.env.Lease(op)

@@ -28,7 +28,7 @@ type RegisteredType struct {
 func (t *RegisteredType) Spec() *EntityType { return &t.spec }
 
 // applyEntityOp carries out an engine entity operation.
-func (c *Core) applyEntityOp(now time.Time, op engine.EntityOp) {
+func (c *Core) applyEntityOp(now time.Time, op *engine.EntityOp) {
 	if op.Kind == engine.OpDeliver && op.Slot != nil {
 		// The hot path: the incarnation is in its slot, no lookups.
 		m := op.Envelope.Payload.(*Message)
@@ -42,7 +42,7 @@ func (c *Core) applyEntityOp(now time.Time, op engine.EntityOp) {
 				c.types[op.Type].m.delivered()
 			}
 		}
-		m.credits.release() // the message leaves the member's pipeline here
+		c.returned.add(m.credits) // the message leaves the member's pipeline here
 		return
 	}
 	t := c.types[op.Type]

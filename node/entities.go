@@ -31,8 +31,10 @@ func (env *nodeEnv) StartEntity(t *EntityType, ctx EntityContext) Incarnation {
 	return e
 }
 
-// Enqueue queues m for the incarnation's turns.
-func (e *entity) Enqueue(m *Message) error { return e.mb.Enqueue(m) }
+// Enqueue queues m for the incarnation's turns. Only the loop calls it (the core's entity
+// operations): the entity joins the loop's batch of runnable entities, which the workers get
+// at the loop's next flush.
+func (e *entity) Enqueue(m *Message) error { return e.mb.EnqueueTo(&e.n.runnable, m) }
 
 // Close ends the incarnation at once (a forced stop) and returns what it had queued.
 func (e *entity) Close() []*Message {

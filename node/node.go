@@ -147,8 +147,9 @@ type Node struct {
 	eventsSub *p2p.Subscription
 	eventsOut chan []byte // sharding events to publish, in order
 
-	pool   *mailbox.Pool
-	groups sync.Map // type name → *mailbox.Group[*Message]
+	pool     *mailbox.Pool
+	groups   sync.Map      // type name → *mailbox.Group[*Message]
+	runnable mailbox.Batch // entities the loop gave messages since its last flush (loop goroutine)
 
 	metrics *metrics // nil without Config.Metrics
 
@@ -617,8 +618,15 @@ func (n *Node) loop() {
 			}
 			n.stepDeliveries(now)
 		}
-		c.Flush()
+		n.flush()
 	}
+}
+
+// flush carries out what the core decided, and hands the entities that got messages to the
+// workers in one go.
+func (n *Node) flush() {
+	n.core.Flush()
+	n.runnable.Schedule()
 }
 
 // deliveriesPerFlush bounds the messages stepped between two Flushes of a long queue, so
@@ -632,7 +640,7 @@ func (n *Node) stepDeliveries(now time.Time) {
 	c := n.core
 	for i := range q {
 		if i > 0 && i%deliveriesPerFlush == 0 {
-			c.Flush()
+			n.flush()
 		}
 		c.Deliver(now, q[i])
 	}

@@ -111,6 +111,44 @@ func (p *Pool) schedule(r runner) {
 	p.mu.Unlock()
 }
 
+// Batch gathers mailboxes made runnable by EnqueueTo, for Schedule to put on their Pool's
+// run queue with one lock (and to wake as many sleeping workers as they need) rather than
+// one lock per mailbox. A Batch belongs to one goroutine; its zero value is ready to use.
+type Batch struct {
+	pool    *Pool
+	runners []runner
+}
+
+func (b *Batch) add(p *Pool, r runner) {
+	if b.pool != p {
+		b.Schedule() // mailboxes of another pool: those gathered so far go first
+		b.pool = p
+	}
+	b.runners = append(b.runners, r)
+}
+
+// Schedule puts the gathered mailboxes at the tail of the run queue, in the order they
+// became runnable.
+func (b *Batch) Schedule() {
+	if len(b.runners) == 0 {
+		return
+	}
+	p := b.pool
+	p.mu.Lock()
+	if !p.stopped.Load() {
+		for _, r := range b.runners {
+			p.queue.push(r)
+		}
+		for wake := min(p.asleep, len(b.runners)); wake > 0; wake-- {
+			p.asleep--
+			p.wake.Signal()
+		}
+	}
+	p.mu.Unlock()
+	clear(b.runners)
+	b.runners = b.runners[:0]
+}
+
 // work is a worker: it takes the mailbox at the head of the run queue, runs its turn and, if
 // the mailbox has work left, puts it back at the tail, in the same critical section as it
 // takes the next one.
