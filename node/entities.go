@@ -101,7 +101,7 @@ func (e *entity) handle(m *Message) {
 		e.n.log.Debug("dropped a message the entity type's codec cannot decode", "type", e.t.Name, "shard", e.ctx.Shard, "entity", e.ctx.Entity, "err", err)
 		err = fmt.Errorf("decode message for %s: %w: %w", e.t.Name, ErrUndecodable, err)
 		c.metrics.rejectedMsg(e.t.Name, true, err)
-		c.Answer(e.t, m, nil, err)
+		e.n.answer(e.t, m, nil, err)
 		return
 	}
 	if e.behavior == nil {
@@ -109,7 +109,7 @@ func (e *entity) handle(m *Message) {
 	}
 	reply, err := e.behavior.Receive(&e.ctx, value)
 	if m.IsAsk() {
-		c.Answer(e.t, m, reply, err)
+		e.n.answer(e.t, m, reply, err)
 	}
 }
 
@@ -118,7 +118,7 @@ func (e *entity) handle(m *Message) {
 func (e *entity) Failed(r any, stack []byte) {
 	e.n.log.Error("entity panicked; its incarnation stops", "type", e.t.Name, "shard", e.ctx.Shard, "entity", e.ctx.Entity, "epoch", e.ctx.Epoch.String(), "panic", fmt.Sprint(r), "stack", string(stack))
 	if e.current != nil && e.current.IsAsk() {
-		e.n.core.Answer(e.t, e.current, nil, fmt.Errorf("%w: %v", ErrEntityFailed, r))
+		e.n.answer(e.t, e.current, nil, fmt.Errorf("%w: %v", ErrEntityFailed, r))
 	}
 	e.current = nil
 	e.finish()
@@ -133,6 +133,18 @@ func (e *entity) finish() {
 	e.finished = true
 	remaining := e.mb.Close(nil)
 	e.n.post(EntityStopped{Type: e.t.Name, Shard: e.ctx.Shard, Entity: e.ctx.Entity, Inc: e, Remaining: remaining})
+}
+
+// answer sends an entity's reply to its asker, from the entity's turn on a worker: to an
+// asker on another member the worker writes the reply itself when its stream is idle (a
+// goroutine hop less on the ask's way back), letting a spare worker stand in should the
+// write wait on a peer that reads nothing.
+func (n *Node) answer(t *EntityType, m *Message, reply any, err error) {
+	to, frame, ok := n.core.ReplyFrame(t, m, reply, err)
+	if !ok {
+		return
+	}
+	n.out.sendNow(to, RegionProtocol, frame, n.pool)
 }
 
 // Passivate asks the shard to stop this incarnation (EntityContext.Passivate).

@@ -165,6 +165,8 @@ type Node struct {
 	servingMu    sync.Mutex
 	servingCh    chan struct{} // closed when serving may have started
 
+	tickDue atomic.Bool // a tick is due: the ticker set it and woke the loop
+
 	// The size of the cluster this member is Up in, kept on disk (clustersize.go): the size
 	// to write (stored by the loop only), and a write due.
 	sizeLatest atomic.Uint32
@@ -585,24 +587,31 @@ func (n *Node) post(in Input) {
 }
 
 // loop is the one goroutine that drives the core.
+//
+// It waits on two channels only — the deliveries' wake-up and the inbox — since a select
+// costs in proportion to its cases and the loop wakes once or twice per message at low
+// load: the ticker and the member's stop set a flag and wake it through the deliveries.
 func (n *Node) loop() {
 	defer n.wg.Done()
-	tick := time.NewTicker(n.cfg.TickInterval)
-	defer tick.Stop()
+	n.wg.Add(1)
+	go n.ticks()
 	c := n.core
 	for {
+		var in Input
 		select {
-		case <-n.ctx.Done():
+		case <-n.deliveries.wake:
+		case in = <-n.inbox:
+		}
+		if n.ctx.Err() != nil {
 			return
-		case <-tick.C:
-			now := time.Now()
+		}
+		now := time.Now()
+		if n.tickDue.Swap(false) {
 			n.noteStoreSpace(now)
 			c.Tick(now)
-		case <-n.deliveries.wake:
-			n.stepDeliveries(time.Now())
-		case in := <-n.inbox:
-			now := time.Now()
-			n.stepDeliveries(now) // what a goroutine queued before in comes first
+		}
+		n.stepDeliveries(now) // with an input: what a goroutine queued before it comes first
+		if in != nil {
 			c.Step(now, in)
 			// Take what else is waiting before carrying anything out: one pass over many
 			// inputs.
@@ -619,6 +628,23 @@ func (n *Node) loop() {
 			n.stepDeliveries(now)
 		}
 		n.flush()
+	}
+}
+
+// ticks wakes the loop every TickInterval for its tick, until the member stops.
+func (n *Node) ticks() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			n.deliveries.signal() // the loop sees the member stop
+			return
+		case <-t.C:
+			n.tickDue.Store(true)
+			n.deliveries.signal()
+		}
 	}
 }
 
