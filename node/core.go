@@ -205,7 +205,7 @@ func (c *Core) Step(now time.Time, in Input) {
 	case EntityStopped:
 		c.entityStopped(now, in)
 	case Passivate:
-		if t := c.types[in.Type]; t != nil && t.entities[in.Entity] == in.Inc {
+		if slot := c.eng.Slot(in.Type, in.Shard, in.Entity); slot != nil && slot.Runtime == in.Inc {
 			c.eng.Passivate(now, in.Type, in.Shard, in.Entity)
 		}
 	case RegisterType:
@@ -489,7 +489,7 @@ func (c *Core) registerType(now time.Time, spec EntityType) error {
 	if err := c.eng.AddType(now, spec.Settings); err != nil {
 		return err
 	}
-	t := &RegisteredType{spec: spec, credits: newCredits(spec.Settings.Region.BufferSize), entities: map[shard.EntityID]Incarnation{},
+	t := &RegisteredType{spec: spec, home: EntityHome{Type: spec.Name, Node: c.self.Node}, credits: newCredits(spec.Settings.Region.BufferSize),
 		m: c.metrics.forType(spec.Name)}
 	c.types[spec.Name] = t
 	c.specs.Store(spec.Name, t)

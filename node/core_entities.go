@@ -18,10 +18,11 @@ import (
 
 // RegisteredType is an entity type registered on this member.
 type RegisteredType struct {
-	spec     EntityType
-	credits  *credits
-	entities map[shard.EntityID]Incarnation // owned by the core's driver
-	m        *typeMetrics                   // nil without metrics
+	spec    EntityType
+	home    EntityHome // the type on this member, shared by its entities' contexts
+	credits *credits
+	live    int          // incarnations running (owned by the core's driver)
+	m       *typeMetrics // nil without metrics
 }
 
 // Spec returns the type as it was registered.
@@ -49,15 +50,21 @@ func (c *Core) applyEntityOp(now time.Time, op *engine.EntityOp) {
 	if t == nil {
 		return
 	}
-	inc := t.entities[op.Entity]
+	slot := op.Slot
+	if slot == nil {
+		slot = c.eng.Slot(op.Type, op.Shard, op.Entity)
+	}
+	var inc Incarnation
+	if slot != nil {
+		inc, _ = slot.Runtime.(Incarnation)
+	}
 	switch op.Kind {
 	case engine.OpStart:
-		inc = c.env.StartEntity(&t.spec, EntityContext{Type: op.Type, Shard: op.Shard, Entity: op.Entity, Node: c.self.Node, Epoch: op.Epoch})
-		t.entities[op.Entity] = inc
-		t.m.entityStarted(len(t.entities))
-		if op.Slot != nil {
-			op.Slot.Runtime = inc
-		}
+		inc = c.env.StartEntity(&t.spec, NewEntityContext(&t.home, op.Shard, op.Entity, op.Epoch))
+		// The shard keeps the incarnation with the entity's record: no map of its own here.
+		slot.Runtime = inc
+		t.live++
+		t.m.entityStarted(t.live)
 		if t.spec.Settings.Shard.Remember.Enabled {
 			// A remembered entity runs even without a message: its behaviour starts now.
 			c.recovery.inFlight.Add(1)
@@ -131,7 +138,8 @@ func (c *Core) entityStopped(now time.Time, in EntityStopped) {
 	if t == nil {
 		return
 	}
-	if t.entities[in.Entity] != in.Inc {
+	slot := c.eng.Slot(in.Type, in.Shard, in.Entity)
+	if slot == nil || slot.Runtime != in.Inc {
 		// Already reported (a forced stop raced with the entity's own stop); anything it
 		// still had goes back to the region.
 		if len(unhandled) > 0 {
@@ -139,8 +147,9 @@ func (c *Core) entityStopped(now time.Time, in EntityStopped) {
 		}
 		return
 	}
-	delete(t.entities, in.Entity)
-	t.m.entityEnded(len(t.entities))
+	slot.Runtime = nil // reported
+	t.live--
+	t.m.entityEnded(t.live)
 	c.eng.EntityStopped(now, in.Type, in.Shard, in.Entity, unhandled)
 }
 

@@ -67,8 +67,8 @@ func (d *deliveries) take() []Deliver {
 // giveBack takes back a slice that take returned, emptied, as the next spare; a large one
 // mostly unused for a while is let go, so that a burst does not pin its memory for good.
 func (d *deliveries) giveBack(q []Deliver) {
-	if cap(q) > 4096 && len(q) < cap(q)/8 {
-		if d.underuse++; d.underuse > 256 {
+	if cap(q) > keptDeliveries && len(q) < cap(q)/8 {
+		if d.underuse++; d.underuse > 16 {
 			d.underuse = 0
 			return
 		}
@@ -78,3 +78,16 @@ func (d *deliveries) giveBack(q []Deliver) {
 	clear(q)
 	d.spare = q[:0]
 }
+
+// idle lets go of a large spare once the loop has ticked idle for a while: without takes,
+// giveBack never sees that a burst is over.
+func (d *deliveries) idle() {
+	if cap(d.spare) > keptDeliveries {
+		if d.underuse++; d.underuse > 16 {
+			d.underuse, d.spare = 0, nil
+		}
+	}
+}
+
+// keptDeliveries is the capacity a spare keeps however it was used.
+const keptDeliveries = 4096

@@ -50,7 +50,7 @@ func TestDeliveriesInOrder(t *testing.T) {
 func TestDeliveriesLetGoOfABurst(t *testing.T) {
 	d := newDeliveries()
 	big := make([]Deliver, 1, 100_000)
-	for range 256 {
+	for range 16 {
 		d.giveBack(big)
 		if cap(d.spare) != 100_000 {
 			t.Fatal("a large buffer was let go too soon")
@@ -59,6 +59,18 @@ func TestDeliveriesLetGoOfABurst(t *testing.T) {
 	}
 	d.giveBack(big)
 	if d.spare != nil {
-		t.Fatalf("a buffer of %d kept after 257 takes that used 1", cap(d.spare))
+		t.Fatalf("a buffer of %d kept after 17 takes that used 1", cap(d.spare))
+	}
+	// An idle loop lets go of it too, after 17 ticks without a take.
+	d.giveBack(big[:100_000])
+	for range 16 {
+		d.idle()
+	}
+	if cap(d.spare) != 100_000 {
+		t.Fatal("a large buffer was let go by the first idle ticks")
+	}
+	d.idle()
+	if d.spare != nil {
+		t.Fatal("a large buffer kept after 17 idle ticks")
 	}
 }

@@ -148,8 +148,9 @@ type Node struct {
 	eventsOut chan []byte // sharding events to publish, in order
 
 	pool     *mailbox.Pool
-	groups   sync.Map      // type name → *mailbox.Group[*Message]
-	runnable mailbox.Batch // entities the loop gave messages since its last flush (loop goroutine)
+	groups   sync.Map                    // type name → *mailbox.Group[*Message]
+	runnable mailbox.Batch               // entities the loop gave messages since its last flush (loop goroutine)
+	kinds    map[*EntityType]*entityKind // what the incarnations of each type share (loop goroutine)
 
 	metrics *metrics // nil without Config.Metrics
 
@@ -300,6 +301,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		pool:       pool,
 		inbox:      make(chan Input, 65536),
 		deliveries: newDeliveries(),
+		kinds:      map[*EntityType]*entityKind{},
 		subs:       map[chan Event]struct{}{},
 		servingCh:  make(chan struct{}),
 		sizeDue:    make(chan struct{}, 1),
@@ -608,6 +610,7 @@ func (n *Node) loop() {
 		now := time.Now()
 		if n.tickDue.Swap(false) {
 			n.noteStoreSpace(now)
+			n.deliveries.idle()
 			c.Tick(now)
 		}
 		n.stepDeliveries(now) // with an input: what a goroutine queued before it comes first
