@@ -334,7 +334,13 @@ func (c *Core) sendMembership(env membership.Envelope) {
 func (c *Core) react(ev membership.Event) {
 	switch e := ev.(type) {
 	case membership.MemberChanged:
-		if e.Member.Node == c.self.Node || e.Member.Status >= membership.Down {
+		if e.Member.Node == c.self.Node {
+			return
+		}
+		if e.Member.Status >= membership.Down {
+			if e.Previous < membership.Down {
+				c.asks.failTo(e.Member.Node, fmt.Errorf("ask sent to %s: %w", e.Member.Node.Short(), ErrMemberDown))
+			}
 			return
 		}
 		c.env.Connect(e.Member, e.New)

@@ -173,7 +173,7 @@ func (c *Core) stopRequested(t *RegisteredType, s shard.ID) {
 func (c *Core) forward(f engine.Forward) {
 	m := f.Envelope.Payload.(*Message)
 	t := c.types[f.Type]
-	frame, err := safeEncode(func() ([]byte, error) { return c.encodeForward(t, f.Envelope, m) })
+	frame, err := safeEncode(func() ([]byte, error) { return c.encodeForward(t, f.To, f.Envelope, m) })
 	if err == nil && len(frame) > maxForwardFrame {
 		err = fmt.Errorf("the message is %d bytes encoded, more than a frame may hold (%d)", len(frame), maxForwardFrame)
 	}
@@ -288,7 +288,7 @@ var forwardedLists = sync.Pool{New: func() any { return new([]forwarded) }}
 
 // encodeForward returns the frame that carries m to another member, in the Core's scratch
 // buffer (valid until the next call).
-func (c *Core) encodeForward(t *RegisteredType, env region.Envelope, m *Message) ([]byte, error) {
+func (c *Core) encodeForward(t *RegisteredType, to membership.NodeID, env region.Envelope, m *Message) ([]byte, error) {
 	if m.encoded == nil {
 		b, err := t.spec.EncodeMessage(m.value)
 		if err != nil {
@@ -299,7 +299,7 @@ func (c *Core) encodeForward(t *RegisteredType, env region.Envelope, m *Message)
 	// The wire's byte fields only read these strings: views, not copies.
 	d := wire.Deliver{Type: bytesOf(t.spec.Name), Shard: bytesOf(string(env.Shard)), Entity: bytesOf(string(env.Entity)), Payload: m.encoded, Hops: env.Hops}
 	if m.ask != nil {
-		c.asks.track(m.ask)
+		c.asks.track(m.ask, to)
 		d.AskID, d.ReplyTo = m.ask.ID(), bytesOf(string(c.self.Node))
 	} else if m.askID != 0 {
 		d.AskID, d.ReplyTo = m.askID, bytesOf(string(m.replyTo))

@@ -111,6 +111,9 @@ var (
 	ErrTypeStopped = region.ErrTypeStopped
 	// ErrEntityFailed: the entity panicked while handling the message.
 	ErrEntityFailed = errors.New("entity failed")
+	// ErrMemberDown: the member an ask went to was downed or removed before it replied; the
+	// entity may or may not have handled the message.
+	ErrMemberDown = errors.New("the member it went to was downed or removed before it replied (the message may or may not have been handled)")
 )
 
 // RemoteError is an error an entity on another member returned for an ask.
