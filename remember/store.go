@@ -130,13 +130,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	mc := s.m.cfg
 	s.out = &outboxes{ctx: s.ctx, host: s.host, timeout: mc.Timeout, dropped: s.frameDropped, spawn: s.spawn, by: make(map[peer.ID]chan []byte)}
 
+	if st := s.m.Refill(); st.Active { // before the loop owns the machine
+		s.log.Warn("this replica refills from its peers before its answers count in reads", "dir", cfg.Dir, "why", st.Reason)
+	}
 	// Serve before anything is sent, so that the first answers reach this store.
 	s.host.Handle(Protocol, s.handleFrame)
 	go s.loop()
 	s.spawn(s.watchSpace) // diskspace.go
-	if st := s.m.Refill(); st.Active {
-		s.log.Warn("this replica refills from its peers before its answers count in reads", "dir", cfg.Dir, "why", st.Reason)
-	}
 	s.log.Info("store opened", "dir", cfg.Dir, "entries", st.entries,
 		"write_majority_plus", mc.WriteMajorityPlus, "read_majority_plus", mc.ReadMajorityPlus, "majority_min_cap", mc.MajorityMinCap)
 	return s, nil
