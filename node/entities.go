@@ -113,7 +113,7 @@ func (e *entity) handle(m *Message) {
 		e.k.n.log.Debug("dropped a message the entity type's codec cannot decode", "type", e.k.t.Name, "shard", e.ctx.Shard, "entity", e.ctx.Entity, "err", err)
 		err = fmt.Errorf("decode message for %s: %w: %w", e.k.t.Name, ErrUndecodable, err)
 		c.metrics.rejectedMsg(e.k.t.Name, true, err)
-		e.k.n.answer(e.k.t, m, nil, err)
+		c.Answer(e.k.t, m, nil, err)
 		return
 	}
 	if e.behavior == nil {
@@ -121,7 +121,7 @@ func (e *entity) handle(m *Message) {
 	}
 	reply, err := e.behavior.Receive(&e.ctx, value)
 	if m.IsAsk() {
-		e.k.n.answer(e.k.t, m, reply, err)
+		c.Answer(e.k.t, m, reply, err)
 	}
 }
 
@@ -130,7 +130,7 @@ func (e *entity) handle(m *Message) {
 func (e *entity) Failed(r any, stack []byte) {
 	e.k.n.log.Error("entity panicked; its incarnation stops", "type", e.k.t.Name, "shard", e.ctx.Shard, "entity", e.ctx.Entity, "epoch", e.ctx.Epoch.String(), "panic", fmt.Sprint(r), "stack", string(stack))
 	if e.current != nil && e.current.IsAsk() {
-		e.k.n.answer(e.k.t, e.current, nil, fmt.Errorf("%w: %v", ErrEntityFailed, r))
+		e.k.n.core.Answer(e.k.t, e.current, nil, fmt.Errorf("%w: %v", ErrEntityFailed, r))
 	}
 	e.current = nil
 	e.finish()
@@ -145,18 +145,6 @@ func (e *entity) finish() {
 	e.finished = true
 	remaining := e.mb.Close(nil)
 	e.k.n.post(EntityStopped{Type: e.k.t.Name, Shard: e.ctx.Shard, Entity: e.ctx.Entity, Inc: e, Remaining: remaining})
-}
-
-// answer sends an entity's reply to its asker, from the entity's turn on a worker: to an
-// asker on another member the worker writes the reply itself when its stream is idle (a
-// goroutine hop less on the ask's way back), letting a spare worker stand in should the
-// write wait on a peer that reads nothing.
-func (n *Node) answer(t *EntityType, m *Message, reply any, err error) {
-	to, frame, ok := n.core.ReplyFrame(t, m, reply, err)
-	if !ok {
-		return
-	}
-	n.out.sendNow(to, RegionProtocol, frame, n.pool)
 }
 
 // Passivate asks the shard to stop this incarnation (EntityContext.Passivate).

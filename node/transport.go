@@ -13,7 +13,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
-	"github.com/shardmesh/shardmesh/internal/mailbox"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/wire"
@@ -203,26 +202,6 @@ func (o *outboxes) send(to membership.NodeID, proto protocol.ID, out outgoing) {
 	case b.wake <- struct{}{}:
 	default:
 	}
-}
-
-// sendNow sends frame to member to: written on the calling goroutine, an entity worker of
-// pool, when the member's outbox is empty and its stream idle; queued as by send otherwise.
-func (o *outboxes) sendNow(to membership.NodeID, proto protocol.ID, frame []byte, pool *mailbox.Pool) {
-	b, err := o.box(to)
-	if err != nil {
-		o.finish(proto, nil, err)
-		return
-	}
-	if b.pending.Load() == 0 {
-		pool.Block()
-		err := o.host.WriteNow(b.peer, proto, frame)
-		pool.Unblock()
-		if !errors.Is(err, p2p.ErrWouldBlock) {
-			o.finish(proto, nil, err)
-			return
-		}
-	}
-	o.send(to, proto, outgoing{proto: proto, frame: frame})
 }
 
 func (o *outboxes) box(to membership.NodeID) (*outbox, error) {

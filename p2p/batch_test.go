@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -173,73 +172,4 @@ type countingReader struct {
 func (c *countingReader) Read(p []byte) (int, error) {
 	c.reads++
 	return c.r.Read(p[:min(len(p), c.chunk)])
-}
-
-// TestWriteNowKeepsOrder: WriteNow writes on the caller's goroutine only when the stream is
-// open and idle, and frames from WriteNow and Send, from several goroutines, keep each
-// goroutine's order and all arrive.
-func TestWriteNowKeepsOrder(t *testing.T) {
-	const senders, each = 4, 2000
-	a := newHost(t, nil)
-	b := newHost(t, nil)
-	got := newReceived(senders * each)
-	b.Handle(testProto, got.handler)
-	connect(t, a, b)
-	if err := a.WriteNow(b.ID(), testProto, []byte("x")); !errors.Is(err, ErrWouldBlock) {
-		t.Fatalf("WriteNow before any stream is open: %v, want ErrWouldBlock", err)
-	}
-	ctx := testContext(t)
-	// Once a stream is open and idle, WriteNow writes.
-	if err := a.Send(ctx, b.ID(), testProto, []byte("first")); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Flush(ctx, b.ID(), testProto); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.WriteNow(b.ID(), testProto, []byte("second")); err != nil {
-		t.Fatalf("WriteNow on an idle stream: %v", err)
-	}
-	for _, want := range []string{"first", "second"} {
-		if f := got.next(t); string(f.frame) != want {
-			t.Fatalf("got %q, want %q", f.frame, want)
-		}
-	}
-	var direct atomic.Int64
-	var wg sync.WaitGroup
-	for g := range senders {
-		wg.Go(func() {
-			for i := range each {
-				buf := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(g)), uint64(i))
-				if i%2 == 0 {
-					if err := a.WriteNow(b.ID(), testProto, buf); err == nil {
-						direct.Add(1)
-						continue
-					} else if !errors.Is(err, ErrWouldBlock) {
-						t.Error(err)
-						return
-					}
-				}
-				if err := a.Send(ctx, b.ID(), testProto, buf); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	next := make([]uint64, senders)
-	for range senders * each {
-		f := got.next(t)
-		g, i := binary.BigEndian.Uint64(f.frame), binary.BigEndian.Uint64(f.frame[8:])
-		if i != next[g] {
-			t.Fatalf("sender %d: got frame %d, want %d", g, i, next[g])
-		}
-		next[g]++
-	}
-	if err := a.Flush(ctx, b.ID(), testProto); err != nil {
-		t.Fatal(err)
-	}
-	if s := a.Stats(); s.FramesOut != senders*each+2 || s.StreamsOpened != 1 {
-		t.Fatalf("stats %+v (%d frames by WriteNow)", s, direct.Load())
-	}
 }

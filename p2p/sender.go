@@ -56,13 +56,6 @@ type sender struct {
 	dropErr  error          // why frames were dropped since the last Flush; nil: none
 	progress chan struct{}  // closed when done advances, for Flush; nil: nobody waits
 	wake     chan struct{}  // Send → writer of the current stream: pending is not empty
-
-	// One write at a time, by the stream's writer or by a WriteNow caller: writing says
-	// one is under way; deadline is the stream's write deadline as last set, and direct
-	// the buffer of WriteNow, both used only by whoever writes.
-	writing  bool
-	deadline time.Time
-	direct   []byte
 }
 
 // Send queues frame for the peer to on protocol proto and returns; the frame is copied,
@@ -164,64 +157,6 @@ func (h *Host) checkFramed(to peer.ID, proto protocol.ID, framed []byte, n int) 
 		}
 		payload += size
 		rest = rest[m+int(size):]
-	}
-}
-
-// WriteNow writes frame to the stream to (to, proto) on the calling goroutine, when the
-// stream is open and nothing is queued or being written on it: it saves waking the stream's
-// writer goroutine, for a frame someone waits on. It returns ErrWouldBlock, writing
-// nothing, when Send would have to queue or open a stream; otherwise it returns once the
-// stream has taken the frame, which may wait (up to Config.WriteTimeout) while the peer
-// reads nothing. A frame that fails to write breaks the stream, as with Send.
-func (h *Host) WriteNow(to peer.ID, proto protocol.ID, frame []byte) error {
-	if len(frame) > h.cfg.MaxFrameSize {
-		return fmt.Errorf("send %d bytes to %s on %s: %w (limit %d)", len(frame), to, proto, ErrFrameTooLarge, h.cfg.MaxFrameSize)
-	}
-	s, err := h.sender(to, proto)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	if s.st == nil || s.closed || s.writing || s.pendingN > 0 {
-		s.mu.Unlock()
-		return ErrWouldBlock
-	}
-	s.writing = true
-	st, gen := s.st, s.gen
-	s.queued++
-	s.direct = AppendFrame(s.direct[:0], frame)
-	s.mu.Unlock()
-
-	s.setDeadline(st)
-	_, err = st.Write(s.direct)
-
-	s.mu.Lock()
-	s.writing = false
-	if err != nil {
-		s.mu.Unlock()
-		s.drop(gen, fmt.Errorf("write: %w", err), 1)
-		return nil // dropped and counted, as a queued frame would be
-	}
-	s.done++
-	s.h.stats.framesOut.Add(1)
-	s.h.stats.bytesOut.Add(uint64(len(frame)))
-	s.progressLocked()
-	if s.pendingN > 0 && s.gen == gen {
-		s.wakeWriter() // frames queued meanwhile: the writer takes them
-		return nil
-	}
-	s.mu.Unlock()
-	return nil
-}
-
-// setDeadline gives a write between WriteTimeout/2 and WriteTimeout: the deadline is moved
-// only when less than half is left (setting one allocates a timer). Only the one writing
-// calls it.
-func (s *sender) setDeadline(st network.Stream) {
-	timeout := s.h.cfg.WriteTimeout
-	if now := time.Now(); s.deadline.Sub(now) < timeout/2 {
-		s.deadline = now.Add(timeout)
-		_ = st.SetWriteDeadline(s.deadline)
 	}
 }
 
@@ -373,7 +308,6 @@ func (s *sender) open(ctx context.Context) error {
 	gen := s.gen
 	stop, wake := make(chan struct{}), make(chan struct{}, 1)
 	s.st, s.stop, s.wake = st, stop, wake
-	s.deadline = time.Time{} // the new stream has none yet
 	s.mu.Unlock()
 	s.h.stats.streamsOpened.Add(1)
 	s.h.log.Debug("send stream opened", "peer", s.key.peer, "protocol", s.key.proto)
@@ -386,6 +320,8 @@ func (s *sender) open(ctx context.Context) error {
 
 // write is the writer goroutine of stream generation gen.
 func (s *sender) write(st network.Stream, gen uint64, stop, wake <-chan struct{}) {
+	timeout := s.h.cfg.WriteTimeout
+	var deadline time.Time
 	for {
 		select {
 		case <-wake:
@@ -394,22 +330,24 @@ func (s *sender) write(st network.Stream, gen uint64, stop, wake <-chan struct{}
 		}
 		for {
 			s.mu.Lock()
-			// A WriteNow under way wakes this writer when it is done, if frames wait.
-			if s.gen != gen || s.st == nil || len(s.pending) == 0 || s.writing {
+			if s.gen != gen || s.st == nil || len(s.pending) == 0 {
 				s.mu.Unlock()
 				break
 			}
 			batch, n, b := s.pending, s.pendingN, s.pendingB
 			s.pending, s.pendingN, s.pendingB = s.spare[:0], 0, 0
 			s.spare = nil
-			s.writing = true
 			s.mu.Unlock()
 
-			s.setDeadline(st)
+			// Every write gets between timeout/2 and timeout; the deadline is moved only
+			// when less than half is left (setting one allocates a timer).
+			if now := time.Now(); deadline.Sub(now) < timeout/2 {
+				deadline = now.Add(timeout)
+				_ = st.SetWriteDeadline(deadline)
+			}
 			_, err := st.Write(batch)
 
 			s.mu.Lock()
-			s.writing = false
 			s.spare = s.recycle(batch)
 			if err != nil {
 				s.mu.Unlock()
