@@ -62,12 +62,16 @@ func removeInternalDataCommand() *cli.Command {
 }
 
 // daemonCommand is a command that sharddaemon runs: `sharddaemon path… ARGS…`, every
-// argument (--help included) passed as given.
+// argument (--help included) passed as given. Its description is for its man page only
+// (--help is sharddaemon's): it points at sharddaemon's page of the same command.
 func daemonCommand(name, usage string, path ...string) *cli.Command {
+	cmd := strings.Join(path, " ")
 	return &cli.Command{
-		Name:            name,
-		Usage:           usage + " (runs in sharddaemon)",
-		ArgsUsage:       "[see 'shardctl " + strings.Join(path, " ") + " --help']",
+		Name:  name,
+		Usage: usage + " (runs in sharddaemon)",
+		Description: "Runs 'sharddaemon " + cmd + "' (the sharddaemon beside shardctl, or on $PATH) with the\n" +
+			"arguments given: sharddaemon owns the data directory's format and links the store. Its\n" +
+			"options, examples and exit codes are that command's; 'shardctl " + cmd + " --help' shows them.",
 		SkipFlagParsing: true,
 		HideHelp:        true,
 		Action: func(c *cli.Context) error {

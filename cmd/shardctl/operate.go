@@ -405,7 +405,7 @@ strategy would move in the next rebalance round, or right after --if-join N new 
 or after member --if-leave NODE leaves (its shards, one after the other, to where the
 strategy puts them), and how many live and remembered entities each move restarts. Nothing
 moves. For a deterministic strategy the plan is what happens if nothing else changes first.
-Exit codes: 0, 1 failed, 2 bad usage, 3 entity counts missing for some member.
+Exit codes: 0 ok, 1 failed, 2 bad usage, 3 entity counts missing for some member.
 Example:
    shardctl rebalance plan --data-dir /tmp/a --type counter
    shardctl rebalance plan --data-dir /tmp/a --if-leave …Xy3kLm9q --json`,

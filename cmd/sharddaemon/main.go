@@ -93,9 +93,10 @@ Example: a three-member cluster on one machine
    sharddaemon --data-dir /tmp/c --cluster-key cluster.key --join $(head -1 /tmp/a/addrs) &
    shardctl members --data-dir /tmp/a --cluster-key cluster.key
 
-Exit codes: 0 left gracefully; 1 failed, at start or while running (a damaged store, a full
-disk it cannot open on, a store that broke); 2 bad usage or configuration only (a flag, a
-value, a setting that must be equal on every member); 3 downed or removed by the cluster.
+Exit codes: 0 left gracefully (a command: done); 1 failed, at start or while running (a
+damaged store, a full disk it cannot open on, a store that broke); 2 bad usage or
+configuration only (a flag, a value, a setting that must be equal on every member); 3 downed
+or removed by the cluster; 4 refused (a data command: a running daemon holds the directory).
 A supervisor restarts it on 1 and 3, with backoff, and never on 2: see docs/storage.md.`,
 		Flags: daemonFlags(),
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
