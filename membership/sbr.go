@@ -18,10 +18,10 @@ import (
 // that loses only stops itself. Down members are removed (and their shards moved) only
 // once their majority lease has run out (Node.leaseExpired), and after down-removal-margin.
 //
-// A decision waits until the unreachability (observations, statuses, and who is indirectly
-// connected) has been stable for stable-after and no member counted on this side is late
-// (no heartbeat for two heartbeat intervals, yet not unreachable), so a partition whose
-// failure detectors fire one by one is decided on its whole extent. Unreachable members
+// A decision waits until the unreachability (who is unreachable, statuses, and who is
+// indirectly connected) has been stable for stable-after and no member counted on this
+// side is late (no heartbeat for two heartbeat intervals, yet not unreachable), so a
+// partition whose failure detectors fire one by one is decided on its whole extent. Unreachable members
 // that are all Exiting need no decision: they are gone.
 func (n *Node) resolveSplitBrain() {
 	cfg := n.cfg.SplitBrainResolver
@@ -149,12 +149,16 @@ func (p *partitionView) needsDecision() bool {
 }
 
 // signature sums up what a decision depends on, so the resolver can wait until it has
-// been stable: the observations, the status of every member, and who is indirectly
-// connected.
+// been stable: who is unreachable, the status of every member, and who is indirectly
+// connected. Not who observes whom: as in Akka (which restarts stable-after on
+// UnreachableMember and ReachableMember, not on ReachabilityChanged), another member's
+// detector confirming an unreachable member changes no decision, and restarting the wait
+// for it put the decision stable-after past the last detector to fire rather than the
+// first (+0.2-0.5 s in a kill -9 failover).
 func (p *partitionView) signature() string {
 	var b strings.Builder
-	for _, r := range p.records {
-		fmt.Fprintf(&b, "%s>%s ", r.observer, r.subject)
+	for _, id := range sortedSet(p.unreachable) {
+		fmt.Fprintf(&b, "%s ", id)
 	}
 	ids := make([]NodeID, 0, len(p.members))
 	for id := range p.members {
