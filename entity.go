@@ -45,10 +45,10 @@ func (c *Context) EntityID() string { return string(c.c.Entity) }
 func (c *Context) ShardID() string { return string(c.c.Shard) }
 
 // TypeName returns the entity type's name.
-func (c *Context) TypeName() string { return c.c.Type }
+func (c *Context) TypeName() string { return c.c.Type() }
 
 // Node returns the id of the member this incarnation runs on.
-func (c *Context) Node() string { return string(c.c.Node) }
+func (c *Context) Node() string { return string(c.c.Node()) }
 
 // Epoch returns the shard's allocation epoch when this incarnation started: the fencing
 // token of its durable state. A later incarnation elsewhere has a greater epoch.
@@ -159,8 +159,9 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 		Settings:  settings,
 		Extractor: extractor,
 		New: func(c *node.EntityContext) node.Behavior {
-			ctx := &Context{c: c}
-			return untyped[M, R]{b: e.New(ctx), ctx: ctx}
+			u := &untyped[M, R]{ctx: Context{c: c}} // one allocation for both
+			u.b = e.New(&u.ctx)
+			return u
 		},
 		EncodeMessage: func(v any) ([]byte, error) { return e.MessageCodec.Marshal(v.(M)) },
 		DecodeMessage: func(b []byte) (any, error) { return e.MessageCodec.Unmarshal(b) },
@@ -178,14 +179,14 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 	return &Region[M, R]{s: s, key: e.Key, spec: &spec}, nil
 }
 
-// untyped adapts a typed Behavior to the runtime's; one Context serves the incarnation.
+// untyped adapts a typed Behavior to the runtime's; its Context serves the incarnation.
 type untyped[M, R any] struct {
+	ctx Context
 	b   Behavior[M, R]
-	ctx *Context
 }
 
-func (u untyped[M, R]) Receive(_ *node.EntityContext, msg any) (any, error) {
-	return u.b.Receive(u.ctx, msg.(M))
+func (u *untyped[M, R]) Receive(_ *node.EntityContext, msg any) (any, error) {
+	return u.b.Receive(&u.ctx, msg.(M))
 }
 
 // EntityRefFor returns a reference to entity id.

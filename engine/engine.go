@@ -22,8 +22,9 @@ type entityType struct {
 	coord    *coordinator.Coordinator
 	shutdown bool // graceful shutdown completed
 
-	pass    *passivation.Region[shard.EntityID] // nil: no automatic passivation
+	pass    *passivation.Region[shard.EntityID] // nil: no passivation policy (none, or idle alone)
 	victims []passivation.Passivate[shard.EntityID]
+	idle    passivation.IdleSettings // idle passivation alone: the shards sweep (Shard.SetIdleTimeout)
 
 	gens map[shard.ID]uint64 // the generation of each local shard that remembers entities
 
@@ -138,12 +139,18 @@ func (e *Engine) addType(tc TypeConfig) error {
 		shards: map[shard.ID]*shard.Shard[region.Envelope]{},
 		gens:   map[shard.ID]uint64{},
 	}
-	if tc.Passivation.Enabled() {
+	switch {
+	case tc.Passivation.LimitEnabled():
 		pass, err := passivation.NewRegion(tc.Passivation, passivation.StringHash[shard.EntityID])
 		if err != nil {
 			return fmt.Errorf("entity type %q: %w", tc.Name, err)
 		}
 		t.pass = pass
+	case tc.Passivation.Enabled(): // an idle timeout alone: no policy, the shards sweep
+		if err := tc.Passivation.Validate(); err != nil {
+			return fmt.Errorf("entity type %q: %w", tc.Name, err)
+		}
+		t.idle = tc.Passivation.Idle
 	}
 	if tc.Shard.Remember.Enabled && tc.Shard.Remember.Adaptive.Enabled {
 		t.budget = shard.NewRecoveryBudget(tc.Shard.Remember.Adaptive, e.now)
@@ -180,6 +187,18 @@ func (e *Engine) Coordinator(typ string) *coordinator.Coordinator {
 func (e *Engine) Shards(typ string) map[shard.ID]*shard.Shard[region.Envelope] {
 	if t := e.types[typ]; t != nil {
 		return t.shards
+	}
+	return nil
+}
+
+// Slot returns the runtime's slot of entity id of local shard s of type typ — what the
+// runtime stored there for the entity's incarnation — or nil when the shard holds no record
+// of the entity.
+func (e *Engine) Slot(typ string, s shard.ID, id shard.EntityID) *shard.Slot {
+	if t := e.types[typ]; t != nil {
+		if sh := t.shards[s]; sh != nil {
+			return sh.Slot(id)
+		}
 	}
 	return nil
 }
@@ -248,7 +267,7 @@ func (e *Engine) Tick(now time.Time) {
 		}
 		t.region.Tick(now)
 		for _, id := range t.order {
-			if sh := t.shards[id]; sh.State() == shard.StateDraining || t.pass != nil || sh.Remembers() || sh.UsesLease() {
+			if sh := t.shards[id]; sh.State() == shard.StateDraining || t.pass != nil || t.idle.Timeout > 0 || sh.Remembers() || sh.UsesLease() {
 				if sh.Tick(now); sh.HasOutput() {
 					t.touched = append(t.touched, sh)
 				}
@@ -306,7 +325,11 @@ func (e *Engine) Deliver(now time.Time, typ string, env region.Envelope) error {
 	case region.Refused:
 		e.out.Rejected = append(e.out.Rejected, Rejected{Type: t.cfg.Name, Envelope: d.Envelope, Err: d.Err})
 	}
-	e.settle()
+	// A message routed straight to an entity or another member leaves the machines with
+	// nothing to do (the common case): settle only when it left some work.
+	if len(t.touched) > 0 || len(e.queue) > 0 || t.region.HasOutput() {
+		e.settle()
+	}
 	return nil
 }
 
@@ -536,6 +559,9 @@ func (e *Engine) startShard(t *entityType, id shard.ID) {
 		e.gen++
 		t.gens[id] = e.gen
 		t.touched = append(t.touched, sh)
+	}
+	if t.idle.Timeout > 0 {
+		sh.SetIdleTimeout(t.idle.Timeout, t.idle.CheckInterval())
 	}
 	if t.pass == nil {
 		return

@@ -433,3 +433,31 @@ func TestAkkaResolverWeaklyUpLeader(t *testing.T) {
 	h.run(2*time.Second, "B")
 	h.expectDown("A")
 }
+
+// Not in Akka's spec, but what Akka does (it restarts stable-after on UnreachableMember and
+// ReachableMember, not on ReachabilityChanged): another member confirming that B is
+// unreachable changes no decision, so it does not restart the wait. It did, which put the
+// downing of a killed member stable-after past the last failure detector to fire.
+func TestResolverWaitIsNotRestartedByAnotherObserver(t *testing.T) {
+	h := newSBRHarness(t, "A", majority(""), 2*time.Second, "A", "B", "C")
+	h.gossip(nil, []string{"A>B"})
+	h.run(1500*time.Millisecond, "C")
+	h.gossip(nil, []string{"A>B", "C>B"}) // C's detector fires too
+	h.run(400*time.Millisecond, "C")
+	h.expectDown()
+	h.run(200*time.Millisecond, "C") // 2.1 s after A saw B unreachable
+	h.expectDown("B")
+}
+
+// A member that becomes unreachable later does restart the wait: the decision is on the
+// whole extent of the partition.
+func TestResolverWaitRestartsForAnotherUnreachableMember(t *testing.T) {
+	h := newSBRHarness(t, "A", majority(""), 2*time.Second, "A", "B", "C", "D", "E")
+	h.gossip(nil, []string{"A>B"})
+	h.run(1500*time.Millisecond, "D", "E")
+	h.gossip(nil, []string{"A>B", "A>C"})
+	h.run(1500*time.Millisecond, "D", "E")
+	h.expectDown()
+	h.run(700*time.Millisecond, "D", "E")
+	h.expectDown("B", "C")
+}

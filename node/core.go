@@ -44,10 +44,17 @@ type Core struct {
 	eng  *engine.Engine
 	now  time.Time
 
-	ready engine.Ready               // reused output buffer
-	types map[string]*RegisteredType // owned by the driver
-	specs sync.Map                   // type name → *RegisteredType, for senders on any goroutine
-	asks  *asks
+	ready    engine.Ready               // reused output buffer
+	fwd      forwards                   // messages for other members, one batch per member
+	returned returnedCredits            // credits of the messages handed to entities in this Flush
+	scratch  []byte                     // the frame being encoded
+	types    map[string]*RegisteredType // owned by the driver
+	specs    sync.Map                   // type name → *RegisteredType, for senders on any goroutine
+	asks     *asks
+	// registered lists the types registered, for decoders on any goroutine (replaced, not
+	// changed, when a type is registered).
+	registered atomic.Pointer[[]*RegisteredType]
+	ids        interned // shard and member ids of decoded frames
 
 	metrics     *metrics       // nil without metrics
 	typeMetrics []*typeMetrics // every registered type's
@@ -113,6 +120,12 @@ type Env interface {
 	// Send hands a frame of a member protocol to member to, without blocking; done (when
 	// set) learns whether it was written, possibly from another goroutine.
 	Send(to membership.NodeID, proto protocol.ID, frame []byte, done func(error))
+	// SendFrames hands n frames of a member protocol to member to, in order, without
+	// blocking: framed holds them back to back, each after its length prefix as
+	// p2p.AppendFrame writes it, and is the caller's again once SendFrames returns (the Env
+	// copies what it keeps). done learns once, possibly from another goroutine, whether
+	// they were all written.
+	SendFrames(to membership.NodeID, proto protocol.ID, framed []byte, n int, done func(error))
 	// Store carries out a store request; its result comes back as a StoreDone with id.
 	Store(id uint64, req StoreRequest)
 	// Lease carries out a shard lease operation: an acquisition is answered by a
@@ -199,15 +212,7 @@ func (c *Core) Step(now time.Time, in Input) {
 	c.now = now
 	switch in := in.(type) {
 	case Deliver:
-		if in.From != "" && !c.admitNow(in.From) {
-			c.wait(now, in.From, in)
-			return
-		}
-		if err := c.eng.Deliver(now, in.Type, in.Envelope); err != nil {
-			m := in.Envelope.Payload.(*Message)
-			c.Reject(in.Type, m, err)
-			m.credits.release()
-		}
+		c.Deliver(now, in)
 	case MemberMessage:
 		switch msg, a := c.memberMessage(in.From, in.Msg); a {
 		case admitTake:
@@ -240,7 +245,7 @@ func (c *Core) Step(now time.Time, in Input) {
 	case EntityStopped:
 		c.entityStopped(now, in)
 	case Passivate:
-		if t := c.types[in.Type]; t != nil && t.entities[in.Entity] == in.Inc {
+		if slot := c.eng.Slot(in.Type, in.Shard, in.Entity); slot != nil && slot.Runtime == in.Inc {
 			c.eng.Passivate(now, in.Type, in.Shard, in.Entity)
 		}
 	case RegisterType:
@@ -261,6 +266,22 @@ func (c *Core) Step(now time.Time, in Input) {
 		in.Fn(now, c)
 	default:
 		panic(fmt.Sprintf("node: unknown input %T", in))
+	}
+}
+
+// Deliver steps a message for an entity: Step(now, in) without boxing in as an Input, for
+// the driver's hot path. A message another member forwarded is admitted here, as Step
+// admits what members send (core_admission.go).
+func (c *Core) Deliver(now time.Time, in Deliver) {
+	c.now = now
+	if in.From != "" && !c.admitNow(in.From) {
+		c.wait(now, in.From, in)
+		return
+	}
+	if err := c.eng.Deliver(now, in.Type, in.Envelope); err != nil {
+		m := in.Envelope.Payload.(*Message)
+		c.Reject(in.Type, m, err)
+		m.credits.release()
 	}
 }
 
@@ -286,6 +307,7 @@ func (c *Core) Flush() {
 		rd.Reset()
 		c.eng.Drain(rd)
 		if rd.Empty() {
+			c.returned.release()
 			c.flushStore()
 			c.flushMetrics()
 			return
@@ -299,8 +321,9 @@ func (c *Core) Flush() {
 		for _, f := range rd.Forwards {
 			c.forward(f)
 		}
-		for _, op := range rd.Entities {
-			c.applyEntityOp(now, op)
+		c.sendForwards()
+		for i := range rd.Entities {
+			c.applyEntityOp(now, &rd.Entities[i])
 		}
 		for _, op := range rd.Leases {
 			c.env.Lease(op)
@@ -363,7 +386,13 @@ func (c *Core) sendMembership(env membership.Envelope) {
 func (c *Core) react(ev membership.Event) {
 	switch e := ev.(type) {
 	case membership.MemberChanged:
-		if e.Member.Node == c.self.Node || e.Member.Status >= membership.Down {
+		if e.Member.Node == c.self.Node {
+			return
+		}
+		if e.Member.Status >= membership.Down {
+			if e.Previous < membership.Down {
+				c.asks.failTo(e.Member.Node, fmt.Errorf("ask sent to %s: %w", e.Member.Node.Short(), ErrMemberDown))
+			}
 			return
 		}
 		c.env.Connect(e.Member, e.New)
@@ -570,10 +599,15 @@ func (c *Core) registerType(now time.Time, spec EntityType) error {
 	if err := c.eng.AddType(now, spec.Settings); err != nil {
 		return err
 	}
-	t := &RegisteredType{spec: spec, credits: newCredits(spec.Settings.Region.BufferSize), entities: map[shard.EntityID]Incarnation{},
+	t := &RegisteredType{spec: spec, home: EntityHome{Type: spec.Name, Node: c.self.Node}, credits: newCredits(spec.Settings.Region.BufferSize),
 		m: c.metrics.forType(spec.Name)}
 	c.types[spec.Name] = t
 	c.specs.Store(spec.Name, t)
+	all := []*RegisteredType{t}
+	if prev := c.registered.Load(); prev != nil {
+		all = append(all, *prev...)
+	}
+	c.registered.Store(&all)
 	if t.m != nil {
 		c.typeMetrics = append(c.typeMetrics, t.m)
 	}
@@ -583,24 +617,36 @@ func (c *Core) registerType(now time.Time, spec EntityType) error {
 // Sender returns a registered type for senders on any goroutine (its spec and credits), or
 // an error for a type not registered or out of service. Safe from any goroutine.
 func (c *Core) Sender(typ string) (*RegisteredType, error) {
-	v, ok := c.specs.Load(typ)
-	if !ok {
+	t := c.Registered(typ)
+	if t == nil {
 		return nil, unknownType(typ)
 	}
 	if c.typeStopped(typ) {
 		return nil, fmt.Errorf("send to %s: %w", typ, ErrTypeStopped)
 	}
-	return v.(*RegisteredType), nil
+	return t, nil
 }
 
 // Registered returns entity type typ as registered here, in service or not (nil when it is
 // not registered). Safe from any goroutine.
 func (c *Core) Registered(typ string) *RegisteredType {
+	if all := c.registered.Load(); all != nil && len(*all) <= scanTypes {
+		for _, t := range *all {
+			if t.spec.Name == typ {
+				return t
+			}
+		}
+		return nil
+	}
 	if v, ok := c.specs.Load(typ); ok {
 		return v.(*RegisteredType)
 	}
 	return nil
 }
+
+// scanTypes is how many registered types Registered compares by name before it hashes the
+// name instead.
+const scanTypes = 8
 
 // TypeNames returns the entity types registered on this member, sorted. Safe from any
 // goroutine.

@@ -176,13 +176,16 @@ type Node struct {
 	eventsSub *p2p.Subscription
 	eventsOut chan []byte // sharding events to publish, in order
 
-	pool   *mailbox.Pool
-	groups sync.Map // type name → *mailbox.Group[*Message]
+	pool     *mailbox.Pool
+	groups   sync.Map                    // type name → *mailbox.Group[*Message]
+	runnable mailbox.Batch               // entities the loop gave messages since its last flush (loop goroutine)
+	kinds    map[*EntityType]*entityKind // what the incarnations of each type share (loop goroutine)
 
 	metrics *metrics // nil without Config.Metrics
 
-	inbox chan Input
-	out   *outboxes
+	inbox      chan Input
+	deliveries *deliveries // messages for entities: the loop's other inbox
+	out        *outboxes
 
 	// servingUntil is the lease deadline for entities, on the monotonic clock: nanoseconds
 	// since clockBase. Reading only the monotonic clock is cheaper than time.Now, and a
@@ -191,6 +194,8 @@ type Node struct {
 	clockBase    time.Time
 	servingMu    sync.Mutex
 	servingCh    chan struct{} // closed when serving may have started
+
+	tickDue atomic.Bool // a tick is due: the ticker set it and woke the loop
 
 	// The size of the cluster this member is Up in, kept on disk (clustersize.go): the size
 	// to write (stored by the loop only), and a write due.
@@ -338,27 +343,29 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		metrics:   met,
-		cfg:       cfg,
-		log:       log,
-		dir:       dir,
-		host:      host,
-		gate:      gate,
-		self:      self,
-		gossip:    topic,
-		sub:       sub,
-		events:    events,
-		eventsSub: eventsSub,
-		eventsOut: make(chan []byte, 4096),
-		pool:      pool,
-		inbox:     make(chan Input, 65536),
-		subs:      map[chan Event]struct{}{},
-		servingCh: make(chan struct{}),
-		sizeDue:   make(chan struct{}, 1),
-		clockBase: time.Now(),
-		ctx:       nctx,
-		cancel:    cancel,
-		done:      make(chan struct{}),
+		metrics:    met,
+		cfg:        cfg,
+		log:        log,
+		dir:        dir,
+		host:       host,
+		gate:       gate,
+		self:       self,
+		gossip:     topic,
+		sub:        sub,
+		events:     events,
+		eventsSub:  eventsSub,
+		eventsOut:  make(chan []byte, 4096),
+		pool:       pool,
+		inbox:      make(chan Input, 65536),
+		deliveries: newDeliveries(),
+		kinds:      map[*EntityType]*entityKind{},
+		subs:       map[chan Event]struct{}{},
+		servingCh:  make(chan struct{}),
+		sizeDue:    make(chan struct{}, 1),
+		clockBase:  time.Now(),
+		ctx:        nctx,
+		cancel:     cancel,
+		done:       make(chan struct{}),
 	}
 	n.out = newOutboxes(nctx, host, n.log, met)
 	n.core = NewCore(CoreConfig{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, ClusterName: cfg.ClusterName,
@@ -367,7 +374,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// The core admits what these carry, or not (core_admission.go).
 	host.Handle(MemberProtocol, n.handleMemberFrame)
 	host.Handle(CoordProtocol, n.handleCoordFrame)
-	host.Handle(RegionProtocol, n.handleRegionFrame)
+	host.HandleSinks(RegionProtocol, n.newRegionSink)
 	if err := n.openStore(ctx); err != nil {
 		cancel()
 		return nil, err
@@ -542,18 +549,12 @@ func (n *Node) deliver(ctx context.Context, t *RegisteredType, id string, m *Mes
 			t.spec.Name, id, t.credits.limit, maxInflight, err)
 	}
 	m.credits = t.credits
-	select {
-	case n.inbox <- in: // the common case, without a two-way select
-		return nil
-	default:
-	}
-	select {
-	case n.inbox <- in:
-		return nil
-	case <-n.done:
+	if n.ctx.Err() != nil {
 		m.credits.release()
 		return ErrStopped
 	}
+	n.deliveries.push(in)
+	return nil
 }
 
 // Leave hands off every shard, leaves the cluster gracefully and waits until the member is
@@ -650,35 +651,48 @@ func (n *Node) post(in Input) {
 }
 
 // loop is the one goroutine that drives the core.
+//
+// It waits on two channels only — the deliveries' wake-up and the inbox — since a select
+// costs in proportion to its cases and the loop wakes once or twice per message at low
+// load: the ticker and the member's stop set a flag and wake it through the deliveries.
 func (n *Node) loop() {
 	defer n.wg.Done()
-	tick := time.NewTicker(n.cfg.TickInterval)
-	defer tick.Stop()
+	n.wg.Add(1)
+	go n.ticks()
 	c := n.core
 	for {
+		var in Input
 		select {
-		case <-n.ctx.Done():
+		case <-n.deliveries.wake:
+		case in = <-n.inbox:
+		}
+		if n.ctx.Err() != nil {
 			return
-		case <-tick.C:
-			now := time.Now()
+		}
+		now := time.Now()
+		if n.tickDue.Swap(false) {
 			n.noteStoreSpace(now)
+			n.deliveries.idle()
 			c.Tick(now)
-		case in := <-n.inbox:
-			now := time.Now()
+		}
+		n.stepDeliveries(now) // with an input: what a goroutine queued before it comes first
+		if in != nil {
 			c.Step(now, in)
-			// Drain what else is waiting before carrying anything out: one pass over many
+			// Take what else is waiting before carrying anything out: one pass over many
 			// inputs.
 			for i := 0; i < 256; i++ {
 				select {
 				case in := <-n.inbox:
+					n.stepDeliveries(now)
 					c.Step(now, in)
 					continue
 				default:
 				}
 				break
 			}
+			n.stepDeliveries(now)
 		}
-		c.Flush()
+		n.flush()
 		n.syncGate()
 	}
 }
@@ -717,6 +731,48 @@ func (n *Node) refused(from membership.NodeID, proto protocol.ID) {
 	if id, err := peer.Decode(string(from)); err == nil {
 		n.gate.Refused(id, proto)
 	}
+}
+
+// ticks wakes the loop every TickInterval for its tick, until the member stops.
+func (n *Node) ticks() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			n.deliveries.signal() // the loop sees the member stop
+			return
+		case <-t.C:
+			n.tickDue.Store(true)
+			n.deliveries.signal()
+		}
+	}
+}
+
+// flush carries out what the core decided, and hands the entities that got messages to the
+// workers in one go.
+func (n *Node) flush() {
+	n.core.Flush()
+	n.runnable.Schedule()
+}
+
+// deliveriesPerFlush bounds the messages stepped between two Flushes of a long queue, so
+// that entity workers and outboxes get their work while the loop goes on, and what the
+// engine holds for one Flush stays small.
+const deliveriesPerFlush = 1024
+
+// stepDeliveries steps every message queued for entities, in order.
+func (n *Node) stepDeliveries(now time.Time) {
+	q := n.deliveries.take()
+	c := n.core
+	for i := range q {
+		if i > 0 && i%deliveriesPerFlush == 0 {
+			n.flush()
+		}
+		c.Deliver(now, q[i])
+	}
+	n.deliveries.giveBack(q)
 }
 
 // Serving publishes the lease deadline to the entity workers and wakes those waiting (Env).

@@ -213,12 +213,12 @@ func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) 
 	var rec remember.Record
 	var found bool
 	err := n.stateRound(ctx, func() (err error) {
-		rec, found, err = n.store.GetFenced(ctx, datadir.Key(datadir.FamilyState, c.Type, string(c.Entity)), uint64(c.Epoch))
+		rec, found, err = n.store.GetFenced(ctx, datadir.Key(datadir.FamilyState, c.Type(), string(c.Entity)), uint64(c.Epoch))
 		return err
 	})
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("load the state of %s %s: %w", c.Type, c.Entity, err)
+		return nil, fmt.Errorf("load the state of %s %s: %w", c.Type(), c.Entity, err)
 	case !found || rec.Deleted:
 		return nil, ErrNoState
 	}
@@ -228,10 +228,10 @@ func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) 
 // saveState is SaveState on this member's entity workers.
 func (n *Node) saveState(ctx context.Context, c *EntityContext, state []byte) error {
 	err := n.stateRound(ctx, func() error {
-		return n.store.Write(ctx, remember.Write{Key: datadir.Key(datadir.FamilyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
+		return n.store.Write(ctx, remember.Write{Key: datadir.Key(datadir.FamilyState, c.Type(), string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
 	})
 	if err != nil {
-		return fmt.Errorf("save the state of %s %s: %w", c.Type, c.Entity, err)
+		return fmt.Errorf("save the state of %s %s: %w", c.Type(), c.Entity, err)
 	}
 	return nil
 }

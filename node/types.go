@@ -44,19 +44,37 @@ type Behavior interface {
 	Receive(ctx *EntityContext, msg any) (reply any, err error)
 }
 
-// EntityContext is what an entity knows of itself.
+// EntityContext is what an entity knows of itself. What all the entities of a type on a
+// member share (Type, Node) is kept once, not in each incarnation's context.
 type EntityContext struct {
-	Type   string
 	Shard  shard.ID
 	Entity shard.EntityID
-	// Node is the member the incarnation runs on.
-	Node membership.NodeID
 	// Epoch is the shard's allocation epoch when the incarnation started: the fencing token
 	// of its durable state (LoadState, SaveState).
 	Epoch coordinator.Epoch
 
-	e Turns
+	home *EntityHome
+	e    Turns
 }
+
+// EntityHome is what the entities of one type on one member share: the type's name and
+// the member.
+type EntityHome struct {
+	Type string
+	Node membership.NodeID
+}
+
+// NewEntityContext returns the context of an incarnation of entity id of shard s, of the
+// type and on the member home names, started under epoch.
+func NewEntityContext(home *EntityHome, s shard.ID, id shard.EntityID, epoch coordinator.Epoch) EntityContext {
+	return EntityContext{Shard: s, Entity: id, Epoch: epoch, home: home}
+}
+
+// Type returns the entity type's name.
+func (c *EntityContext) Type() string { return c.home.Type }
+
+// Node returns the member the incarnation runs on.
+func (c *EntityContext) Node() membership.NodeID { return c.home.Node }
 
 // Passivate asks sharding to stop this entity: it gets its stop message, and messages that
 // arrive meanwhile wait for its next incarnation.
@@ -93,6 +111,9 @@ var (
 	ErrTypeStopped = region.ErrTypeStopped
 	// ErrEntityFailed: the entity panicked while handling the message.
 	ErrEntityFailed = errors.New("entity failed")
+	// ErrMemberDown: the member an ask went to was downed or removed before it replied; the
+	// entity may or may not have handled the message.
+	ErrMemberDown = errors.New("the member it went to was downed or removed before it replied (the message may or may not have been handled)")
 )
 
 // RemoteError is an error an entity on another member returned for an ask.

@@ -85,6 +85,9 @@ func New(cfg Config, self membership.NodeID, incarnation uint64, now time.Time) 
 	}
 }
 
+// HasOutput reports whether outputs wait for Ready.
+func (r *Region) HasOutput() bool { return len(r.out) > 0 }
+
 // Ready returns and clears what the region wants done, in order.
 func (r *Region) Ready() []Output {
 	out := r.out

@@ -58,7 +58,7 @@ func newEntityRuntime(s *Sim, n *Node) *entityRuntime {
 
 // start starts an incarnation (Env.StartEntity).
 func (r *entityRuntime) start(t *node.EntityType, ctx node.EntityContext) node.Incarnation {
-	key := entityKey{ctx.Type, ctx.Entity}
+	key := entityKey{ctx.Type(), ctx.Entity}
 	if r.live[key] != nil {
 		r.s.fail("%s started %s while an incarnation of it is alive there", r.n.ID, key)
 	}

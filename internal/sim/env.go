@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"bytes"
+	"encoding/binary"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -35,6 +37,32 @@ type outFrame struct {
 
 func (e *simEnv) Send(to membership.NodeID, proto protocol.ID, frame []byte, done func(error)) {
 	e.outbox = append(e.outbox, outFrame{to: to, proto: proto, frame: frame, done: done})
+}
+
+// SendFrames sends each of the frames on its own, as the simulated network carries frames;
+// done hears once, after the last, with the first error.
+func (e *simEnv) SendFrames(to membership.NodeID, proto protocol.ID, framed []byte, n int, done func(error)) {
+	var each func(error)
+	if done != nil {
+		left, first := n, error(nil)
+		each = func(err error) {
+			if first == nil {
+				first = err
+			}
+			if left--; left == 0 {
+				done(first)
+			}
+		}
+	}
+	for rest := bytes.Clone(framed); len(rest) > 0; {
+		size, m := binary.Uvarint(rest)
+		if m <= 0 || size > uint64(len(rest)-m) {
+			e.s.fail("%s: a batch of %d frames for %s is cut short", e.n.ID, n, to)
+			return
+		}
+		e.outbox = append(e.outbox, outFrame{to: to, proto: proto, frame: rest[m : m+int(size)], done: each})
+		rest = rest[m+int(size):]
+	}
 }
 
 func (e *simEnv) Gossip(frame []byte) {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"maps"
 	"testing"
 	"time"
@@ -39,7 +40,8 @@ func trustCluster(t *testing.T, policy *trust.Policy) *Sim {
 }
 
 // TestStrangerFramesChangeNothing: frames of a peer that is not a member — a replica write,
-// a gossip that lists itself Up, a region registration with the coordinator — are refused
+// a gossip that lists itself Up, a region registration with the coordinator, a message
+// forwarded to an entity — are refused
 // where they would take effect (the store's machine, the core), after waiting
 // trust.AdmitGrace for their sender to be admitted, and change nothing.
 func TestStrangerFramesChangeNothing(t *testing.T) {
@@ -55,10 +57,12 @@ func TestStrangerFramesChangeNothing(t *testing.T) {
 	gossip := wire.AppendMembership(nil, membership.Gossip{From: stranger, State: membership.State{Members: []membership.Member{
 		{Node: stranger, Incarnation: 1, Status: membership.Up, UpNumber: 1}}}})
 	register := wire.AppendCoord(nil, "counter", coordinator.Register{Incarnation: 1})
+	forwarded := wire.AppendDeliver(nil, &wire.Deliver{Type: []byte("counter"), Shard: []byte("0"), Entity: []byte("forged"),
+		Payload: binary.BigEndian.AppendUint64(nil, 1<<62)})
 	for _, f := range []struct {
 		proto string
 		frame []byte
-	}{{node.MemberProtocol, gossip}, {node.CoordProtocol, register}} {
+	}{{node.MemberProtocol, gossip}, {node.CoordProtocol, register}, {node.RegionProtocol, forwarded}} {
 		if err := target.Core.Receive(s.now, stranger, protocol.ID(f.proto), f.frame); err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +70,7 @@ func TestStrangerFramesChangeNothing(t *testing.T) {
 	s.flush(target)
 	s.RunFor(trust.AdmitGrace + time.Second)
 
-	for _, proto := range []string{"replica", node.MemberProtocol, node.CoordProtocol} {
+	for _, proto := range []string{"replica", node.MemberProtocol, node.CoordProtocol, node.RegionProtocol} {
 		if n := s.Refused[proto] - before[proto]; n != 1 {
 			t.Errorf("%d %s frames refused, want the stranger's one", n, proto)
 		}
