@@ -53,6 +53,7 @@ func (e *recordingEnv) Connect(membership.Member, bool)                    {}
 func (e *recordingEnv) Serving(time.Time)                                  {}
 func (e *recordingEnv) KeepClusterSize(uint32)                             {}
 func (e *recordingEnv) Stopped(membership.Stopped)                         {}
+func (e *recordingEnv) ResolverLease(membership.LeaseOp)                   {}
 func (e *recordingEnv) Refused(from membership.NodeID, proto protocol.ID, in Input) {
 	e.refused = append(e.refused, refusal{from: from, proto: proto, in: in})
 }
