@@ -17,6 +17,7 @@ const (
 	FamilyTerm      = "ct" // ct␀TYPE: the last coordinator term claimed
 	FamilyDirective = "op" // op␀KIND…: the operator's directives (drain, pause, pin, stop)
 	FamilyLease     = "ls" // ls␀NAME: a shard's lease kept in the store (sharding.use-lease = store)
+	FamilyReminder  = "rm" // rm␀TYPE␀SHARD␀ENTITY␀NAME: an entity's durable reminder (the name last)
 )
 
 // Key joins parts into a key: Key(FamilyState, "counter", "user-1").
@@ -42,6 +43,7 @@ var TypeFamilies = []TypeFamily{
 	{Code: FamilyShard, Name: "remembered shards", Internal: true},
 	{Code: FamilyEntity, Name: "remembered entities", Internal: true},
 	{Code: FamilyHistory, Name: "placement history", Internal: true},
+	{Code: FamilyReminder, Name: "reminders", Internal: true},
 	{Code: FamilyState, Name: "entity states", Internal: false},
 }
 

@@ -109,6 +109,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 	tc.Region.TypeName, tc.Coordinator.TypeName = tc.Name, tc.Name
 	tc.Coordinator.AwaitDirectives = tc.Coordinator.AwaitDirectives || e.cfg.AwaitDirectives
 	tc.Coordinator.DurableTerm = tc.Coordinator.DurableTerm || e.cfg.DurableTerms
+	tc.Coordinator.DurableShards = tc.Coordinator.DurableShards || e.cfg.DurableShards
 	if tc.Shard.HandoffTimeout == 0 {
 		tc.Shard.HandoffTimeout = tc.Coordinator.HandoffTimeout // one handoff-timeout for both
 	}

@@ -71,6 +71,8 @@ type Core struct {
 	terms      map[string]*termClaim
 	directives directiveState
 	history    historyState
+	rem        coreReminders
+	timers     coreTimers
 
 	stoppedTypes atomic.Pointer[map[string]bool] // entity types out of service (senders fail fast)
 }
@@ -146,7 +148,7 @@ func NewCore(cfg CoreConfig, self membership.Member, env Env, now time.Time) *Co
 		log:   cfg.Logger,
 		env:   env,
 		now:   now,
-		eng:   engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true}, self, now),
+		eng:   engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true, DurableShards: true}, self, now),
 		types: map[string]*RegisteredType{},
 		asks:  newAsks(),
 
@@ -213,6 +215,10 @@ func (c *Core) Step(now time.Time, in Input) {
 		c.changeDirective(in.Change, in.Done)
 	case StoreSpace:
 		c.eng.SetStoreFull(now, in.Full)
+	case ReminderOp:
+		c.reminderOp(now, in)
+	case TimerOp:
+		c.timerOp(now, in)
 	case Query:
 		in.Fn(now, c)
 	default:
@@ -228,6 +234,8 @@ func (c *Core) Tick(now time.Time) {
 	c.eng.Tick(now)
 	c.tickStore(now)
 	c.updateServing()
+	c.tickReminders(now)
+	c.tickTimers(now)
 	c.publishView()
 	c.sampleMetrics()
 }
@@ -284,6 +292,10 @@ func (c *Core) Flush() {
 				c.claimTerm(ev.Type, e.Term)
 			case coordinator.ShardAllocated:
 				c.recordPlacement(ev.Type, e, now)
+			case engine.ShardStarted:
+				c.remindersStarted(ev.Type, e.Shard, e.Epoch)
+			case engine.ShardHandedOff:
+				c.remindersStopped(ev.Type, e.Shard)
 			}
 			c.logTypedEvent(ev)
 			c.recordTypedEvent(ev, now)

@@ -49,7 +49,7 @@ func (c *Core) applyEntityOp(now time.Time, op engine.EntityOp) {
 	inc := t.entities[op.Entity]
 	switch op.Kind {
 	case engine.OpStart:
-		inc = c.env.StartEntity(&t.spec, EntityContext{Type: op.Type, Shard: op.Shard, Entity: op.Entity, Node: c.self.Node, Epoch: op.Epoch})
+		inc = c.env.StartEntity(&t.spec, EntityContext{Type: op.Type, Shard: op.Shard, Entity: op.Entity, Node: c.self.Node, Epoch: op.Epoch, spec: &t.spec})
 		t.entities[op.Entity] = inc
 		t.m.entityStarted(len(t.entities))
 		if op.Slot != nil {

@@ -52,6 +52,40 @@ func (e *entity) SaveState(ctx context.Context, c *EntityContext, state []byte) 
 	return e.n.saveState(ctx, c, state)
 }
 
+// Remind carries out a reminder operation through the core and waits for it, lending the
+// entity's worker to the others meanwhile (Turns).
+func (e *entity) Remind(ctx context.Context, op ReminderOp) ([]Reminder, error) {
+	n := e.n
+	type answer struct {
+		rs  []Reminder
+		err error
+	}
+	ch := make(chan answer, 1)
+	op.Done = func(rs []Reminder, err error) { ch <- answer{rs, err} }
+	n.pool.Block()
+	defer n.pool.Unblock()
+	if err := n.servingFor(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.input(ctx, op); err != nil {
+		return nil, err
+	}
+	select {
+	case a := <-ch:
+		return a.rs, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-n.done:
+		return nil, ErrStopped
+	}
+}
+
+// Timer hands a timer operation of this incarnation to the core (Turns).
+func (e *entity) Timer(op TimerOp) {
+	op.Inc = e
+	e.n.post(op)
+}
+
 // Receive handles one message on the entity's turn.
 func (e *entity) Receive(m *Message) {
 	c := e.n.core
@@ -93,6 +127,17 @@ func (e *entity) Receive(m *Message) {
 
 func (e *entity) handle(m *Message) {
 	c := e.n.core
+	if m.timer != nil {
+		if !e.ctx.takeTimer(m) {
+			return // cancelled or replaced since it was queued
+		}
+		e.ctx.timerKey = m.timer.key
+		defer func() { e.ctx.timerKey = "" }()
+	}
+	if m.firing != nil {
+		e.ctx.firing = m.firing
+		defer func() { e.ctx.firing = nil }()
+	}
 	value, err := m.Value(e.t)
 	if err != nil {
 		// Per message: debug only; counted (reason undecodable) and answered.

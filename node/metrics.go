@@ -84,6 +84,7 @@ type metrics struct {
 	unsent          *prometheus.CounterVec
 
 	memberStatus [len(memberStatuses)]prometheus.Gauge
+	rem          *reminderMetrics
 
 	// handoffs in progress on this member's coordinators, by type, shard and epoch: the
 	// cause and phase their later events do not carry. Owned by the loop goroutine.
@@ -188,6 +189,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		unsent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardmesh_frames_unsent_total",
 			Help: "Frames to other members that could not be written, by protocol (member, coord, region)."}, []string{"protocol"}),
 		inFlight: map[handoffKey]*handoffTrack{},
+		rem:      newReminderMetrics(),
 	}
 	for i, s := range memberStatuses {
 		m.memberStatus[i] = m.members.WithLabelValues(s.String())
@@ -195,6 +197,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, c := range []prometheus.Collector{m.routed, m.rejected, m.buffered, m.asks, m.askSeconds, m.shards, m.allocated, m.entities,
 		m.starts, m.stops, m.passivations, m.forcedStops, m.rebalanceRounds, m.rebalanceMoves, m.handoffsStarted, m.handoffs, m.handoffSeconds,
 		m.phaseSeconds, m.coordChanges, m.coordHere, m.members, m.unreachable, m.leaderChanges, m.unsent} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range m.rem.collectors() {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -367,6 +374,7 @@ func (c *Core) sampleMetrics() {
 	if c.metrics == nil {
 		return
 	}
+	c.sampleReminders()
 	for name, t := range c.types {
 		if r := c.eng.Region(name); r != nil {
 			t.m.buf.Set(float64(r.Buffered()))

@@ -33,11 +33,12 @@ type StoreConfig struct {
 
 // majorityPrefixes are the keys written and read with plain majorities (at least
 // majority-min-cap): remembered entities and shards, as Pekko's remember-entities store
-// writes them, and entity state with them. The plus of coordinator-state is for coordinator
+// writes them, and entity state and reminders with them. The plus of coordinator-state is for coordinator
 // state: terms, directives, placement history, leases. With the defaults a 7-member
 // cluster then saves entity state on 5 replicas, not all 7, so one slow or dead member does
 // not hold every save until it is downed.
-var majorityPrefixes = []string{datadir.Prefix(datadir.FamilyEntity), datadir.Prefix(datadir.FamilyShard), datadir.Prefix(datadir.FamilyState)}
+var majorityPrefixes = []string{datadir.Prefix(datadir.FamilyEntity), datadir.Prefix(datadir.FamilyShard), datadir.Prefix(datadir.FamilyState),
+	datadir.Prefix(datadir.FamilyReminder)}
 
 // DefaultStoreTimeout bounds one store round by default (updating-state-timeout).
 const DefaultStoreTimeout = 5 * time.Second

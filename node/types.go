@@ -55,7 +55,15 @@ type EntityContext struct {
 	// of its durable state (LoadState, SaveState).
 	Epoch coordinator.Epoch
 
-	e Turns
+	e    Turns
+	spec *EntityType // the type, to encode reminders' messages
+
+	// Set on the incarnation's turn only: the message being handled (a reminder's firing,
+	// a timer's key), and the timers armed (key → generation).
+	firing   *Firing
+	timerKey string
+	timers   map[string]uint64
+	timerGen uint64
 }
 
 // Passivate asks sharding to stop this entity: it gets its stop message, and messages that
@@ -75,6 +83,11 @@ type Turns interface {
 	// LoadState and SaveState carry out EntityContext's.
 	LoadState(ctx context.Context, c *EntityContext) ([]byte, error)
 	SaveState(ctx context.Context, c *EntityContext, state []byte) error
+	// Remind carries out a reminder operation through the member's core (ReminderOp) and
+	// waits for its outcome or ctx.
+	Remind(ctx context.Context, op ReminderOp) ([]Reminder, error)
+	// Timer hands a timer operation to the member's core (TimerOp), for this incarnation.
+	Timer(op TimerOp)
 }
 
 // WithTurns returns ctx bound to the entity runtime's incarnation t.
@@ -121,6 +134,8 @@ type Message struct {
 	start   bool              // creates the behaviour of a remembered entity started without a message
 	at      time.Time         // start: when the shard started the entity (for the recovery budget)
 	credits *credits          // the type's credits, one held while the message is in flight
+	firing  *Firing           // a reminder's message: which fired, when
+	timer   *timerMark        // an in-memory timer's message
 }
 
 // NewMessage returns a message with value msg, asked by ask (nil for a tell).
