@@ -28,9 +28,9 @@ type timerID struct {
 }
 
 type coreTimer struct {
-	op  TimerOp
-	due time.Time
-	seq uint64
+	op   TimerOp
+	due  time.Time
+	seq  uint64
 	dead bool // cancelled or replaced
 }
 

@@ -105,7 +105,7 @@ type (
 		// operation.
 		After time.Duration
 		Epoch coordinator.Epoch
-		Done     func([]Reminder, error)
+		Done  func([]Reminder, error)
 	}
 	// TimerOp starts or cancels an in-memory timer of incarnation Inc (EntityContext's
 	// timers): it fires while Inc runs and dies with it.
