@@ -39,7 +39,12 @@ type BehaviorFunc[M, R any] func(ctx *Context, msg M) (R, error)
 func (f BehaviorFunc[M, R]) Receive(ctx *Context, msg M) (R, error) { return f(ctx, msg) }
 
 // Context is what an entity knows of itself, given to its factory and to every Receive.
-type Context struct{ c *node.EntityContext }
+type Context struct {
+	c *node.EntityContext
+	// accepts reports whether a value is of the type's message type (timers' messages
+	// are handed to Receive as they are).
+	accepts func(any) bool
+}
 
 // EntityID returns the entity's id.
 func (c *Context) EntityID() string { return string(c.c.Entity) }
@@ -162,7 +167,7 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 		Settings:  settings,
 		Extractor: extractor,
 		New: func(c *node.EntityContext) node.Behavior {
-			ctx := &Context{c: c}
+			ctx := &Context{c: c, accepts: func(v any) bool { _, ok := v.(M); return ok }}
 			return untyped[M, R]{b: e.New(ctx), ctx: ctx}
 		},
 		EncodeMessage: func(v any) ([]byte, error) { return e.MessageCodec.Marshal(v.(M)) },

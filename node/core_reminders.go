@@ -258,7 +258,9 @@ type ReminderFired struct {
 func (c *Core) reminderOp(now time.Time, op ReminderOp) {
 	r := op.Reminder
 	rs := c.rem.shards[shardKey{r.Type, r.Shard}]
-	if rs == nil || rs.epoch != op.Epoch {
+	// An incarnation keeps the epoch it started with when this member is given its shard
+	// again with a newer one: its operations count under the shard's epoch here.
+	if rs == nil || rs.epoch < op.Epoch {
 		op.Done(nil, fmt.Errorf("reminder of %s %s: %w (shard %s)", r.Type, r.Entity, ErrNotHome, r.Shard))
 		return
 	}
