@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,4 +133,34 @@ func nextDue(due time.Time, every time.Duration, now time.Time) time.Time {
 		next = due.Add(n * every)
 	}
 	return next
+}
+
+// Reminders reads the durable reminders of entity type typ (of entity, when not empty)
+// from a read quorum of the store, sorted by shard, entity and name: for operators
+// (shardctl reminders). Records that do not parse are logged and skipped.
+func (n *Node) Reminders(ctx context.Context, typ, entity string) ([]Reminder, error) {
+	t := n.core.Registered(typ)
+	if t == nil {
+		return nil, unknownType(typ)
+	}
+	prefix := datadir.Prefix(datadir.FamilyReminder, typ)
+	if entity != "" {
+		prefix = datadir.Prefix(datadir.FamilyReminder, typ, string(t.spec.Extractor.ShardID(shard.EntityID(entity))), entity)
+	}
+	recs, err := n.store.Scan(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("read the reminders of %s: %w", typ, err)
+	}
+	out := make([]Reminder, 0, len(recs))
+	for _, rec := range recs {
+		r, err := ParseReminder(typ, rec)
+		if err != nil {
+			n.log.Warn("a stored reminder is skipped", "err", err)
+			continue
+		}
+		if entity == "" || string(r.Entity) == entity {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

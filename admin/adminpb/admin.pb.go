@@ -106,6 +106,7 @@ type Request struct {
 	//	*Request_Handoffs
 	//	*Request_LocalHandoffs
 	//	*Request_History
+	//	*Request_Reminders
 	Call          isRequest_Call `protobuf_oneof:"call"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -335,6 +336,15 @@ func (x *Request) GetHistory() *HistoryRequest {
 	return nil
 }
 
+func (x *Request) GetReminders() *RemindersRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Reminders); ok {
+			return x.Reminders
+		}
+	}
+	return nil
+}
+
 type isRequest_Call interface {
 	isRequest_Call()
 }
@@ -419,6 +429,10 @@ type Request_History struct {
 	History *HistoryRequest `protobuf:"bytes,21,opt,name=history,proto3,oneof"`
 }
 
+type Request_Reminders struct {
+	Reminders *RemindersRequest `protobuf:"bytes,22,opt,name=reminders,proto3,oneof"`
+}
+
 func (*Request_Members) isRequest_Call() {}
 
 func (*Request_Types) isRequest_Call() {}
@@ -459,6 +473,8 @@ func (*Request_LocalHandoffs) isRequest_Call() {}
 
 func (*Request_History) isRequest_Call() {}
 
+func (*Request_Reminders) isRequest_Call() {}
+
 type Response struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
@@ -484,6 +500,7 @@ type Response struct {
 	//	*Response_Handoffs
 	//	*Response_LocalHandoffs
 	//	*Response_History
+	//	*Response_Reminders
 	Result isResponse_Result `protobuf_oneof:"result"`
 	// more: another response follows on this stream (streaming calls). A streaming response
 	// without a result is a keepalive.
@@ -712,6 +729,15 @@ func (x *Response) GetHistory() *HistoryResponse {
 	return nil
 }
 
+func (x *Response) GetReminders() *RemindersResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Reminders); ok {
+			return x.Reminders
+		}
+	}
+	return nil
+}
+
 func (x *Response) GetMore() bool {
 	if x != nil {
 		return x.More
@@ -795,6 +821,10 @@ type Response_History struct {
 	History *HistoryResponse `protobuf:"bytes,22,opt,name=history,proto3,oneof"`
 }
 
+type Response_Reminders struct {
+	Reminders *RemindersResponse `protobuf:"bytes,23,opt,name=reminders,proto3,oneof"`
+}
+
 func (*Response_Members) isResponse_Result() {}
 
 func (*Response_Types) isResponse_Result() {}
@@ -830,6 +860,8 @@ func (*Response_Handoffs) isResponse_Result() {}
 func (*Response_LocalHandoffs) isResponse_Result() {}
 
 func (*Response_History) isResponse_Result() {}
+
+func (*Response_Reminders) isResponse_Result() {}
 
 type TypesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4852,12 +4884,225 @@ func (x *PlacementRecord) GetCoordinator() string {
 	return ""
 }
 
+// RemindersRequest lists the durable reminders of an entity type, read from a quorum of the
+// replicated store: of one entity when entity is set; limit caps them (0: 1000).
+type RemindersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Entity        string                 `protobuf:"bytes,2,opt,name=entity,proto3" json:"entity,omitempty"`
+	Limit         uint32                 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemindersRequest) Reset() {
+	*x = RemindersRequest{}
+	mi := &file_admin_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemindersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemindersRequest) ProtoMessage() {}
+
+func (x *RemindersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemindersRequest.ProtoReflect.Descriptor instead.
+func (*RemindersRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *RemindersRequest) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *RemindersRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *RemindersRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type RemindersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reminders     []*ReminderRecord      `protobuf:"bytes,1,rep,name=reminders,proto3" json:"reminders,omitempty"`  // by shard, entity and name
+	Truncated     bool                   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"` // more matched than limit
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemindersResponse) Reset() {
+	*x = RemindersResponse{}
+	mi := &file_admin_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemindersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemindersResponse) ProtoMessage() {}
+
+func (x *RemindersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemindersResponse.ProtoReflect.Descriptor instead.
+func (*RemindersResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *RemindersResponse) GetReminders() []*ReminderRecord {
+	if x != nil {
+		return x.Reminders
+	}
+	return nil
+}
+
+func (x *RemindersResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+type ReminderRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Shard         string                 `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Entity        string                 `protobuf:"bytes,3,opt,name=entity,proto3" json:"entity,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	DueUnixMs     int64                  `protobuf:"varint,5,opt,name=due_unix_ms,json=dueUnixMs,proto3" json:"due_unix_ms,omitempty"` // when it fires next
+	EveryMs       uint64                 `protobuf:"varint,6,opt,name=every_ms,json=everyMs,proto3" json:"every_ms,omitempty"`         // its period; 0 for a one-shot reminder
+	Payload       []byte                 `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`                         // its message, in the entity type's message codec
+	Epoch         uint64                 `protobuf:"varint,8,opt,name=epoch,proto3" json:"epoch,omitempty"`                            // the shard allocation epoch of the home that wrote it last
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReminderRecord) Reset() {
+	*x = ReminderRecord{}
+	mi := &file_admin_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReminderRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReminderRecord) ProtoMessage() {}
+
+func (x *ReminderRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReminderRecord.ProtoReflect.Descriptor instead.
+func (*ReminderRecord) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ReminderRecord) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetDueUnixMs() int64 {
+	if x != nil {
+		return x.DueUnixMs
+	}
+	return 0
+}
+
+func (x *ReminderRecord) GetEveryMs() uint64 {
+	if x != nil {
+		return x.EveryMs
+	}
+	return 0
+}
+
+func (x *ReminderRecord) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *ReminderRecord) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xcd\n" +
-	"\n" +
+	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\x93\v\n" +
 	"\aRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12>\n" +
 	"\amembers\x18\x02 \x01(\v2\".shardmesh.admin.v1.MembersRequestH\x00R\amembers\x128\n" +
@@ -4885,9 +5130,9 @@ const file_admin_proto_rawDesc = "" +
 	"dataRemove\x12A\n" +
 	"\bhandoffs\x18\x13 \x01(\v2#.shardmesh.admin.v1.HandoffsRequestH\x00R\bhandoffs\x12Q\n" +
 	"\x0elocal_handoffs\x18\x14 \x01(\v2(.shardmesh.admin.v1.LocalHandoffsRequestH\x00R\rlocalHandoffs\x12>\n" +
-	"\ahistory\x18\x15 \x01(\v2\".shardmesh.admin.v1.HistoryRequestH\x00R\ahistoryB\x06\n" +
-	"\x04call\"\xba\n" +
-	"\n" +
+	"\ahistory\x18\x15 \x01(\v2\".shardmesh.admin.v1.HistoryRequestH\x00R\ahistory\x12D\n" +
+	"\treminders\x18\x16 \x01(\v2$.shardmesh.admin.v1.RemindersRequestH\x00R\tremindersB\x06\n" +
+	"\x04call\"\x81\v\n" +
 	"\bResponse\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12,\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x18.shardmesh.admin.v1.CodeR\x04code\x12\x14\n" +
@@ -4915,7 +5160,8 @@ const file_admin_proto_rawDesc = "" +
 	"dataRemove\x12B\n" +
 	"\bhandoffs\x18\x14 \x01(\v2$.shardmesh.admin.v1.HandoffsResponseH\x00R\bhandoffs\x12R\n" +
 	"\x0elocal_handoffs\x18\x15 \x01(\v2).shardmesh.admin.v1.LocalHandoffsResponseH\x00R\rlocalHandoffs\x12?\n" +
-	"\ahistory\x18\x16 \x01(\v2#.shardmesh.admin.v1.HistoryResponseH\x00R\ahistory\x12\x12\n" +
+	"\ahistory\x18\x16 \x01(\v2#.shardmesh.admin.v1.HistoryResponseH\x00R\ahistory\x12E\n" +
+	"\treminders\x18\x17 \x01(\v2%.shardmesh.admin.v1.RemindersResponseH\x00R\treminders\x12\x12\n" +
 	"\x04more\x18\b \x01(\bR\x04moreB\b\n" +
 	"\x06result\"\x0e\n" +
 	"\fTypesRequest\"%\n" +
@@ -5283,7 +5529,25 @@ const file_admin_proto_rawDesc = "" +
 	"handoff_ms\x18\b \x01(\x04R\thandoffMs\x12\x1a\n" +
 	"\bentities\x18\t \x01(\rR\bentities\x12 \n" +
 	"\vcoordinator\x18\n" +
-	" \x01(\tR\vcoordinator*E\n" +
+	" \x01(\tR\vcoordinator\"a\n" +
+	"\x10RemindersRequest\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x16\n" +
+	"\x06entity\x18\x02 \x01(\tR\x06entity\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\"s\n" +
+	"\x11RemindersResponse\x12@\n" +
+	"\treminders\x18\x01 \x03(\v2\".shardmesh.admin.v1.ReminderRecordR\treminders\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xde\x01\n" +
+	"\x0eReminderRecord\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\tR\x05shard\x12\x16\n" +
+	"\x06entity\x18\x03 \x01(\tR\x06entity\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x1e\n" +
+	"\vdue_unix_ms\x18\x05 \x01(\x03R\tdueUnixMs\x12\x19\n" +
+	"\bevery_ms\x18\x06 \x01(\x04R\aeveryMs\x12\x18\n" +
+	"\apayload\x18\a \x01(\fR\apayload\x12\x14\n" +
+	"\x05epoch\x18\b \x01(\x04R\x05epoch*E\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\n" +
 	"\n" +
@@ -5305,7 +5569,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_admin_proto_goTypes = []any{
 	(Code)(0),                     // 0: shardmesh.admin.v1.Code
 	(*Request)(nil),               // 1: shardmesh.admin.v1.Request
@@ -5364,6 +5628,9 @@ var file_admin_proto_goTypes = []any{
 	(*HistoryRequest)(nil),        // 54: shardmesh.admin.v1.HistoryRequest
 	(*HistoryResponse)(nil),       // 55: shardmesh.admin.v1.HistoryResponse
 	(*PlacementRecord)(nil),       // 56: shardmesh.admin.v1.PlacementRecord
+	(*RemindersRequest)(nil),      // 57: shardmesh.admin.v1.RemindersRequest
+	(*RemindersResponse)(nil),     // 58: shardmesh.admin.v1.RemindersResponse
+	(*ReminderRecord)(nil),        // 59: shardmesh.admin.v1.ReminderRecord
 }
 var file_admin_proto_depIdxs = []int32{
 	34, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
@@ -5386,48 +5653,51 @@ var file_admin_proto_depIdxs = []int32{
 	46, // 17: shardmesh.admin.v1.Request.handoffs:type_name -> shardmesh.admin.v1.HandoffsRequest
 	49, // 18: shardmesh.admin.v1.Request.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsRequest
 	54, // 19: shardmesh.admin.v1.Request.history:type_name -> shardmesh.admin.v1.HistoryRequest
-	0,  // 20: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
-	36, // 21: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
-	4,  // 22: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
-	7,  // 23: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
-	10, // 24: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
-	12, // 25: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
-	16, // 26: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	21, // 27: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
-	23, // 28: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
-	25, // 29: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
-	29, // 30: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
-	31, // 31: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
-	33, // 32: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
-	39, // 33: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
-	42, // 34: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
-	45, // 35: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
-	47, // 36: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
-	50, // 37: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
-	55, // 38: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
-	9,  // 39: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
-	16, // 40: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	13, // 41: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	14, // 42: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
-	17, // 43: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
-	18, // 44: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
-	19, // 45: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
-	27, // 46: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
-	26, // 47: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
-	35, // 48: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
-	40, // 49: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
-	43, // 50: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
-	48, // 51: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
-	13, // 52: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	51, // 53: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
-	52, // 54: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
-	53, // 55: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
-	56, // 56: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	57, // 20: shardmesh.admin.v1.Request.reminders:type_name -> shardmesh.admin.v1.RemindersRequest
+	0,  // 21: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
+	36, // 22: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
+	4,  // 23: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
+	7,  // 24: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
+	10, // 25: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
+	12, // 26: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
+	16, // 27: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	21, // 28: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
+	23, // 29: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
+	25, // 30: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
+	29, // 31: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
+	31, // 32: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
+	33, // 33: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
+	39, // 34: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
+	42, // 35: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
+	45, // 36: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
+	47, // 37: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
+	50, // 38: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
+	55, // 39: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
+	58, // 40: shardmesh.admin.v1.Response.reminders:type_name -> shardmesh.admin.v1.RemindersResponse
+	9,  // 41: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
+	16, // 42: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	13, // 43: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	14, // 44: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
+	17, // 45: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
+	18, // 46: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
+	19, // 47: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
+	27, // 48: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
+	26, // 49: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
+	35, // 50: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
+	40, // 51: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
+	43, // 52: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
+	48, // 53: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
+	13, // 54: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	51, // 55: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
+	52, // 56: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
+	53, // 57: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
+	56, // 58: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
+	59, // 59: shardmesh.admin.v1.RemindersResponse.reminders:type_name -> shardmesh.admin.v1.ReminderRecord
+	60, // [60:60] is the sub-list for method output_type
+	60, // [60:60] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -5456,6 +5726,7 @@ func file_admin_proto_init() {
 		(*Request_Handoffs)(nil),
 		(*Request_LocalHandoffs)(nil),
 		(*Request_History)(nil),
+		(*Request_Reminders)(nil),
 	}
 	file_admin_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Members)(nil),
@@ -5476,6 +5747,7 @@ func file_admin_proto_init() {
 		(*Response_Handoffs)(nil),
 		(*Response_LocalHandoffs)(nil),
 		(*Response_History)(nil),
+		(*Response_Reminders)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5483,7 +5755,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   56,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -65,6 +65,8 @@ func callInfo(req *adminpb.Request) (string, access) {
 		return "local-handoffs", accessRead
 	case *adminpb.Request_History:
 		return "history", accessRead
+	case *adminpb.Request_Reminders:
+		return "reminders", accessRead
 	case *adminpb.Request_Directive:
 		return directiveCallName(c.Directive), accessAdmin
 	case *adminpb.Request_DataRemove:

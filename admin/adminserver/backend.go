@@ -61,6 +61,8 @@ type Backend interface {
 	LocalHandoffs(ctx context.Context, types []string) (*adminpb.LocalHandoffsResponse, error)
 	// History returns placement records, filtered as req says.
 	History(ctx context.Context, req *adminpb.HistoryRequest) (*adminpb.HistoryResponse, error)
+	// Reminders returns the durable reminders of type typ (of entity, when set).
+	Reminders(ctx context.Context, typ, entity string) ([]node.Reminder, error)
 	// Done is closed when the member has stopped; StopReason then says why ("left",
 	// "downed", …; "" while it runs or when it was closed).
 	Done() <-chan struct{}
@@ -305,6 +307,10 @@ func (b *nodeBackend) History(ctx context.Context, req *adminpb.HistoryRequest) 
 			Entities: wire.Count32(r.Entities), Coordinator: string(r.Coordinator)})
 	}
 	return resp, nil
+}
+
+func (b *nodeBackend) Reminders(ctx context.Context, typ, entity string) ([]node.Reminder, error) {
+	return b.n.Reminders(ctx, typ, entity)
 }
 
 // callError classifies an error of a backend call.

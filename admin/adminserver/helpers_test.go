@@ -194,6 +194,10 @@ func (b *fakeBackend) LocalHandoffs(context.Context, []string) (*adminpb.LocalHa
 	return &adminpb.LocalHandoffsResponse{Node: b.self}, nil
 }
 
+func (b *fakeBackend) Reminders(context.Context, string, string) ([]node.Reminder, error) {
+	return nil, nil
+}
+
 func (b *fakeBackend) History(context.Context, *adminpb.HistoryRequest) (*adminpb.HistoryResponse, error) {
 	return &adminpb.HistoryResponse{}, nil
 }

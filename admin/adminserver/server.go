@@ -256,6 +256,8 @@ func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Resp
 		return s.localHandoffs(ctx, call.LocalHandoffs)
 	case *adminpb.Request_History:
 		return s.history(ctx, call.History)
+	case *adminpb.Request_Reminders:
+		return s.reminders(ctx, call.Reminders)
 	}
 	return refuse(adminpb.Code_BAD_REQUEST, "unknown admin call %T: is shardctl newer than this member?", req.Call)
 }

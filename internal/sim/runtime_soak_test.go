@@ -332,6 +332,6 @@ func TestReminderSoak(t *testing.T) {
 	if acked == 0 && len(skipped) < runs {
 		t.Fatal("no reminder registration was acknowledged: the soak checked nothing")
 	}
-	t.Logf("%d schedules in %v: %d reminders asked for, %d registrations acknowledged, %d firings, %d increments saved more than once (at least once); skipped for the restart gate's known limit (a coordinator term below an earlier one): seeds %v",
+	t.Logf("%d schedules in %v: %d reminders asked for, %d registrations acknowledged, %d firings, %d increments saved more than once (at least once); skipped for the restart gate's known limit (a coordinator term not above an earlier one): seeds %v",
 		runs, time.Since(start).Round(time.Millisecond), registered, acked, fired, dups, skipped)
 }
