@@ -1975,7 +1975,8 @@ type LocateResponse struct {
 	Coordinator   string                 `protobuf:"bytes,8,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
 	Alive         bool                   `protobuf:"varint,9,opt,name=alive,proto3" json:"alive,omitempty"` // the entity runs in its home now
 	EntityState   string                 `protobuf:"bytes,10,opt,name=entity_state,json=entityState,proto3" json:"entity_state,omitempty"`
-	Problems      []string               `protobuf:"bytes,11,rep,name=problems,proto3" json:"problems,omitempty"` // members that did not answer; the code is PARTIAL then
+	Problems      []string               `protobuf:"bytes,11,rep,name=problems,proto3" json:"problems,omitempty"`                        // members that did not answer; the code is PARTIAL then
+	AliveKnown    bool                   `protobuf:"varint,12,opt,name=alive_known,json=aliveKnown,proto3" json:"alive_known,omitempty"` // the home answered: alive is its word (false: unknown)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2085,6 +2086,13 @@ func (x *LocateResponse) GetProblems() []string {
 		return x.Problems
 	}
 	return nil
+}
+
+func (x *LocateResponse) GetAliveKnown() bool {
+	if x != nil {
+		return x.AliveKnown
+	}
+	return false
 }
 
 // ShardInfoRequest asks one member about one shard: what its coordinator (if it runs
@@ -5253,7 +5261,7 @@ const file_admin_proto_rawDesc = "" +
 	"\rLocateRequest\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x16\n" +
-	"\x06entity\x18\x02 \x01(\tR\x06entity\"\xb6\x02\n" +
+	"\x06entity\x18\x02 \x01(\tR\x06entity\"\xd7\x02\n" +
 	"\x0eLocateResponse\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x16\n" +
@@ -5267,7 +5275,9 @@ const file_admin_proto_rawDesc = "" +
 	"\x05alive\x18\t \x01(\bR\x05alive\x12!\n" +
 	"\fentity_state\x18\n" +
 	" \x01(\tR\ventityState\x12\x1a\n" +
-	"\bproblems\x18\v \x03(\tR\bproblems\"a\n" +
+	"\bproblems\x18\v \x03(\tR\bproblems\x12\x1f\n" +
+	"\valive_known\x18\f \x01(\bR\n" +
+	"aliveKnown\"a\n" +
 	"\x10ShardInfoRequest\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
