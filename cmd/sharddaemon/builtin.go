@@ -84,6 +84,9 @@ func (c *counter) Receive(ctx *shardmesh.Context, msg string) (int64, error) {
 	c.n = next
 	r := c.rec(ctx, "ack")
 	r.Began = began
+	if f := ctx.Firing(); f != nil {
+		r.Reminder = f.Name
+	}
 	return c.n, c.journal.record(r)
 }
 
