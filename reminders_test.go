@@ -239,3 +239,77 @@ func TestTimers(t *testing.T) {
 		t.Fatal(fmt.Sprintf("gone ticked %d times after its incarnation ended", got-before))
 	}
 }
+
+// TestMessageExtractorAndStartEntity: the entity id comes from the message (Akka's message
+// extractor), an enveloped ask, and StartEntity starts an entity on its home (another member
+// for some ids) without delivering a message, and answers once it runs.
+func TestMessageExtractorAndStartEntity(t *testing.T) {
+	systems := startCluster(t, 2, nil)
+	var mu sync.Mutex
+	started := map[string]int{}
+	e := shardmesh.Entity[string, string]{
+		Key: shardmesh.NewEntityTypeKey[string, string]("keyed"),
+		New: func(ctx *shardmesh.Context) shardmesh.Behavior[string, string] {
+			mu.Lock()
+			started[ctx.EntityID()]++
+			mu.Unlock()
+			return shardmesh.BehaviorFunc[string, string](func(ctx *shardmesh.Context, msg string) (string, error) {
+				return ctx.EntityID() + " got " + msg, nil
+			})
+		},
+		MessageCodec:     shardmesh.StringCodec{},
+		ReplyCodec:       shardmesh.StringCodec{},
+		MessageExtractor: func(msg string) string { id, _, _ := strings.Cut(msg, ":"); return id },
+	}
+	regions := make([]*shardmesh.Region[string, string], len(systems))
+	for i, s := range systems {
+		r, err := shardmesh.Init(s, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		regions[i] = r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if got, err := regions[0].AskMessage(ctx, "u7:hello"); err != nil || got != "u7 got u7:hello" {
+		t.Fatalf("AskMessage: %q, %v", got, err)
+	}
+	if err := regions[1].TellMessage(":no id"); err == nil || !strings.Contains(err.Error(), "no entity id") {
+		t.Fatalf("TellMessage without an id: %v", err)
+	}
+	if got, err := regions[1].Ask(ctx, shardmesh.ShardingEnvelope[string]{EntityID: "u8", Message: "hi"}); err != nil || got != "u8 got hi" {
+		t.Fatalf("Ask(envelope): %q, %v", got, err)
+	}
+	remote := 0
+	for i := range 20 {
+		id := fmt.Sprintf("s%d", i)
+		if err := regions[0].StartEntity(ctx, id); err != nil {
+			t.Fatalf("StartEntity %s: %v", id, err)
+		}
+		var home string
+		for _, s := range systems {
+			if n, ok := whereIs(t, s, "keyed", id); ok {
+				home = n
+			}
+		}
+		if home == "" {
+			t.Fatalf("%s does not run after StartEntity", id)
+		}
+		if home != string(systems[0].ID()) {
+			remote++
+		}
+	}
+	if err := regions[1].StartEntity(ctx, "s0"); err != nil { // running: left as it is
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range 20 {
+		if n := started[fmt.Sprintf("s%d", i)]; n != 1 {
+			t.Fatalf("s%d created %d times, want once", i, n)
+		}
+	}
+	if remote == 0 {
+		t.Fatal("every started entity is at home on the starting member: StartEntity across members is untested")
+	}
+}

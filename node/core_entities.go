@@ -177,14 +177,14 @@ func (c *Core) forward(f engine.Forward) {
 
 // encodeForward returns the frame that carries m to another member.
 func (c *Core) encodeForward(t *RegisteredType, env region.Envelope, m *Message) ([]byte, error) {
-	if m.encoded == nil {
+	if m.encoded == nil && !m.startEn {
 		b, err := t.spec.EncodeMessage(m.value)
 		if err != nil {
 			return nil, fmt.Errorf("encode message for %s: %w", t.spec.Name, err)
 		}
 		m.encoded = b
 	}
-	d := wire.Deliver{Type: []byte(t.spec.Name), Shard: []byte(env.Shard), Entity: []byte(env.Entity), Payload: m.encoded, Hops: env.Hops}
+	d := wire.Deliver{Type: []byte(t.spec.Name), Shard: []byte(env.Shard), Entity: []byte(env.Entity), Payload: m.encoded, Hops: env.Hops, Start: m.startEn}
 	if m.ask != nil {
 		c.asks.track(m.ask)
 		d.AskID, d.ReplyTo = m.ask.ID(), []byte(c.self.Node)
@@ -290,7 +290,7 @@ func (c *Core) DecodeRegionFrame(frame []byte) (in *Deliver, err error) {
 		c.ResolveReply(r.AskID, append(make([]byte, 0, len(r.Payload)), r.Payload...), rerr)
 		return nil, nil
 	}
-	m := &Message{askID: d.AskID}
+	m := &Message{askID: d.AskID, startEn: d.Start}
 	if d.AskID != 0 {
 		m.replyTo = membership.NodeID(d.ReplyTo)
 	}

@@ -110,6 +110,12 @@ func (e *entity) Receive(m *Message) {
 			e.behavior = e.t.New(&e.ctx)
 		}
 		started = true
+	} else if m.startEn {
+		// StartEntity: the behaviour is created, nothing is delivered; the asker learns it runs.
+		if e.behavior == nil {
+			e.behavior = e.t.New(&e.ctx)
+		}
+		c.Answer(e.t, m, nil, nil)
 	} else if m.stop {
 		if e.t.StopMessage == nil {
 			e.stopAfterTurn = true

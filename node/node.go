@@ -406,6 +406,19 @@ func (n *Node) Ask(ctx context.Context, typ string, id string, msg any) (any, er
 	return r.Value, nil
 }
 
+// StartEntity starts entity id of type typ without a message (Akka's StartEntity): its
+// shard is allocated if it has no home, the entity's behaviour is created in its home, and
+// StartEntity returns once it runs (or ctx ends). An entity that runs already is left as it
+// is.
+func (n *Node) StartEntity(ctx context.Context, typ string, id string) error {
+	t, err := n.core.Sender(typ)
+	if err != nil {
+		return err
+	}
+	_, err = n.ask(ctx, t, id, &Message{startEn: true, encoded: []byte{}})
+	return err
+}
+
 // TellEncoded sends a message already in the entity type's message codec (from tools).
 func (n *Node) TellEncoded(typ string, id string, payload []byte) error {
 	t, err := n.checkEncoded(typ, payload)

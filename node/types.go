@@ -134,6 +134,7 @@ type Message struct {
 	start   bool              // creates the behaviour of a remembered entity started without a message
 	at      time.Time         // start: when the shard started the entity (for the recovery budget)
 	credits *credits          // the type's credits, one held while the message is in flight
+	startEn bool              // StartEntity: start the entity, deliver nothing (answered with nil)
 	firing  *Firing           // a reminder's message: which fired, when
 	timer   *timerMark        // an in-memory timer's message
 }

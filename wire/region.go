@@ -17,6 +17,7 @@ const (
 	deliverHopsField    = 5
 	deliverAskField     = 6
 	deliverReplyToField = 7
+	deliverStartField   = 8
 
 	replyAskField     = 1
 	replyPayloadField = 2
@@ -34,6 +35,7 @@ type Deliver struct {
 	Hops    uint8
 	AskID   uint64 // 0 for a tell
 	ReplyTo []byte // the member waiting for the reply
+	Start   bool   // StartEntity: start the entity, deliver nothing
 }
 
 // Reply answers an ask. Payload and Err alias the frame when decoded.
@@ -65,6 +67,9 @@ func deliverSize(d *Deliver) int {
 		n += protowire.SizeTag(deliverAskField) + protowire.SizeVarint(d.AskID) +
 			protowire.SizeTag(deliverReplyToField) + protowire.SizeBytes(len(d.ReplyTo))
 	}
+	if d.Start {
+		n += protowire.SizeTag(deliverStartField) + 1
+	}
 	return n
 }
 
@@ -86,6 +91,10 @@ func AppendDeliver(dst []byte, d *Deliver) []byte {
 		dst = protowire.AppendTag(dst, deliverAskField, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, d.AskID)
 		dst = appendBytes(dst, deliverReplyToField, d.ReplyTo)
+	}
+	if d.Start {
+		dst = protowire.AppendTag(dst, deliverStartField, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, 1)
 	}
 	return dst
 }
@@ -216,6 +225,8 @@ func decodeDeliver(b []byte, d *Deliver) error {
 			d.AskID = x
 		case num == deliverReplyToField && typ == protowire.BytesType:
 			d.ReplyTo = v
+		case num == deliverStartField && typ == protowire.VarintType:
+			d.Start = x != 0
 		}
 	}
 	switch {

@@ -906,8 +906,9 @@ type Deliver struct {
 	Entity        string                 `protobuf:"bytes,3,opt,name=entity,proto3" json:"entity,omitempty"`
 	Payload       []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"` // the entity type's codec output
 	Hops          uint32                 `protobuf:"varint,5,opt,name=hops,proto3" json:"hops,omitempty"`
-	AskId         uint64                 `protobuf:"varint,6,opt,name=ask_id,json=askId,proto3" json:"ask_id,omitempty"`      // 0: a tell
-	ReplyTo       string                 `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"` // the member waiting for the reply (an ask's origin)
+	AskId         uint64                 `protobuf:"varint,6,opt,name=ask_id,json=askId,proto3" json:"ask_id,omitempty"`                   // 0: a tell
+	ReplyTo       string                 `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`              // the member waiting for the reply (an ask's origin)
+	StartEntity   bool                   `protobuf:"varint,8,opt,name=start_entity,json=startEntity,proto3" json:"start_entity,omitempty"` // Akka's StartEntity: start the entity, deliver nothing (payload empty)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -989,6 +990,13 @@ func (x *Deliver) GetReplyTo() string {
 		return x.ReplyTo
 	}
 	return ""
+}
+
+func (x *Deliver) GetStartEntity() bool {
+	if x != nil {
+		return x.StartEntity
+	}
+	return false
 }
 
 // Reply answers an ask.
@@ -1274,7 +1282,7 @@ const file_sharding_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x126\n" +
 	"\adeliver\x18\x02 \x01(\v2\x1a.shardmesh.wire.v1.DeliverH\x00R\adeliver\x120\n" +
 	"\x05reply\x18\x03 \x01(\v2\x18.shardmesh.wire.v1.ReplyH\x00R\x05replyB\x05\n" +
-	"\x03msg\"\xb8\x01\n" +
+	"\x03msg\"\xdb\x01\n" +
 	"\aDeliver\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
@@ -1283,7 +1291,8 @@ const file_sharding_proto_rawDesc = "" +
 	"\apayload\x18\x04 \x01(\fR\apayload\x12\x12\n" +
 	"\x04hops\x18\x05 \x01(\rR\x04hops\x12\x15\n" +
 	"\x06ask_id\x18\x06 \x01(\x04R\x05askId\x12\x19\n" +
-	"\breply_to\x18\a \x01(\tR\areplyTo\"b\n" +
+	"\breply_to\x18\a \x01(\tR\areplyTo\x12!\n" +
+	"\fstart_entity\x18\b \x01(\bR\vstartEntity\"b\n" +
 	"\x05Reply\x12\x15\n" +
 	"\x06ask_id\x18\x01 \x01(\x04R\x05askId\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x14\n" +
