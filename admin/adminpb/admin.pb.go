@@ -3908,6 +3908,8 @@ type DataRemoveRequest struct {
 	EntityTypes   []string               `protobuf:"bytes,1,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
 	DryRun        bool                   `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	IncludeState  bool                   `protobuf:"varint,3,opt,name=include_state,json=includeState,proto3" json:"include_state,omitempty"` // also the entities' durable state (application data)
+	Shard         string                 `protobuf:"bytes,4,opt,name=shard,proto3" json:"shard,omitempty"`                                    // only this shard's data (one type)
+	Entity        string                 `protobuf:"bytes,5,opt,name=entity,proto3" json:"entity,omitempty"`                                  // only this entity's data (one type)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3961,6 +3963,20 @@ func (x *DataRemoveRequest) GetIncludeState() bool {
 		return x.IncludeState
 	}
 	return false
+}
+
+func (x *DataRemoveRequest) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *DataRemoveRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
 }
 
 type DataRemoveProgress struct {
@@ -5447,11 +5463,13 @@ const file_admin_proto_rawDesc = "" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x03 \x01(\tR\x02to\x12#\n" +
 	"\rlive_entities\x18\x04 \x01(\x04R\fliveEntities\x12/\n" +
-	"\x13remembered_entities\x18\x05 \x01(\x04R\x12rememberedEntities\"t\n" +
+	"\x13remembered_entities\x18\x05 \x01(\x04R\x12rememberedEntities\"\xa2\x01\n" +
 	"\x11DataRemoveRequest\x12!\n" +
 	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x12#\n" +
-	"\rinclude_state\x18\x03 \x01(\bR\fincludeState\"\xbb\x01\n" +
+	"\rinclude_state\x18\x03 \x01(\bR\fincludeState\x12\x14\n" +
+	"\x05shard\x18\x04 \x01(\tR\x05shard\x12\x16\n" +
+	"\x06entity\x18\x05 \x01(\tR\x06entity\"\xbb\x01\n" +
 	"\x12DataRemoveProgress\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x18\n" +

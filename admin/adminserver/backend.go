@@ -56,7 +56,7 @@ type Backend interface {
 	// RememberedCounts counts the remembered entities of each shard of type typ.
 	RememberedCounts(ctx context.Context, typ string) (map[string]uint64, error)
 	// RemoveTypeData removes (or with dryRun counts) the stored data of a stopped type.
-	RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error)
+	RemoveTypeData(ctx context.Context, typ string, scope node.DataScope, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error)
 	// LocalHandoffs returns what this member knows of handoffs of types (all when empty).
 	LocalHandoffs(ctx context.Context, types []string) (*adminpb.LocalHandoffsResponse, error)
 	// History returns placement records, filtered as req says.
@@ -259,8 +259,8 @@ func (b *nodeBackend) RememberedCounts(ctx context.Context, typ string) (map[str
 	return out, nil
 }
 
-func (b *nodeBackend) RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (int, int, error) {
-	return b.n.RemoveTypeData(ctx, typ, state, dryRun, progress)
+func (b *nodeBackend) RemoveTypeData(ctx context.Context, typ string, scope node.DataScope, state, dryRun bool, progress func(found, removed int)) (int, int, error) {
+	return b.n.RemoveTypeData(ctx, typ, scope, state, dryRun, progress)
 }
 
 func (b *nodeBackend) LocalHandoffs(ctx context.Context, types []string) (*adminpb.LocalHandoffsResponse, error) {

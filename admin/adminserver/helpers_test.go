@@ -206,7 +206,7 @@ func (b *fakeBackend) RememberedCounts(context.Context, string) (map[string]uint
 	return nil, nil
 }
 
-func (b *fakeBackend) RemoveTypeData(context.Context, string, bool, bool, func(int, int)) (int, int, error) {
+func (b *fakeBackend) RemoveTypeData(context.Context, string, node.DataScope, bool, bool, func(int, int)) (int, int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.removals++
