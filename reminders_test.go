@@ -236,7 +236,7 @@ func TestTimers(t *testing.T) {
 	}
 	waitFor(t, "later fired", 10*time.Second, func() bool { return a.count("ring later") == 1 })
 	if got := a.count("ring gone"); got != before {
-		t.Fatal(fmt.Sprintf("gone ticked %d times after its incarnation ended", got-before))
+		t.Fatalf("gone ticked %d times after its incarnation ended", got-before)
 	}
 }
 

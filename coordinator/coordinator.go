@@ -687,7 +687,7 @@ func (c *Coordinator) recoveryDone() bool {
 // loadShards asks for the remembered shards once the coordinator is active (again after a
 // failure, every RecoveryTimeout).
 func (c *Coordinator) loadShards() {
-	if !(c.cfg.RememberEntities || c.cfg.DurableShards) || c.shardsLoaded || c.loadOut || !c.active() || c.dir.Stopped || c.now.Before(c.loadAt) {
+	if !c.cfg.RememberEntities && !c.cfg.DurableShards || c.shardsLoaded || c.loadOut || !c.active() || c.dir.Stopped || c.now.Before(c.loadAt) {
 		return
 	}
 	c.loadOut = true

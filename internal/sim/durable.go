@@ -91,7 +91,7 @@ func (c *counterState) handle(e *simEntity, m *node.Message, next func()) {
 		next()
 	}
 	if after, ok := r.s.rem.register[idOf(m, e.t)]; ok {
-		c.remind(e, m, idOf(m, e.t), after, done)
+		c.remind(e, idOf(m, e.t), after, done)
 		return
 	}
 	if !c.loaded {

@@ -65,7 +65,7 @@ func (s *Sim) SendRemind(i int, typ string, entity shard.EntityID, after time.Du
 
 // remind registers the reminder m asks for, on the counter's turn, and answers m once it is
 // stored (or failed).
-func (c *counterState) remind(e *simEntity, m *node.Message, id msgID, after time.Duration, done func(any, error)) {
+func (c *counterState) remind(e *simEntity, id msgID, after time.Duration, done func(any, error)) {
 	r := e.r
 	payload := binary.BigEndian.AppendUint64(nil, uint64(id|remindBit))
 	op := node.ReminderOp{Kind: node.RemindRegister, After: after, Epoch: e.epoch,
@@ -136,25 +136,27 @@ func (s *Sim) reminderSaveBegun(e *simEntity, id msgID) {
 	s.rem.firedBy[rid][string(e.r.n.ID)] = true
 }
 
-// RemindersPending returns the acknowledged registrations whose increment no save has
-// acknowledged yet.
-func (s *Sim) RemindersPending() []msgID {
-	var out []msgID
+// RemindersPending returns the acknowledged registrations (by the id of the message that
+// asked for each) whose increment no save has acknowledged yet.
+func (s *Sim) RemindersPending() []uint64 {
+	var out []uint64
 	for id := range s.rem.acked {
 		if s.rem.saved[id] == 0 {
-			out = append(out, id)
+			out = append(out, uint64(id))
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-// CheckReminders: every acknowledged registration fired and its increment was saved.
+// CheckReminders checks that every acknowledged registration fired and its increment was
+// saved.
 func (s *Sim) CheckReminders() error {
 	if p := s.RemindersPending(); len(p) > 0 {
 		var why []string
 		for _, id := range p[:min(len(p), 5)] {
-			why = append(why, fmt.Sprintf("r%d of %s (after %v; saves begun %d)", id, s.rem.entity[id], s.rem.register[id], s.rem.begun[id]))
+			m := msgID(id)
+			why = append(why, fmt.Sprintf("r%d of %s (after %v; saves begun %d)", id, s.rem.entity[m], s.rem.register[m], s.rem.begun[m]))
 		}
 		return fmt.Errorf("%d acknowledged reminders never fired to a saved increment: %v", len(p), why)
 	}
