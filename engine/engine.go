@@ -297,6 +297,16 @@ func (e *Engine) Deliver(now time.Time, typ string, env region.Envelope) error {
 	return nil
 }
 
+// NotHome takes back a message this member forwarded to a member that refused it as no
+// longer the shard's home (region.Region.NotHome).
+func (e *Engine) NotHome(now time.Time, typ string, env region.Envelope, nh *region.NotHomeError) {
+	e.now = now
+	if t := e.types[typ]; t != nil {
+		t.region.NotHome(now, env, nh)
+		e.settle()
+	}
+}
+
 // deliverLocal hands a message to its local shard and turns the shard's decision into entity
 // operations.
 func (e *Engine) deliverLocal(t *entityType, env region.Envelope) {

@@ -178,6 +178,10 @@ func (c *Core) Step(now time.Time, in Input) {
 	c.now = now
 	switch in := in.(type) {
 	case Deliver:
+		if in.NotHome != nil {
+			c.eng.NotHome(now, in.Type, in.Envelope, in.NotHome)
+			return
+		}
 		if err := c.eng.Deliver(now, in.Type, in.Envelope); err != nil {
 			m := in.Envelope.Payload.(*Message)
 			c.Reject(in.Type, m, err)
@@ -272,6 +276,9 @@ func (c *Core) Flush() {
 		}
 		for _, r := range rd.Rejected {
 			m := r.Envelope.Payload.(*Message)
+			if nh, ok := r.Err.(*region.NotHomeError); ok && c.refuseNotHome(r.Type, r.Envelope, m, nh) {
+				continue
+			}
 			c.Reject(r.Type, m, r.Err)
 			m.credits.release()
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/region"
@@ -175,23 +176,61 @@ func (c *Core) forward(f engine.Forward) {
 	})
 }
 
+// refuseNotHome sends a message forwarded here back to the member that forwarded it, which
+// takes this member for the shard's home (with an epoch this member no longer has): that
+// member drops its stale home and routes the message again. False when the sender is not
+// known (the message is then rejected).
+func (c *Core) refuseNotHome(typ string, env region.Envelope, m *Message, nh *region.NotHomeError) bool {
+	from := m.from
+	if from == "" && m.fromP != "" {
+		from = membership.NodeID(m.fromP.String())
+	}
+	t := c.types[typ]
+	if from == "" || from == c.self.Node || t == nil {
+		return false
+	}
+	var d wire.Deliver
+	if _, err := safeEncode(func() (_ []byte, err error) { d, err = c.forwardOf(t, env, m); return nil, err }); err != nil {
+		return false
+	}
+	d.NotHome, d.Home, d.HomeEpoch = true, []byte(nh.Home), uint64(nh.HomeEpoch)
+	c.metrics.rejectedMsg(typ, true, nh)
+	c.env.Send(from, RegionProtocol, wire.AppendDeliver(nil, &d), func(err error) {
+		m.credits.release()
+		if err != nil {
+			c.Reject(typ, m, fmt.Errorf("%w: %w", errSendFailed, err))
+		}
+	})
+	return true
+}
+
 // encodeForward returns the frame that carries m to another member.
 func (c *Core) encodeForward(t *RegisteredType, env region.Envelope, m *Message) ([]byte, error) {
+	d, err := c.forwardOf(t, env, m)
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppendDeliver(nil, &d), nil
+}
+
+// forwardOf returns what carries m to another member (its value encoded once).
+func (c *Core) forwardOf(t *RegisteredType, env region.Envelope, m *Message) (wire.Deliver, error) {
 	if m.encoded == nil && !m.startEn {
 		b, err := t.spec.EncodeMessage(m.value)
 		if err != nil {
-			return nil, fmt.Errorf("encode message for %s: %w", t.spec.Name, err)
+			return wire.Deliver{}, fmt.Errorf("encode message for %s: %w", t.spec.Name, err)
 		}
 		m.encoded = b
 	}
-	d := wire.Deliver{Type: []byte(t.spec.Name), Shard: []byte(env.Shard), Entity: []byte(env.Entity), Payload: m.encoded, Hops: env.Hops, Start: m.startEn}
+	d := wire.Deliver{Type: []byte(t.spec.Name), Shard: []byte(env.Shard), Entity: []byte(env.Entity), Payload: m.encoded, Hops: env.Hops, Start: m.startEn,
+		Epoch: uint64(env.Epoch)}
 	if m.ask != nil {
 		c.asks.track(m.ask)
 		d.AskID, d.ReplyTo = m.ask.ID(), []byte(c.self.Node)
 	} else if m.askID != 0 {
 		d.AskID, d.ReplyTo = m.askID, []byte(m.replyTo)
 	}
-	return wire.AppendDeliver(nil, &d), nil
+	return d, nil
 }
 
 // safeEncode runs an entity type's encoder, turning a panic into an error.
@@ -296,7 +335,12 @@ func (c *Core) DecodeRegionFrame(frame []byte) (in *Deliver, err error) {
 	}
 	// Never nil, even for a value that encodes to nothing: nil would mean "not encoded".
 	m.encoded = append(make([]byte, 0, len(d.Payload)), d.Payload...)
-	return &Deliver{Type: string(d.Type), Envelope: region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops}}, nil
+	in = &Deliver{Type: string(d.Type), Envelope: region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops,
+		Epoch: coordinator.Epoch(d.Epoch)}}
+	if d.NotHome {
+		in.NotHome = &region.NotHomeError{Shard: in.Envelope.Shard, Epoch: in.Envelope.Epoch, Home: membership.NodeID(d.Home), HomeEpoch: coordinator.Epoch(d.HomeEpoch)}
+	}
+	return in, nil
 }
 
 // Receive takes a frame of a member protocol from member from and steps what it carries:
@@ -321,6 +365,7 @@ func (c *Core) Receive(now time.Time, from membership.NodeID, proto protocol.ID,
 		if err != nil || in == nil {
 			return err
 		}
+		in.Envelope.Payload.(*Message).from = from
 		if _, err := c.Sender(in.Type); err != nil {
 			c.Reject(in.Type, in.Envelope.Payload.(*Message), err)
 			return nil

@@ -23,6 +23,9 @@ type (
 	Deliver struct {
 		Type     string
 		Envelope region.Envelope // Payload is a *Message
+		// NotHome: a message this member forwarded, sent back by a member that is no
+		// longer its shard's home; it is routed again.
+		NotHome *region.NotHomeError
 	}
 	// MemberMessage is a membership protocol message from another member.
 	MemberMessage struct {

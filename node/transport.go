@@ -41,12 +41,13 @@ func (n *Node) handleCoordFrame(from peer.ID, frame []byte) error {
 // handleRegionFrame takes a message forwarded by another member's region, or a reply to one
 // of this member's asks (resolved here, on the stream's goroutine). The frame is reused
 // after return: what is kept is copied.
-func (n *Node) handleRegionFrame(_ peer.ID, frame []byte) error {
+func (n *Node) handleRegionFrame(from peer.ID, frame []byte) error {
 	in, err := n.core.DecodeRegionFrame(frame)
 	if err != nil || in == nil {
 		return err
 	}
 	m := in.Envelope.Payload.(*Message)
+	m.fromP = from // a NodeID only if it must be refused (refuseNotHome)
 	t, err := n.core.Sender(in.Type)
 	if err != nil {
 		n.core.Reject(in.Type, m, err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
@@ -135,6 +137,8 @@ type Message struct {
 	at      time.Time         // start: when the shard started the entity (for the recovery budget)
 	credits *credits          // the type's credits, one held while the message is in flight
 	startEn bool              // StartEntity: start the entity, deliver nothing (answered with nil)
+	from    membership.NodeID // the member that forwarded it here (sim), ...
+	fromP   peer.ID           // ... or its peer id (Node: turned into a NodeID only for a refusal)
 	firing  *Firing           // a reminder's message: which fired, when
 	timer   *timerMark        // an in-memory timer's message
 }
