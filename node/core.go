@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/datadir"
@@ -36,12 +37,13 @@ import (
 // goroutine: they touch only what senders and entity workers share (the types registered,
 // the asks waiting, the directives in force, the metrics).
 type Core struct {
-	cfg  CoreConfig
-	self membership.Member
-	log  *slog.Logger
-	env  Env
-	eng  *engine.Engine
-	now  time.Time
+	cfg    CoreConfig
+	tracer trace.Tracer // nil: tracing off
+	self   membership.Member
+	log    *slog.Logger
+	env    Env
+	eng    *engine.Engine
+	now    time.Time
 
 	ready engine.Ready               // reused output buffer
 	types map[string]*RegisteredType // owned by the driver
@@ -93,6 +95,8 @@ type CoreConfig struct {
 	Metrics *metrics
 	// ServingChanged: see Config.ServingChanged.
 	ServingChanged func(serving bool, at time.Time)
+	// Tracer, when set, records the spans of messages' ways (tracing.go); nil: off.
+	Tracer trace.Tracer
 }
 
 // Env is the world a Core acts on. Node implements it with libp2p, Badger, the entity
@@ -143,14 +147,15 @@ func NewCore(cfg CoreConfig, self membership.Member, env Env, now time.Time) *Co
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Core{
-		cfg:   cfg,
-		self:  self,
-		log:   cfg.Logger,
-		env:   env,
-		now:   now,
-		eng:   engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true, DurableShards: true}, self, now),
-		types: map[string]*RegisteredType{},
-		asks:  newAsks(),
+		cfg:    cfg,
+		tracer: cfg.Tracer,
+		self:   self,
+		log:    cfg.Logger,
+		env:    env,
+		now:    now,
+		eng:    engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true, DurableShards: true}, self, now),
+		types:  map[string]*RegisteredType{},
+		asks:   newAsks(),
 
 		metrics: cfg.Metrics,
 		terms:   map[string]*termClaim{},
@@ -181,6 +186,15 @@ func (c *Core) Step(now time.Time, in Input) {
 		if in.NotHome != nil {
 			c.eng.NotHome(now, in.Type, in.Envelope, in.NotHome)
 			return
+		}
+		if c.tracer != nil {
+			if m := in.Envelope.Payload.(*Message); m.tr != nil {
+				kind, err := c.eng.DeliverRouted(now, in.Type, in.Envelope)
+				if err == nil {
+					c.traceRoute(now, in.Type, in.Envelope, m, kind)
+					return
+				}
+			}
 		}
 		if err := c.eng.Deliver(now, in.Type, in.Envelope); err != nil {
 			m := in.Envelope.Payload.(*Message)
@@ -276,6 +290,7 @@ func (c *Core) Flush() {
 		}
 		for _, r := range rd.Rejected {
 			m := r.Envelope.Payload.(*Message)
+			c.traceLeft(now, m)
 			if nh, ok := r.Err.(*region.NotHomeError); ok && c.refuseNotHome(r.Type, r.Envelope, m, nh) {
 				continue
 			}

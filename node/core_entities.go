@@ -30,6 +30,9 @@ func (c *Core) applyEntityOp(now time.Time, op engine.EntityOp) {
 	if op.Kind == engine.OpDeliver && op.Slot != nil {
 		// The hot path: the incarnation is in its slot, no lookups.
 		m := op.Envelope.Payload.(*Message)
+		if m.tr != nil {
+			c.traceLeft(now, m)
+		}
 		inc, _ := op.Slot.Runtime.(Incarnation)
 		switch err := enqueue(inc, m); {
 		case err != nil:
@@ -66,6 +69,7 @@ func (c *Core) applyEntityOp(now time.Time, op engine.EntityOp) {
 		}
 	case engine.OpDeliver:
 		m := op.Envelope.Payload.(*Message)
+		c.traceLeft(now, m)
 		defer m.credits.release() // the message leaves the member's pipeline here
 		if err := enqueue(inc, m); err != nil {
 			c.Reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, err))
@@ -160,6 +164,9 @@ func (c *Core) stopRequested(t *RegisteredType, s shard.ID) {
 // credit until it is written (or has failed and its sender was told).
 func (c *Core) forward(f engine.Forward) {
 	m := f.Envelope.Payload.(*Message)
+	if m.tr != nil {
+		c.traceLeft(c.now, m)
+	}
 	t := c.types[f.Type]
 	frame, err := safeEncode(func() ([]byte, error) { return c.encodeForward(t, f.Envelope, m) })
 	if err != nil {
@@ -223,7 +230,7 @@ func (c *Core) forwardOf(t *RegisteredType, env region.Envelope, m *Message) (wi
 		m.encoded = b
 	}
 	d := wire.Deliver{Type: []byte(t.spec.Name), Shard: []byte(env.Shard), Entity: []byte(env.Entity), Payload: m.encoded, Hops: env.Hops, Start: m.startEn,
-		Epoch: uint64(env.Epoch)}
+		Epoch: uint64(env.Epoch), Trace: traceBytes(m)}
 	if m.ask != nil {
 		c.asks.track(m.ask)
 		d.AskID, d.ReplyTo = m.ask.ID(), []byte(c.self.Node)
@@ -335,6 +342,11 @@ func (c *Core) DecodeRegionFrame(frame []byte) (in *Deliver, err error) {
 	}
 	// Never nil, even for a value that encodes to nothing: nil would mean "not encoded".
 	m.encoded = append(make([]byte, 0, len(d.Payload)), d.Payload...)
+	if c.tracer != nil && len(d.Trace) > 0 {
+		if sc, ok := traceFrom(d.Trace); ok {
+			m.tr = &msgTrace{sc: sc}
+		}
+	}
 	in = &Deliver{Type: string(d.Type), Envelope: region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops,
 		Epoch: coordinator.Epoch(d.Epoch)}}
 	if d.NotHome {

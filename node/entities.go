@@ -156,7 +156,14 @@ func (e *entity) handle(m *Message) {
 	if e.behavior == nil {
 		e.behavior = e.t.New(&e.ctx)
 	}
+	if m.tr != nil {
+		e.ctx.span = c.startReceive(e.t.Name, m)
+		defer func() { e.ctx.span = nil }()
+	}
 	reply, err := e.behavior.Receive(&e.ctx, value)
+	if e.ctx.span != nil {
+		endSpan(e.ctx.span, err)
+	}
 	if m.IsAsk() {
 		c.Answer(e.t, m, reply, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
@@ -84,6 +85,9 @@ type Config struct {
 	// majority lease); at is when the change took effect, which for a lease that ran out is
 	// its deadline, up to a tick before the call. Keep it quick.
 	ServingChanged func(serving bool, at time.Time)
+	// Tracing, when set, records OpenTelemetry spans of the messages' ways, their trace
+	// context carried across members (tracing.go); nil: off, at the cost of a nil check.
+	Tracing trace.TracerProvider
 }
 
 // DefaultConfig returns a Config with every default filled in; DataDir is left to set.
@@ -305,7 +309,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.out = newOutboxes(nctx, host, n.log, met)
 	n.core = NewCore(CoreConfig{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, ClusterName: cfg.ClusterName,
-		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged}, self, n.env(), time.Now())
+		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged, Tracer: tracerOf(cfg.Tracing)}, self, n.env(), time.Now())
 	host.Handle(MemberProtocol, n.handleMemberFrame)
 	host.Handle(CoordProtocol, n.handleCoordFrame)
 	host.Handle(RegionProtocol, n.handleRegionFrame)
@@ -387,7 +391,11 @@ func (n *Node) Tell(typ string, id string, msg any) error {
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), t, id, &Message{value: msg})
+	m := &Message{value: msg}
+	span := n.core.startSend(context.Background(), "tell", typ, id, m)
+	err = n.deliver(context.Background(), t, id, m)
+	endSpan(span, err)
+	return err
 }
 
 // Ask sends msg to entity id of entity type typ and waits for its reply or ctx.
@@ -425,7 +433,11 @@ func (n *Node) TellEncoded(typ string, id string, payload []byte) error {
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), t, id, NewEncodedMessage(payload, nil))
+	m := NewEncodedMessage(payload, nil)
+	span := n.core.startSend(context.Background(), "tell", typ, id, m)
+	err = n.deliver(context.Background(), t, id, m)
+	endSpan(span, err)
+	return err
 }
 
 // checkEncoded returns type typ's runtime once payload decodes in its message codec: a
@@ -455,7 +467,10 @@ func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []
 	return t.spec.EncodeReply(r.Value)
 }
 
-func (n *Node) ask(ctx context.Context, t *RegisteredType, id string, m *Message) (Reply, error) {
+func (n *Node) ask(ctx context.Context, t *RegisteredType, id string, m *Message) (r Reply, err error) {
+	if span := n.core.startSend(ctx, "ask", t.spec.Name, id, m); span != nil {
+		defer func() { endSpan(span, err) }()
+	}
 	start := t.m.askStart()
 	p := n.core.asks.create()
 	m.ask = p
@@ -810,4 +825,12 @@ func (n *Node) discover() {
 			}
 		}
 	}
+}
+
+// tracerOf returns shardmesh's tracer of tp (nil: tracing off).
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return nil
+	}
+	return tp.Tracer(tracerName)
 }

@@ -155,10 +155,12 @@ func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
 func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) {
 	var rec remember.Record
 	var found bool
+	span := n.core.startStore(c.span, "load")
 	err := n.stateRound(ctx, func() (err error) {
 		rec, found, err = n.store.GetFenced(ctx, datadir.Key(datadir.FamilyState, c.Type, string(c.Entity)), uint64(c.Epoch))
 		return err
 	})
+	endSpan(span, err)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("load the state of %s %s: %w", c.Type, c.Entity, err)
@@ -170,9 +172,11 @@ func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) 
 
 // saveState is SaveState on this member's entity workers.
 func (n *Node) saveState(ctx context.Context, c *EntityContext, state []byte) error {
+	span := n.core.startStore(c.span, "save")
 	err := n.stateRound(ctx, func() error {
 		return n.store.Write(ctx, remember.Write{Key: datadir.Key(datadir.FamilyState, c.Type, string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
 	})
+	endSpan(span, err)
 	if err != nil {
 		return fmt.Errorf("save the state of %s %s: %w", c.Type, c.Entity, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
@@ -63,6 +64,7 @@ type EntityContext struct {
 	// Set on the incarnation's turn only: the message being handled (a reminder's firing,
 	// a timer's key), and the timers armed (key → generation).
 	firing   *Firing
+	span     trace.Span // the handling's span (tracing), parent of its store rounds
 	timerKey string
 	timers   map[string]uint64
 	timerGen uint64
@@ -139,6 +141,7 @@ type Message struct {
 	startEn bool              // StartEntity: start the entity, deliver nothing (answered with nil)
 	from    membership.NodeID // the member that forwarded it here (sim), ...
 	fromP   peer.ID           // ... or its peer id (Node: turned into a NodeID only for a refusal)
+	tr      *msgTrace         // tracing: the message's span context (nil: not traced)
 	firing  *Firing           // a reminder's message: which fired, when
 	timer   *timerMark        // an in-memory timer's message
 }

@@ -22,6 +22,7 @@ const (
 	deliverNotHomeField = 10
 	deliverHomeField    = 11
 	deliverHomeEpField  = 12
+	deliverTraceField   = 13
 
 	replyAskField     = 1
 	replyPayloadField = 2
@@ -47,6 +48,8 @@ type Deliver struct {
 	NotHome   bool
 	Home      []byte
 	HomeEpoch uint64
+	// Trace is the sender's OpenTelemetry span context (25 bytes; nil: not traced).
+	Trace []byte
 }
 
 // Reply answers an ask. Payload and Err alias the frame when decoded.
@@ -88,6 +91,9 @@ func deliverSize(d *Deliver) int {
 		n += protowire.SizeTag(deliverNotHomeField) + 1 + protowire.SizeTag(deliverHomeField) + protowire.SizeBytes(len(d.Home)) +
 			protowire.SizeTag(deliverHomeEpField) + protowire.SizeVarint(d.HomeEpoch)
 	}
+	if len(d.Trace) > 0 {
+		n += protowire.SizeTag(deliverTraceField) + protowire.SizeBytes(len(d.Trace))
+	}
 	return n
 }
 
@@ -124,6 +130,9 @@ func AppendDeliver(dst []byte, d *Deliver) []byte {
 		dst = appendBytes(dst, deliverHomeField, d.Home)
 		dst = protowire.AppendTag(dst, deliverHomeEpField, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, d.HomeEpoch)
+	}
+	if len(d.Trace) > 0 {
+		dst = appendBytes(dst, deliverTraceField, d.Trace)
 	}
 	return dst
 }
@@ -264,6 +273,8 @@ func decodeDeliver(b []byte, d *Deliver) error {
 			d.Home = v
 		case num == deliverHomeEpField && typ == protowire.VarintType:
 			d.HomeEpoch = x
+		case num == deliverTraceField && typ == protowire.BytesType:
+			d.Trace = v
 		}
 	}
 	switch {
@@ -275,6 +286,8 @@ func decodeDeliver(b []byte, d *Deliver) error {
 		return malformed("deliver.entity has %d bytes", len(d.Entity))
 	case d.AskID != 0 && (len(d.ReplyTo) == 0 || len(d.ReplyTo) > maxIDLen):
 		return malformed("deliver.reply_to has %d bytes for an ask", len(d.ReplyTo))
+	case len(d.Trace) > 64:
+		return malformed("deliver.trace has %d bytes", len(d.Trace))
 	case len(d.Home) > maxIDLen:
 		return malformed("deliver.home has %d bytes", len(d.Home))
 	case d.NotHome && d.Epoch == 0:

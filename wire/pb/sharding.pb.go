@@ -913,6 +913,7 @@ type Deliver struct {
 	NotHome       bool                   `protobuf:"varint,10,opt,name=not_home,json=notHome,proto3" json:"not_home,omitempty"`            // sent back: the receiver is no longer that home; route it again
 	Home          string                 `protobuf:"bytes,11,opt,name=home,proto3" json:"home,omitempty"`                                  // with not_home: the home the receiver knows ("" none)
 	HomeEpoch     uint64                 `protobuf:"varint,12,opt,name=home_epoch,json=homeEpoch,proto3" json:"home_epoch,omitempty"`      // ... and its epoch
+	Trace         []byte                 `protobuf:"bytes,13,opt,name=trace,proto3" json:"trace,omitempty"`                                // OpenTelemetry span context: trace id (16), span id (8), flags (1)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1029,6 +1030,13 @@ func (x *Deliver) GetHomeEpoch() uint64 {
 		return x.HomeEpoch
 	}
 	return 0
+}
+
+func (x *Deliver) GetTrace() []byte {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
 }
 
 // Reply answers an ask.
@@ -1314,7 +1322,7 @@ const file_sharding_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x126\n" +
 	"\adeliver\x18\x02 \x01(\v2\x1a.shardmesh.wire.v1.DeliverH\x00R\adeliver\x120\n" +
 	"\x05reply\x18\x03 \x01(\v2\x18.shardmesh.wire.v1.ReplyH\x00R\x05replyB\x05\n" +
-	"\x03msg\"\xbf\x02\n" +
+	"\x03msg\"\xd5\x02\n" +
 	"\aDeliver\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
@@ -1330,7 +1338,8 @@ const file_sharding_proto_rawDesc = "" +
 	" \x01(\bR\anotHome\x12\x12\n" +
 	"\x04home\x18\v \x01(\tR\x04home\x12\x1d\n" +
 	"\n" +
-	"home_epoch\x18\f \x01(\x04R\thomeEpoch\"b\n" +
+	"home_epoch\x18\f \x01(\x04R\thomeEpoch\x12\x14\n" +
+	"\x05trace\x18\r \x01(\fR\x05trace\"b\n" +
 	"\x05Reply\x12\x15\n" +
 	"\x06ask_id\x18\x01 \x01(\x04R\x05askId\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x14\n" +
