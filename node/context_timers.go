@@ -123,11 +123,12 @@ func (c *EntityContext) startTimer(key string, msg any, after, every time.Durati
 // takeTimer reports whether a timer's message m is still wanted: its timer is armed with
 // the same generation. A single timer is spent.
 func (c *EntityContext) takeTimer(m *Message) bool {
-	if gen, ok := c.timers[m.timer.key]; !ok || gen != m.timer.gen {
+	tm := m.ext.timer
+	if gen, ok := c.timers[tm.key]; !ok || gen != tm.gen {
 		return false
 	}
-	if !m.timer.periodic {
-		delete(c.timers, m.timer.key)
+	if !tm.periodic {
+		delete(c.timers, tm.key)
 	}
 	return true
 }

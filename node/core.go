@@ -188,7 +188,7 @@ func (c *Core) Step(now time.Time, in Input) {
 			return
 		}
 		if c.tracer != nil {
-			if m := in.Envelope.Payload.(*Message); m.tr != nil {
+			if m := in.Envelope.Payload.(*Message); m.trace() != nil {
 				kind, err := c.eng.DeliverRouted(now, in.Type, in.Envelope)
 				if err == nil {
 					c.traceRoute(now, in.Type, in.Envelope, m, kind)

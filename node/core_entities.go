@@ -30,7 +30,7 @@ func (c *Core) applyEntityOp(now time.Time, op engine.EntityOp) {
 	if op.Kind == engine.OpDeliver && op.Slot != nil {
 		// The hot path: the incarnation is in its slot, no lookups.
 		m := op.Envelope.Payload.(*Message)
-		if m.tr != nil {
+		if m.ext != nil {
 			c.traceLeft(now, m)
 		}
 		inc, _ := op.Slot.Runtime.(Incarnation)
@@ -62,7 +62,7 @@ func (c *Core) applyEntityOp(now time.Time, op engine.EntityOp) {
 		if t.spec.Settings.Shard.Remember.Enabled {
 			// A remembered entity runs even without a message: its behaviour starts now.
 			c.recovery.inFlight.Add(1)
-			if err := inc.Enqueue(&Message{start: true, at: now}); err != nil {
+			if err := inc.Enqueue(&Message{start: true, ext: &msgExt{at: now}}); err != nil {
 				c.recovery.inFlight.Add(-1)
 				c.log.Debug("start signal not queued", "type", op.Type, "entity", op.Entity, "err", err)
 			}
@@ -101,7 +101,7 @@ func (c *Core) applyEntityOp(now time.Time, op engine.EntityOp) {
 func (c *Core) StartTaken(m *Message, now time.Time, handled bool) {
 	c.recovery.inFlight.Add(-1)
 	if handled {
-		c.recovery.started(now.Sub(m.at))
+		c.recovery.started(now.Sub(m.x().at))
 	}
 }
 
@@ -164,7 +164,7 @@ func (c *Core) stopRequested(t *RegisteredType, s shard.ID) {
 // credit until it is written (or has failed and its sender was told).
 func (c *Core) forward(f engine.Forward) {
 	m := f.Envelope.Payload.(*Message)
-	if m.tr != nil {
+	if m.ext != nil {
 		c.traceLeft(c.now, m)
 	}
 	t := c.types[f.Type]
@@ -188,7 +188,10 @@ func (c *Core) forward(f engine.Forward) {
 // member drops its stale home and routes the message again. False when the sender is not
 // known (the message is then rejected).
 func (c *Core) refuseNotHome(typ string, env region.Envelope, m *Message, nh *region.NotHomeError) bool {
-	from := m.from
+	var from membership.NodeID
+	if m.ext != nil {
+		from = m.ext.from
+	}
 	if from == "" && m.fromP != "" {
 		from = membership.NodeID(m.fromP.String())
 	}
@@ -344,7 +347,7 @@ func (c *Core) DecodeRegionFrame(frame []byte) (in *Deliver, err error) {
 	m.encoded = append(make([]byte, 0, len(d.Payload)), d.Payload...)
 	if c.tracer != nil && len(d.Trace) > 0 {
 		if sc, ok := traceFrom(d.Trace); ok {
-			m.tr = &msgTrace{sc: sc}
+			m.x().tr = &msgTrace{sc: sc}
 		}
 	}
 	in = &Deliver{Type: string(d.Type), Envelope: region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops,
@@ -377,7 +380,7 @@ func (c *Core) Receive(now time.Time, from membership.NodeID, proto protocol.ID,
 		if err != nil || in == nil {
 			return err
 		}
-		in.Envelope.Payload.(*Message).from = from
+		in.Envelope.Payload.(*Message).x().from = from
 		if _, err := c.Sender(in.Type); err != nil {
 			c.Reject(in.Type, in.Envelope.Payload.(*Message), err)
 			return nil

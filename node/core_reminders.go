@@ -421,7 +421,7 @@ func (c *Core) fireReminder(now time.Time, rs *reminderShard, it *reminderItem) 
 	it.seq, it.firing, it.firedAt = c.rem.seq, true, now
 	r := it.r
 	ask := &reminderAsk{id: c.asks.NewAskID(), c: c, res: reminderResult{key: rs.key, id: reminderID{r.Entity, r.Name}, seq: it.seq}}
-	m := &Message{encoded: r.Payload, ask: ask, firing: &Firing{Name: r.Name, Scheduled: r.Due, Fired: now, Every: r.Every}}
+	m := &Message{encoded: r.Payload, ask: ask, ext: &msgExt{firing: &Firing{Name: r.Name, Scheduled: r.Due, Fired: now, Every: r.Every}}}
 	late := now.Sub(r.Due)
 	c.metrics.reminderFired(r.Type, late)
 	if late >= ReminderLateAfter && it.failures == 0 {

@@ -68,7 +68,7 @@ func (c *Core) tickTimers(now time.Time) {
 			delete(ts.live, id) // the incarnation ended: its timers die with it
 			continue
 		}
-		if err := op.Inc.Enqueue(&Message{value: op.Msg, timer: &timerMark{key: op.Key, gen: op.Gen, periodic: op.Every > 0}}); err != nil {
+		if err := op.Inc.Enqueue(&Message{value: op.Msg, ext: &msgExt{timer: &timerMark{key: op.Key, gen: op.Gen, periodic: op.Every > 0}}}); err != nil {
 			delete(ts.live, id)
 			continue
 		}

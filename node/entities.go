@@ -133,15 +133,15 @@ func (e *entity) Receive(m *Message) {
 
 func (e *entity) handle(m *Message) {
 	c := e.n.core
-	if m.timer != nil {
+	if x := m.ext; x != nil && x.timer != nil {
 		if !e.ctx.takeTimer(m) {
 			return // cancelled or replaced since it was queued
 		}
-		e.ctx.timerKey = m.timer.key
+		e.ctx.timerKey = x.timer.key
 		defer func() { e.ctx.timerKey = "" }()
 	}
-	if m.firing != nil {
-		e.ctx.firing = m.firing
+	if x := m.ext; x != nil && x.firing != nil {
+		e.ctx.firing = x.firing
 		defer func() { e.ctx.firing = nil }()
 	}
 	value, err := m.Value(e.t)
@@ -156,7 +156,7 @@ func (e *entity) handle(m *Message) {
 	if e.behavior == nil {
 		e.behavior = e.t.New(&e.ctx)
 	}
-	if m.tr != nil {
+	if m.ext != nil && m.ext.tr != nil {
 		e.ctx.span = c.startReceive(e.t.Name, m)
 		defer func() { e.ctx.span = nil }()
 	}

@@ -13,7 +13,7 @@ import (
 
 // Tracing (Config.Tracing): OpenTelemetry spans of a message's way, with its trace context
 // carried in the message across members (the region frame's trace field). Off (a nil
-// tracer) it costs a nil check per message: the message carries no trace (Message.tr nil).
+// tracer) it costs a nil check per message: the message carries no trace.
 //
 //   - shardmesh.ask TYPE / shardmesh.tell TYPE: the send, on the member it was made on
 //     (client kind; an ask's span ends with its reply);
@@ -43,7 +43,7 @@ func (c *Core) startSend(ctx context.Context, op, typ, id string, m *Message) tr
 	}
 	_, span := c.tracer.Start(ctx, "shardmesh."+op+" "+typ, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("shardmesh.type", typ), attribute.String("shardmesh.entity", id)))
-	m.tr = &msgTrace{sc: span.SpanContext()}
+	m.x().tr = &msgTrace{sc: span.SpanContext()}
 	return span
 }
 
@@ -61,13 +61,14 @@ func endSpan(span trace.Span, err error) {
 // traceRoute records the routing of a traced message at now, and starts its wait when it
 // was buffered.
 func (c *Core) traceRoute(now time.Time, typ string, env region.Envelope, m *Message, kind region.RouteKind) {
-	ctx := trace.ContextWithSpanContext(context.Background(), m.tr.sc)
+	tr := m.trace()
+	ctx := trace.ContextWithSpanContext(context.Background(), tr.sc)
 	route := [...]string{region.Buffered: "buffered", region.Local: "local", region.Forwarded: "remote", region.Refused: "refused"}[kind]
 	_, span := c.tracer.Start(ctx, "shardmesh.route", trace.WithTimestamp(now), trace.WithAttributes(
 		attribute.String("shardmesh.type", typ), attribute.String("shardmesh.shard", string(env.Shard)),
 		attribute.String("shardmesh.route", route), attribute.String("shardmesh.member", string(c.self.Node))))
 	span.End(trace.WithTimestamp(now))
-	m.tr.sc = span.SpanContext()
+	tr.sc = span.SpanContext()
 	if kind != region.Buffered {
 		return
 	}
@@ -75,32 +76,34 @@ func (c *Core) traceRoute(now time.Time, typ string, env region.Envelope, m *Mes
 	if r := c.eng.Region(typ); r != nil && r.HandingOff()[env.Shard] {
 		name = "shardmesh.handoff.wait"
 	}
-	_, m.tr.wait = c.tracer.Start(trace.ContextWithSpanContext(context.Background(), m.tr.sc), name, trace.WithTimestamp(now),
+	_, tr.wait = c.tracer.Start(trace.ContextWithSpanContext(context.Background(), tr.sc), name, trace.WithTimestamp(now),
 		trace.WithAttributes(attribute.String("shardmesh.shard", string(env.Shard))))
 }
 
 // traceLeft ends a traced message's wait in a buffer: it was delivered, forwarded or
 // refused at now.
 func (c *Core) traceLeft(now time.Time, m *Message) {
-	if m.tr == nil || m.tr.wait == nil {
+	tr := m.trace()
+	if tr == nil || tr.wait == nil {
 		return
 	}
-	m.tr.wait.End(trace.WithTimestamp(now))
-	m.tr.sc = m.tr.wait.SpanContext()
-	m.tr.wait = nil
+	tr.wait.End(trace.WithTimestamp(now))
+	tr.sc = tr.wait.SpanContext()
+	tr.wait = nil
 }
 
 // traceBytes is a span context on the wire: the trace id, the span id and the flags (25
 // bytes); nil for none.
 func traceBytes(m *Message) []byte {
-	if m.tr == nil || !m.tr.sc.IsValid() {
+	tr := m.trace()
+	if tr == nil || !tr.sc.IsValid() {
 		return nil
 	}
-	tid, sid := m.tr.sc.TraceID(), m.tr.sc.SpanID()
+	tid, sid := tr.sc.TraceID(), tr.sc.SpanID()
 	b := make([]byte, 0, 25)
 	b = append(b, tid[:]...)
 	b = append(b, sid[:]...)
-	return append(b, byte(m.tr.sc.TraceFlags()))
+	return append(b, byte(tr.sc.TraceFlags()))
 }
 
 // traceFrom reads a span context from the wire (a remote parent); false when b is not one.
@@ -118,10 +121,11 @@ func traceFrom(b []byte) (trace.SpanContext, bool) {
 
 // startReceive starts the span of an entity handling m (nil when m is not traced).
 func (c *Core) startReceive(typ string, m *Message) trace.Span {
-	if c.tracer == nil || m.tr == nil {
+	tr := m.trace()
+	if c.tracer == nil || tr == nil {
 		return nil
 	}
-	_, span := c.tracer.Start(trace.ContextWithSpanContext(context.Background(), m.tr.sc), "shardmesh.receive "+typ,
+	_, span := c.tracer.Start(trace.ContextWithSpanContext(context.Background(), tr.sc), "shardmesh.receive "+typ,
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("shardmesh.member", string(c.self.Node))))
 	return span
 }

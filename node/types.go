@@ -136,14 +136,36 @@ type Message struct {
 	replyTo membership.NodeID // that member
 	stop    bool              // the stop signal (never routed, only in mailboxes)
 	start   bool              // creates the behaviour of a remembered entity started without a message
-	at      time.Time         // start: when the shard started the entity (for the recovery budget)
-	credits *credits          // the type's credits, one held while the message is in flight
 	startEn bool              // StartEntity: start the entity, deliver nothing (answered with nil)
-	from    membership.NodeID // the member that forwarded it here (sim), ...
-	fromP   peer.ID           // ... or its peer id (Node: turned into a NodeID only for a refusal)
-	tr      *msgTrace         // tracing: the message's span context (nil: not traced)
-	firing  *Firing           // a reminder's message: which fired, when
-	timer   *timerMark        // an in-memory timer's message
+	credits *credits          // the type's credits, one held while the message is in flight
+	fromP   peer.ID           // the member that forwarded it here (Node: a NodeID only for a refusal)
+	ext     *msgExt           // what few messages have (nil for most: the hot path's size stays)
+}
+
+// msgExt is what few messages have, kept apart so that Message stays in its allocation
+// size class.
+type msgExt struct {
+	at     time.Time         // start: when the shard started the entity (for the recovery budget)
+	from   membership.NodeID // the member that forwarded it here (the simulation's Receive)
+	tr     *msgTrace         // tracing: the message's span context
+	firing *Firing           // a reminder's message: which fired, when
+	timer  *timerMark        // an in-memory timer's message
+}
+
+// x returns m's extension, made on first use.
+func (m *Message) x() *msgExt {
+	if m.ext == nil {
+		m.ext = &msgExt{}
+	}
+	return m.ext
+}
+
+// trace returns m's trace (nil: not traced).
+func (m *Message) trace() *msgTrace {
+	if m.ext == nil {
+		return nil
+	}
+	return m.ext.tr
 }
 
 // NewMessage returns a message with value msg, asked by ask (nil for a tell).
