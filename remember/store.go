@@ -130,16 +130,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	mc := s.m.cfg
 	s.out = &outboxes{ctx: s.ctx, host: s.host, timeout: mc.Timeout, dropped: s.frameDropped, spawn: s.spawn, by: make(map[peer.ID]chan []byte)}
 
+	if st := s.m.Refill(); st.Active { // before the loop owns the machine
+		s.log.Warn("this replica refills from its peers before its answers count in reads", "dir", cfg.Dir, "why", st.Reason)
+	}
 	// Serve before anything is sent, so that the first answers reach this store.
 	s.host.Handle(Protocol, s.handleFrame)
-	// The machine is the loop's from its start: what Open reads of it comes first (the
-	// race detector caught Refill here against the loop's first SetReplicas).
-	refill := s.m.Refill()
 	go s.loop()
 	s.spawn(s.watchSpace) // diskspace.go
-	if refill.Active {
-		s.log.Warn("this replica refills from its peers before its answers count in reads", "dir", cfg.Dir, "why", refill.Reason)
-	}
 	s.log.Info("store opened", "dir", cfg.Dir, "entries", st.entries,
 		"write_majority_plus", mc.WriteMajorityPlus, "read_majority_plus", mc.ReadMajorityPlus, "majority_min_cap", mc.MajorityMinCap)
 	return s, nil
