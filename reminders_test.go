@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/shardmesh/shardmesh"
 )
 
@@ -19,12 +21,14 @@ type ring struct {
 
 // alarms is an entity type for the tests of reminders and timers: "remind NAME D" registers
 // a one-shot reminder whose message is "ring NAME"; "every NAME D", a periodic one;
-// "cancel NAME" cancels it; "list" answers the names; "timer KEY D" and "tick KEY D" start a
+// "cancel NAME" cancels it; "remind-flaky NAME D" registers one whose message "flaky NAME"
+// fails the first time it is handled; "list" answers the names; "timer KEY D" and "tick KEY D" start a
 // single and a periodic timer, "stop-timer KEY" cancels one; "sleep" passivates the entity.
 // Every "ring …" message goes to rings.
 type alarms struct {
-	mu    sync.Mutex
-	rings []ring
+	mu     sync.Mutex
+	rings  []ring
+	failed map[string]bool // "flaky NAME" messages refused once
 }
 
 func (a *alarms) got() []ring {
@@ -58,6 +62,24 @@ func (a *alarms) receive(ctx *shardmesh.Context, msg string) (string, error) {
 		a.mu.Lock()
 		a.rings = append(a.rings, r)
 		a.mu.Unlock()
+	case "flaky":
+		// Handled only the second time: the first firing fails and is fired again.
+		r := ring{msg: msg, node: ctx.Node()}
+		if fi := ctx.Firing(); fi != nil {
+			r.reminder, r.scheduled, r.fired = fi.Name, fi.Scheduled, fi.Fired
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.rings = append(a.rings, r)
+		if !a.failed[f[1]] {
+			if a.failed == nil {
+				a.failed = map[string]bool{}
+			}
+			a.failed[f[1]] = true
+			return "", fmt.Errorf("flaky %s: not this time", f[1])
+		}
+	case "remind-flaky":
+		return "", ctx.RemindAfter(c, f[1], d(), "flaky "+f[1])
 	case "remind":
 		return "", ctx.RemindAfter(c, f[1], d(), "ring "+f[1])
 	case "every":
@@ -311,5 +333,48 @@ func TestMessageExtractorAndStartEntity(t *testing.T) {
 	}
 	if remote == 0 {
 		t.Fatal("every started entity is at home on the starting member: StartEntity across members is untested")
+	}
+}
+
+// TestReminderMetrics: the metrics of reminders follow what happens, decided by events: a
+// registered reminder is held; a firing whose message fails is fired again after the retry
+// pause (1 s), so that second firing is at least 1 s after its scheduled time and counts as
+// late; once handled and removed, nothing is held or due.
+func TestReminderMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	sys := startMembersOpts(t, 1, nil, func(int) []shardmesh.Option { return []shardmesh.Option{shardmesh.WithMetrics(reg)} })[0]
+	a := &alarms{}
+	r, err := shardmesh.Init(sys, a.entity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ask := func(id, msg string) {
+		t.Helper()
+		if _, err := r.EntityRefFor(id).Ask(ctx, msg); err != nil {
+			t.Fatalf("%s %s: %v", id, msg, err)
+		}
+	}
+	alarm := map[string]string{"type": "alarm"}
+	value := func(name string) float64 { return metricValue(t, reg, name, alarm) }
+
+	ask("m", "remind later 1h")
+	if got := value("shardmesh_reminders"); got != 1 {
+		t.Fatalf("shardmesh_reminders after a registration: %v, want 1", got)
+	}
+	ask("m", "remind-flaky f 100ms")
+	waitFor(t, "f fired twice", 20*time.Second, func() bool { return a.count("flaky f") == 2 })
+	ask("m", "cancel later")
+	waitFor(t, "nothing held or due", 20*time.Second, func() bool {
+		return value("shardmesh_reminders") == 0 && value("shardmesh_reminders_due") == 0
+	})
+	rings := a.got()
+	if late := rings[1].fired.Sub(rings[1].scheduled); late < time.Second {
+		t.Fatalf("the second firing was %v after its scheduled time: want at least the retry pause (1 s)", late)
+	}
+	fired, late, lateness := value("shardmesh_reminders_fired_total"), value("shardmesh_reminders_late_total"), value("shardmesh_reminder_lateness_seconds")
+	if fired != 2 || lateness != 2 || late < 1 || late > 2 {
+		t.Fatalf("fired %v (want 2), lateness observations %v (want 2), late %v (want the second firing, at least)", fired, lateness, late)
 	}
 }

@@ -26,15 +26,15 @@ import (
 // (say, the member's data directory) becomes service.instance.id. Shut the provider down at
 // exit: it flushes the spans it holds.
 func FromEnv(ctx context.Context, service, instance string) (*sdktrace.TracerProvider, error) {
-	lookup := os.LookupEnv
-	switch exp, _ := lookup("OTEL_TRACES_EXPORTER"); strings.TrimSpace(exp) {
+	// An empty variable counts as unset, as the specification says.
+	switch exp := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")); exp {
 	case "", "none":
 		return nil, nil
 	case "otlp":
 	default:
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: only otlp (OTLP over HTTP) or none is supported", exp)
 	}
-	if p, ok := lookup("OTEL_EXPORTER_OTLP_PROTOCOL"); ok && p != "http/protobuf" {
+	if p := strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")); p != "" && p != "http/protobuf" {
 		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: only http/protobuf is supported", p)
 	}
 	exp, err := otlptracehttp.New(ctx)

@@ -134,6 +134,9 @@ func FuzzDecodeRegion(f *testing.F) {
 	bounced := sampleDeliver()
 	bounced.Start, bounced.Epoch, bounced.NotHome, bounced.Home, bounced.HomeEpoch = true, 7, true, []byte("12D3KooWhome"), 9
 	f.Add(AppendDeliver(nil, &bounced))
+	traced := sampleDeliver()
+	traced.Trace = bytes.Repeat([]byte{7}, 25)
+	f.Add(AppendDeliver(nil, &traced))
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		var d Deliver
 		var r Reply
@@ -152,7 +155,8 @@ func FuzzDecodeRegion(f *testing.F) {
 		if _, err := DecodeRegion(again, &d2, &r2); err != nil {
 			t.Fatalf("re-encoded frame does not decode: %v", err)
 		}
-		if kind == KindDeliver && (d2.Epoch != d.Epoch || d2.NotHome != d.NotHome || d2.HomeEpoch != d.HomeEpoch || d2.Start != d.Start) {
+		if kind == KindDeliver && (d2.Epoch != d.Epoch || d2.NotHome != d.NotHome || d2.HomeEpoch != d.HomeEpoch || d2.Start != d.Start ||
+			!bytes.Equal(d2.Trace, d.Trace)) {
 			t.Fatalf("round trip changed the epochs or flags: %+v, then %+v", d, d2)
 		}
 	})
