@@ -12,7 +12,9 @@ import (
 // timer's message does not start an entity). They die with the incarnation: a timer whose
 // incarnation ended is dropped when it comes due, and a message of a timer cancelled or
 // replaced after it was queued is dropped by the incarnation (EntityContext keeps each
-// key's generation).
+// key's generation). A cancelled or replaced timer leaves the heap at once: an entity that
+// re-arms a long timer on every message (an idle timeout) keeps one entry, not one per
+// message.
 
 // coreTimers is the heap of timers by due time.
 type coreTimers struct {
@@ -28,10 +30,10 @@ type timerID struct {
 }
 
 type coreTimer struct {
-	op   TimerOp
-	due  time.Time
-	seq  uint64
-	dead bool // cancelled or replaced
+	op  TimerOp
+	due time.Time
+	seq uint64
+	idx int // its index in the heap
 }
 
 // timerOp arms or cancels a timer.
@@ -39,7 +41,7 @@ func (c *Core) timerOp(now time.Time, op TimerOp) {
 	ts := &c.timers
 	id := timerID{op.Inc, op.Key}
 	if old := ts.live[id]; old != nil {
-		old.dead = true
+		heap.Remove(&ts.h, old.idx)
 		delete(ts.live, id)
 	}
 	if op.Cancel {
@@ -59,9 +61,6 @@ func (c *Core) tickTimers(now time.Time) {
 	ts := &c.timers
 	for len(ts.h) > 0 && !now.Before(ts.h[0].due) {
 		t := heap.Pop(&ts.h).(*coreTimer)
-		if t.dead {
-			continue
-		}
 		op := t.op
 		id := timerID{op.Inc, op.Key}
 		if !c.runs(op.Type, op.Entity, op.Inc) {
@@ -102,8 +101,15 @@ func (h timerHeap) Less(i, j int) bool {
 	}
 	return h[i].seq < h[j].seq
 }
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(*coreTimer)) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*coreTimer)
+	t.idx = len(*h)
+	*h = append(*h, t)
+}
 func (h *timerHeap) Pop() any {
 	old := *h
 	t := old[len(old)-1]
