@@ -60,8 +60,10 @@ func TestReminderFiresOnTheNewHome(t *testing.T) {
 		t.Fatal("no counter of 100 is at home on m2 or m3")
 	}
 
-	r := ctl(ds[0], "ask", "counter", id, "inc-after 5s")
+	// The home takes the registration after it was sent, and fires it 5 s after it took it:
+	// not before due (the registration's answer arrives later, so it cannot bound it).
 	due := time.Now().Add(5 * time.Second)
+	r := ctl(ds[0], "ask", "counter", id, "inc-after 5s")
 	if r.code != 0 || strings.TrimSpace(r.out) != "0" {
 		t.Fatalf("inc-after: %v", r)
 	}
