@@ -19,7 +19,8 @@ import (
 //   - at least once: every registration acknowledged fires, and its increment is saved (an
 //     acknowledged save), by the end of the run (CheckReminders);
 //   - no firing by a fenced-off home: a member fires (and its counter handles) a reminder
-//     only with the newest epoch whose reminders any member claimed for the shard;
+//     only with the newest epoch whose reminders any member claimed for the shard (a stale
+//     claim alone is noted in the timeline, not a violation);
 //   - the counters' bounds count every save of a reminder's increment (a reminder may fire
 //     more than once: at least once, not exactly once).
 
@@ -105,9 +106,14 @@ type termBy struct {
 func (s *Sim) observeReminder(n *Node, ev node.Event) {
 	switch ev := ev.(type) {
 	case node.RemindersClaimed:
+		// A claim below a newer one is no harm by itself: a member paused while its scan was
+		// answered takes the answer when it wakes, before it learns the shard moved (its
+		// writes are fenced off by the newer claim's, and it fires nothing without its lease).
+		// What must not happen — it fires or handles a reminder — is checked below.
 		k := shardKey{ev.Type, ev.Shard}
-		if c := s.rem.claims[k]; ev.Epoch < c.epoch && !s.TermRegressed {
-			s.fail("%s claimed the reminders of %s/%s with epoch %s after %s had with %s", n.ID, ev.Type, ev.Shard, ev.Epoch, c.by, c.epoch)
+		if c := s.rem.claims[k]; ev.Epoch < c.epoch {
+			s.logf("%s: stale claim of the reminders of %s/%s with epoch %s (%s claimed them with %s)", n.ID, ev.Type, ev.Shard, ev.Epoch, c.by, c.epoch)
+			return
 		}
 		s.rem.claims[k] = claim{epoch: ev.Epoch, by: string(n.ID)}
 	case node.ReminderFired:
