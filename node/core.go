@@ -183,12 +183,13 @@ func (c *Core) Step(now time.Time, in Input) {
 	c.now = now
 	switch in := in.(type) {
 	case Deliver:
-		if in.NotHome != nil {
-			c.eng.NotHome(now, in.Type, in.Envelope, in.NotHome)
-			return
-		}
-		if c.tracer != nil {
-			if m := in.Envelope.Payload.(*Message); m.trace() != nil {
+		if m := in.Envelope.Payload.(*Message); m.ext != nil {
+			if nh := m.ext.bounce; nh != nil {
+				m.ext.bounce = nil
+				c.eng.NotHome(now, in.Type, in.Envelope, nh)
+				return
+			}
+			if c.tracer != nil && m.ext.tr != nil {
 				kind, err := c.eng.DeliverRouted(now, in.Type, in.Envelope)
 				if err == nil {
 					c.traceRoute(now, in.Type, in.Envelope, m, kind)

@@ -353,7 +353,7 @@ func (c *Core) DecodeRegionFrame(frame []byte) (in *Deliver, err error) {
 	in = &Deliver{Type: string(d.Type), Envelope: region.Envelope{Shard: shard.ID(d.Shard), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops,
 		Epoch: coordinator.Epoch(d.Epoch)}}
 	if d.NotHome {
-		in.NotHome = &region.NotHomeError{Shard: in.Envelope.Shard, Epoch: in.Envelope.Epoch, Home: membership.NodeID(d.Home), HomeEpoch: coordinator.Epoch(d.HomeEpoch)}
+		m.x().bounce = &region.NotHomeError{Shard: in.Envelope.Shard, Epoch: in.Envelope.Epoch, Home: membership.NodeID(d.Home), HomeEpoch: coordinator.Epoch(d.HomeEpoch)}
 	}
 	return in, nil
 }

@@ -22,10 +22,7 @@ type (
 	// by another member's region.
 	Deliver struct {
 		Type     string
-		Envelope region.Envelope // Payload is a *Message
-		// NotHome: a message this member forwarded, sent back by a member that is no
-		// longer its shard's home; it is routed again.
-		NotHome *region.NotHomeError
+		Envelope region.Envelope // Payload is a *Message (a bounce, when its ext says so)
 	}
 	// MemberMessage is a membership protocol message from another member.
 	MemberMessage struct {

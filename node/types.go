@@ -150,6 +150,10 @@ type msgExt struct {
 	tr     *msgTrace         // tracing: the message's span context
 	firing *Firing           // a reminder's message: which fired, when
 	timer  *timerMark        // an in-memory timer's message
+	// bounce: a message this member forwarded, sent back by a member that is no longer its
+	// shard's home; it is routed again (rare, so here and not in Deliver, whose boxing into
+	// an Input is on the hot path).
+	bounce *region.NotHomeError
 }
 
 // x returns m's extension, made on first use.
