@@ -124,7 +124,7 @@ func (c *Core) entityStopped(now time.Time, in EntityStopped) {
 		switch {
 		case !m.signal():
 			m.credits.readmit()
-			unhandled = append(unhandled, region.Envelope{Shard: in.Shard, Entity: in.Entity, Payload: m})
+			unhandled = append(unhandled, region.Envelope{Shard: in.Shard, Entity: in.Entity, Payload: m, Epoch: m.homeEpoch()})
 		case m.start:
 			c.recovery.inFlight.Add(-1) // never handled
 		}

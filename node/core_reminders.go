@@ -415,13 +415,17 @@ func (c *Core) hostsWith(k shardKey, epoch coordinator.Epoch) bool {
 	return ok && !stopping && e == epoch
 }
 
-// fireReminder sends a due reminder's message to its entity.
+// fireReminder sends a due reminder's message to its entity on this home. With the shard's
+// epoch on its envelope (and on the message, for an incarnation that stops with it queued)
+// it never leaves the member: should the shard move while it waits, the region refuses it
+// (region.NotHomeError), the firing fails, and the new home fires the reminder itself — so
+// every handling of a reminder's message has Firing set.
 func (c *Core) fireReminder(now time.Time, rs *reminderShard, it *reminderItem) {
 	c.rem.seq++
 	it.seq, it.firing, it.firedAt = c.rem.seq, true, now
 	r := it.r
 	ask := &reminderAsk{id: c.asks.NewAskID(), c: c, res: reminderResult{key: rs.key, id: reminderID{r.Entity, r.Name}, seq: it.seq}}
-	m := &Message{encoded: r.Payload, ask: ask, ext: &msgExt{firing: &Firing{Name: r.Name, Scheduled: r.Due, Fired: now, Every: r.Every}}}
+	m := &Message{encoded: r.Payload, ask: ask, ext: &msgExt{firing: &Firing{Name: r.Name, Scheduled: r.Due, Fired: now, Every: r.Every}, home: rs.epoch}}
 	late := now.Sub(r.Due)
 	c.metrics.reminderFired(r.Type, late)
 	if late >= ReminderLateAfter && it.failures == 0 {
@@ -430,7 +434,7 @@ func (c *Core) fireReminder(now time.Time, rs *reminderShard, it *reminderItem) 
 	fired := r
 	fired.Epoch = uint64(rs.epoch)
 	c.env.Publish(ReminderFired{Reminder: fired, At: now})
-	if err := c.eng.Deliver(now, r.Type, envelopeOf(r, m)); err != nil {
+	if err := c.eng.Deliver(now, r.Type, region.Envelope{Shard: r.Shard, Entity: r.Entity, Payload: m, Epoch: rs.epoch}); err != nil {
 		ask.Resolve(Reply{Err: err})
 	}
 }
@@ -505,11 +509,6 @@ func (c *Core) reminderUpdated(now time.Time, w storeWait, err error) {
 		next, _ := ParseReminder(w.typ, remember.Record{Key: it.update.Key, Value: it.update.Value, Version: remember.Version{Epoch: it.update.Epoch}})
 		it.r, it.update = next, nil
 	}
-}
-
-// envelopeOf addresses a reminder's message.
-func envelopeOf(r Reminder, m *Message) region.Envelope {
-	return region.Envelope{Shard: r.Shard, Entity: r.Entity, Payload: m}
 }
 
 // backoff is base doubled n times, at most limit.

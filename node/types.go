@@ -149,7 +149,11 @@ type msgExt struct {
 	from   membership.NodeID // the member that forwarded it here (the simulation's Receive)
 	tr     *msgTrace         // tracing: the message's span context
 	firing *Firing           // a reminder's message: which fired, when
-	timer  *timerMark        // an in-memory timer's message
+	// home: the epoch of this member's home of the shard that a message must not leave (a
+	// reminder's firing); kept here because an ended incarnation hands its unhandled
+	// messages back without their envelopes.
+	home  coordinator.Epoch
+	timer *timerMark // an in-memory timer's message
 	// bounce: a message this member forwarded, sent back by a member that is no longer its
 	// shard's home; it is routed again (rare, so here and not in Deliver, whose boxing into
 	// an Input is on the hot path).
@@ -186,6 +190,25 @@ func (m *Message) Value(t *EntityType) (any, error) {
 		return m.value, nil
 	}
 	return t.DecodeMessage(m.encoded)
+}
+
+// homeEpoch is the epoch of the home m must not leave (0: it may go wherever its entity
+// is). A message routed with it is refused, not forwarded, once that home is no longer
+// this member's (region.NotHomeError).
+func (m *Message) homeEpoch() coordinator.Epoch {
+	if m.ext == nil {
+		return 0
+	}
+	return m.ext.home
+}
+
+// Firing returns the reminder whose firing m is (nil for any other message): for entity
+// runtimes other than the member's own (the simulation's).
+func (m *Message) Firing() *Firing {
+	if m.ext == nil {
+		return nil
+	}
+	return m.ext.firing
 }
 
 // IsAsk reports whether someone waits for a reply.

@@ -90,6 +90,11 @@ func (c *counterState) handle(e *simEntity, m *node.Message, next func()) {
 		r.n.Core.Answer(e.t, m, reply, err)
 		next()
 	}
+	if id := idOf(m, e.t); id&remindBit != 0 && m.Firing() == nil {
+		// A reminder's message is handled only on the home that fired it, as its firing.
+		r.s.fail("%s handles the increment of reminder r%d of %s without its firing: the message left the home that fired it",
+			r.n.ID, id&^remindBit, e.key)
+	}
 	if after, ok := r.s.rem.register[idOf(m, e.t)]; ok {
 		c.remind(e, idOf(m, e.t), after, done)
 		return
