@@ -52,6 +52,40 @@ func (e *entity) SaveState(ctx context.Context, c *EntityContext, state []byte) 
 	return e.n.saveState(ctx, c, state)
 }
 
+// Remind carries out a reminder operation through the core and waits for it, lending the
+// entity's worker to the others meanwhile (Turns).
+func (e *entity) Remind(ctx context.Context, op ReminderOp) ([]Reminder, error) {
+	n := e.n
+	type answer struct {
+		rs  []Reminder
+		err error
+	}
+	ch := make(chan answer, 1)
+	op.Done = func(rs []Reminder, err error) { ch <- answer{rs, err} }
+	n.pool.Block()
+	defer n.pool.Unblock()
+	if err := n.servingFor(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.input(ctx, op); err != nil {
+		return nil, err
+	}
+	select {
+	case a := <-ch:
+		return a.rs, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-n.done:
+		return nil, ErrStopped
+	}
+}
+
+// Timer hands a timer operation of this incarnation to the core (Turns).
+func (e *entity) Timer(op TimerOp) {
+	op.Inc = e
+	e.n.post(op)
+}
+
 // Receive handles one message on the entity's turn.
 func (e *entity) Receive(m *Message) {
 	c := e.n.core
@@ -76,6 +110,12 @@ func (e *entity) Receive(m *Message) {
 			e.behavior = e.t.New(&e.ctx)
 		}
 		started = true
+	} else if m.startEn {
+		// StartEntity: the behaviour is created, nothing is delivered; the asker learns it runs.
+		if e.behavior == nil {
+			e.behavior = e.t.New(&e.ctx)
+		}
+		c.Answer(e.t, m, nil, nil)
 	} else if m.stop {
 		if e.t.StopMessage == nil {
 			e.stopAfterTurn = true
@@ -93,6 +133,17 @@ func (e *entity) Receive(m *Message) {
 
 func (e *entity) handle(m *Message) {
 	c := e.n.core
+	if x := m.ext; x != nil && x.timer != nil {
+		if !e.ctx.takeTimer(m) {
+			return // cancelled or replaced since it was queued
+		}
+		e.ctx.timerKey = x.timer.key
+		defer func() { e.ctx.timerKey = "" }()
+	}
+	if x := m.ext; x != nil && x.firing != nil {
+		e.ctx.firing = x.firing
+		defer func() { e.ctx.firing = nil }()
+	}
 	value, err := m.Value(e.t)
 	if err != nil {
 		// Per message: debug only; counted (reason undecodable) and answered.
@@ -105,7 +156,14 @@ func (e *entity) handle(m *Message) {
 	if e.behavior == nil {
 		e.behavior = e.t.New(&e.ctx)
 	}
+	if m.ext != nil && m.ext.tr != nil {
+		e.ctx.span = c.startReceive(e.t.Name, m)
+		defer func() { e.ctx.span = nil }()
+	}
 	reply, err := e.behavior.Receive(&e.ctx, value)
+	if e.ctx.span != nil {
+		endSpan(e.ctx.span, err)
+	}
 	if m.IsAsk() {
 		c.Answer(e.t, m, reply, err)
 	}

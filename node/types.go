@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
@@ -55,7 +57,16 @@ type EntityContext struct {
 	// of its durable state (LoadState, SaveState).
 	Epoch coordinator.Epoch
 
-	e Turns
+	e    Turns
+	spec *EntityType // the type, to encode reminders' messages
+
+	// Set on the incarnation's turn only: the message being handled (a reminder's firing,
+	// a timer's key), and the timers armed (key → generation).
+	firing   *Firing
+	span     trace.Span // the handling's span (tracing), parent of its store rounds
+	timerKey string
+	timers   map[string]uint64
+	timerGen uint64
 }
 
 // Passivate asks sharding to stop this entity: it gets its stop message, and messages that
@@ -75,6 +86,11 @@ type Turns interface {
 	// LoadState and SaveState carry out EntityContext's.
 	LoadState(ctx context.Context, c *EntityContext) ([]byte, error)
 	SaveState(ctx context.Context, c *EntityContext, state []byte) error
+	// Remind carries out a reminder operation through the member's core (ReminderOp) and
+	// waits for its outcome or ctx.
+	Remind(ctx context.Context, op ReminderOp) ([]Reminder, error)
+	// Timer hands a timer operation to the member's core (TimerOp), for this incarnation.
+	Timer(op TimerOp)
 }
 
 // WithTurns returns ctx bound to the entity runtime's incarnation t.
@@ -119,8 +135,43 @@ type Message struct {
 	replyTo membership.NodeID // that member
 	stop    bool              // the stop signal (never routed, only in mailboxes)
 	start   bool              // creates the behaviour of a remembered entity started without a message
-	at      time.Time         // start: when the shard started the entity (for the recovery budget)
+	startEn bool              // StartEntity: start the entity, deliver nothing (answered with nil)
 	credits *credits          // the type's credits, one held while the message is in flight
+	from    membership.NodeID // the member that forwarded it here ("": sent on this member)
+	ext     *msgExt           // what few messages have (nil for most: the hot path's size stays)
+}
+
+// msgExt is what few messages have, kept apart so that Message stays in its allocation
+// size class.
+type msgExt struct {
+	at     time.Time // start: when the shard started the entity (for the recovery budget)
+	tr     *msgTrace // tracing: the message's span context
+	firing *Firing   // a reminder's message: which fired, when
+	// home: the epoch of this member's home of the shard that a message must not leave (a
+	// reminder's firing); kept here because an ended incarnation hands its unhandled
+	// messages back without their envelopes.
+	home  coordinator.Epoch
+	timer *timerMark // an in-memory timer's message
+	// bounce: a message this member forwarded, sent back by a member that is no longer its
+	// shard's home; it is routed again (rare, so here and not in Deliver, whose boxing into
+	// an Input is on the hot path).
+	bounce *region.NotHomeError
+}
+
+// x returns m's extension, made on first use.
+func (m *Message) x() *msgExt {
+	if m.ext == nil {
+		m.ext = &msgExt{}
+	}
+	return m.ext
+}
+
+// trace returns m's trace (nil: not traced).
+func (m *Message) trace() *msgTrace {
+	if m.ext == nil {
+		return nil
+	}
+	return m.ext.tr
 }
 
 // NewMessage returns a message with value msg, asked by ask (nil for a tell).
@@ -137,6 +188,25 @@ func (m *Message) Value(t *EntityType) (any, error) {
 		return m.value, nil
 	}
 	return t.DecodeMessage(m.encoded)
+}
+
+// homeEpoch is the epoch of the home m must not leave (0: it may go wherever its entity
+// is). A message routed with it is refused, not forwarded, once that home is no longer
+// this member's (region.NotHomeError).
+func (m *Message) homeEpoch() coordinator.Epoch {
+	if m.ext == nil {
+		return 0
+	}
+	return m.ext.home
+}
+
+// Firing returns the reminder whose firing m is (nil for any other message): for entity
+// runtimes other than the member's own (the simulation's).
+func (m *Message) Firing() *Firing {
+	if m.ext == nil {
+		return nil
+	}
+	return m.ext.firing
 }
 
 // IsAsk reports whether someone waits for a reply.
