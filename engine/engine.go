@@ -305,12 +305,12 @@ func (e *Engine) DeliverRouted(now time.Time, typ string, env region.Envelope) (
 	return d.Kind, nil
 }
 
-// NotHome takes back a message this member forwarded to a member that refused it as no
-// longer the shard's home (region.Region.NotHome).
-func (e *Engine) NotHome(now time.Time, typ string, env region.Envelope, nh *region.NotHomeError) {
+// NotHome takes back a message this member forwarded to member from, which refused it as
+// no longer the shard's home (region.Region.NotHome).
+func (e *Engine) NotHome(now time.Time, from membership.NodeID, typ string, env region.Envelope, nh *region.NotHomeError) {
 	e.now = now
 	if t := e.types[typ]; t != nil {
-		t.region.NotHome(now, env, nh)
+		t.region.NotHome(now, from, env, nh)
 		e.settle()
 	}
 }

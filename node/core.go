@@ -203,7 +203,7 @@ func (c *Core) Step(now time.Time, in Input) {
 		if m := in.Envelope.Payload.(*Message); m.ext != nil {
 			if nh := m.ext.bounce; nh != nil {
 				m.ext.bounce = nil
-				c.eng.NotHome(now, in.Type, in.Envelope, nh)
+				c.eng.NotHome(now, in.From, in.Type, in.Envelope, nh)
 				return
 			}
 			if c.tracer != nil && m.ext.tr != nil {

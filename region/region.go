@@ -230,13 +230,15 @@ func (r *Region) route(env Envelope, front bool) Routed {
 	}
 }
 
-// NotHome takes back a message this region forwarded to a member that refused it as no
+// NotHome takes back a message this region forwarded to member from, which refused it as no
 // longer the shard's home (nh): the stale home is dropped — replaced by the refusing
 // member's, when that one is newer — and the message is routed again (a bounce counts as a
-// hop).
-func (r *Region) NotHome(now time.Time, env Envelope, nh *NotHomeError) {
+// hop). Only the member this region takes for the home changes what it knows of the home:
+// a refusal from any other member (a home that changed meanwhile, or one that never was)
+// only routes the message again.
+func (r *Region) NotHome(now time.Time, from membership.NodeID, env Envelope, nh *NotHomeError) {
 	r.now = now
-	if h, ok := r.homes[env.Shard]; ok && h.node != r.self && h.epoch <= nh.Epoch {
+	if h, ok := r.homes[env.Shard]; ok && h.node == from && h.node != r.self && h.epoch <= nh.Epoch {
 		if nh.Home == "" || nh.HomeEpoch <= h.epoch || !r.setHome(env.Shard, nh.Home, nh.HomeEpoch) {
 			delete(r.homes, env.Shard) // ask the coordinator
 		}

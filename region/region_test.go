@@ -262,15 +262,25 @@ func TestNotTheHomeRefusesAndTheSenderRoutesAgain(t *testing.T) {
 	s.Step(t0, "a", coordinator.RegisterAck{Term: 1})
 	s.Step(t0, "a", coordinator.ShardHome{Shard: "3", Region: "b", Epoch: 4})
 	s.Ready()
-	s.NotHome(t0, d.Envelope, nh)
+	s.NotHome(t0, "b", d.Envelope, nh)
 	if got := render(s.Ready()); got != "forward to c 3/x hops=3" {
 		t.Fatalf("after the refusal with a newer home:\n%s", got)
 	}
 	if h, e, _ := s.Home("3"); h != "c" || e != 6 {
 		t.Fatalf("home after the refusal: %s %s", h, e)
 	}
+	// A refusal from a member that is not the home this region knows (b, the old home, or
+	// a member that never was) routes the message again and changes nothing: here it goes
+	// to c, with c's epoch, though the refusal names a newer home on a.
+	s.NotHome(t0, "b", Envelope{Shard: "3", Entity: "w", Epoch: 6, Hops: 1}, &NotHomeError{Shard: "3", Epoch: 6, Home: "a", HomeEpoch: 99})
+	if got := render(s.Ready()); got != "forward to c 3/w hops=3" {
+		t.Fatalf("after a refusal from a member that is not the home:\n%s", got)
+	}
+	if h, e, _ := s.Home("3"); h != "c" || e != 6 {
+		t.Fatalf("home after a refusal from a member that is not the home: %s %s", h, e)
+	}
 	// A refusal that names no newer home: the home is dropped and asked for.
-	s.NotHome(t0, Envelope{Shard: "3", Entity: "z", Epoch: 6, Hops: 1}, &NotHomeError{Shard: "3", Epoch: 6})
+	s.NotHome(t0, "c", Envelope{Shard: "3", Entity: "z", Epoch: 6, Hops: 1}, &NotHomeError{Shard: "3", Epoch: 6})
 	if got := render(s.Ready()); got != "to a coordinator.GetShardHome{Shard:3}" {
 		t.Fatalf("after a refusal naming no home:\n%s", got)
 	}
