@@ -36,7 +36,12 @@ type BehaviorFunc[M, R any] func(ctx *Context, msg M) (R, error)
 func (f BehaviorFunc[M, R]) Receive(ctx *Context, msg M) (R, error) { return f(ctx, msg) }
 
 // Context is what an entity knows of itself, given to its factory and to every Receive.
-type Context struct{ c *node.EntityContext }
+type Context struct {
+	c *node.EntityContext
+	// accepts reports whether a value is of the type's message type (timers' messages
+	// are handed to Receive as they are).
+	accepts func(any) bool
+}
 
 // EntityID returns the entity's id.
 func (c *Context) EntityID() string { return string(c.c.Entity) }
@@ -101,6 +106,10 @@ type Entity[M, R any] struct {
 	// Extractor maps entity ids to shards. Default: Akka's HashCodeMessageExtractor over
 	// sharding.number-of-shards.
 	Extractor shard.Extractor
+	// MessageExtractor, when set, takes the entity id from the message itself, as Akka's
+	// message extractor does (ShardingMessageExtractor.entityId): Region.TellMessage and
+	// Region.AskMessage then need no id, and the shard comes from the id by Extractor.
+	MessageExtractor func(msg M) string
 	// Strategy overrides the configured allocation strategy (sharding.allocation-strategy)
 	// for this type: a built-in one with settings of its own, or any allocation.Strategy
 	// (docs/allocation.md, examples/custom-allocation). Pins still apply around it.
@@ -117,9 +126,10 @@ type Entity[M, R any] struct {
 
 // Region is a registered entity type on this member: the way to its entities.
 type Region[M, R any] struct {
-	s    *System
-	key  EntityTypeKey[M, R]
-	spec *node.EntityType
+	s       *System
+	key     EntityTypeKey[M, R]
+	spec    *node.EntityType
+	idOfMsg func(M) string
 }
 
 // ShardingEnvelope addresses a message to an entity, as Akka's ShardingEnvelope.
@@ -154,12 +164,13 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 			return nil, err
 		}
 	}
+	accepts := func(v any) bool { _, ok := v.(M); return ok } // one for the type, not per incarnation
 	spec := node.EntityType{
 		Name:      e.Key.name,
 		Settings:  settings,
 		Extractor: extractor,
 		New: func(c *node.EntityContext) node.Behavior {
-			u := &untyped[M, R]{ctx: Context{c: c}} // one allocation for both
+			u := &untyped[M, R]{ctx: Context{c: c, accepts: accepts}} // one allocation for both
 			u.b = e.New(&u.ctx)
 			return u
 		},
@@ -176,7 +187,7 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 		return nil, err
 	}
 	s.roles.Store(e.Key.name, settings.Region.Role)
-	return &Region[M, R]{s: s, key: e.Key, spec: &spec}, nil
+	return &Region[M, R]{s: s, key: e.Key, spec: &spec, idOfMsg: e.MessageExtractor}, nil
 }
 
 // untyped adapts a typed Behavior to the runtime's; its Context serves the incarnation.
@@ -197,6 +208,48 @@ func (r *Region[M, R]) EntityRefFor(id string) EntityRef[M, R] {
 // Tell sends an enveloped message, as to Akka's shard region.
 func (r *Region[M, R]) Tell(env ShardingEnvelope[M]) error {
 	return r.s.node.Tell(r.key.name, env.EntityID, env.Message)
+}
+
+// Ask sends an enveloped message and waits for the entity's reply, its error, or ctx.
+func (r *Region[M, R]) Ask(ctx context.Context, env ShardingEnvelope[M]) (R, error) {
+	return r.EntityRefFor(env.EntityID).Ask(ctx, env.Message)
+}
+
+// TellMessage sends msg to the entity whose id the type's MessageExtractor takes from it.
+func (r *Region[M, R]) TellMessage(msg M) error {
+	id, err := r.idOf(msg)
+	if err != nil {
+		return err
+	}
+	return r.s.node.Tell(r.key.name, id, msg)
+}
+
+// AskMessage asks the entity whose id the type's MessageExtractor takes from msg.
+func (r *Region[M, R]) AskMessage(ctx context.Context, msg M) (R, error) {
+	id, err := r.idOf(msg)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return r.EntityRefFor(id).Ask(ctx, msg)
+}
+
+func (r *Region[M, R]) idOf(msg M) (string, error) {
+	if r.idOfMsg == nil {
+		return "", fmt.Errorf("entity type %q has no MessageExtractor: send with EntityRefFor(id) or a ShardingEnvelope", r.key.name)
+	}
+	id := r.idOfMsg(msg)
+	if id == "" {
+		return "", fmt.Errorf("entity type %q: the MessageExtractor gave no entity id for the message", r.key.name)
+	}
+	return id, nil
+}
+
+// StartEntity starts entity id without a message, as Akka's StartEntity: its shard is
+// allocated if it has no home, its behaviour is created there, and StartEntity returns once
+// it runs (an entity already running is left as it is).
+func (r *Region[M, R]) StartEntity(ctx context.Context, id string) error {
+	return r.s.node.StartEntity(ctx, r.key.name, id)
 }
 
 // EntityRefFor returns a reference to entity id of the type key names, registered on s.

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmesh/shardmesh/config"
 	"github.com/shardmesh/shardmesh/datadir"
@@ -44,6 +45,12 @@ func WithLogger(l *slog.Logger) Option { return func(c *node.Config) { c.Logger 
 // WithMetrics records the member's Prometheus metrics (and its store's) in reg; give each
 // member its own registry (prometheus.NewRegistry). docs/metrics.md lists them.
 func WithMetrics(reg prometheus.Registerer) Option { return func(c *node.Config) { c.Metrics = reg } }
+
+// WithTracing records OpenTelemetry spans of the messages' ways with tp (routing, waiting
+// in a buffer or for a handoff, the entity's handling, its state's store rounds), their
+// trace context carried in the messages across members; tracing.FromEnv builds tp from the
+// standard OTEL_* variables. Without it tracing is off.
+func WithTracing(tp trace.TracerProvider) Option { return func(c *node.Config) { c.Tracing = tp } }
 
 // WithServingWatch calls fn, in order, when this member starts or stops serving: it
 // serves while it is Up and holds its majority lease — grants from a majority of the

@@ -7,7 +7,7 @@ type Access uint8
 
 const (
 	// AccessRead calls only read: members, types, region-state, stats, locate, health,
-	// watch, handoffs, history, audit, rebalance plan. Answered to admins and to the
+	// watch, handoffs, history, audit, reminders, rebalance plan. Answered to admins and to the
 	// cluster's members always, and to any peer that reaches the member (it holds the
 	// cluster key and passes the allow-list) when admin-read-only-open is on (the default).
 	AccessRead Access = iota
@@ -90,6 +90,8 @@ func CallInfo(req *adminpb.Request) (string, Access) {
 		return "local-handoffs", AccessRead
 	case *adminpb.Request_History:
 		return "history", AccessRead
+	case *adminpb.Request_Reminders:
+		return "reminders", AccessRead
 	case *adminpb.Request_Directive:
 		return DirectiveCallName(c.Directive), AccessAdmin
 	case *adminpb.Request_DataRemove:

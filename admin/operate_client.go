@@ -64,8 +64,9 @@ func (c *Client) Plan(ctx context.Context, typ string, join int, leave string) (
 
 // DataRemove removes the stored internal data of stopped entity types, with state their
 // entities' durable state too (dryRun: only counts), handing progress every report.
-func (c *Client) DataRemove(ctx context.Context, types []string, state, dryRun bool, progress func(*adminpb.DataRemoveProgress)) error {
-	req := &adminpb.Request{Call: &adminpb.Request_DataRemove{DataRemove: &adminpb.DataRemoveRequest{EntityTypes: types, DryRun: dryRun, IncludeState: state}}}
+func (c *Client) DataRemove(ctx context.Context, types []string, scope DataScope, state, dryRun bool, progress func(*adminpb.DataRemoveProgress)) error {
+	req := &adminpb.Request{Call: &adminpb.Request_DataRemove{DataRemove: &adminpb.DataRemoveRequest{EntityTypes: types, DryRun: dryRun, IncludeState: state,
+		Shard: scope.Shard, Entity: scope.Entity}}}
 	_, err := c.stream(ctx, req, func(resp *adminpb.Response) error {
 		if p := resp.GetDataRemove(); p != nil {
 			progress(p)
@@ -74,3 +75,7 @@ func (c *Client) DataRemove(ctx context.Context, types []string, state, dryRun b
 	})
 	return err
 }
+
+// DataScope narrows DataRemove below the type: one shard's data, or one entity's (at most
+// one of them; the zero value is the whole type).
+type DataScope struct{ Shard, Entity string }

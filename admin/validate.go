@@ -85,7 +85,23 @@ func Validate(req *adminpb.Request) error {
 			return checkNode(call.Plan.IfLeave)
 		}
 	case *adminpb.Request_DataRemove:
-		return checkTypes(call.DataRemove.EntityTypes)
+		r := call.DataRemove
+		if r.Shard != "" {
+			if err := checkID("shard id", r.Shard, maxShardLen); err != nil {
+				return err
+			}
+		}
+		if r.Entity != "" {
+			if err := checkID("entity id", r.Entity, maxEntityLen); err != nil {
+				return err
+			}
+		}
+		return checkTypes(r.EntityTypes)
+	case *adminpb.Request_Reminders:
+		if call.Reminders.Entity != "" {
+			return checkEntity(call.Reminders.EntityType, call.Reminders.Entity)
+		}
+		return checkType(call.Reminders.EntityType)
 	case *adminpb.Request_DataRemoveCheck:
 		if len(call.DataRemoveCheck.Signed) == 0 {
 			return fmt.Errorf("data remove check without the signed request")

@@ -208,6 +208,9 @@ func withSource(err error, source string) error {
 
 // unknownKey explains an unknown key and suggests the closest known one.
 func unknownKey(path, source string) error {
+	if why := pekkoReason(path); why != "" {
+		return fmt.Errorf("key %q (%s) is Pekko's and has no meaning in shardmesh: %s (docs/configuration.md)", path, source, why)
+	}
 	msg := fmt.Sprintf("unknown key %q (%s)", path, source)
 	if hint := suggest.DidYouMean(path, knownNames()); hint != "" {
 		msg += hint

@@ -236,3 +236,41 @@ func TestJoinNeedsAPeerID(t *testing.T) {
 		t.Errorf("error %q", msg)
 	}
 }
+
+// TestPekkoKeysSayWhy: a Pekko sharding key with no meaning here is refused with the reason
+// and the page that lists them, not as an unknown key; a block of them by its prefix.
+func TestPekkoKeysSayWhy(t *testing.T) {
+	for key, want := range map[string]string{
+		"sharding.guardian-name=sharding":                                        "no actor hierarchy",
+		"sharding.use-dispatcher=x":                                              "Go schedules goroutines itself",
+		"sharding.journal-plugin-id=x":                                           "Akka Persistence plugin",
+		"sharding.snapshot-plugin-id=x":                                          "Akka Persistence plugin",
+		"sharding.state-store-mode=ddata":                                        "one store",
+		"sharding.coordinator-singleton.role=x":                                  "cluster-singleton",
+		"sharding.distributed-data.durable.keys=x":                               "not DData",
+		"sharding.event-sourced-remember-entities-store.max-updates-per-write=1": "event-sourced",
+	} {
+		_, err := Load(Sources{Flags: []string{key}})
+		if err == nil || !strings.Contains(err.Error(), "is Pekko's and has no meaning in shardmesh") || !strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), "docs/configuration.md") {
+			t.Errorf("--set %s: %v (want the reason %q)", key, err, want)
+		}
+	}
+	if _, err := Load(Sources{Flags: []string{"sharding.distributed-data.majority-min-cap=3"}}); err != nil {
+		t.Errorf("majority-min-cap, a supported key of the block: %v", err)
+	}
+}
+
+// TestPekkoKeysDocumented: docs/configuration.md names every Pekko key refused here.
+func TestPekkoKeysDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range pekkoOnly {
+		name := strings.TrimPrefix(k.key, "sharding.")
+		if !strings.Contains(string(doc), "`"+name) {
+			t.Errorf("docs/configuration.md does not list %s", name)
+		}
+	}
+}

@@ -18,6 +18,7 @@ const (
 	FamilyDirective = "op" // op␀KIND…: the operator's directives (drain, pause, pin, stop)
 	FamilyLease     = "ls" // ls␀NAME: a shard's lease kept in the store (sharding.use-lease = store)
 	FamilyAudit     = "au" // au␀MILLIS␀ID: an admin call a member took (the time in 16 hex digits)
+	FamilyReminder  = "rm" // rm␀TYPE␀SHARD␀ENTITY␀NAME: an entity's durable reminder (the name last)
 )
 
 // Key joins parts into a key: Key(FamilyState, "counter", "user-1").
@@ -43,6 +44,7 @@ var TypeFamilies = []TypeFamily{
 	{Code: FamilyShard, Name: "remembered shards", Internal: true},
 	{Code: FamilyEntity, Name: "remembered entities", Internal: true},
 	{Code: FamilyHistory, Name: "placement history", Internal: true},
+	{Code: FamilyReminder, Name: "reminders", Internal: true},
 	{Code: FamilyState, Name: "entity states", Internal: false},
 }
 

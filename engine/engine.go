@@ -123,6 +123,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 	tc.Region.TypeName, tc.Coordinator.TypeName = tc.Name, tc.Name
 	tc.Coordinator.AwaitDirectives = tc.Coordinator.AwaitDirectives || e.cfg.AwaitDirectives
 	tc.Coordinator.DurableTerm = tc.Coordinator.DurableTerm || e.cfg.DurableTerms
+	tc.Coordinator.DurableShards = tc.Coordinator.DurableShards || e.cfg.DurableShards
 	if tc.Shard.HandoffTimeout == 0 {
 		tc.Shard.HandoffTimeout = tc.Coordinator.HandoffTimeout // one handoff-timeout for both
 	}
@@ -309,15 +310,23 @@ func (e *Engine) StepCoordination(now time.Time, from membership.NodeID, typ str
 
 // Deliver routes a message for an entity (from a local sender or another member's region).
 func (e *Engine) Deliver(now time.Time, typ string, env region.Envelope) error {
+	_, err := e.DeliverRouted(now, typ, env)
+	return err
+}
+
+// DeliverRouted is Deliver, telling how the region routed the message (for tracing: a
+// message Buffered waits for its shard's home or a handoff).
+func (e *Engine) DeliverRouted(now time.Time, typ string, env region.Envelope) (region.RouteKind, error) {
 	e.now = now
 	t := e.lastType // most messages are for the type of the one before
 	if t == nil || t.cfg.Name != typ {
 		if t = e.types[typ]; t == nil {
-			return fmt.Errorf("unknown entity type %q", typ)
+			return 0, fmt.Errorf("unknown entity type %q", typ)
 		}
 		e.lastType = t
 	}
-	switch d := t.region.Deliver(now, env); d.Kind {
+	d := t.region.Deliver(now, env)
+	switch d.Kind {
 	case region.Local:
 		e.deliverLocal(t, d.Envelope)
 	case region.Forwarded:
@@ -330,7 +339,17 @@ func (e *Engine) Deliver(now time.Time, typ string, env region.Envelope) error {
 	if len(t.touched) > 0 || len(e.queue) > 0 || t.region.HasOutput() {
 		e.settle()
 	}
-	return nil
+	return d.Kind, nil
+}
+
+// NotHome takes back a message this member forwarded to member from, which refused it as
+// no longer the shard's home (region.Region.NotHome).
+func (e *Engine) NotHome(now time.Time, from membership.NodeID, typ string, env region.Envelope, nh *region.NotHomeError) {
+	e.now = now
+	if t := e.types[typ]; t != nil {
+		t.region.NotHome(now, from, env, nh)
+		e.settle()
+	}
 }
 
 // deliverLocal hands a message to its local shard and turns the shard's decision into entity

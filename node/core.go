@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/datadir"
@@ -37,12 +38,13 @@ import (
 // goroutine: they touch only what senders and entity workers share (the types registered,
 // the asks waiting, the directives in force, the metrics).
 type Core struct {
-	cfg  CoreConfig
-	self membership.Member
-	log  *slog.Logger
-	env  Env
-	eng  *engine.Engine
-	now  time.Time
+	cfg    CoreConfig
+	tracer trace.Tracer // nil: tracing off
+	self   membership.Member
+	log    *slog.Logger
+	env    Env
+	eng    *engine.Engine
+	now    time.Time
 
 	ready    engine.Ready               // reused output buffer
 	fwd      forwards                   // messages for other members, one batch per member
@@ -83,6 +85,8 @@ type Core struct {
 	claimed    map[string]*claimedTerm // the terms of the coordinators here, written again as the cluster grows
 	directives directiveState
 	history    historyState
+	rem        coreReminders
+	timers     coreTimers
 
 	// What peers sent before this member admits them (core_admission.go).
 	waiting trust.Waiting[Input]
@@ -110,6 +114,8 @@ type CoreConfig struct {
 	// by one of its admins (signeddirectives.go). Nil: no admins, every directive is
 	// followed.
 	Trust *trust.Policy
+	// Tracer, when set, records the spans of messages' ways (tracing.go); nil: off.
+	Tracer trace.Tracer
 }
 
 // Env is the world a Core acts on. Node implements it with libp2p, Badger, the entity
@@ -175,14 +181,15 @@ func NewCore(cfg CoreConfig, self membership.Member, env Env, now time.Time) *Co
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Core{
-		cfg:   cfg,
-		self:  self,
-		log:   cfg.Logger,
-		env:   env,
-		now:   now,
-		eng:   engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true}, self, now),
-		types: map[string]*RegisteredType{},
-		asks:  newAsks(),
+		cfg:    cfg,
+		tracer: cfg.Tracer,
+		self:   self,
+		log:    cfg.Logger,
+		env:    env,
+		now:    now,
+		eng:    engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true, DurableShards: true}, self, now),
+		types:  map[string]*RegisteredType{},
+		asks:   newAsks(),
 
 		metrics: cfg.Metrics,
 		terms:   map[string]*termClaim{},
@@ -262,6 +269,10 @@ func (c *Core) Step(now time.Time, in Input) {
 		c.changeDirective(in.Signed, in.Done)
 	case StoreSpace:
 		c.eng.SetStoreFull(now, in.Full)
+	case ReminderOp:
+		c.reminderOp(now, in)
+	case TimerOp:
+		c.timerOp(now, in)
 	case Query:
 		in.Fn(now, c)
 	default:
@@ -278,8 +289,24 @@ func (c *Core) Deliver(now time.Time, in Deliver) {
 		c.wait(now, in.From, in)
 		return
 	}
+	// Only now, admitted, may what the message carries take effect: a bounce (which may
+	// change this member's home of a shard), a trace.
+	m := in.Envelope.Payload.(*Message)
+	if x := m.ext; x != nil {
+		if nh := x.bounce; nh != nil {
+			x.bounce = nil
+			c.eng.NotHome(now, in.From, in.Type, in.Envelope, nh)
+			return
+		}
+		if c.tracer != nil && x.tr != nil {
+			kind, err := c.eng.DeliverRouted(now, in.Type, in.Envelope)
+			if err == nil {
+				c.traceRoute(now, in.Type, in.Envelope, m, kind)
+				return
+			}
+		}
+	}
 	if err := c.eng.Deliver(now, in.Type, in.Envelope); err != nil {
-		m := in.Envelope.Payload.(*Message)
 		c.Reject(in.Type, m, err)
 		m.credits.release()
 	}
@@ -295,6 +322,8 @@ func (c *Core) Tick(now time.Time) {
 	c.eng.Tick(now)
 	c.tickStore(now)
 	c.updateServing()
+	c.tickReminders(now)
+	c.tickTimers(now)
 	c.publishView()
 	c.sampleMetrics()
 }
@@ -336,6 +365,10 @@ func (c *Core) Flush() {
 		}
 		for _, r := range rd.Rejected {
 			m := r.Envelope.Payload.(*Message)
+			c.traceLeft(now, m)
+			if nh, ok := r.Err.(*region.NotHomeError); ok && c.refuseNotHome(r.Type, r.Envelope, m, nh) {
+				continue
+			}
 			c.Reject(r.Type, m, r.Err)
 			m.credits.release()
 		}
@@ -356,6 +389,10 @@ func (c *Core) Flush() {
 				c.claimTerm(ev.Type, e.Term)
 			case coordinator.ShardAllocated:
 				c.recordPlacement(ev.Type, e, now)
+			case engine.ShardStarted:
+				c.remindersStarted(ev.Type, e.Shard, e.Epoch)
+			case engine.ShardHandedOff:
+				c.remindersStopped(ev.Type, e.Shard)
 			}
 			c.logTypedEvent(ev)
 			c.recordTypedEvent(ev, now)
@@ -601,6 +638,7 @@ func (c *Core) registerType(now time.Time, spec EntityType) error {
 	}
 	t := &RegisteredType{spec: spec, home: EntityHome{Type: spec.Name, Node: c.self.Node}, credits: newCredits(spec.Settings.Region.BufferSize),
 		m: c.metrics.forType(spec.Name)}
+	t.home.spec = &t.spec
 	c.types[spec.Name] = t
 	c.specs.Store(spec.Name, t)
 	all := []*RegisteredType{t}

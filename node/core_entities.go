@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
@@ -34,6 +35,9 @@ func (c *Core) applyEntityOp(now time.Time, op *engine.EntityOp) {
 	if op.Kind == engine.OpDeliver && op.Slot != nil {
 		// The hot path: the incarnation is in its slot, no lookups.
 		m := op.Envelope.Payload.(*Message)
+		if m.ext != nil {
+			c.traceLeft(now, m)
+		}
 		inc, _ := op.Slot.Runtime.(Incarnation)
 		switch err := enqueue(inc, m); {
 		case err != nil:
@@ -69,13 +73,14 @@ func (c *Core) applyEntityOp(now time.Time, op *engine.EntityOp) {
 		if t.spec.Settings.Shard.Remember.Enabled {
 			// A remembered entity runs even without a message: its behaviour starts now.
 			c.recovery.inFlight.Add(1)
-			if err := inc.Enqueue(&Message{start: true, at: now}); err != nil {
+			if err := inc.Enqueue(&Message{start: true, ext: &msgExt{at: now}}); err != nil {
 				c.recovery.inFlight.Add(-1)
 				c.log.Debug("start signal not queued", "type", op.Type, "entity", op.Entity, "err", err)
 			}
 		}
 	case engine.OpDeliver:
 		m := op.Envelope.Payload.(*Message)
+		c.traceLeft(now, m)
 		defer m.credits.release() // the message leaves the member's pipeline here
 		if err := enqueue(inc, m); err != nil {
 			c.Reject(op.Type, m, fmt.Errorf("entity %s: %w", op.Entity, err))
@@ -107,7 +112,7 @@ func (c *Core) applyEntityOp(now time.Time, op *engine.EntityOp) {
 func (c *Core) StartTaken(m *Message, now time.Time, handled bool) {
 	c.recovery.inFlight.Add(-1)
 	if handled {
-		c.recovery.started(now.Sub(m.at))
+		c.recovery.started(now.Sub(m.x().at))
 	}
 }
 
@@ -130,7 +135,7 @@ func (c *Core) entityStopped(now time.Time, in EntityStopped) {
 		switch {
 		case !m.signal():
 			m.credits.readmit()
-			unhandled = append(unhandled, region.Envelope{Shard: in.Shard, Entity: in.Entity, Payload: m})
+			unhandled = append(unhandled, region.Envelope{Shard: in.Shard, Entity: in.Entity, Payload: m, Epoch: m.homeEpoch()})
 		case m.start:
 			c.recovery.inFlight.Add(-1) // never handled
 		}
@@ -173,6 +178,9 @@ func (c *Core) stopRequested(t *RegisteredType, s shard.ID) {
 // is written (or has failed and its sender was told).
 func (c *Core) forward(f engine.Forward) {
 	m := f.Envelope.Payload.(*Message)
+	if m.ext != nil {
+		c.traceLeft(c.now, m)
+	}
 	t := c.types[f.Type]
 	frame, err := safeEncode(func() ([]byte, error) { return c.encodeForward(t, f.To, f.Envelope, m) })
 	if err == nil && len(frame) > maxForwardFrame {
@@ -287,26 +295,65 @@ func (c *Core) sendBatch(b *forwardBatch) {
 // from the goroutine that writes them.
 var forwardedLists = sync.Pool{New: func() any { return new([]forwarded) }}
 
-// encodeForward returns the frame that carries m to another member, in the Core's scratch
+// refuseNotHome sends a message forwarded here back to the member that forwarded it, which
+// takes this member for the shard's home (with an epoch this member no longer has): that
+// member drops its stale home and routes the message again. False when the sender is not
+// known (the message is then rejected).
+func (c *Core) refuseNotHome(typ string, env region.Envelope, m *Message, nh *region.NotHomeError) bool {
+	from := m.from
+	t := c.types[typ]
+	if from == "" || from == c.self.Node || t == nil {
+		return false
+	}
+	var d wire.Deliver
+	if _, err := safeEncode(func() (_ []byte, err error) { d, err = c.forwardOf(t, from, env, m); return nil, err }); err != nil {
+		return false
+	}
+	d.NotHome, d.Home, d.HomeEpoch = true, bytesOf(string(nh.Home)), uint64(nh.HomeEpoch)
+	c.metrics.rejectedMsg(typ, true, nh)
+	c.env.Send(from, RegionProtocol, wire.AppendDeliver(nil, &d), func(err error) {
+		m.credits.release()
+		if err != nil {
+			c.Reject(typ, m, fmt.Errorf("%w: %w", errSendFailed, err))
+		}
+	})
+	return true
+}
+
+// encodeForward returns the frame that carries m to member to, in the Core's scratch
 // buffer (valid until the next call).
 func (c *Core) encodeForward(t *RegisteredType, to membership.NodeID, env region.Envelope, m *Message) ([]byte, error) {
-	if m.encoded == nil {
+	d, err := c.forwardOf(t, to, env, m)
+	if err != nil {
+		return nil, err
+	}
+	c.scratch = wire.AppendDeliver(c.scratch[:0], &d)
+	return c.scratch, nil
+}
+
+// forwardOf returns what carries m to member to (its value encoded once). Its byte fields
+// are views of m's and the Core's strings, valid while they are.
+func (c *Core) forwardOf(t *RegisteredType, to membership.NodeID, env region.Envelope, m *Message) (wire.Deliver, error) {
+	if m.encoded == nil && !m.startEn {
 		b, err := t.spec.EncodeMessage(m.value)
 		if err != nil {
-			return nil, fmt.Errorf("encode message for %s: %w", t.spec.Name, err)
+			return wire.Deliver{}, fmt.Errorf("encode message for %s: %w", t.spec.Name, err)
 		}
 		m.encoded = b
 	}
 	// The wire's byte fields only read these strings: views, not copies.
-	d := wire.Deliver{Type: bytesOf(t.spec.Name), Shard: bytesOf(string(env.Shard)), Entity: bytesOf(string(env.Entity)), Payload: m.encoded, Hops: env.Hops}
+	d := wire.Deliver{Type: bytesOf(t.spec.Name), Shard: bytesOf(string(env.Shard)), Entity: bytesOf(string(env.Entity)), Payload: m.encoded, Hops: env.Hops,
+		Start: m.startEn, Epoch: uint64(env.Epoch)}
+	if m.ext != nil {
+		d.Trace = traceBytes(m)
+	}
 	if m.ask != nil {
 		c.asks.track(m.ask, to)
 		d.AskID, d.ReplyTo = m.ask.ID(), bytesOf(string(c.self.Node))
 	} else if m.askID != 0 {
 		d.AskID, d.ReplyTo = m.askID, bytesOf(string(m.replyTo))
 	}
-	c.scratch = wire.AppendDeliver(c.scratch[:0], &d)
-	return c.scratch, nil
+	return d, nil
 }
 
 // bytesOf returns the bytes of s without copying them; they must never be written.
@@ -420,14 +467,24 @@ func (c *Core) DecodeRegionFrame(from membership.NodeID, frame []byte) (in Deliv
 	if !v.Admits(from) {
 		ids = nil
 	}
-	m := &Message{askID: d.AskID}
+	m := &Message{askID: d.AskID, startEn: d.Start, from: from}
 	if d.AskID != 0 {
 		m.replyTo = membership.NodeID(ids.of(d.ReplyTo))
 	}
 	// Never nil, even for a value that encodes to nothing: nil would mean "not encoded".
 	m.encoded = append(make([]byte, 0, len(d.Payload)), d.Payload...)
-	return Deliver{Type: c.typeName(d.Type), Envelope: region.Envelope{Shard: shard.ID(ids.of(d.Shard)), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops},
-		From: from}, true, nil
+	if c.tracer != nil && len(d.Trace) > 0 {
+		if sc, ok := traceFrom(d.Trace); ok {
+			m.x().tr = &msgTrace{sc: sc}
+		}
+	}
+	in = Deliver{Type: c.typeName(d.Type), Envelope: region.Envelope{Shard: shard.ID(ids.of(d.Shard)), Entity: shard.EntityID(d.Entity), Payload: m, Hops: d.Hops,
+		Epoch: coordinator.Epoch(d.Epoch)}, From: from}
+	if d.NotHome {
+		// Taken only once from is admitted (Core.Deliver).
+		m.x().bounce = &region.NotHomeError{Shard: in.Envelope.Shard, Epoch: in.Envelope.Epoch, Home: membership.NodeID(ids.of(d.Home)), HomeEpoch: coordinator.Epoch(d.HomeEpoch)}
+	}
+	return in, true, nil
 }
 
 // typeName returns the name of the type registered here as name, without allocating, or

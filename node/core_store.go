@@ -58,6 +58,10 @@ const (
 	waitDirectiveChange                          // a change of a directive, written
 	waitHistory                                  // placement records written
 	waitHistoryScan                              // a type's history read, to prune it
+	waitRemindersLoad                            // a shard's reminders read
+	waitRemindersClaim                           // a shard's reminders claimed with its epoch
+	waitReminderChange                           // an entity's reminder registered or cancelled
+	waitReminderUpdate                           // a fired reminder rescheduled or removed
 )
 
 // storeWait is what waits on one store request.
@@ -71,6 +75,12 @@ type storeWait struct {
 	holders int              // waitTermWrite, waitTermSpread: the replicas when it was asked
 	change  *directiveChange // waitDirectiveChange
 	records int              // waitHistory
+	// The reminders' waits: the shard (typ, shard, and its epoch in up), the operation
+	// (waitReminderChange), the reminder and its firing (waitReminderUpdate).
+	shard    shard.ID
+	reminder *ReminderOp
+	remID    reminderID
+	seq      uint64
 }
 
 // coreStore holds the store requests in flight.
@@ -137,6 +147,14 @@ func (c *Core) storeDone(now time.Time, id uint64, res StoreResult) {
 		}
 	case waitHistoryScan:
 		c.historyScanned(now, w.typ, res)
+	case waitRemindersLoad:
+		c.remindersLoaded(now, w, res)
+	case waitRemindersClaim:
+		c.remindersClaimed(now, w, err)
+	case waitReminderChange:
+		c.reminderChanged(w, err)
+	case waitReminderUpdate:
+		c.reminderUpdated(now, w, err)
 	}
 }
 

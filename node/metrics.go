@@ -85,6 +85,7 @@ type metrics struct {
 	ignored         prometheus.Counter
 
 	memberStatus [len(memberStatuses)]prometheus.Gauge
+	rem          *reminderMetrics
 
 	// handoffs in progress on this member's coordinators, by type, shard and epoch: the
 	// cause and phase their later events do not carry. Owned by the loop goroutine.
@@ -191,6 +192,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "shardmesh_trust_directives_ignored_total",
 			Help: "Stored operator directives this member does not follow: not signed by an admin of this member, or replayed (each record counted once)."}),
 		inFlight: map[handoffKey]*handoffTrack{},
+		rem:      newReminderMetrics(),
 	}
 	for i, s := range memberStatuses {
 		m.memberStatus[i] = m.members.WithLabelValues(s.String())
@@ -198,6 +200,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, c := range []prometheus.Collector{m.routed, m.rejected, m.buffered, m.asks, m.askSeconds, m.shards, m.allocated, m.entities,
 		m.starts, m.stops, m.passivations, m.forcedStops, m.rebalanceRounds, m.rebalanceMoves, m.handoffsStarted, m.handoffs, m.handoffSeconds,
 		m.phaseSeconds, m.coordChanges, m.coordHere, m.members, m.unreachable, m.leaderChanges, m.unsent, m.ignored} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range m.rem.collectors() {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -377,6 +384,7 @@ func (c *Core) sampleMetrics() {
 	if c.metrics == nil {
 		return
 	}
+	c.sampleReminders()
 	for name, t := range c.types {
 		if r := c.eng.Region(name); r != nil {
 			t.m.buf.Set(float64(r.Buffered()))

@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
@@ -109,6 +110,9 @@ type Config struct {
 	// majority lease); at is when the change took effect, which for a lease that ran out is
 	// its deadline, up to a tick before the call. Keep it quick.
 	ServingChanged func(serving bool, at time.Time)
+	// Tracing, when set, records OpenTelemetry spans of the messages' ways, their trace
+	// context carried across members (tracing.go); nil: off, at the cost of a nil check.
+	Tracing trace.TracerProvider
 }
 
 // DefaultConfig returns a Config with every default filled in; DataDir is left to set.
@@ -177,9 +181,8 @@ type Node struct {
 	eventsOut chan []byte // sharding events to publish, in order
 
 	pool     *mailbox.Pool
-	groups   sync.Map                    // type name → *mailbox.Group[*Message]
-	runnable mailbox.Batch               // entities the loop gave messages since its last flush (loop goroutine)
-	kinds    map[*EntityType]*entityKind // what the incarnations of each type share (loop goroutine)
+	groups   sync.Map      // type name → *mailbox.Group[*Message]
+	runnable mailbox.Batch // entities the loop gave messages since its last flush (loop goroutine)
 
 	metrics *metrics // nil without Config.Metrics
 
@@ -358,7 +361,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		pool:       pool,
 		inbox:      make(chan Input, 65536),
 		deliveries: newDeliveries(),
-		kinds:      map[*EntityType]*entityKind{},
 		subs:       map[chan Event]struct{}{},
 		servingCh:  make(chan struct{}),
 		sizeDue:    make(chan struct{}, 1),
@@ -369,7 +371,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.out = newOutboxes(nctx, host, n.log, met)
 	n.core = NewCore(CoreConfig{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, ClusterName: cfg.ClusterName,
-		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged, Trust: cfg.Trust}, self, n.env(), time.Now())
+		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged, Trust: cfg.Trust,
+		Tracer: tracerOf(cfg.Tracing)}, self, n.env(), time.Now())
 	n.syncGate()
 	// The core admits what these carry, or not (core_admission.go).
 	host.Handle(MemberProtocol, n.handleMemberFrame)
@@ -456,7 +459,11 @@ func (n *Node) Tell(typ string, id string, msg any) error {
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), t, id, &Message{value: msg})
+	m := &Message{value: msg}
+	span := n.core.startSend(context.Background(), "tell", typ, id, m)
+	err = n.deliver(context.Background(), t, id, m)
+	endSpan(span, err)
+	return err
 }
 
 // Ask sends msg to entity id of entity type typ and waits for its reply or ctx.
@@ -475,13 +482,30 @@ func (n *Node) Ask(ctx context.Context, typ string, id string, msg any) (any, er
 	return r.Value, nil
 }
 
+// StartEntity starts entity id of type typ without a message (Akka's StartEntity): its
+// shard is allocated if it has no home, the entity's behaviour is created in its home, and
+// StartEntity returns once it runs (or ctx ends). An entity that runs already is left as it
+// is.
+func (n *Node) StartEntity(ctx context.Context, typ string, id string) error {
+	t, err := n.core.Sender(typ)
+	if err != nil {
+		return err
+	}
+	_, err = n.ask(ctx, t, id, &Message{startEn: true, encoded: []byte{}})
+	return err
+}
+
 // TellEncoded sends a message already in the entity type's message codec (from tools).
 func (n *Node) TellEncoded(typ string, id string, payload []byte) error {
 	t, err := n.checkEncoded(typ, payload)
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), t, id, NewEncodedMessage(payload, nil))
+	m := NewEncodedMessage(payload, nil)
+	span := n.core.startSend(context.Background(), "tell", typ, id, m)
+	err = n.deliver(context.Background(), t, id, m)
+	endSpan(span, err)
+	return err
 }
 
 // checkEncoded returns type typ's runtime once payload decodes in its message codec: a
@@ -511,7 +535,10 @@ func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []
 	return t.spec.EncodeReply(r.Value)
 }
 
-func (n *Node) ask(ctx context.Context, t *RegisteredType, id string, m *Message) (Reply, error) {
+func (n *Node) ask(ctx context.Context, t *RegisteredType, id string, m *Message) (r Reply, err error) {
+	if span := n.core.startSend(ctx, "ask", t.spec.Name, id, m); span != nil {
+		defer func() { endSpan(span, err) }()
+	}
 	start := t.m.askStart()
 	p := n.core.asks.create()
 	m.ask = p
@@ -952,4 +979,12 @@ func (n *Node) discover() {
 			}
 		}
 	}
+}
+
+// tracerOf returns shardmesh's tracer of tp (nil: tracing off).
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return nil
+	}
+	return tp.Tracer(tracerName)
 }

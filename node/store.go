@@ -39,11 +39,12 @@ type StoreConfig struct {
 
 // majorityPrefixes are the keys written and read with plain majorities (at least
 // majority-min-cap): remembered entities and shards, as Pekko's remember-entities store
-// writes them, and entity state with them. The plus of coordinator-state is for coordinator
+// writes them, and entity state and reminders with them. The plus of coordinator-state is for coordinator
 // state: terms, directives, placement history, leases. With the defaults a 7-member
 // cluster then saves entity state on 5 replicas, not all 7, so one slow or dead member does
 // not hold every save until it is downed.
-var majorityPrefixes = []string{datadir.Prefix(datadir.FamilyEntity), datadir.Prefix(datadir.FamilyShard), datadir.Prefix(datadir.FamilyState)}
+var majorityPrefixes = []string{datadir.Prefix(datadir.FamilyEntity), datadir.Prefix(datadir.FamilyShard), datadir.Prefix(datadir.FamilyState),
+	datadir.Prefix(datadir.FamilyReminder)}
 
 // DefaultStoreTimeout bounds one store round by default (updating-state-timeout).
 const DefaultStoreTimeout = 5 * time.Second
@@ -212,10 +213,12 @@ func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
 func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) {
 	var rec remember.Record
 	var found bool
+	span := n.core.startStore(c.turnSpan(), "load")
 	err := n.stateRound(ctx, func() (err error) {
 		rec, found, err = n.store.GetFenced(ctx, datadir.Key(datadir.FamilyState, c.Type(), string(c.Entity)), uint64(c.Epoch))
 		return err
 	})
+	endSpan(span, err)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("load the state of %s %s: %w", c.Type(), c.Entity, err)
@@ -227,9 +230,11 @@ func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) 
 
 // saveState is SaveState on this member's entity workers.
 func (n *Node) saveState(ctx context.Context, c *EntityContext, state []byte) error {
+	span := n.core.startStore(c.turnSpan(), "save")
 	err := n.stateRound(ctx, func() error {
 		return n.store.Write(ctx, remember.Write{Key: datadir.Key(datadir.FamilyState, c.Type(), string(c.Entity)), Value: state, Epoch: uint64(c.Epoch)})
 	})
+	endSpan(span, err)
 	if err != nil {
 		return fmt.Errorf("save the state of %s %s: %w", c.Type(), c.Entity, err)
 	}

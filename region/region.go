@@ -226,10 +226,33 @@ func (r *Region) route(env Envelope, front bool) Routed {
 		return Routed{Kind: Local, Envelope: env}
 	case r.unreachable[h.node]:
 		return r.buffer(env, front) // keep it until the member is reachable again or the shard moves
+	case env.Epoch != 0:
+		// Forwarded here as to the home, which this member no longer is: the sender learns
+		// the home it knows and routes the message again, rather than it taking a detour.
+		return Routed{Kind: Refused, Envelope: env, Err: &NotHomeError{Shard: s, Epoch: env.Epoch, Home: h.node, HomeEpoch: h.epoch}}
 	default:
 		env.Hops++
+		env.Epoch = h.epoch
 		return Routed{Kind: Forwarded, To: h.node, Envelope: env}
 	}
+}
+
+// NotHome takes back a message this region forwarded to member from, which refused it as no
+// longer the shard's home (nh): the stale home is dropped — replaced by the refusing
+// member's, when that one is newer — and the message is routed again (a bounce counts as a
+// hop). Only the member this region takes for the home changes what it knows of the home:
+// a refusal from any other member (a home that changed meanwhile, or one that never was)
+// only routes the message again.
+func (r *Region) NotHome(now time.Time, from membership.NodeID, env Envelope, nh *NotHomeError) {
+	r.now = now
+	if h, ok := r.homes[env.Shard]; ok && h.node == from && h.node != r.self && h.epoch <= nh.Epoch {
+		if nh.Home == "" || nh.HomeEpoch <= h.epoch || !r.setHome(env.Shard, nh.Home, nh.HomeEpoch) {
+			delete(r.homes, env.Shard) // ask the coordinator
+		}
+	}
+	env.Epoch = 0
+	env.Hops++
+	r.emitRouted(r.route(env, false))
 }
 
 // emitRouted turns a decision on a message released from a buffer into an output.

@@ -21,7 +21,12 @@ import (
 // 5: the WeaklyUp status, which renumbers the statuses after Joining; bucket digests computed
 // over 256 fine buckets; a heartbeat's one echo, for its receiver, and its Answer mark (a
 // member of version 4 would misread all of them).
-const ProtocolVersion = 5
+// 6: issue 24. A forwarded message may be Akka's StartEntity (start_entity, no payload), may
+// carry the epoch of the home it is sent to, may come back as a "not the home" bounce for
+// its sender to route again, and may carry a trace context. A member of version 5 would
+// hand a StartEntity to the entity as an empty message and would route a bounce as a new
+// message; epochs and traces alone it would ignore, harmlessly.
+const ProtocolVersion = 6
 
 // Errors returned by the decoders.
 var (

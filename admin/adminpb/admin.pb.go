@@ -108,6 +108,7 @@ type Request struct {
 	//	*Request_History
 	//	*Request_DataRemoveCheck
 	//	*Request_Audit
+	//	*Request_Reminders
 	Call isRequest_Call `protobuf_oneof:"call"`
 	// signed, when set, is the request itself, signed by the caller's admin identity
 	// (shardmesh.trust.v1.Signed, whose body is a Request): every call that changes the
@@ -367,6 +368,15 @@ func (x *Request) GetAudit() *AuditRequest {
 	return nil
 }
 
+func (x *Request) GetReminders() *RemindersRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Reminders); ok {
+			return x.Reminders
+		}
+	}
+	return nil
+}
+
 func (x *Request) GetSigned() []byte {
 	if x != nil {
 		return x.Signed
@@ -487,6 +497,10 @@ type Request_Audit struct {
 	Audit *AuditRequest `protobuf:"bytes,23,opt,name=audit,proto3,oneof"`
 }
 
+type Request_Reminders struct {
+	Reminders *RemindersRequest `protobuf:"bytes,24,opt,name=reminders,proto3,oneof"`
+}
+
 func (*Request_Members) isRequest_Call() {}
 
 func (*Request_Types) isRequest_Call() {}
@@ -531,6 +545,8 @@ func (*Request_DataRemoveCheck) isRequest_Call() {}
 
 func (*Request_Audit) isRequest_Call() {}
 
+func (*Request_Reminders) isRequest_Call() {}
+
 type Response struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
@@ -558,6 +574,7 @@ type Response struct {
 	//	*Response_History
 	//	*Response_DataRemoveCheck
 	//	*Response_Audit
+	//	*Response_Reminders
 	Result isResponse_Result `protobuf_oneof:"result"`
 	// more: another response follows on this stream (streaming calls). A streaming response
 	// without a result is a keepalive.
@@ -804,6 +821,15 @@ func (x *Response) GetAudit() *AuditResponse {
 	return nil
 }
 
+func (x *Response) GetReminders() *RemindersResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Reminders); ok {
+			return x.Reminders
+		}
+	}
+	return nil
+}
+
 func (x *Response) GetMore() bool {
 	if x != nil {
 		return x.More
@@ -895,6 +921,10 @@ type Response_Audit struct {
 	Audit *AuditResponse `protobuf:"bytes,24,opt,name=audit,proto3,oneof"`
 }
 
+type Response_Reminders struct {
+	Reminders *RemindersResponse `protobuf:"bytes,25,opt,name=reminders,proto3,oneof"`
+}
+
 func (*Response_Members) isResponse_Result() {}
 
 func (*Response_Types) isResponse_Result() {}
@@ -934,6 +964,8 @@ func (*Response_History) isResponse_Result() {}
 func (*Response_DataRemoveCheck) isResponse_Result() {}
 
 func (*Response_Audit) isResponse_Result() {}
+
+func (*Response_Reminders) isResponse_Result() {}
 
 type TypesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2047,7 +2079,8 @@ type LocateResponse struct {
 	Coordinator   string                 `protobuf:"bytes,8,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
 	Alive         bool                   `protobuf:"varint,9,opt,name=alive,proto3" json:"alive,omitempty"` // the entity runs in its home now
 	EntityState   string                 `protobuf:"bytes,10,opt,name=entity_state,json=entityState,proto3" json:"entity_state,omitempty"`
-	Problems      []string               `protobuf:"bytes,11,rep,name=problems,proto3" json:"problems,omitempty"` // members that did not answer; the code is PARTIAL then
+	Problems      []string               `protobuf:"bytes,11,rep,name=problems,proto3" json:"problems,omitempty"`                        // members that did not answer; the code is PARTIAL then
+	AliveKnown    bool                   `protobuf:"varint,12,opt,name=alive_known,json=aliveKnown,proto3" json:"alive_known,omitempty"` // the home answered: alive is its word (false: unknown)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2157,6 +2190,13 @@ func (x *LocateResponse) GetProblems() []string {
 		return x.Problems
 	}
 	return nil
+}
+
+func (x *LocateResponse) GetAliveKnown() bool {
+	if x != nil {
+		return x.AliveKnown
+	}
+	return false
 }
 
 // ShardInfoRequest asks one member about one shard: what its coordinator (if it runs
@@ -3993,6 +4033,8 @@ type DataRemoveRequest struct {
 	EntityTypes   []string               `protobuf:"bytes,1,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
 	DryRun        bool                   `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	IncludeState  bool                   `protobuf:"varint,3,opt,name=include_state,json=includeState,proto3" json:"include_state,omitempty"` // also the entities' durable state (application data)
+	Shard         string                 `protobuf:"bytes,4,opt,name=shard,proto3" json:"shard,omitempty"`                                    // only this shard's data (one type)
+	Entity        string                 `protobuf:"bytes,5,opt,name=entity,proto3" json:"entity,omitempty"`                                  // only this entity's data (one type)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4046,6 +4088,20 @@ func (x *DataRemoveRequest) GetIncludeState() bool {
 		return x.IncludeState
 	}
 	return false
+}
+
+func (x *DataRemoveRequest) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *DataRemoveRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
 }
 
 type DataRemoveProgress struct {
@@ -5310,11 +5366,225 @@ func (x *AuditRecord) GetVerifyError() string {
 	return ""
 }
 
+// RemindersRequest lists the durable reminders of an entity type, read from a quorum of the
+// replicated store: of one entity when entity is set; limit caps them (0: 1000).
+type RemindersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Entity        string                 `protobuf:"bytes,2,opt,name=entity,proto3" json:"entity,omitempty"`
+	Limit         uint32                 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemindersRequest) Reset() {
+	*x = RemindersRequest{}
+	mi := &file_admin_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemindersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemindersRequest) ProtoMessage() {}
+
+func (x *RemindersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemindersRequest.ProtoReflect.Descriptor instead.
+func (*RemindersRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *RemindersRequest) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *RemindersRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *RemindersRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type RemindersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reminders     []*ReminderRecord      `protobuf:"bytes,1,rep,name=reminders,proto3" json:"reminders,omitempty"`  // by shard, entity and name
+	Truncated     bool                   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"` // more matched than limit
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemindersResponse) Reset() {
+	*x = RemindersResponse{}
+	mi := &file_admin_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemindersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemindersResponse) ProtoMessage() {}
+
+func (x *RemindersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemindersResponse.ProtoReflect.Descriptor instead.
+func (*RemindersResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *RemindersResponse) GetReminders() []*ReminderRecord {
+	if x != nil {
+		return x.Reminders
+	}
+	return nil
+}
+
+func (x *RemindersResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+type ReminderRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Shard         string                 `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Entity        string                 `protobuf:"bytes,3,opt,name=entity,proto3" json:"entity,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	DueUnixMs     int64                  `protobuf:"varint,5,opt,name=due_unix_ms,json=dueUnixMs,proto3" json:"due_unix_ms,omitempty"` // when it fires next
+	EveryMs       uint64                 `protobuf:"varint,6,opt,name=every_ms,json=everyMs,proto3" json:"every_ms,omitempty"`         // its period; 0 for a one-shot reminder
+	Payload       []byte                 `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`                         // its message, in the entity type's message codec
+	Epoch         uint64                 `protobuf:"varint,8,opt,name=epoch,proto3" json:"epoch,omitempty"`                            // the shard allocation epoch of the home that wrote it last
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReminderRecord) Reset() {
+	*x = ReminderRecord{}
+	mi := &file_admin_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReminderRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReminderRecord) ProtoMessage() {}
+
+func (x *ReminderRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReminderRecord.ProtoReflect.Descriptor instead.
+func (*ReminderRecord) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ReminderRecord) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetDueUnixMs() int64 {
+	if x != nil {
+		return x.DueUnixMs
+	}
+	return 0
+}
+
+func (x *ReminderRecord) GetEveryMs() uint64 {
+	if x != nil {
+		return x.EveryMs
+	}
+	return 0
+}
+
+func (x *ReminderRecord) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *ReminderRecord) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xd2\f\n" +
+	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\x98\r\n" +
 	"\aRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12>\n" +
 	"\amembers\x18\x02 \x01(\v2\".shardmesh.admin.v1.MembersRequestH\x00R\amembers\x128\n" +
@@ -5344,12 +5614,13 @@ const file_admin_proto_rawDesc = "" +
 	"\x0elocal_handoffs\x18\x14 \x01(\v2(.shardmesh.admin.v1.LocalHandoffsRequestH\x00R\rlocalHandoffs\x12>\n" +
 	"\ahistory\x18\x15 \x01(\v2\".shardmesh.admin.v1.HistoryRequestH\x00R\ahistory\x12X\n" +
 	"\x11data_remove_check\x18\x16 \x01(\v2*.shardmesh.admin.v1.DataRemoveCheckRequestH\x00R\x0fdataRemoveCheck\x128\n" +
-	"\x05audit\x18\x17 \x01(\v2 .shardmesh.admin.v1.AuditRequestH\x00R\x05audit\x12\x16\n" +
+	"\x05audit\x18\x17 \x01(\v2 .shardmesh.admin.v1.AuditRequestH\x00R\x05audit\x12D\n" +
+	"\treminders\x18\x18 \x01(\v2$.shardmesh.admin.v1.RemindersRequestH\x00R\treminders\x12\x16\n" +
 	"\x06signed\x18( \x01(\fR\x06signed\x12\x14\n" +
 	"\x05nonce\x18) \x01(\fR\x05nonce\x12)\n" +
 	"\x11issued_at_unix_ms\x18* \x01(\x03R\x0eissuedAtUnixMs\x12\x16\n" +
 	"\x06target\x18+ \x01(\tR\x06targetB\x06\n" +
-	"\x04call\"\xd0\v\n" +
+	"\x04call\"\x97\f\n" +
 	"\bResponse\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12,\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x18.shardmesh.admin.v1.CodeR\x04code\x12\x14\n" +
@@ -5379,7 +5650,8 @@ const file_admin_proto_rawDesc = "" +
 	"\x0elocal_handoffs\x18\x15 \x01(\v2).shardmesh.admin.v1.LocalHandoffsResponseH\x00R\rlocalHandoffs\x12?\n" +
 	"\ahistory\x18\x16 \x01(\v2#.shardmesh.admin.v1.HistoryResponseH\x00R\ahistory\x12Y\n" +
 	"\x11data_remove_check\x18\x17 \x01(\v2+.shardmesh.admin.v1.DataRemoveCheckResponseH\x00R\x0fdataRemoveCheck\x129\n" +
-	"\x05audit\x18\x18 \x01(\v2!.shardmesh.admin.v1.AuditResponseH\x00R\x05audit\x12\x12\n" +
+	"\x05audit\x18\x18 \x01(\v2!.shardmesh.admin.v1.AuditResponseH\x00R\x05audit\x12E\n" +
+	"\treminders\x18\x19 \x01(\v2%.shardmesh.admin.v1.RemindersResponseH\x00R\treminders\x12\x12\n" +
 	"\x04more\x18\b \x01(\bR\x04moreB\b\n" +
 	"\x06result\"\x0e\n" +
 	"\fTypesRequest\"%\n" +
@@ -5471,7 +5743,7 @@ const file_admin_proto_rawDesc = "" +
 	"\rLocateRequest\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x16\n" +
-	"\x06entity\x18\x02 \x01(\tR\x06entity\"\xb6\x02\n" +
+	"\x06entity\x18\x02 \x01(\tR\x06entity\"\xd7\x02\n" +
 	"\x0eLocateResponse\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x16\n" +
@@ -5485,7 +5757,9 @@ const file_admin_proto_rawDesc = "" +
 	"\x05alive\x18\t \x01(\bR\x05alive\x12!\n" +
 	"\fentity_state\x18\n" +
 	" \x01(\tR\ventityState\x12\x1a\n" +
-	"\bproblems\x18\v \x03(\tR\bproblems\"a\n" +
+	"\bproblems\x18\v \x03(\tR\bproblems\x12\x1f\n" +
+	"\valive_known\x18\f \x01(\bR\n" +
+	"aliveKnown\"a\n" +
 	"\x10ShardInfoRequest\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
@@ -5657,11 +5931,13 @@ const file_admin_proto_rawDesc = "" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x03 \x01(\tR\x02to\x12#\n" +
 	"\rlive_entities\x18\x04 \x01(\x04R\fliveEntities\x12/\n" +
-	"\x13remembered_entities\x18\x05 \x01(\x04R\x12rememberedEntities\"t\n" +
+	"\x13remembered_entities\x18\x05 \x01(\x04R\x12rememberedEntities\"\xa2\x01\n" +
 	"\x11DataRemoveRequest\x12!\n" +
 	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x12#\n" +
-	"\rinclude_state\x18\x03 \x01(\bR\fincludeState\"\xbb\x01\n" +
+	"\rinclude_state\x18\x03 \x01(\bR\fincludeState\x12\x14\n" +
+	"\x05shard\x18\x04 \x01(\tR\x05shard\x12\x16\n" +
+	"\x06entity\x18\x05 \x01(\tR\x06entity\"\xbb\x01\n" +
 	"\x12DataRemoveProgress\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x18\n" +
@@ -5773,7 +6049,25 @@ const file_admin_proto_rawDesc = "" +
 	"\aoutcome\x18\x06 \x01(\tR\aoutcome\x12\x16\n" +
 	"\x06signed\x18\a \x01(\fR\x06signed\x12\x1a\n" +
 	"\bverified\x18\b \x01(\bR\bverified\x12!\n" +
-	"\fverify_error\x18\t \x01(\tR\vverifyError*E\n" +
+	"\fverify_error\x18\t \x01(\tR\vverifyError\"a\n" +
+	"\x10RemindersRequest\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x16\n" +
+	"\x06entity\x18\x02 \x01(\tR\x06entity\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\"s\n" +
+	"\x11RemindersResponse\x12@\n" +
+	"\treminders\x18\x01 \x03(\v2\".shardmesh.admin.v1.ReminderRecordR\treminders\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xde\x01\n" +
+	"\x0eReminderRecord\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\tR\x05shard\x12\x16\n" +
+	"\x06entity\x18\x03 \x01(\tR\x06entity\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x1e\n" +
+	"\vdue_unix_ms\x18\x05 \x01(\x03R\tdueUnixMs\x12\x19\n" +
+	"\bevery_ms\x18\x06 \x01(\x04R\aeveryMs\x12\x18\n" +
+	"\apayload\x18\a \x01(\fR\apayload\x12\x14\n" +
+	"\x05epoch\x18\b \x01(\x04R\x05epoch*E\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\n" +
 	"\n" +
@@ -5795,7 +6089,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_admin_proto_goTypes = []any{
 	(Code)(0),                       // 0: shardmesh.admin.v1.Code
 	(*Request)(nil),                 // 1: shardmesh.admin.v1.Request
@@ -5859,6 +6153,9 @@ var file_admin_proto_goTypes = []any{
 	(*AuditRequest)(nil),            // 59: shardmesh.admin.v1.AuditRequest
 	(*AuditResponse)(nil),           // 60: shardmesh.admin.v1.AuditResponse
 	(*AuditRecord)(nil),             // 61: shardmesh.admin.v1.AuditRecord
+	(*RemindersRequest)(nil),        // 62: shardmesh.admin.v1.RemindersRequest
+	(*RemindersResponse)(nil),       // 63: shardmesh.admin.v1.RemindersResponse
+	(*ReminderRecord)(nil),          // 64: shardmesh.admin.v1.ReminderRecord
 }
 var file_admin_proto_depIdxs = []int32{
 	34, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
@@ -5883,51 +6180,54 @@ var file_admin_proto_depIdxs = []int32{
 	54, // 19: shardmesh.admin.v1.Request.history:type_name -> shardmesh.admin.v1.HistoryRequest
 	57, // 20: shardmesh.admin.v1.Request.data_remove_check:type_name -> shardmesh.admin.v1.DataRemoveCheckRequest
 	59, // 21: shardmesh.admin.v1.Request.audit:type_name -> shardmesh.admin.v1.AuditRequest
-	0,  // 22: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
-	36, // 23: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
-	4,  // 24: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
-	7,  // 25: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
-	10, // 26: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
-	12, // 27: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
-	16, // 28: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	21, // 29: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
-	23, // 30: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
-	25, // 31: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
-	29, // 32: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
-	31, // 33: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
-	33, // 34: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
-	39, // 35: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
-	42, // 36: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
-	45, // 37: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
-	47, // 38: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
-	50, // 39: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
-	55, // 40: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
-	58, // 41: shardmesh.admin.v1.Response.data_remove_check:type_name -> shardmesh.admin.v1.DataRemoveCheckResponse
-	60, // 42: shardmesh.admin.v1.Response.audit:type_name -> shardmesh.admin.v1.AuditResponse
-	9,  // 43: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
-	16, // 44: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	13, // 45: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	14, // 46: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
-	17, // 47: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
-	18, // 48: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
-	19, // 49: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
-	27, // 50: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
-	26, // 51: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
-	35, // 52: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
-	40, // 53: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
-	43, // 54: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
-	48, // 55: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
-	13, // 56: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	51, // 57: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
-	52, // 58: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
-	53, // 59: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
-	56, // 60: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
-	61, // 61: shardmesh.admin.v1.AuditResponse.records:type_name -> shardmesh.admin.v1.AuditRecord
-	62, // [62:62] is the sub-list for method output_type
-	62, // [62:62] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	62, // 22: shardmesh.admin.v1.Request.reminders:type_name -> shardmesh.admin.v1.RemindersRequest
+	0,  // 23: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
+	36, // 24: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
+	4,  // 25: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
+	7,  // 26: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
+	10, // 27: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
+	12, // 28: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
+	16, // 29: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	21, // 30: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
+	23, // 31: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
+	25, // 32: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
+	29, // 33: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
+	31, // 34: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
+	33, // 35: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
+	39, // 36: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
+	42, // 37: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
+	45, // 38: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
+	47, // 39: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
+	50, // 40: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
+	55, // 41: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
+	58, // 42: shardmesh.admin.v1.Response.data_remove_check:type_name -> shardmesh.admin.v1.DataRemoveCheckResponse
+	60, // 43: shardmesh.admin.v1.Response.audit:type_name -> shardmesh.admin.v1.AuditResponse
+	63, // 44: shardmesh.admin.v1.Response.reminders:type_name -> shardmesh.admin.v1.RemindersResponse
+	9,  // 45: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
+	16, // 46: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	13, // 47: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	14, // 48: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
+	17, // 49: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
+	18, // 50: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
+	19, // 51: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
+	27, // 52: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
+	26, // 53: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
+	35, // 54: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
+	40, // 55: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
+	43, // 56: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
+	48, // 57: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
+	13, // 58: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	51, // 59: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
+	52, // 60: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
+	53, // 61: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
+	56, // 62: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
+	61, // 63: shardmesh.admin.v1.AuditResponse.records:type_name -> shardmesh.admin.v1.AuditRecord
+	64, // 64: shardmesh.admin.v1.RemindersResponse.reminders:type_name -> shardmesh.admin.v1.ReminderRecord
+	65, // [65:65] is the sub-list for method output_type
+	65, // [65:65] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -5958,6 +6258,7 @@ func file_admin_proto_init() {
 		(*Request_History)(nil),
 		(*Request_DataRemoveCheck)(nil),
 		(*Request_Audit)(nil),
+		(*Request_Reminders)(nil),
 	}
 	file_admin_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Members)(nil),
@@ -5980,6 +6281,7 @@ func file_admin_proto_init() {
 		(*Response_History)(nil),
 		(*Response_DataRemoveCheck)(nil),
 		(*Response_Audit)(nil),
+		(*Response_Reminders)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5987,7 +6289,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   61,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

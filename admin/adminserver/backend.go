@@ -57,7 +57,7 @@ type Backend interface {
 	// RememberedCounts counts the remembered entities of each shard of type typ.
 	RememberedCounts(ctx context.Context, typ string) (map[string]uint64, error)
 	// RemoveTypeData removes (or with dryRun counts) the stored data of a stopped type.
-	RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error)
+	RemoveTypeData(ctx context.Context, typ string, scope node.DataScope, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error)
 	// LocalHandoffs returns what this member knows of handoffs of types (all when empty).
 	LocalHandoffs(ctx context.Context, types []string) (*adminpb.LocalHandoffsResponse, error)
 	// History returns placement records, filtered as req says.
@@ -68,6 +68,8 @@ type Backend interface {
 	AuditRecords(ctx context.Context) ([][]byte, error)
 	// Warnings are what is unsafe about how the member is set up (shardctl health).
 	Warnings() []string
+	// Reminders returns the durable reminders of type typ (of entity, when set).
+	Reminders(ctx context.Context, typ, entity string) ([]node.Reminder, error)
 	// Done is closed when the member has stopped; StopReason then says why ("left",
 	// "downed", …; "" while it runs or when it was closed).
 	Done() <-chan struct{}
@@ -273,8 +275,8 @@ func (b *nodeBackend) RememberedCounts(ctx context.Context, typ string) (map[str
 	return out, nil
 }
 
-func (b *nodeBackend) RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (int, int, error) {
-	return b.n.RemoveTypeData(ctx, typ, state, dryRun, progress)
+func (b *nodeBackend) RemoveTypeData(ctx context.Context, typ string, scope node.DataScope, state, dryRun bool, progress func(found, removed int)) (int, int, error) {
+	return b.n.RemoveTypeData(ctx, typ, scope, state, dryRun, progress)
 }
 
 func (b *nodeBackend) LocalHandoffs(ctx context.Context, types []string) (*adminpb.LocalHandoffsResponse, error) {
@@ -321,6 +323,10 @@ func (b *nodeBackend) History(ctx context.Context, req *adminpb.HistoryRequest) 
 			Entities: wire.Count32(r.Entities), Coordinator: string(r.Coordinator)})
 	}
 	return resp, nil
+}
+
+func (b *nodeBackend) Reminders(ctx context.Context, typ, entity string) ([]node.Reminder, error) {
+	return b.n.Reminders(ctx, typ, entity)
 }
 
 // callError classifies an error of a backend call.

@@ -252,6 +252,10 @@ func (b *fakeBackend) LocalHandoffs(context.Context, []string) (*adminpb.LocalHa
 	return &adminpb.LocalHandoffsResponse{Node: b.self}, nil
 }
 
+func (b *fakeBackend) Reminders(context.Context, string, string) ([]node.Reminder, error) {
+	return nil, nil
+}
+
 func (b *fakeBackend) History(context.Context, *adminpb.HistoryRequest) (*adminpb.HistoryResponse, error) {
 	return &adminpb.HistoryResponse{}, nil
 }
@@ -260,7 +264,7 @@ func (b *fakeBackend) RememberedCounts(context.Context, string) (map[string]uint
 	return nil, nil
 }
 
-func (b *fakeBackend) RemoveTypeData(context.Context, string, bool, bool, func(int, int)) (int, int, error) {
+func (b *fakeBackend) RemoveTypeData(context.Context, string, node.DataScope, bool, bool, func(int, int)) (int, int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.removals++

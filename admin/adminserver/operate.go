@@ -13,6 +13,7 @@ import (
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/shard"
 )
 
 // directive validates and stores a change of the operator's directives, as the admin
@@ -228,6 +229,9 @@ func (s *Server) dataRemove(ctx context.Context, req *adminpb.DataRemoveRequest,
 	if len(req.EntityTypes) == 0 {
 		return emit(refuse(adminpb.Code_BAD_REQUEST, "data remove: name at least one entity type"))
 	}
+	if (req.Shard != "" || req.Entity != "") && (len(req.EntityTypes) != 1 || req.Shard != "" && req.Entity != "") {
+		return emit(refuse(adminpb.Code_BAD_REQUEST, "data remove: --shard or --entity narrows the removal of one entity type: name one type, and a shard or an entity, not both"))
+	}
 	if bad := s.checkTypes(req.EntityTypes...); bad != nil {
 		return emit(bad)
 	}
@@ -252,10 +256,11 @@ func (s *Server) dataRemove(ctx context.Context, req *adminpb.DataRemoveRequest,
 			last = time.Now()
 			return emit(&adminpb.Response{More: true, Result: &adminpb.Response_DataRemove{DataRemove: &adminpb.DataRemoveProgress{
 				EntityType: typ, Records: uint64(found), Removed: uint64(removed), Done: done, Unreachable: unreachable,
-				Prefixes: prefixes(typ, req.IncludeState)}}})
+				Prefixes: prefixes(typ, req.IncludeState, node.DataScope{Shard: shard.ID(req.Shard), Entity: shard.EntityID(req.Entity)})}}})
 		}
 		var emitErr error
-		found, removed, err := s.backend.RemoveTypeData(ctx, typ, req.IncludeState, req.DryRun, func(found, removed int) {
+		scope := node.DataScope{Shard: shard.ID(req.Shard), Entity: shard.EntityID(req.Entity)}
+		found, removed, err := s.backend.RemoveTypeData(ctx, typ, scope, req.IncludeState, req.DryRun, func(found, removed int) {
 			if emitErr == nil {
 				emitErr = report(found, removed, false)
 			}
@@ -273,7 +278,12 @@ func (s *Server) dataRemove(ctx context.Context, req *adminpb.DataRemoveRequest,
 	return emit(&adminpb.Response{})
 }
 
-func prefixes(typ string, state bool) []string {
+// prefixes describes what a removal reads: the type's key prefixes, or its scope below the
+// type.
+func prefixes(typ string, state bool, scope node.DataScope) []string {
+	if scope != (node.DataScope{}) {
+		return []string{fmt.Sprintf("%s of %s", scope, typ)}
+	}
 	ps := datadir.TypeDataPrefixes(typ, state)
 	out := make([]string, len(ps))
 	for i, p := range ps {

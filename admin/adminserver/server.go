@@ -292,6 +292,8 @@ func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Resp
 		return s.dataRemoveCheck(ctx, call.DataRemoveCheck)
 	case *adminpb.Request_Audit:
 		return s.auditRecords(ctx, call.Audit)
+	case *adminpb.Request_Reminders:
+		return s.reminders(ctx, call.Reminders)
 	}
 	return refuse(adminpb.Code_BAD_REQUEST, "unknown admin call %T: is shardctl newer than this member?", req.Call)
 }

@@ -42,6 +42,8 @@ type JournalRecord struct {
 	// Began is CLOCK_MONOTONIC when an "ack"'s save began: the change took effect between
 	// Began and Mono (a process paused mid-save records its ack only when it wakes).
 	Began int64 `json:"began,omitempty"`
+	// Reminder names the durable reminder whose firing made an "ack"'s change (inc-after).
+	Reminder string `json:"reminder,omitempty"`
 }
 
 // journal appends records to a file, one write per line, so a kill -9 loses at most the

@@ -25,6 +25,7 @@ import (
 	"github.com/shardmesh/shardmesh/internal/cmdline"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
+	"github.com/shardmesh/shardmesh/tracing"
 )
 
 // Exit codes, for supervisors (docs/storage.md): restart on 1 and 3 with backoff, never
@@ -229,6 +230,20 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 		if adminMetrics, err = adminserver.NewMetrics(met.reg); err != nil {
 			return exitFailed, cmdline.Failf("cannot register metrics: %v", err)
 		}
+	}
+	tp, err := tracing.FromEnv(context.Background(), "sharddaemon", cfg.Node.DataDir)
+	if err != nil {
+		return exitUsage, cmdline.Usagef("tracing: %v", err)
+	}
+	if tp != nil {
+		opts = append(opts, shardmesh.WithTracing(tp))
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(ctx); err != nil { // flushes what it holds
+				log.Warn("tracing: spans not all exported at exit", "err", err)
+			}
+		}()
 	}
 	sys, err := shardmesh.Start(context.Background(), cfg, opts...)
 	if err != nil {

@@ -24,6 +24,8 @@ type record struct {
 	Wall   int64  `json:"wall"`
 	Value  int64  `json:"v"`
 	Began  int64  `json:"began"` // an ack's save began (0 in journals without it: Mono)
+	// Reminder: the durable reminder whose firing made an ack's change (inc-after).
+	Reminder string `json:"reminder"`
 }
 
 // began is when an ack's change may have taken effect at the earliest.

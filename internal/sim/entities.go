@@ -174,6 +174,11 @@ func (e *simEntity) SaveState(context.Context, *node.EntityContext, []byte) erro
 	return errors.New("sim: entities keep state through the durable counter")
 }
 
+func (e *simEntity) Remind(context.Context, node.ReminderOp) ([]node.Reminder, error) {
+	return nil, errors.New("sim: entities register reminders through the durable counter")
+}
+func (e *simEntity) Timer(node.TimerOp) {}
+
 var _ node.Turns = (*simEntity)(nil)
 
 // checkSingleInstance: when an entity handles a message on node n, no other running node

@@ -119,6 +119,8 @@ func (e *simEnv) Publish(ev node.Event) {
 		e.s.observe(e.n, ev)
 	case engine.TypedEvent:
 		e.s.observeSharding(e.n, ev)
+	case node.RemindersClaimed, node.ReminderFired:
+		e.s.observeReminder(e.n, ev)
 	}
 }
 

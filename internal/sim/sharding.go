@@ -36,6 +36,7 @@ func (s *Sim) observeSharding(n *Node, ev engine.TypedEvent) {
 		s.logf("%s: %s coordinator (term %d) recovered %d regions, %d shards", n.ID, ev.Type, e.Term, e.Regions, e.Shards)
 	case coordinator.ShardAllocated:
 		s.logf("%s: %s shard %s allocated to %s (epoch %s, %s)", n.ID, ev.Type, e.Shard, e.Region, e.Epoch, e.Cause)
+		s.noteTerm(n, ev.Type, e.Epoch)
 		if e.From != "" {
 			s.Moves++
 		}

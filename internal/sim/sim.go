@@ -83,13 +83,16 @@ type Sim struct {
 
 	fullRestarts int // whole-cluster restarts (restartAll)
 
-	traffic   *traffic // entity messages and their fate
-	durable   *durable // the durable counters and the store's invariants
-	extractor *shard.HashCodeExtractor
-	nextAsk   uint64
-	asks      map[uint64]*simAsk     // every ask sent, by id
-	started   map[entityKey]bool     // every entity an incarnation of which ever started
-	stored    map[string]*storedView // storedRecords by prefix, while the disks do not change
+	traffic *traffic   // entity messages and their fate
+	durable *durable   // the durable counters and the store's invariants
+	rem     *reminders // durable reminders on the durable counters
+	// TermRegressed: an allocation's coordinator term was below one seen before (noteTerm).
+	TermRegressed bool
+	extractor     *shard.HashCodeExtractor
+	nextAsk       uint64
+	asks          map[uint64]*simAsk     // every ask sent, by id
+	started       map[entityKey]bool     // every entity an incarnation of which ever started
+	stored        map[string]*storedView // storedRecords by prefix, while the disks do not change
 
 	leases map[leaseKey]*simLease // the shards' leases (use-lease), shared by every node
 
@@ -187,6 +190,7 @@ func New(opts Options) *Sim {
 		Refused: map[string]int{},
 	}
 	s.durable = newDurable(s)
+	s.rem = newReminders()
 	return s
 }
 

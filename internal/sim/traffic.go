@@ -67,18 +67,27 @@ func idOf(m *node.Message, t *node.EntityType) msgID {
 func (t *traffic) handled(m *node.Message, typ *node.EntityType) { t.settle(idOf(m, typ), handled) }
 
 func (t *traffic) rejected(m msgID, err error) {
+	if m&remindBit != 0 {
+		return // a reminder's: its firing is tried again
+	}
 	t.causes["rejected: "+err.Error()]++
 	t.causeOf[m] = "rejected: " + err.Error()
 	t.settle(m, rejected)
 }
 
 func (t *traffic) lost(m msgID, cause string) {
+	if m&remindBit != 0 {
+		return // a reminder's: the shard's next home fires it again
+	}
 	t.causes["lost: "+cause]++
 	t.causeOf[m] = "lost: " + cause
 	t.settle(m, lostCause)
 }
 
 func (t *traffic) settle(m msgID, f fate) {
+	if m&remindBit != 0 {
+		return
+	}
 	if t.fates[m] == inFlight {
 		t.fates[m] = f
 	}

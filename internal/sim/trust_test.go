@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/remember"
+	"github.com/shardmesh/shardmesh/shard"
 	"github.com/shardmesh/shardmesh/trust"
 	"github.com/shardmesh/shardmesh/wire"
 	"github.com/shardmesh/shardmesh/wire/pb"
@@ -183,6 +185,65 @@ func TestEarlyFramesWaitForAdmission(t *testing.T) {
 	}
 	if n := len(other.Core.Waiting()); n != 0 || s.Refused[node.CoordProtocol] != before[node.CoordProtocol] {
 		t.Fatalf("once the member is admitted: %d inputs wait, refused %v", n, s.Refused)
+	}
+	if s.Err() != nil {
+		t.Fatal(s.Err())
+	}
+}
+
+// TestStrangerBouncesChangeNothing: what issue 24 added to forwarded messages — the epoch of
+// the home they are sent to, a member's "not the home" bounce naming another home, a trace
+// context — takes effect only from an admitted member. A stranger's bounce, which would make
+// a region drop its home of a shard for the one the bounce names, and a traced message for
+// the home's epoch, both wait trust.AdmitGrace and are refused; the region's home stays.
+func TestStrangerBouncesChangeNothing(t *testing.T) {
+	s := trustCluster(t, nil)
+	const stranger = membership.NodeID("n99")
+	for i := range 20 {
+		s.Send(1+i%3, "counter", shard.EntityID(fmt.Sprintf("e%d", i)))
+	}
+	s.RunFor(2 * time.Second)
+	target := s.Node(1)
+	var (
+		sh    shard.ID
+		home  membership.NodeID
+		epoch coordinator.Epoch
+	)
+	for _, n := range s.Nodes() {
+		c := n.E.Coordinator("counter")
+		if c == nil {
+			continue
+		}
+		for id := range c.Allocations() {
+			if h, ep, ok := target.E.Region("counter").Home(id); ok && h != target.ID {
+				sh, home, epoch = id, h, ep
+			}
+		}
+	}
+	if sh == "" {
+		t.Fatalf("n01 knows no home of a shard elsewhere:\n%s", s.Status())
+	}
+	before := maps.Clone(s.Refused)
+	payload := func() []byte { return binary.BigEndian.AppendUint64(nil, uint64(s.traffic.newMessage())) }
+	bounce := wire.AppendDeliver(nil, &wire.Deliver{Type: []byte("counter"), Shard: []byte(sh), Entity: []byte("forged"), Payload: payload(),
+		Epoch: uint64(epoch), NotHome: true, Home: []byte(stranger), HomeEpoch: uint64(epoch) + 100})
+	traced := wire.AppendDeliver(nil, &wire.Deliver{Type: []byte("counter"), Shard: []byte(sh), Entity: []byte("forged"), Payload: payload(),
+		Epoch: uint64(epoch), Trace: make([]byte, 25)})
+	for _, f := range [][]byte{bounce, traced} {
+		if err := target.Core.Receive(s.now, stranger, node.RegionProtocol, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.flush(target)
+	if n := len(target.Core.Waiting()); n != 2 {
+		t.Fatalf("%d inputs wait at n01, want the stranger's two", n)
+	}
+	s.RunFor(trust.AdmitGrace + time.Second)
+	if n := s.Refused[node.RegionProtocol] - before[node.RegionProtocol]; n != 2 {
+		t.Errorf("%d region frames refused, want the stranger's two", n)
+	}
+	if h, ep, ok := target.E.Region("counter").Home(sh); !ok || h != home || ep != epoch {
+		t.Errorf("n01's home of shard %s is %s %s (%v), was %s %s", sh, h, ep, ok, home, epoch)
 	}
 	if s.Err() != nil {
 		t.Fatal(s.Err())
