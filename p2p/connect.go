@@ -117,6 +117,13 @@ func (h *Host) dial(ctx context.Context, op string, id peer.ID) error {
 		}
 	}()
 	err = h.h.Connect(ctx, peer.AddrInfo{ID: id})
+	if errors.Is(err, swarm.ErrDialBackoff) {
+		// A dial that failed a moment ago — two members dialling each other at once, a peer
+		// restarting — puts its address in libp2p's backoff, and every send to the peer
+		// then fails for seconds without trying. Senders here retry on their own schedule
+		// (heartbeats, outboxes, rounds), so dial again now.
+		err = h.h.Connect(network.WithForceDirectDial(ctx, "shardmesh redials on its own schedule"), peer.AddrInfo{ID: id})
+	}
 	close(stop)
 	identified := <-result
 	if err != nil {
@@ -234,8 +241,8 @@ func refusedInHandshake(err error) bool {
 	}
 	for _, te := range dialErr.DialErrors {
 		var opErr *net.OpError
-		if errors.As(te.Cause, &opErr) && opErr.Op == "dial" || isTimeout(te.Cause) {
-			continue // TCP itself failed (refused, unreachable, timed out), or the peer said nothing in time
+		if errors.As(te.Cause, &opErr) && opErr.Op == "dial" || isTimeout(te.Cause) || errors.Is(te.Cause, swarm.ErrDialBackoff) {
+			continue // TCP itself failed (refused, unreachable, timed out), the peer said nothing in time, or no dial was made
 		}
 		return true
 	}

@@ -341,14 +341,15 @@ func (s *Store) execute() {
 		}
 	}
 	st, rf := s.m.Stats(), s.m.Refill()
-	s.statsMu.Lock()
-	s.stats = st
-	was := s.refill
-	s.refill = rf
-	s.statsMu.Unlock()
-	if rf.Active != was.Active {
+	if rf.Active != s.refill.Active { // (only this loop writes s.refill)
+		// Before the state is published: whoever sees the refill done (shardctl health)
+		// finds the marker gone and the line logged.
 		s.refillChanged(rf)
 	}
+	s.statsMu.Lock()
+	s.stats = st
+	s.refill = rf
+	s.statsMu.Unlock()
 }
 
 // peerID returns the libp2p id of member id, decoded once.
