@@ -94,15 +94,7 @@ func runtimeSchedule(seed uint64, reminders bool) (*Sim, error) {
 	}
 	s.RunFor(2 * time.Second)
 
-	running := func() []int {
-		var out []int
-		for _, n := range s.Nodes() {
-			if n.Running() {
-				out = append(out, n.Index)
-			}
-		}
-		return out
-	}
+	running := s.Running
 	pick := func(from []int) int { return from[r.IntN(len(from))] }
 	counter := func() shard.EntityID { return shard.EntityID(fmt.Sprintf("c%d", r.IntN(counters))) }
 	load := func(d time.Duration) {

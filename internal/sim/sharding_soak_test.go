@@ -97,15 +97,7 @@ func shardingSchedule(seed uint64) (*Sim, error) {
 	}
 	s.RunFor(3 * time.Second)
 
-	running := func() []int {
-		var out []int
-		for _, n := range s.Nodes() {
-			if n.Running() {
-				out = append(out, n.Index)
-			}
-		}
-		return out
-	}
+	running := s.Running
 	pick := func(from []int) int { return from[r.IntN(len(from))] }
 	entity := func() shard.EntityID { return shard.EntityID(fmt.Sprintf("e%d", r.IntN(200))) }
 	load := func(d time.Duration) {

@@ -209,6 +209,17 @@ func (s *Sim) Timeline() []string { return s.timeline }
 // Nodes returns every node created so far, by index order.
 func (s *Sim) Nodes() []*Node { return s.nodes[1:] }
 
+// Running returns the indexes of the nodes running now, in index order.
+func (s *Sim) Running() []int {
+	var out []int
+	for _, n := range s.Nodes() {
+		if n.Running() {
+			out = append(out, n.Index)
+		}
+	}
+	return out
+}
+
 // Node returns node i (1-based).
 func (s *Sim) Node(i int) *Node { return s.nodes[i] }
 

@@ -119,15 +119,7 @@ func scaleSchedule(seed uint64, members int, quiet bool) (*Sim, error) {
 
 	detect := cfg.FailureDetector.AcceptableHeartbeatPause + 5*cfg.FailureDetector.HeartbeatInterval
 	settle := 2*(detect+sbr.StableAfter) + cfg.DownRemovalMargin + 10*time.Second
-	running := func() []int {
-		var out []int
-		for _, n := range s.Nodes() {
-			if n.Running() {
-				out = append(out, n.Index)
-			}
-		}
-		return out
-	}
+	running := s.Running
 	pick := func(from []int) int { return from[r.IntN(len(from))] }
 	// sides splits the members in two: at random, or so that the second side has 2 or 3 of
 	// the voters (the first the others) whatever its size.
