@@ -196,7 +196,9 @@ func (h *Host) sender(to peer.ID, proto protocol.ID) (*sender, error) {
 	return s, nil
 }
 
-func (s *sender) send(ctx context.Context, frame []byte) error {
+// lockOpen locks s with its stream open, opening it first when needed; on an error s is
+// not locked.
+func (s *sender) lockOpen(ctx context.Context) error {
 	s.mu.Lock()
 	for s.st == nil {
 		if s.closed {
@@ -208,6 +210,13 @@ func (s *sender) send(ctx context.Context, frame []byte) error {
 			return err
 		}
 		s.mu.Lock()
+	}
+	return nil
+}
+
+func (s *sender) send(ctx context.Context, frame []byte) error {
+	if err := s.lockOpen(ctx); err != nil {
+		return err
 	}
 	if !s.enqueue(frame) {
 		n, b := s.pendingN, len(s.pending)
@@ -220,17 +229,8 @@ func (s *sender) send(ctx context.Context, frame []byte) error {
 }
 
 func (s *sender) sendFramed(ctx context.Context, framed []byte, n int, payload uint64) error {
-	s.mu.Lock()
-	for s.st == nil {
-		if s.closed {
-			s.mu.Unlock()
-			return fmt.Errorf("send to %s on %s: %w", s.key.peer, s.key.proto, ErrClosed)
-		}
-		s.mu.Unlock()
-		if err := s.open(ctx); err != nil {
-			return err
-		}
-		s.mu.Lock()
+	if err := s.lockOpen(ctx); err != nil {
+		return err
 	}
 	if !s.enqueueFramed(framed, n, payload) {
 		queued, b := s.pendingN, len(s.pending)
