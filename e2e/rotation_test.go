@@ -103,6 +103,11 @@ func TestRotatingKeysWithoutDowntime(t *testing.T) {
 			if !waitFor(30*time.Second, func() bool { return allAgree(ds, 3) }) {
 				t.Fatalf("phase %d: %s did not rejoin:\n%s", p, name, ds[i].log.String())
 			}
+			// Asks go on between restarts (an event, not a count in a window of time).
+			n := asks.Load()
+			if !waitFor(30*time.Second, func() bool { return asks.Load() >= n+2 }) {
+				t.Fatalf("phase %d: no ask made after %s restarted", p, name)
+			}
 			t.Logf("phase %d: %s restarted; %d asks so far, %d failed", p, name, asks.Load(), failures.Load())
 		}
 		if p == 1 { // every member accepts the new key now: the client moves to it
@@ -118,9 +123,6 @@ func TestRotatingKeysWithoutDowntime(t *testing.T) {
 		t.Errorf("ask %d failed: %v", k, v)
 		return true
 	})
-	if asks.Load() < 20 {
-		t.Errorf("only %d asks during the rotation", asks.Load())
-	}
 	t.Logf("%d asks during the rotation, %d failed", asks.Load(), failures.Load())
 	sameValues(t, before, askCounters(t, ds[2], counters, "get"))
 

@@ -83,3 +83,21 @@ func TestAsksToADownedMemberFail(t *testing.T) {
 		t.Fatal("the ask to another member is no longer tracked")
 	}
 }
+
+// A member that left gracefully (Exiting, then Removed) handed its shards off first, and
+// routed on what reached it late: the asks that went to it wait for the new home's reply.
+func TestAsksToAMemberThatLeftWait(t *testing.T) {
+	env := &recordingEnv{}
+	c, _ := testCore(t, env)
+	toX := c.asks.create()
+	c.asks.track(toX, "x")
+	c.react(membership.MemberChanged{Member: membership.Member{Node: "x", Status: membership.Removed}, Previous: membership.Exiting})
+	select {
+	case r := <-toX.result:
+		t.Fatalf("the ask to the member that left was answered: %+v", r)
+	default:
+	}
+	if c.asks.take(toX.id) == nil {
+		t.Fatal("the ask to the member that left is no longer tracked")
+	}
+}

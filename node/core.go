@@ -427,7 +427,11 @@ func (c *Core) react(ev membership.Event) {
 			return
 		}
 		if e.Member.Status >= membership.Down {
-			if e.Previous < membership.Down {
+			// A downed member will reply to nothing: its asks fail at once. One that left
+			// gracefully handed its shards off first; what reached it late it routed on, and
+			// the reply comes from the new home: those asks wait on.
+			left := e.Member.Status == membership.Removed && (e.Previous == membership.Leaving || e.Previous == membership.Exiting)
+			if e.Previous < membership.Down && !left {
 				c.asks.failTo(e.Member.Node, fmt.Errorf("ask sent to %s: %w", e.Member.Node.Short(), ErrMemberDown))
 			}
 			return
