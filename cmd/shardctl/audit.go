@@ -45,15 +45,9 @@ Example:
 			if _, err := cmdline.Positional(c, "", 0); err != nil {
 				return err
 			}
-			if err := cmdline.PositiveFlag(c, "since"); err != nil {
+			since, err := sinceAndLimit(c)
+			if err != nil {
 				return err
-			}
-			if c.Int("limit") < 1 {
-				return cmdline.Usagef("--limit %d: must be at least 1", c.Int("limit"))
-			}
-			var since time.Time
-			if c.IsSet("since") {
-				since = time.Now().Add(-c.Duration("since"))
 			}
 			s, err := connect(c)
 			if err != nil {

@@ -49,15 +49,9 @@ Example:
 			if err != nil {
 				return err
 			}
-			if err := cmdline.PositiveFlag(c, "since"); err != nil {
+			since, err := sinceAndLimit(c)
+			if err != nil {
 				return err
-			}
-			if c.Int("limit") < 1 {
-				return cmdline.Usagef("--limit %d: must be at least 1", c.Int("limit"))
-			}
-			var since time.Time
-			if c.IsSet("since") {
-				since = time.Now().Add(-c.Duration("since"))
 			}
 			s, err := connect(c)
 			if err != nil {
@@ -103,4 +97,19 @@ func printHistory(w io.Writer, recs []historyJSON, truncated bool) {
 		t.Row(r.At, r.Type, r.Shard, cmdline.OrDash(cmdline.ShortID(r.From)), cmdline.ShortID(r.To), r.Epoch, r.Cause, handoff, fmt.Sprint(r.Entities))
 	}
 	t.Flush()
+}
+
+// sinceAndLimit checks the --since and --limit flags of a listing of records (history, audit)
+// and returns the time --since names (zero without it).
+func sinceAndLimit(c *cli.Context) (time.Time, error) {
+	if err := cmdline.PositiveFlag(c, "since"); err != nil {
+		return time.Time{}, err
+	}
+	if c.Int("limit") < 1 {
+		return time.Time{}, cmdline.Usagef("--limit %d: must be at least 1", c.Int("limit"))
+	}
+	if !c.IsSet("since") {
+		return time.Time{}, nil
+	}
+	return time.Now().Add(-c.Duration("since")), nil
 }
