@@ -45,16 +45,9 @@ Example:
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
 		Action: func(c *cli.Context) error {
-			if _, err := cmdline.Positional(c, "", 0); err != nil {
+			id, err := writeKey(c)
+			if err != nil {
 				return err
-			}
-			key, err := p2p.CreateIdentity(c.String("out"))
-			if err != nil {
-				return cli.Exit(err.Error(), exitFailed)
-			}
-			id, err := peer.IDFromPrivateKey(key)
-			if err != nil {
-				return cli.Exit(err.Error(), exitFailed)
 			}
 			if c.Bool("json") {
 				return cmdline.PrintJSON(c.App.Writer, map[string]string{"file": c.String("out"), "authority": id.String()})
