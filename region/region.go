@@ -194,12 +194,18 @@ func (r *Region) route(env Envelope, front bool) Routed {
 	if env.Hops > MaxHops {
 		return Routed{Kind: Refused, Envelope: env, Err: ErrTooManyHops}
 	}
-	if r.shutdownDone && !r.registered {
-		// Done handing off, and no coordinator to ask where a shard went. While registered,
-		// a region that has handed off everything still routes what senders with a stale
-		// home forward here — asking the coordinator for the new home — until its member
-		// exits: refusing them made an ask fail in a rolling restart.
-		return Routed{Kind: Refused, Envelope: env, Err: ErrShuttingDown}
+	if r.shutdownDone {
+		// Done handing off: this member hosts nothing more and is about to exit. What a
+		// sender with a stale home forwarded here goes back to it, which asks the
+		// coordinator and routes it again (refusing it made an ask fail in a rolling
+		// restart). What this member's own clients send it still routes, asking the
+		// coordinator for the home, while it has one to ask.
+		switch {
+		case env.Epoch != 0:
+			return Routed{Kind: Refused, Envelope: env, Err: &NotHomeError{Shard: env.Shard, Epoch: env.Epoch}}
+		case !r.registered:
+			return Routed{Kind: Refused, Envelope: env, Err: ErrShuttingDown}
+		}
 	}
 	if r.outOfService {
 		return Routed{Kind: Refused, Envelope: env, Err: ErrTypeStopped}

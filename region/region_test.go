@@ -215,6 +215,14 @@ func TestRegionDoneHandingOffStillRoutes(t *testing.T) {
 	if got := render(r.Ready()); got != "forward to c 2/x hops=1" {
 		t.Fatalf("got:\n%s", got)
 	}
+	// Forwarded here as to the home: back to the sender, which routes it again.
+	fwd := env("3", "y")
+	fwd.Epoch = 5
+	d := r.Deliver(t0, fwd)
+	var nh *NotHomeError
+	if d.Kind != Refused || !errors.As(d.Err, &nh) || nh.Shard != "3" || nh.Epoch != 5 {
+		t.Fatalf("a forwarded message after the shutdown completed: %+v", d)
+	}
 }
 
 // TestOnlyHostShardForThisIncarnationStartsAShard: a ShardHome naming this member (a stale
