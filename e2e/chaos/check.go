@@ -178,6 +178,7 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 				} else {
 					res.Anomalies = append(res.Anomalies, fmt.Sprintf("%s: ack of %d on pid %d outside an incarnation", e, r.Value, r.PID))
 				}
+			case "unsure": // a reminder's firing that may have landed: reminderFirings counts it
 			case "stop":
 				if o := open[r.PID]; o != nil {
 					o.end, o.stopped = r.Mono, true

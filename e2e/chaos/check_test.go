@@ -229,3 +229,27 @@ func TestCheckJournalsStaleStart(t *testing.T) {
 		t.Fatalf("a stale incarnation outliving the right one: %+v", jc)
 	}
 }
+
+// A reminder's firing whose save failed ("unsure": it may have landed) and that fired again
+// counts as an extra attempt, as one that fired twice does.
+func TestReminderFiringsCountUnsureOnes(t *testing.T) {
+	rec := func(ev, id, rem string) record {
+		var r record
+		r.Event, r.Entity, r.Reminder = ev, id, rem
+		return r
+	}
+	var rep Report
+	extra := reminderFirings(&rep, []record{
+		rec("unsure", "c1", "r1"), rec("ack", "c1", "r1"),
+		rec("ack", "c2", "r2"),
+		rec("ack", "c3", "r3"), rec("ack", "c3", "r3"),
+		rec("unsure", "c4", "r4"), // fired once, not again yet: no extra
+		rec("ack", "c5", ""),
+	})
+	if extra["c1"] != 1 || extra["c2"] != 0 || extra["c3"] != 1 || extra["c4"] != 0 || len(extra) != 2 {
+		t.Fatalf("extra = %v", extra)
+	}
+	if rep.ReminderFirings != 4 || rep.ReminderDuplicates != 2 {
+		t.Fatalf("firings %d, duplicates %d", rep.ReminderFirings, rep.ReminderDuplicates)
+	}
+}

@@ -593,18 +593,22 @@ func remindersLeft(c *cluster) int {
 
 // reminderFirings counts, from the journals, the increments made by reminders' firings and
 // how many of them were a reminder firing again (at least once): the extra firings per
-// counter.
+// counter. A firing whose save failed ("unsure": it may have landed on some replicas) and
+// that fired again counts as an extra attempt too.
 func reminderFirings(rep *Report, recs []record) map[string]int64 {
 	type firing struct{ entity, reminder string }
-	n := map[firing]int64{}
+	n := map[firing]int64{} // firings handled: acknowledged, or unsure
 	for _, r := range recs {
-		if r.Event == "ack" && r.Reminder != "" {
-			n[firing{r.Entity, r.Reminder}]++
+		if r.Reminder == "" || r.Event != "ack" && r.Event != "unsure" {
+			continue
+		}
+		n[firing{r.Entity, r.Reminder}]++
+		if r.Event == "ack" {
+			rep.ReminderFirings++
 		}
 	}
 	extra := map[string]int64{}
 	for f, k := range n {
-		rep.ReminderFirings += k
 		if k > 1 {
 			extra[f.entity] += k - 1
 			rep.ReminderDuplicates += k - 1
