@@ -422,7 +422,7 @@ func (m *Machine) writeWith(q quorum, w Write, done func(error)) {
 	m.startWrites()
 }
 
-// ErrStaleMeta: a replica refused a metadata call routed by an older configuration of the
+// ErrStaleMeta says a replica refused a metadata call routed by an older configuration of the
 // metadata than the one it holds; it answered with that one, which the caller routes by
 // from now on (callers retry).
 var ErrStaleMeta = errors.New("the metadata's replica set changed since this member routed the call: retry")
