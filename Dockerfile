@@ -6,7 +6,9 @@
 #
 # The build stage runs scripts/release, the one place the build flags live: static
 # binaries (CGO_ENABLED=0), version-stamped. The image has no shell; shardctl is beside the
-# daemon (docker exec CONTAINER shardctl members --data-dir /var/lib/shardmesh).
+# daemon (docker exec CONTAINER shardctl members --data-dir /var/lib/shardmesh). It has no
+# man either: 'docker run --rm IMAGE man | man -l -' reads sharddaemon(1); the release
+# archives carry every page.
 # deploy/ has a Kubernetes StatefulSet, a compose file and a systemd unit; see
 # docs/operations.md.
 

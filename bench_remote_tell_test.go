@@ -8,8 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
 	"github.com/shardmesh/shardmesh"
 	"github.com/shardmesh/shardmesh/p2p"
@@ -48,7 +52,8 @@ func byteSinkType(handled, wrong *atomic.Int64) shardmesh.Entity[[]byte, []byte]
 // member (two members in this process over real libp2p on loopback), until the entities
 // have handled every one; next to the raw figure of the same run: 100-byte frames
 // pipelined one way on one long-lived libp2p stream through a 64 KiB buffered writer,
-// counted when the receiving goroutine has read them.
+// counted when the receiving goroutine has read them; and the same without Noise (what
+// encryption costs a message: the Go peers do not pay it).
 func BenchmarkRemoteTell(b *testing.B) {
 	var handled, wrong atomic.Int64
 	proxySys, workerSys := workerPair(b)
@@ -88,10 +93,15 @@ func BenchmarkRemoteTell(b *testing.B) {
 	if wrong.Load() > 0 {
 		b.Fatalf("%d messages arrived with the wrong size", wrong.Load())
 	}
-	rawRate := raw(max(b.N, 100_000))
+	n := max(b.N, 100_000)
+	rawRate := raw(n)
+	plainRate := rawOneWayPlain(b)(n)
 	b.ReportMetric(tellRate, "msgs/s")
 	b.ReportMetric(rawRate, "raw-msgs/s")
 	b.ReportMetric(tellRate/rawRate, "ratio")
+	b.ReportMetric(plainRate, "raw-plain-msgs/s")
+	// What Noise adds to a message on the raw stream, encrypting and decrypting.
+	b.ReportMetric(1e9/rawRate-1e9/plainRate, "noise-ns/msg")
 }
 
 // rawOneWay connects two fresh p2p hosts and returns a function that pipelines n 100-byte
@@ -109,9 +119,40 @@ func rawOneWay(tb testing.TB) func(n int) float64 {
 		return h
 	}
 	server, client := newHost(), newHost()
+	if _, err := client.Connect(ctx, server.Addrs()[0]); err != nil {
+		tb.Fatal(err)
+	}
+	return oneWay(tb, client.LibP2P(), server.LibP2P())
+}
+
+// rawOneWayPlain is rawOneWay on libp2p hosts like p2p's (TCP, yamux) without Noise: the
+// difference between the two is what Noise costs a message (which the Go peers, on plain
+// TCP, do not pay).
+func rawOneWayPlain(tb testing.TB) func(n int) float64 {
+	tb.Helper()
+	newHost := func() host.Host {
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.Transport(tcp.NewTCPTransport),
+			libp2p.NoSecurity, libp2p.DisableRelay(), libp2p.DisableMetrics())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { h.Close() })
+		return h
+	}
+	server, client := newHost(), newHost()
+	if err := client.Connect(context.Background(), peer.AddrInfo{ID: server.ID(), Addrs: server.Addrs()}); err != nil {
+		tb.Fatal(err)
+	}
+	return oneWay(tb, client, server)
+}
+
+// oneWay returns a function that pipelines n 100-byte frames from client to server on one
+// new stream and returns the rate at which the server read them.
+func oneWay(tb testing.TB, client, server host.Host) func(n int) float64 {
+	ctx := context.Background()
 	var read atomic.Int64
 	got := make(chan struct{}, 1)
-	server.LibP2P().SetStreamHandler("/bench/oneway/1", func(st network.Stream) {
+	server.SetStreamHandler("/bench/oneway/1", func(st network.Stream) {
 		defer st.Close()
 		fr := p2p.NewFrameReader(bufio.NewReaderSize(st, 64<<10), 1<<20)
 		for {
@@ -130,13 +171,10 @@ func rawOneWay(tb testing.TB) func(n int) float64 {
 			}
 		}
 	})
-	id, err := client.Connect(ctx, server.Addrs()[0])
-	if err != nil {
-		tb.Fatal(err)
-	}
+	id := server.ID()
 	payload := make([]byte, tellPayloadSize)
 	return func(n int) float64 {
-		st, err := client.LibP2P().NewStream(ctx, id, "/bench/oneway/1")
+		st, err := client.NewStream(ctx, id, "/bench/oneway/1")
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -6,12 +6,9 @@ import (
 	"fmt"
 
 	"github.com/shardmesh/shardmesh/allocation"
-	"github.com/shardmesh/shardmesh/config"
-	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/passivation"
-	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
@@ -39,7 +36,12 @@ type BehaviorFunc[M, R any] func(ctx *Context, msg M) (R, error)
 func (f BehaviorFunc[M, R]) Receive(ctx *Context, msg M) (R, error) { return f(ctx, msg) }
 
 // Context is what an entity knows of itself, given to its factory and to every Receive.
-type Context struct{ c *node.EntityContext }
+type Context struct {
+	c *node.EntityContext
+	// accepts reports whether a value is of the type's message type (timers' messages
+	// are handed to Receive as they are).
+	accepts func(any) bool
+}
 
 // EntityID returns the entity's id.
 func (c *Context) EntityID() string { return string(c.c.Entity) }
@@ -48,10 +50,10 @@ func (c *Context) EntityID() string { return string(c.c.Entity) }
 func (c *Context) ShardID() string { return string(c.c.Shard) }
 
 // TypeName returns the entity type's name.
-func (c *Context) TypeName() string { return c.c.Type }
+func (c *Context) TypeName() string { return c.c.Type() }
 
 // Node returns the id of the member this incarnation runs on.
-func (c *Context) Node() string { return string(c.c.Node) }
+func (c *Context) Node() string { return string(c.c.Node()) }
 
 // Epoch returns the shard's allocation epoch when this incarnation started: the fencing
 // token of its durable state. A later incarnation elsewhere has a greater epoch.
@@ -104,6 +106,10 @@ type Entity[M, R any] struct {
 	// Extractor maps entity ids to shards. Default: Akka's HashCodeMessageExtractor over
 	// sharding.number-of-shards.
 	Extractor shard.Extractor
+	// MessageExtractor, when set, takes the entity id from the message itself, as Akka's
+	// message extractor does (ShardingMessageExtractor.entityId): Region.TellMessage and
+	// Region.AskMessage then need no id, and the shard comes from the id by Extractor.
+	MessageExtractor func(msg M) string
 	// Strategy overrides the configured allocation strategy (sharding.allocation-strategy)
 	// for this type: a built-in one with settings of its own, or any allocation.Strategy
 	// (docs/allocation.md, examples/custom-allocation). Pins still apply around it.
@@ -120,9 +126,10 @@ type Entity[M, R any] struct {
 
 // Region is a registered entity type on this member: the way to its entities.
 type Region[M, R any] struct {
-	s    *System
-	key  EntityTypeKey[M, R]
-	spec *node.EntityType
+	s       *System
+	key     EntityTypeKey[M, R]
+	spec    *node.EntityType
+	idOfMsg func(M) string
 }
 
 // ShardingEnvelope addresses a message to an entity, as Akka's ShardingEnvelope.
@@ -141,7 +148,7 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 	if e.New == nil || e.MessageCodec == nil || e.ReplyCodec == nil {
 		return nil, fmt.Errorf("entity type %q: New, MessageCodec and ReplyCodec are required", e.Key.name)
 	}
-	settings, err := typeConfig(s.cfg, e.Key.name, e.Role, e.Strategy, e.RememberEntities)
+	settings, err := engine.TypeFromConfig(s.cfg, e.Key.name, e.Role, e.Strategy, e.RememberEntities)
 	if err != nil {
 		return nil, err
 	}
@@ -157,13 +164,15 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 			return nil, err
 		}
 	}
+	accepts := func(v any) bool { _, ok := v.(M); return ok } // one for the type, not per incarnation
 	spec := node.EntityType{
 		Name:      e.Key.name,
 		Settings:  settings,
 		Extractor: extractor,
 		New: func(c *node.EntityContext) node.Behavior {
-			ctx := &Context{c: c}
-			return untyped[M, R]{b: e.New(ctx), ctx: ctx}
+			u := &untyped[M, R]{ctx: Context{c: c, accepts: accepts}} // one allocation for both
+			u.b = e.New(&u.ctx)
+			return u
 		},
 		EncodeMessage: func(v any) ([]byte, error) { return e.MessageCodec.Marshal(v.(M)) },
 		DecodeMessage: func(b []byte) (any, error) { return e.MessageCodec.Unmarshal(b) },
@@ -178,76 +187,17 @@ func Init[M, R any](s *System, e Entity[M, R]) (*Region[M, R], error) {
 		return nil, err
 	}
 	s.roles.Store(e.Key.name, settings.Region.Role)
-	return &Region[M, R]{s: s, key: e.Key, spec: &spec}, nil
+	return &Region[M, R]{s: s, key: e.Key, spec: &spec, idOfMsg: e.MessageExtractor}, nil
 }
 
-// untyped adapts a typed Behavior to the runtime's; one Context serves the incarnation.
+// untyped adapts a typed Behavior to the runtime's; its Context serves the incarnation.
 type untyped[M, R any] struct {
+	ctx Context
 	b   Behavior[M, R]
-	ctx *Context
 }
 
-func (u untyped[M, R]) Receive(_ *node.EntityContext, msg any) (any, error) {
-	return u.b.Receive(u.ctx, msg.(M))
-}
-
-// typeConfig builds an entity type's settings from the configuration.
-func typeConfig(cfg config.Config, name, role string, strategy allocation.Strategy, remember bool) (engine.TypeConfig, error) {
-	sc := cfg.Sharding
-	if role == "" {
-		role = sc.Role
-	}
-	if strategy == nil {
-		var err error
-		switch sc.AllocationStrategy {
-		case "consistent-hashing":
-			strategy, err = allocation.NewConsistentHashing(sc.ConsistentHashing)
-		case "external":
-			strategy = allocation.NewExternal()
-		default:
-			strategy, err = allocation.NewLeastShard(sc.LeastShard)
-		}
-		if err != nil {
-			return engine.TypeConfig{}, err
-		}
-	}
-	cc := coordinator.DefaultConfig(name)
-	cc.Role = role
-	// Allocation waits until min-nr-of-members regions (of the role) registered, so the first
-	// member to come up does not get every shard.
-	cc.MinMembers = max(cfg.Membership.MinNrOfMembers, 1)
-	if n, ok := cfg.Membership.RoleMinNrOfMembers[role]; ok && role != "" {
-		cc.MinMembers = n
-	}
-	cc.RebalanceInterval = sc.RebalanceInterval
-	cc.HandoffTimeout = sc.HandoffTimeout
-	cc.ShardStartTimeout = sc.ShardStartTimeout
-	cc.RecoveryTimeout = sc.WaitingForStateTimeout
-	cc.Strategy = strategy
-	rc := region.DefaultConfig(name)
-	rc.Role = role
-	rc.BufferSize = sc.BufferSize
-	rc.RetryInterval = sc.RetryInterval
-	tc := engine.TypeConfig{
-		Name: name, Coordinator: cc, Region: rc,
-		Shard:       shard.Config{HandoffTimeout: sc.HandoffTimeout},
-		Passivation: sc.Passivation,
-	}
-	if sc.Lease.Use != "" {
-		tc.Shard.Lease = shard.Lease{Enabled: true, RetryInterval: sc.Lease.RetryInterval}
-	}
-	if rm := sc.Remember; rm.Enabled || remember {
-		tc.Shard.Remember = shard.Remember{Enabled: true, RestartBackoff: rm.EntityRestartBackoff, FailureBackoff: rm.ShardFailureBackoff}
-		switch rm.RecoveryStrategy {
-		case "constant":
-			tc.Shard.Remember.RecoveryFrequency, tc.Shard.Remember.RecoveryBatch = rm.RecoveryFrequency, rm.RecoveryNumberOfEntities
-		case "adaptive":
-			a := rm.Adaptive
-			tc.Shard.Remember.Adaptive = shard.Adaptive{Enabled: true, InitialRate: a.InitialRate, MaxRate: a.MaxRate, MinRate: a.MinRate,
-				TargetLatency: a.TargetLatency, Interval: a.AdjustInterval}
-		}
-	}
-	return tc, nil
+func (u *untyped[M, R]) Receive(_ *node.EntityContext, msg any) (any, error) {
+	return u.b.Receive(&u.ctx, msg.(M))
 }
 
 // EntityRefFor returns a reference to entity id.
@@ -258,6 +208,48 @@ func (r *Region[M, R]) EntityRefFor(id string) EntityRef[M, R] {
 // Tell sends an enveloped message, as to Akka's shard region.
 func (r *Region[M, R]) Tell(env ShardingEnvelope[M]) error {
 	return r.s.node.Tell(r.key.name, env.EntityID, env.Message)
+}
+
+// Ask sends an enveloped message and waits for the entity's reply, its error, or ctx.
+func (r *Region[M, R]) Ask(ctx context.Context, env ShardingEnvelope[M]) (R, error) {
+	return r.EntityRefFor(env.EntityID).Ask(ctx, env.Message)
+}
+
+// TellMessage sends msg to the entity whose id the type's MessageExtractor takes from it.
+func (r *Region[M, R]) TellMessage(msg M) error {
+	id, err := r.idOf(msg)
+	if err != nil {
+		return err
+	}
+	return r.s.node.Tell(r.key.name, id, msg)
+}
+
+// AskMessage asks the entity whose id the type's MessageExtractor takes from msg.
+func (r *Region[M, R]) AskMessage(ctx context.Context, msg M) (R, error) {
+	id, err := r.idOf(msg)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return r.EntityRefFor(id).Ask(ctx, msg)
+}
+
+func (r *Region[M, R]) idOf(msg M) (string, error) {
+	if r.idOfMsg == nil {
+		return "", fmt.Errorf("entity type %q has no MessageExtractor: send with EntityRefFor(id) or a ShardingEnvelope", r.key.name)
+	}
+	id := r.idOfMsg(msg)
+	if id == "" {
+		return "", fmt.Errorf("entity type %q: the MessageExtractor gave no entity id for the message", r.key.name)
+	}
+	return id, nil
+}
+
+// StartEntity starts entity id without a message, as Akka's StartEntity: its shard is
+// allocated if it has no home, its behaviour is created there, and StartEntity returns once
+// it runs (an entity already running is left as it is).
+func (r *Region[M, R]) StartEntity(ctx context.Context, id string) error {
+	return r.s.node.StartEntity(ctx, r.key.name, id)
 }
 
 // EntityRefFor returns a reference to entity id of the type key names, registered on s.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
@@ -63,17 +64,26 @@ func (s *System) UnpinShard(ctx context.Context, typeName, shardID string) error
 	return s.node.ChangeDirective(ctx, node.DirectiveChange{Kind: "pin", Type: typeName, Shard: shard.ID(shardID), Undo: true})
 }
 
+// directivesPoll is how often ShardPins looks again for the directives' first read.
+const directivesPoll = 20 * time.Millisecond
+
 // ShardPins returns the pinned shards of entity type typeName and their members, as this
 // member last read them from the replicated store (at once after its own PinShard and
 // UnpinShard; within a few seconds after a change made elsewhere). It fails before the
-// directives were read once, shortly after Start.
+// directives were read once, shortly after Start: until then it waits, and fails when ctx
+// ends first.
 func (s *System) ShardPins(ctx context.Context, typeName string) (map[string]membership.NodeID, error) {
 	d, ok, err := s.node.Directives(ctx)
+	for err == nil && !ok {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("shard pins of %s: the operator's directives have not been read from the store yet: %w", typeName, ctx.Err())
+		case <-time.After(directivesPoll):
+		}
+		d, ok, err = s.node.Directives(ctx)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("shard pins of %s: the operator's directives have not been read from the store yet", typeName)
 	}
 	out := make(map[string]membership.NodeID, len(d.Pins[typeName]))
 	for id, m := range maps.All(d.Pins[typeName]) {

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/shardmesh/shardmesh"
 	"github.com/shardmesh/shardmesh/allocation"
 	"github.com/shardmesh/shardmesh/config"
@@ -215,5 +218,50 @@ func TestEntityStrategyOverridesTheConfiguredOne(t *testing.T) {
 	// The configured least-shard strategy spreads the other type over both members.
 	if a, b := live(0, "counter"), live(1, "counter"); a == 0 || b == 0 || a+b != entities {
 		t.Fatalf("counter entities: %d on member 1, %d on member 2; want both used", a, b)
+	}
+}
+
+// TestPinsOfAProgramAreSigned: in a cluster with an admin set, a program's PinShard is
+// signed with its admin identity (WithAdminIdentity), and every member follows it; without
+// one, PinShard says what is missing and changes nothing.
+func TestPinsOfAProgramAreSigned(t *testing.T) {
+	adminKey, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminID, _ := peer.IDFromPrivateKey(adminKey)
+	systems := startMembersOpts(t, 2, func(c *config.Config) {
+		c.Node.AdminAllow = []string{adminID.String()}
+		c.Membership.MinNrOfMembers = 2
+	}, func(i int) []shardmesh.Option {
+		if i == 0 {
+			return []shardmesh.Option{shardmesh.WithAdminIdentity(adminKey)}
+		}
+		return nil
+	})
+	for _, s := range systems {
+		if _, err := shardmesh.Init(s, counterType()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	other := systems[1].ID()
+	if err := systems[1].PinShard(ctx, "counter", "3", other); err == nil || !strings.Contains(err.Error(), "WithAdminIdentity") {
+		t.Fatalf("a pin without an admin identity: %v", err)
+	}
+	if err := systems[0].PinShard(ctx, "counter", "3", other); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		pins, err := systems[1].ShardPins(ctx, "counter")
+		if err == nil && pins["3"] == other {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other member does not follow the signed pin: %v %v", pins, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -2,22 +2,30 @@ package shardmesh
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/discovery"
 	"github.com/shardmesh/shardmesh/lease"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/remember"
+	"github.com/shardmesh/shardmesh/trust"
 )
 
 // System is a running member: the handle to register entity types on and to send from.
@@ -39,6 +47,12 @@ func WithLogger(l *slog.Logger) Option { return func(c *node.Config) { c.Logger 
 // member its own registry (prometheus.NewRegistry). docs/metrics.md lists them.
 func WithMetrics(reg prometheus.Registerer) Option { return func(c *node.Config) { c.Metrics = reg } }
 
+// WithTracing records OpenTelemetry spans of the messages' ways with tp (routing, waiting
+// in a buffer or for a handoff, the entity's handling, its state's store rounds), their
+// trace context carried in the messages across members; tracing.FromEnv builds tp from the
+// standard OTEL_* variables. Without it tracing is off.
+func WithTracing(tp trace.TracerProvider) Option { return func(c *node.Config) { c.Tracing = tp } }
+
 // WithServingWatch calls fn, in order, when this member starts or stops serving: it
 // serves while it is Up and holds its majority lease — grants from a majority of the
 // members, each an echo of one of its heartbeats, valid for the failure detector's
@@ -59,6 +73,13 @@ func WithLease(name string, p lease.Provider) Option {
 	}
 }
 
+// WithAdminIdentity signs the directives this program changes (PinShard, UnpinShard) with
+// an admin identity: a member with admins (admin-allow, cluster-authority) follows only
+// directives signed by one of them.
+func WithAdminIdentity(key crypto.PrivKey) Option {
+	return func(c *node.Config) { c.AdminIdentity = key }
+}
+
 // Start starts a member with cfg (config.Default() with at least Node.DataDir, or
 // config.Load). It returns once the member listens; it joins (or forms) the cluster in the
 // background.
@@ -69,6 +90,14 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 		if psk, err = p2p.LoadClusterKey(cfg.Node.ClusterKey); err != nil {
 			return nil, err
 		}
+	}
+	var accept []pnet.PSK
+	for _, f := range cfg.Node.ClusterKeyAccept {
+		k, err := p2p.LoadClusterKey(f)
+		if err != nil {
+			return nil, fmt.Errorf("cluster-key-accept: %w", err)
+		}
+		accept = append(accept, k)
 	}
 	allow, err := config.PeerIDs("allow-peers", cfg.Node.AllowPeers)
 	if err != nil {
@@ -81,6 +110,18 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 	if len(allow) > 0 {
 		allow = append(allow, admins...) // admin identities must be able to connect
 	}
+	authorities, err := config.PeerIDs("cluster-authority", cfg.Node.ClusterAuthority)
+	if err != nil {
+		return nil, err
+	}
+	networks, err := config.Networks("operator-networks", cfg.Node.OperatorNetworks)
+	if err != nil {
+		return nil, err
+	}
+	credential, err := memberCredential(cfg.Node)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Membership.JoinChecks == nil {
 		cfg.Membership.JoinChecks = config.JoinChecks(cfg)
 	}
@@ -89,6 +130,10 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 		Listen:            cfg.Node.Listen,
 		Join:              cfg.Node.Join,
 		ClusterKey:        psk,
+		AcceptKeys:        accept,
+		OpenMesh:          cfg.Node.OpenMesh,
+		Trust:             trust.NewPolicy(authorities, admins),
+		Credential:        credential,
 		ClusterName:       cfg.Node.ClusterName,
 		Roles:             rolesWithZone(cfg.Node.Roles, cfg.Node.Zone),
 		AppVersion:        cfg.Node.AppVersion,
@@ -120,6 +165,20 @@ func Start(ctx context.Context, cfg config.Config, opts ...Option) (*System, err
 	if use := cfg.Sharding.Lease.Use; use != "" && nc.LeaseName != use {
 		return nil, fmt.Errorf("sharding.use-lease = %q: no such lease provider (\"store\", or one given with shardmesh.WithLease(%q, …))", use, use)
 	}
+	if len(networks) > 0 {
+		nc.OperatorNetworks = networks
+	}
+	if cfg.Membership.SplitBrainResolver.ActiveStrategy == membership.LeaseMajority {
+		switch impl := cfg.Membership.SplitBrainResolver.LeaseMajority.LeaseImplementation; impl {
+		case "", "store":
+			sl := lease.StoreConfig{HeartbeatTimeout: cfg.Sharding.Lease.HeartbeatTimeout, HeartbeatInterval: cfg.Sharding.Lease.HeartbeatInterval}
+			nc.ResolverLease = func(st *remember.Store) lease.Provider { return lease.NewStoreProvider(st, sl) }
+		case nc.LeaseName:
+			nc.ResolverLease = nc.Leases
+		default:
+			return nil, fmt.Errorf("split-brain-resolver.lease-majority.lease-implementation = %q: no such lease provider (\"store\", or one given with shardmesh.WithLease(%q, …))", impl, impl)
+		}
+	}
 	n, err := node.Start(ctx, nc)
 	if err != nil {
 		return nil, err
@@ -144,6 +203,23 @@ func (s *System) Leave(ctx context.Context) error { return s.node.Leave(ctx) }
 
 // Close stops the member at once without leaving (the cluster will find it unreachable).
 func (s *System) Close() error { return s.node.Close() }
+
+// memberCredential reads the member's credential: from member-credential, else from
+// <data-dir>/member.credential when it exists (nil when not).
+func memberCredential(cfg config.Node) ([]byte, error) {
+	path := cfg.MemberCredential
+	if path == "" {
+		path = filepath.Join(cfg.DataDir, datadir.CredentialFile)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	c, err := trust.ReadCredentialFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("member-credential: %w", err)
+	}
+	return c.Raw, nil
+}
 
 // rolesWithZone adds the role that names zone (node.ZoneRolePrefix) to roles.
 func rolesWithZone(roles []string, zone string) []string {

@@ -21,8 +21,12 @@ type ClientConfig struct {
 	// Node is the member's multiaddr, ending in /p2p/<peer id>.
 	Node string
 	// Identity is the caller's key: the member sees its peer id, and calls that change the
-	// cluster need one the member lists in admin-allow. nil: a fresh key for this client.
+	// cluster are signed with it (they need an admin identity: one the member lists in
+	// admin-allow, or one with an admin credential). nil: a fresh key for this client.
 	Identity crypto.PrivKey
+	// Credential is Identity's admin credential (trust.Credential.Raw), sent with every
+	// signed call; nil: none (the identity must then be in the members' admin-allow).
+	Credential []byte
 	// ClusterKey is the cluster's private-network key, if it has one.
 	ClusterKey pnet.PSK
 }
@@ -31,8 +35,10 @@ type ClientConfig struct {
 // answer (some member did not answer within the query timeout) is returned without an
 // error, with what failed in the result (StatsResponse.Failed, LocateResponse.Problems).
 type Client struct {
-	host *p2p.Host
-	node peer.ID
+	host       *p2p.Host
+	node       peer.ID
+	key        crypto.PrivKey
+	credential []byte
 }
 
 // Dial connects to the member, within ctx's deadline if it has one. Errors wrap
@@ -67,7 +73,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		host.Close()
 		return nil, fmt.Errorf("cannot reach %s: %w", cfg.Node, err)
 	}
-	return &Client{host: host, node: id}, nil
+	return &Client{host: host, node: id, key: key, credential: cfg.Credential}, nil
 }
 
 // Node returns the peer id of the member the client calls.
@@ -78,13 +84,30 @@ func (c *Client) Close() error { return c.host.Close() }
 
 // call makes one request and reads one response.
 func (c *Client) call(ctx context.Context, req *adminpb.Request) (*adminpb.Response, error) {
+	req, err := c.sign(req)
+	if err != nil {
+		return nil, err
+	}
 	return Call(ctx, c.host, c.node, req)
+}
+
+// sign signs a call that changes the cluster with the client's identity; other calls go as
+// they are.
+func (c *Client) sign(req *adminpb.Request) (*adminpb.Request, error) {
+	if _, acc := CallInfo(req); acc != AccessAdmin {
+		return req, nil
+	}
+	return SignRequest(req, c.key, c.credential, c.node, time.Now())
 }
 
 // stream makes a streaming request and hands each response but the last to fn (keepalives
 // included: they have no result) until the last response, ctx, or fn's error. It returns
 // the last response.
 func (c *Client) stream(ctx context.Context, req *adminpb.Request, fn func(*adminpb.Response) error) (*adminpb.Response, error) {
+	req, err := c.sign(req)
+	if err != nil {
+		return nil, err
+	}
 	st, err := openCall(ctx, c.host, c.node, req)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,10 @@ import (
 )
 
 // Directive changes one of the operator's directives cluster-wide (see DirectiveRequest)
-// and returns the directives in force afterwards.
+// and returns the directives in force afterwards, once every member that answers follows
+// the change. When some do not (DirectivesResponse.NotFollowing: they take the caller for
+// no admin of theirs, or have not read it yet), it returns them with a *CallError of code
+// PARTIAL.
 func (c *Client) Directive(ctx context.Context, d *adminpb.DirectiveRequest) (*adminpb.DirectivesResponse, error) {
 	resp, err := c.call(ctx, &adminpb.Request{Call: &adminpb.Request_Directive{Directive: d}})
 	if err != nil {
@@ -16,6 +19,9 @@ func (c *Client) Directive(ctx context.Context, d *adminpb.DirectiveRequest) (*a
 	}
 	if resp.GetDirectives() == nil {
 		return nil, errors.New("the member answered without the directives")
+	}
+	if resp.Code == adminpb.Code_PARTIAL {
+		return resp.GetDirectives(), &CallError{Code: resp.Code, Message: resp.Error}
 	}
 	return resp.GetDirectives(), nil
 }
@@ -58,8 +64,9 @@ func (c *Client) Plan(ctx context.Context, typ string, join int, leave string) (
 
 // DataRemove removes the stored internal data of stopped entity types, with state their
 // entities' durable state too (dryRun: only counts), handing progress every report.
-func (c *Client) DataRemove(ctx context.Context, types []string, state, dryRun bool, progress func(*adminpb.DataRemoveProgress)) error {
-	req := &adminpb.Request{Call: &adminpb.Request_DataRemove{DataRemove: &adminpb.DataRemoveRequest{EntityTypes: types, DryRun: dryRun, IncludeState: state}}}
+func (c *Client) DataRemove(ctx context.Context, types []string, scope DataScope, state, dryRun bool, progress func(*adminpb.DataRemoveProgress)) error {
+	req := &adminpb.Request{Call: &adminpb.Request_DataRemove{DataRemove: &adminpb.DataRemoveRequest{EntityTypes: types, DryRun: dryRun, IncludeState: state,
+		Shard: scope.Shard, Entity: scope.Entity}}}
 	_, err := c.stream(ctx, req, func(resp *adminpb.Response) error {
 		if p := resp.GetDataRemove(); p != nil {
 			progress(p)
@@ -68,3 +75,7 @@ func (c *Client) DataRemove(ctx context.Context, types []string, state, dryRun b
 	})
 	return err
 }
+
+// DataScope narrows DataRemove below the type: one shard's data, or one entity's (at most
+// one of them; the zero value is the whole type).
+type DataScope struct{ Shard, Entity string }

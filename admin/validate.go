@@ -39,6 +39,12 @@ func DecodeRequest(frame []byte) (*adminpb.Request, error) {
 // Validate checks the ids a request names, as members accept them: a client may check
 // before it calls, and the server refuses what fails.
 func Validate(req *adminpb.Request) error {
+	if len(req.Signed) > 0 {
+		if req.Call != nil {
+			return fmt.Errorf("a signed request with a call beside it")
+		}
+		return nil // the call is inside; DecodeSignedBody checks it
+	}
 	switch call := req.Call.(type) {
 	case nil:
 		return fmt.Errorf("admin request without a call: is shardctl newer than this member?")
@@ -79,7 +85,27 @@ func Validate(req *adminpb.Request) error {
 			return checkNode(call.Plan.IfLeave)
 		}
 	case *adminpb.Request_DataRemove:
-		return checkTypes(call.DataRemove.EntityTypes)
+		r := call.DataRemove
+		if r.Shard != "" {
+			if err := checkID("shard id", r.Shard, maxShardLen); err != nil {
+				return err
+			}
+		}
+		if r.Entity != "" {
+			if err := checkID("entity id", r.Entity, maxEntityLen); err != nil {
+				return err
+			}
+		}
+		return checkTypes(r.EntityTypes)
+	case *adminpb.Request_Reminders:
+		if call.Reminders.Entity != "" {
+			return checkEntity(call.Reminders.EntityType, call.Reminders.Entity)
+		}
+		return checkType(call.Reminders.EntityType)
+	case *adminpb.Request_DataRemoveCheck:
+		if len(call.DataRemoveCheck.Signed) == 0 {
+			return fmt.Errorf("data remove check without the signed request")
+		}
 	case *adminpb.Request_Handoffs:
 		return checkTypes(call.Handoffs.EntityTypes)
 	case *adminpb.Request_LocalHandoffs:

@@ -39,7 +39,7 @@ type View struct {
 	// InProgress are the shards whose handoff has started and not yet completed.
 	InProgress map[shard.ID]bool
 	// MemberJoining reports that some member of the cluster (with a region, a proxy, or of
-	// another role) is Joining. As in Akka, nothing is rebalanced until it is Up: it will
+	// another role) is Joining or WeaklyUp. As in Akka, nothing is rebalanced until it is Up: it will
 	// soon want shards of its own.
 	MemberJoining bool
 	// MemberUnreachable reports that some member of the cluster is unreachable. As in Akka,

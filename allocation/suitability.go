@@ -81,7 +81,7 @@ func goodTimeToRebalance(v View) bool {
 		return false
 	}
 	for i := range v.Regions {
-		if v.Regions[i].Status == membership.Joining {
+		if st := v.Regions[i].Status; st == membership.Joining || st == membership.WeaklyUp {
 			return false
 		}
 	}

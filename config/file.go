@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -42,6 +43,10 @@ type Node struct {
 	// ClusterKey is the path of the cluster's private-network key (shardctl keygen). Empty:
 	// an open mesh.
 	ClusterKey string
+	// ClusterKeyAccept are paths of further cluster keys accepted from connecting peers
+	// (ClusterKey alone is used to dial): to rotate the key without downtime
+	// (docs/security.md).
+	ClusterKeyAccept []string
 	// ClusterName names the cluster's gossip topics and mDNS service. Default "shardmesh".
 	ClusterName string
 	// Roles are this member's roles.
@@ -55,6 +60,21 @@ type Node struct {
 	AllowPeers []string
 	// AdminAllow are peer ids of admin identities allowed to change the cluster.
 	AdminAllow []string
+	// ClusterAuthority are the peer ids of the cluster authorities (shardctl keygen
+	// authority) whose credentials this member trusts: a member joins only with a member
+	// credential from one of them, and an identity with an admin credential from one is an
+	// admin. Empty: open admission, any key holder can join as a member (warned of).
+	ClusterAuthority []string
+	// MemberCredential is the file with this member's credential (shardctl credential
+	// member). Default: <data-dir>/member.credential, when it exists.
+	MemberCredential string
+	// OpenMesh allows listening on an address other than loopback without a cluster key
+	// (an open mesh, which anyone who reaches it can join). Default off: refused.
+	OpenMesh bool
+	// OperatorNetworks are the networks (CIDRs) shardctl connects from: exempt from the
+	// per-address connection limits, with a budget of their own in a connection flood.
+	// Default: this host (127.0.0.1/32, ::1/128).
+	OperatorNetworks []string
 	// AdminReadOnlyOpen answers admin calls that only read (and messages to entities) to
 	// any peer holding the cluster key; off, only to admins and members. Default on.
 	AdminReadOnlyOpen bool
@@ -188,6 +208,23 @@ func checkJoinAddrs(addrs []string) []error {
 		}
 	}
 	return errs
+}
+
+// Networks parses the CIDRs of key (an address alone is its own network).
+func Networks(key string, ss []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(ss))
+	for _, s := range ss {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, &value.Error{Key: key, Value: s, Allowed: "a network in CIDR notation (10.0.1.0/24, fd00::/64) or an address"}
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // shardmeshLeastShard is Akka's least-shard defaults with the rolling update moves on.

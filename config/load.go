@@ -67,6 +67,12 @@ func Load(src Sources) (Config, error) {
 		errs = append(errs, err)
 	}
 	errs = append(errs, checkJoinAddrs(c.Node.Join)...)
+	if _, err := PeerIDs("cluster-authority", c.Node.ClusterAuthority); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := Networks("operator-networks", c.Node.OperatorNetworks); err != nil {
+		errs = append(errs, err)
+	}
 	if err := checkJoinDNS(&c); err != nil {
 		errs = append(errs, err)
 	}
@@ -202,6 +208,9 @@ func withSource(err error, source string) error {
 
 // unknownKey explains an unknown key and suggests the closest known one.
 func unknownKey(path, source string) error {
+	if why := pekkoReason(path); why != "" {
+		return fmt.Errorf("key %q (%s) is Pekko's and has no meaning in shardmesh: %s (docs/configuration.md)", path, source, why)
+	}
 	msg := fmt.Sprintf("unknown key %q (%s)", path, source)
 	if hint := suggest.DidYouMean(path, knownNames()); hint != "" {
 		msg += hint

@@ -122,7 +122,7 @@ nonsense: 1
 	msg := err.Error()
 	for _, want := range []string{
 		`unknown key "cluster.failure-detektor"`, `did you mean "cluster.failure-detector"?`,
-		`cluster.split-brain-resolver.active-strategy = "keep-minority"`, "one of keep-majority, static-quorum, keep-oldest, down-all, off",
+		`cluster.split-brain-resolver.active-strategy = "keep-minority"`, "one of keep-majority, lease-majority, static-quorum, keep-oldest, down-all, off",
 		`cluster.split-brain-resolver.stable-after = 20`, "a duration with a unit",
 		"sharding.number-of-shards = 0", "an integer from 1 to 1048576",
 		`unknown key "nonsense"`, "`sharddaemon config` lists every key", f,
@@ -234,5 +234,43 @@ func TestJoinNeedsAPeerID(t *testing.T) {
 	msg := err.Error()
 	if strings.Count(msg, "ending in /p2p/<peer id>") != 2 || !strings.Contains(msg, `join = "/ip4/127.0.0.1/tcp/4001": `) || !strings.Contains(msg, `"10.0.0.1:4001"`) {
 		t.Errorf("error %q", msg)
+	}
+}
+
+// TestPekkoKeysSayWhy: a Pekko sharding key with no meaning here is refused with the reason
+// and the page that lists them, not as an unknown key; a block of them by its prefix.
+func TestPekkoKeysSayWhy(t *testing.T) {
+	for key, want := range map[string]string{
+		"sharding.guardian-name=sharding":                                        "no actor hierarchy",
+		"sharding.use-dispatcher=x":                                              "Go schedules goroutines itself",
+		"sharding.journal-plugin-id=x":                                           "Akka Persistence plugin",
+		"sharding.snapshot-plugin-id=x":                                          "Akka Persistence plugin",
+		"sharding.state-store-mode=ddata":                                        "one store",
+		"sharding.coordinator-singleton.role=x":                                  "cluster-singleton",
+		"sharding.distributed-data.durable.keys=x":                               "not DData",
+		"sharding.event-sourced-remember-entities-store.max-updates-per-write=1": "event-sourced",
+	} {
+		_, err := Load(Sources{Flags: []string{key}})
+		if err == nil || !strings.Contains(err.Error(), "is Pekko's and has no meaning in shardmesh") || !strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), "docs/configuration.md") {
+			t.Errorf("--set %s: %v (want the reason %q)", key, err, want)
+		}
+	}
+	if _, err := Load(Sources{Flags: []string{"sharding.distributed-data.majority-min-cap=3"}}); err != nil {
+		t.Errorf("majority-min-cap, a supported key of the block: %v", err)
+	}
+}
+
+// TestPekkoKeysDocumented: docs/configuration.md names every Pekko key refused here.
+func TestPekkoKeysDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range pekkoOnly {
+		name := strings.TrimPrefix(k.key, "sharding.")
+		if !strings.Contains(string(doc), "`"+name) {
+			t.Errorf("docs/configuration.md does not list %s", name)
+		}
 	}
 }

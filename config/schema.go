@@ -46,6 +46,38 @@ func durationKey(path, usage string, least time.Duration, field func(*Config) *t
 	}}
 }
 
+// onOffDurationKey reads "on" (the default: 0), "off" (membership.Off) or a positive duration.
+func onOffDurationKey(path, usage string, field func(*Config) *time.Duration) Key {
+	get := func(c *Config) any {
+		switch d := *field(c); d {
+		case 0:
+			return true // on
+		case membership.Off:
+			return false
+		default:
+			return d
+		}
+	}
+	return Key{Path: path, Usage: usage, get: get, set: func(c *Config, raw any) error {
+		switch {
+		case value.IsOff(raw):
+			*field(c) = membership.Off
+			return nil
+		case raw == true || raw == "on":
+			*field(c) = 0
+			return nil
+		}
+		d, err := value.Duration(path, raw, "on, off or a positive duration")
+		if err == nil && d <= 0 {
+			err = &value.Error{Key: path, Value: raw, Allowed: "on, off or a positive duration"}
+		}
+		if err == nil {
+			*field(c) = d
+		}
+		return err
+	}}
+}
+
 func intKey(path, usage string, lo, hi int, field func(*Config) *int) Key {
 	return Key{Path: path, Usage: usage, get: func(c *Config) any { return *field(c) }, set: func(c *Config, raw any) error {
 		n, err := value.Int(path, raw, lo, hi)
@@ -147,13 +179,18 @@ var Schema = []Key{
 	flagged(stringKey("data-dir", "directory for the identity, incarnation, addrs and durable state (required)", func(c *Config) *string { return &c.Node.DataDir })),
 	flagged(listKey("listen", "multiaddr to listen on, repeatable (default /ip4/127.0.0.1/tcp/0)", func(c *Config) *[]string { return &c.Node.Listen })),
 	flagged(listKey("join", "multiaddr of a member to join through, ending in /p2p/<peer id>, repeatable; none: form a new cluster", func(c *Config) *[]string { return &c.Node.Join })),
-	flagged(stringKey("cluster-key", "file with the cluster's private-network key (shardctl keygen); none: an open mesh", func(c *Config) *string { return &c.Node.ClusterKey })),
+	flagged(stringKey("cluster-key", "file with the cluster's private-network key (shardctl keygen); none: an open mesh, refused beyond loopback (open-mesh)", func(c *Config) *string { return &c.Node.ClusterKey })),
+	flagged(listKey("cluster-key-accept", "files of further cluster keys accepted from connecting peers, while the key is rotated (cluster-key alone dials)", func(c *Config) *[]string { return &c.Node.ClusterKeyAccept })),
 	flagged(stringKey("cluster-name", "name of the cluster's gossip topics and mDNS service (default shardmesh)", func(c *Config) *string { return &c.Node.ClusterName })),
 	flagged(listKey("roles", "this member's roles, comma-separated or repeated", func(c *Config) *[]string { return &c.Node.Roles })),
 	zoneKey(),
 	flagged(stringKey("app-version", "this member's application version, for rolling updates (default 0)", func(c *Config) *string { return &c.Node.AppVersion })),
 	flagged(listKey("allow-peers", "peer ids this member may talk to (an allow-list); none: any holder of the cluster key", func(c *Config) *[]string { return &c.Node.AllowPeers })),
 	flagged(listKey("admin-allow", "peer ids of admin identities allowed to change the cluster (shardctl keygen admin)", func(c *Config) *[]string { return &c.Node.AdminAllow })),
+	flagged(listKey("cluster-authority", "ids of the cluster authorities (shardctl keygen authority) whose credentials admit members and admins; none: any key holder can join as a member", func(c *Config) *[]string { return &c.Node.ClusterAuthority })),
+	flagged(stringKey("member-credential", "file with this member's credential (shardctl credential member); default DATA_DIR/member.credential when it exists", func(c *Config) *string { return &c.Node.MemberCredential })),
+	flagged(boolKey("open-mesh", "allow listening beyond loopback without a cluster key: an open mesh anyone can join (default off: refused)", func(c *Config) *bool { return &c.Node.OpenMesh })),
+	flagged(listKey("operator-networks", "CIDRs shardctl connects from: exempt from per-address connection limits, with headroom in a flood (default 127.0.0.1/32,::1/128)", func(c *Config) *[]string { return &c.Node.OperatorNetworks })),
 	flagged(boolKey("mdns", "discover members on the local network with mDNS (default off)", func(c *Config) *bool { return &c.Node.MDNS })),
 	flagged(enumKey("log-level", "log level (default info)", func(c *Config) *string { return &c.Node.LogLevel }, "debug", "info", "warn", "error")),
 	flagged(enumKey("log-format", "log format (default text)", func(c *Config) *string { return &c.Node.LogFormat }, "text", "json")),
@@ -171,8 +208,8 @@ var Schema = []Key{
 	durationKey("cluster.failure-detector.min-std-deviation", "floor of the heartbeat interval deviation (default 100ms)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.MinStdDeviation }),
 	durationKey("cluster.failure-detector.acceptable-heartbeat-pause", "pause tolerated before phi rises (default 3s)", 0, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.AcceptableHeartbeatPause }),
 	durationKey("cluster.failure-detector.expected-response-after", "first heartbeat interval estimate (default 1s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.FailureDetector.FirstHeartbeatEstimate }),
-	{Path: "cluster.split-brain-resolver.active-strategy", Usage: "downing strategy (keep-majority, static-quorum, keep-oldest, down-all, off; default keep-majority)", get: func(c *Config) any { return string(c.Membership.SplitBrainResolver.ActiveStrategy) }, set: func(c *Config, raw any) error {
-		s, err := value.Enum("cluster.split-brain-resolver.active-strategy", raw, "keep-majority", "static-quorum", "keep-oldest", "down-all", "off")
+	{Path: "cluster.split-brain-resolver.active-strategy", Usage: "downing strategy (keep-majority, lease-majority, static-quorum, keep-oldest, down-all, off; default keep-majority)", get: func(c *Config) any { return string(c.Membership.SplitBrainResolver.ActiveStrategy) }, set: func(c *Config, raw any) error {
+		s, err := value.Enum("cluster.split-brain-resolver.active-strategy", raw, "keep-majority", "lease-majority", "static-quorum", "keep-oldest", "down-all", "off")
 		if err == nil {
 			c.Membership.SplitBrainResolver.ActiveStrategy = membership.Strategy(s)
 		}
@@ -184,6 +221,20 @@ var Schema = []Key{
 	stringKey("cluster.split-brain-resolver.static-quorum.role", "count only members with this role (default all)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.Role }),
 	boolKey("cluster.split-brain-resolver.keep-oldest.down-if-alone", "with keep-oldest, an oldest member alone is downed instead (default on)", func(c *Config) *bool { return &c.Membership.SplitBrainResolver.DownIfAlone }),
 	stringKey("cluster.split-brain-resolver.keep-oldest.role", "count only members with this role (default all)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.Role }),
+	onOffDurationKey("cluster.split-brain-resolver.down-all-when-unstable", "when the unreachable members keep changing for stable-after plus this without a decision, every member downs itself (on: 3/4 of stable-after, at least 4s; off; or a duration; default on)", func(c *Config) *time.Duration { return &c.Membership.SplitBrainResolver.DownAllWhenUnstable }),
+	stringKey("cluster.split-brain-resolver.lease-majority.lease-implementation", `the lease of lease-majority: "store" (kept in the replicated store) or the name of a provider given with shardmesh.WithLease (default store)`, func(c *Config) *string { return &c.Membership.SplitBrainResolver.LeaseMajority.LeaseImplementation }),
+	stringKey("cluster.split-brain-resolver.lease-majority.lease-name", "the lease's name (default <cluster-name>-shardmesh-sbr)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.LeaseMajority.LeaseName }),
+	durationKey("cluster.split-brain-resolver.lease-majority.acquire-lease-delay-for-minority", "how long the minority side waits before it tries to acquire the lease (default 2s)", 0, func(c *Config) *time.Duration {
+		return &c.Membership.SplitBrainResolver.LeaseMajority.AcquireLeaseDelayForMinority
+	}),
+	durationKey("cluster.split-brain-resolver.lease-majority.release-after", "how long the lease is kept after the members downed were removed (default 40s)", time.Millisecond, func(c *Config) *time.Duration { return &c.Membership.SplitBrainResolver.LeaseMajority.ReleaseAfter }),
+	durationKey("cluster.split-brain-resolver.lease-majority.lease-operation-timeout", "without an answer from the lease within this, the decision is reversed (default 5s; less than down-removal-margin)", time.Millisecond, func(c *Config) *time.Duration {
+		return &c.Membership.SplitBrainResolver.LeaseMajority.LeaseOperationTimeout
+	}),
+	stringKey("cluster.split-brain-resolver.lease-majority.role", "count only members with this role to pick the side that waits (default all)", func(c *Config) *string { return &c.Membership.SplitBrainResolver.Role }),
+	intKey("cluster.voters", "how many of the oldest Up members grant the serving lease and decide keep-majority (default 5)", 1, 1000, func(c *Config) *int { return &c.Membership.Voters }),
+	intKey("cluster.failure-detector.monitored-by-nr-of-members", "how many members watch each member, on a ring (default 9)", 1, 1000, func(c *Config) *int { return &c.Membership.FailureDetector.MonitoredByNrOfMembers }),
+	onOffDurationKey("cluster.allow-weakly-up-members", "after this without convergence the leader moves joining members to WeaklyUp (off, or a duration; default 7s)", func(c *Config) *time.Duration { return &c.Membership.AllowWeaklyUpMembers }),
 
 	intKey("sharding.number-of-shards", "shards of the default extractor; must be equal on every member (default 1000)", 1, 1<<20, func(c *Config) *int { return &c.Sharding.NumberOfShards }),
 	stringKey("sharding.role", "entities run on members with this role; the others proxy (default: every member)", func(c *Config) *string { return &c.Sharding.Role }),

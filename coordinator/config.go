@@ -36,6 +36,12 @@ type Config struct {
 	// allocated without waiting for a message — those in the store when the coordinator
 	// starts (LoadShards), and those of a region that terminated.
 	RememberEntities bool
+	// DurableShards: shards that hold durable records of their own (reminders) mark
+	// themselves in the store as remembered shards, and must run without waiting for a
+	// message. The coordinator reads the remembered shards when it starts and again after a
+	// region with shards terminated, and allocates those without a home. (RememberEntities
+	// implies it.)
+	DurableShards bool
 	// AwaitDirectives: serve nothing until SetDirectives is called once (a member whose
 	// operator directives live in the replicated store sets it, so that a new coordinator
 	// never acts against a pin or a stopped type it has not read yet). Without it the

@@ -441,7 +441,7 @@ func (c *Coordinator) view() allocation.View {
 	}
 	for id, m := range c.members {
 		switch {
-		case m.Status == membership.Joining:
+		case m.Status == membership.Joining || m.Status == membership.WeaklyUp:
 			v.MemberJoining = true
 		case m.Status < membership.Down && !c.reachable(id):
 			v.MemberUnreachable = true
@@ -617,6 +617,8 @@ func (c *Coordinator) terminate(r *region, cause Cause) {
 		for _, s := range shards {
 			c.want(s) // its remembered entities start again elsewhere now
 		}
+	} else if c.cfg.DurableShards && len(shards) > 0 {
+		c.shardsLoaded = false // those with reminders start again elsewhere once read
 	}
 	for _, s := range c.sortedHandoffs() {
 		c.advanceHandoff(s, c.handoffs[s])
@@ -664,7 +666,7 @@ func (c *Coordinator) recoveryDone() bool {
 	done := true
 	for _, id := range slices.Sorted(maps.Keys(c.members)) {
 		m := c.members[id]
-		if !m.HasRole(c.cfg.Role) || m.Status == membership.Joining || m.Status == membership.Removed {
+		if !m.HasRole(c.cfg.Role) || m.Status == membership.Joining || m.Status == membership.WeaklyUp || m.Status == membership.Removed {
 			continue
 		}
 		if r := c.regions[id]; r != nil && r.incarnation == m.Incarnation {
@@ -685,7 +687,7 @@ func (c *Coordinator) recoveryDone() bool {
 // loadShards asks for the remembered shards once the coordinator is active (again after a
 // failure, every RecoveryTimeout).
 func (c *Coordinator) loadShards() {
-	if !c.cfg.RememberEntities || c.shardsLoaded || c.loadOut || !c.active() || c.dir.Stopped || c.now.Before(c.loadAt) {
+	if !c.cfg.RememberEntities && !c.cfg.DurableShards || c.shardsLoaded || c.loadOut || !c.active() || c.dir.Stopped || c.now.Before(c.loadAt) {
 		return
 	}
 	c.loadOut = true

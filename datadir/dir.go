@@ -14,6 +14,7 @@ import (
 const (
 	LockFile        = "LOCK"              // flock held while a daemon (or a data command) works on the directory; a daemon writes its pid in it
 	IdentityFile    = "identity.key"      // the Ed25519 key: the member's peer id (p2p.LoadOrCreateIdentity)
+	CredentialFile  = "member.credential" // the member credential of a cluster authority (shardctl credential member), if any
 	IncarnationFile = "incarnation"       // process starts so far
 	AddrsFile       = "addrs"             // dialable multiaddrs, one per line, written once listening, removed at a clean exit
 	LastClusterFile = "last-cluster-size" // members of the last cluster this member was Up in

@@ -18,10 +18,13 @@ const (
 	FamilyDirective = "op" // op␀KIND…: the operator's directives (drain, pause, pin, stop)
 	FamilyLease     = "ls" // ls␀NAME: a shard's lease kept in the store (sharding.use-lease = store)
 	FamilyReplicas  = "rc" // rc␀TYPE␀SHARD: where a shard's records live, its replica set (remember.UnitConfig)
+	FamilyAudit     = "au" // au␀MILLIS␀ID: an admin call a member took (the time in 16 hex digits)
+	FamilyReminder  = "rm" // rm␀TYPE␀SHARD␀ENTITY␀NAME: an entity's durable reminder (the name last)
 )
 
-// A shard's records — its remembered entities and its entities' state — are kept together
-// on the shard's replica set (node.StoreLayout); every other family is cluster metadata.
+// A shard's records — its remembered entities, its entities' state and reminders — are kept
+// together on the shard's replica set (node.StoreLayout); every other family is cluster
+// metadata.
 
 // Key joins parts into a key: Key(FamilyState, "counter", "user-1").
 func Key(parts ...string) string { return strings.Join(parts, Sep) }
@@ -46,6 +49,7 @@ var TypeFamilies = []TypeFamily{
 	{Code: FamilyShard, Name: "remembered shards", Internal: true},
 	{Code: FamilyEntity, Name: "remembered entities", Internal: true},
 	{Code: FamilyHistory, Name: "placement history", Internal: true},
+	{Code: FamilyReminder, Name: "reminders", Internal: true},
 	{Code: FamilyState, Name: "entity states", Internal: false},
 }
 

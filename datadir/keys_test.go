@@ -45,7 +45,7 @@ func TestTypePrefixSelectsOnlyItsType(t *testing.T) {
 func TestTypeDataPrefixes(t *testing.T) {
 	internal := TypeDataPrefixes("counter", false)
 	all := TypeDataPrefixes("counter", true)
-	want := []string{"rs\x00counter\x00", "re\x00counter\x00", "hi\x00counter\x00"}
+	want := []string{"rs\x00counter\x00", "re\x00counter\x00", "hi\x00counter\x00", "rm\x00counter\x00"}
 	if !slices.Equal(internal, want) || !slices.Equal(all, append(want, "st\x00counter\x00")) {
 		t.Errorf("internal %q, all %q", internal, all)
 	}

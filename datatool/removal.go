@@ -39,7 +39,7 @@ func (s Selection) families() []selected {
 // removed), or kept.
 type RemovalItem struct {
 	EntityType string `json:"entity_type"`
-	Data       string `json:"data"` // "remembered shards", "remembered entities", "placement history", "entity states"
+	Data       string `json:"data"` // "remembered shards", "remembered entities", "placement history", "reminders", "entity states"
 	Keys       int    `json:"keys"`
 	Bytes      int64  `json:"bytes"`
 	Removed    bool   `json:"removed"` // false: kept (entity states without IncludeState)

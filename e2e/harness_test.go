@@ -43,6 +43,7 @@ type daemon struct {
 	t       *testing.T
 	name    string
 	dir     string
+	key     string // the cluster key file, if the daemon has one
 	cmd     *exec.Cmd
 	log     *lockedBuffer
 	exited  chan struct{}
@@ -71,16 +72,26 @@ type cluster struct {
 	t       *testing.T
 	root    string
 	flags   []string
+	key     string // the --cluster-key file among flags, if any: shardctl calls pass it too
 	daemons map[string]*daemon
+	retired []*daemon // earlier processes of restarted daemons, for their logs
 }
 
 func newCluster(t *testing.T, flags ...string) *cluster {
 	c := &cluster{t: t, root: t.TempDir(), flags: flags, daemons: map[string]*daemon{}}
+	for i, f := range flags {
+		if f == "--cluster-key" && i+1 < len(flags) {
+			c.key = flags[i+1]
+		}
+	}
 	t.Cleanup(func() {
 		for _, d := range c.daemons {
 			d.kill()
 		}
 		if t.Failed() {
+			for _, d := range c.retired {
+				t.Logf("--- log of %s (an earlier process):\n%s", d.name, d.log.String())
+			}
 			for name, d := range c.daemons {
 				t.Logf("--- log of %s:\n%s", name, d.log.String())
 			}
@@ -114,7 +125,10 @@ func (c *cluster) spawn(name string, args ...string) *daemon {
 // spawnIn starts a daemon on data directory dir without waiting for it.
 func (c *cluster) spawnIn(name, dir string, args ...string) *daemon {
 	c.t.Helper()
-	d := &daemon{t: c.t, name: name, dir: dir, log: &lockedBuffer{}, exited: make(chan struct{})}
+	if prev := c.daemons[name]; prev != nil { // a restart: the log goes on from the last process's
+		c.retired = append(c.retired, prev)
+	}
+	d := &daemon{t: c.t, name: name, dir: dir, key: c.key, log: &lockedBuffer{}, exited: make(chan struct{})}
 	all := append([]string{"--data-dir", d.dir, "--listen", "/ip4/127.0.0.1/tcp/0"}, c.flags...)
 	d.cmd = exec.Command(filepath.Join(bin, "sharddaemon"), append(all, args...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
@@ -197,9 +211,19 @@ type membersView struct {
 	Members   []memberInfo `json:"members"`
 }
 
+// ctl returns the arguments of a shardctl command that talks to d: --data-dir and, when the
+// cluster has one, --cluster-key (before the command, as global flags), then args.
+func (d *daemon) ctl(args ...string) []string {
+	global := []string{"--data-dir", d.dir}
+	if d.key != "" {
+		global = append(global, "--cluster-key", d.key)
+	}
+	return append(global, args...)
+}
+
 // members asks d for its member list; ok is false when d does not answer.
 func (d *daemon) members(extra ...string) (membersView, bool) {
-	out, _, code := shardctl(append([]string{"members", "--json", "--timeout", "2s", "--data-dir", d.dir}, extra...)...)
+	out, _, code := shardctl(append(d.ctl("members", "--json", "--timeout", "2s"), extra...)...)
 	var v membersView
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
 		return v, false

@@ -273,6 +273,44 @@ func TestFullRestartWaitsForAMajorityOfTheLastCluster(t *testing.T) {
 	}
 }
 
+// TestLeaseMajorityDownsTheKilledMember: with lease-majority, the leader of the four that are
+// left acquires the resolver's lease — the store lease, kept in the cluster's replicated
+// store — and only then downs the killed member, which is removed.
+func TestLeaseMajorityDownsTheKilledMember(t *testing.T) {
+	c := newCluster(t, "--set", "cluster.split-brain-resolver.active-strategy=lease-majority",
+		"--set", "cluster.split-brain-resolver.stable-after=2s")
+	ds, _ := startFive(c)
+	if !waitFor(5*time.Second, func() bool { return allAgree(ds, 5) }) {
+		t.Fatal("cluster did not form")
+	}
+	time.Sleep(10 * time.Second) // the failure detectors learn the heartbeat rhythm (as above)
+	victim := ds[4]
+	id := victim.peerID()
+	victim.kill()
+	killed := time.Now()
+	rest := ds[:4]
+	// detection (< 5 s) + stable-after (2 s) + the lease (a store round) + down-removal-margin
+	// (stable-after with lease-majority) + the downed member's lease
+	if !waitFor(20*time.Second, func() bool {
+		return everyone(rest, func(v membersView) bool { return v.status(id) == "Removed" })
+	}) {
+		t.Fatal("the killed member was not downed and removed")
+	}
+	t.Logf("downed and removed everywhere %v after kill -9", time.Since(killed).Round(time.Millisecond))
+	decided := 0
+	for _, d := range rest {
+		if log := d.log.String(); strings.Contains(log, "split-brain resolver decision") {
+			if !strings.Contains(log, "lease=true") || !strings.Contains(log, "holding the lease") {
+				t.Errorf("%s decided without the lease:\n%s", d.name, log)
+			}
+			decided++
+		}
+	}
+	if decided != 1 {
+		t.Errorf("%d members took the decision, want the leader alone", decided)
+	}
+}
+
 // TestSigtermIsPrompt: a daemon that never joined (its seed does not answer) exits 0 at
 // once on SIGTERM instead of waiting out a leave that cannot happen; and when every member
 // of a cluster gets SIGTERM at once, all exit 0 well within handoff-timeout (60 s), even

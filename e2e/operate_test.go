@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardmesh/shardmesh/shard"
 )
 
 // statsHomes returns where each counter shard runs, from shardctl stats --json on d.
 func statsHomes(t *testing.T, d *daemon) map[string]string {
 	t.Helper()
-	r := ctlAll([]string{"stats", "--data-dir", d.dir, "--type", "counter", "--json"})[0]
+	r := ctlAll(d.ctl("stats", "--type", "counter", "--json"))[0]
 	st := decode[struct {
 		Regions []struct {
 			Node          string            `json:"node"`
@@ -255,6 +257,9 @@ func TestOperations(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if r := ctlAll(ctl(m2, "data", "remove", "--yes", "--shard", "3", "counter"))[0]; r.code != 4 || !strings.Contains(r.err, "in service") {
+			t.Fatalf("data remove --shard of a type in service:\n%v", r)
+		}
 		r := ctlAll(ctl(m2, "types", "stop", "counter"))[0]
 		if r.code != 0 || !strings.Contains(r.out, "0 shards still running") || !strings.Contains(r.out, "stopped types: counter") {
 			t.Fatalf("types stop:\n%v", r)
@@ -274,6 +279,46 @@ func TestOperations(t *testing.T) {
 		}
 		if dry.code != 0 || json.Unmarshal([]byte(dry.out), &plan) != nil || len(plan) != 1 || plan[0].Records < 90 || plan[0].Removed != 0 {
 			t.Fatalf("dry run:\n%v", dry)
+		}
+		// Below the type: one entity's data, then one shard's (counter-7's state is in it).
+		records := func(args ...string) uint64 {
+			t.Helper()
+			r := ctlAll(ctl(m2, append([]string{"data", "remove", "--dry-run", "--include-state", "--json"}, append(args, "counter")...)...))[0]
+			var p []struct {
+				Records uint64 `json:"records"`
+			}
+			if r.code != 0 || json.Unmarshal([]byte(r.out), &p) != nil || len(p) != 1 {
+				t.Fatalf("dry run:\n%v", r)
+			}
+			return p[0].Records
+		}
+		if r := ctlAll(ctl(m2, "data", "remove", "--yes", "--shard", "3", "--entity", "x", "counter"))[0]; r.code != 2 {
+			t.Fatalf("--shard and --entity together:\n%v", r)
+		}
+		if r := ctlAll(ctl(m2, "data", "remove", "--yes", "--shard", "nosuch", "counter"))[0]; r.code == 0 || !strings.Contains(r.err, "not a shard") {
+			t.Fatalf("--shard nosuch:\n%v", r)
+		}
+		all, one := records(), records("--entity", "counter-5")
+		if one < 1 || one > 2 { // its state, and its remembered entity when remembered
+			t.Fatalf("--entity counter-5: %d records, want its state (and its remembered entity)", one)
+		}
+		if r := ctlAll(ctl(m3, "data", "remove", "--yes", "--include-state", "--entity", "counter-5", "counter"))[0]; r.code != 0 {
+			t.Fatalf("data remove --entity:\n%v", r)
+		}
+		if got := records("--entity", "counter-5"); got != 0 || records() != all-one {
+			t.Fatalf("after removing counter-5: %d of its records left, %d in all (want 0 and %d)", got, records(), all-one)
+		}
+		ex, _ := shard.NewHashCodeExtractor(30) // sharding.number-of-shards of adminFlags
+		loc := struct{ Shard string }{string(ex.ShardID("counter-7"))}
+		inShard := records("--shard", loc.Shard)
+		if inShard < 1 {
+			t.Fatalf("--shard %s: no records, but counter-7's state is in it", loc.Shard)
+		}
+		if r := ctlAll(ctl(m3, "data", "remove", "--yes", "--include-state", "--shard", loc.Shard, "counter"))[0]; r.code != 0 {
+			t.Fatalf("data remove --shard:\n%v", r)
+		}
+		if got := records("--shard", loc.Shard); got != 0 || records() != all-one-inShard {
+			t.Fatalf("after removing shard %s: %d of its records left, %d in all (want 0 and %d)", loc.Shard, got, records(), all-one-inShard)
 		}
 		rm := ctlAll(ctl(m3, "data", "remove", "--yes", "--include-state", "counter"))[0]
 		if rm.code != 0 || !strings.Contains(rm.out, "removed") {

@@ -294,6 +294,14 @@ func TestDamagedStoreIsRebuiltFromThePeers(t *testing.T) {
 	for _, d := range []*daemon{m1, m2, m3} {
 		ready(d)
 	}
+	// logged waits for d's log to show what it wrote before it answered ready: the log
+	// comes through a pipe, and may trail the answer.
+	logged := func(d *daemon, line string) {
+		t.Helper()
+		if !waitFor(10*time.Second, func() bool { return strings.Contains(d.log.String(), line) }) {
+			t.Fatalf("%s did not log %q:\n%s", d.name, line, d.log.String())
+		}
+	}
 	cl := client(t, m1)
 	counters := ids(40)
 	want := map[string]int{}
@@ -333,6 +341,7 @@ func TestDamagedStoreIsRebuiltFromThePeers(t *testing.T) {
 		if dm.auto {
 			m3 = c.start("m3", "--join", m1.addr(), "--set", "store.rebuild-damaged=on")
 			ready(m3)
+			logged(m3, "refilled from the peers")
 			if log := m3.log.String(); !strings.Contains(log, "moved it aside") || !strings.Contains(log, "refilled from the peers") || !strings.Contains(log, named) {
 				t.Fatalf("store.rebuild-damaged did not rebuild:\n%s", log)
 			}
@@ -367,9 +376,7 @@ func TestDamagedStoreIsRebuiltFromThePeers(t *testing.T) {
 
 		m3 = c.start("m3", "--join", m1.addr())
 		ready(m3) // refilled: a store that refills is not ready
-		if !strings.Contains(m3.log.String(), "refilled from the peers") {
-			t.Fatalf("m3 did not refill:\n%s", m3.log.String())
-		}
+		logged(m3, "refilled from the peers")
 		incAll() // every acknowledged increment is there, through m3's replica too
 	}
 	m3.signal(syscall.SIGTERM)

@@ -22,8 +22,9 @@ type entityType struct {
 	coord    *coordinator.Coordinator
 	shutdown bool // graceful shutdown completed
 
-	pass    *passivation.Region[shard.EntityID] // nil: no automatic passivation
+	pass    *passivation.Region[shard.EntityID] // nil: no passivation policy (none, or idle alone)
 	victims []passivation.Passivate[shard.EntityID]
+	idle    passivation.IdleSettings // idle passivation alone: the shards sweep (Shard.SetIdleTimeout)
 
 	gens map[shard.ID]uint64 // the generation of each local shard that remembers entities
 
@@ -69,6 +70,19 @@ type Engine struct {
 	dirKnown bool
 
 	storeFull bool // this member's store refuses writes for want of disk space (SetStoreFull)
+
+	synced memberSync // what syncMembership last gave the regions and coordinators
+}
+
+// memberSync is what syncMembership last gave the regions and coordinators: while the
+// membership machine reports the same count of changes and serving has not flipped, they
+// have it already, and a tick costs nothing per member of the cluster.
+type memberSync struct {
+	valid       bool
+	changes     uint64 // membership.Node.Changes when members was read
+	members     []membership.Member
+	unreachable map[membership.NodeID]bool
+	serving     bool
 }
 
 // New returns the engine of member self. cfg.Membership must have passed Validate; each
@@ -109,6 +123,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 	tc.Region.TypeName, tc.Coordinator.TypeName = tc.Name, tc.Name
 	tc.Coordinator.AwaitDirectives = tc.Coordinator.AwaitDirectives || e.cfg.AwaitDirectives
 	tc.Coordinator.DurableTerm = tc.Coordinator.DurableTerm || e.cfg.DurableTerms
+	tc.Coordinator.DurableShards = tc.Coordinator.DurableShards || e.cfg.DurableShards
 	if tc.Shard.HandoffTimeout == 0 {
 		tc.Shard.HandoffTimeout = tc.Coordinator.HandoffTimeout // one handoff-timeout for both
 	}
@@ -125,12 +140,18 @@ func (e *Engine) addType(tc TypeConfig) error {
 		shards: map[shard.ID]*shard.Shard[region.Envelope]{},
 		gens:   map[shard.ID]uint64{},
 	}
-	if tc.Passivation.Enabled() {
+	switch {
+	case tc.Passivation.LimitEnabled():
 		pass, err := passivation.NewRegion(tc.Passivation, passivation.StringHash[shard.EntityID])
 		if err != nil {
 			return fmt.Errorf("entity type %q: %w", tc.Name, err)
 		}
 		t.pass = pass
+	case tc.Passivation.Enabled(): // an idle timeout alone: no policy, the shards sweep
+		if err := tc.Passivation.Validate(); err != nil {
+			return fmt.Errorf("entity type %q: %w", tc.Name, err)
+		}
+		t.idle = tc.Passivation.Idle
 	}
 	if tc.Shard.Remember.Enabled && tc.Shard.Remember.Adaptive.Enabled {
 		t.budget = shard.NewRecoveryBudget(tc.Shard.Remember.Adaptive, e.now)
@@ -138,6 +159,7 @@ func (e *Engine) addType(tc TypeConfig) error {
 	t.region.SetOutOfService(e.now, e.dir.Stopped[tc.Name])
 	t.region.SetNoNewShards(e.now, e.storeFull)
 	e.types[tc.Name] = t
+	e.synced.valid = false // the new region has not been given the membership yet
 	e.names = append(e.names, tc.Name)
 	slices.Sort(e.names)
 	return nil
@@ -166,6 +188,18 @@ func (e *Engine) Coordinator(typ string) *coordinator.Coordinator {
 func (e *Engine) Shards(typ string) map[shard.ID]*shard.Shard[region.Envelope] {
 	if t := e.types[typ]; t != nil {
 		return t.shards
+	}
+	return nil
+}
+
+// Slot returns the runtime's slot of entity id of local shard s of type typ — what the
+// runtime stored there for the entity's incarnation — or nil when the shard holds no record
+// of the entity.
+func (e *Engine) Slot(typ string, s shard.ID, id shard.EntityID) *shard.Slot {
+	if t := e.types[typ]; t != nil {
+		if sh := t.shards[s]; sh != nil {
+			return sh.Slot(id)
+		}
 	}
 	return nil
 }
@@ -237,7 +271,7 @@ func (e *Engine) Tick(now time.Time) {
 		}
 		t.region.Tick(now)
 		for _, id := range t.order {
-			if sh := t.shards[id]; sh.State() == shard.StateDraining || t.pass != nil || sh.Remembers() || sh.UsesLease() {
+			if sh := t.shards[id]; sh.State() == shard.StateDraining || t.pass != nil || t.idle.Timeout > 0 || sh.Remembers() || sh.UsesLease() {
 				if sh.Tick(now); sh.HasOutput() {
 					t.touched = append(t.touched, sh)
 				}
@@ -279,15 +313,23 @@ func (e *Engine) StepCoordination(now time.Time, from membership.NodeID, typ str
 
 // Deliver routes a message for an entity (from a local sender or another member's region).
 func (e *Engine) Deliver(now time.Time, typ string, env region.Envelope) error {
+	_, err := e.DeliverRouted(now, typ, env)
+	return err
+}
+
+// DeliverRouted is Deliver, telling how the region routed the message (for tracing: a
+// message Buffered waits for its shard's home or a handoff).
+func (e *Engine) DeliverRouted(now time.Time, typ string, env region.Envelope) (region.RouteKind, error) {
 	e.now = now
 	t := e.lastType // most messages are for the type of the one before
 	if t == nil || t.cfg.Name != typ {
 		if t = e.types[typ]; t == nil {
-			return fmt.Errorf("unknown entity type %q", typ)
+			return 0, fmt.Errorf("unknown entity type %q", typ)
 		}
 		e.lastType = t
 	}
-	switch d := t.region.Deliver(now, env); d.Kind {
+	d := t.region.Deliver(now, env)
+	switch d.Kind {
 	case region.Local:
 		e.deliverLocal(t, d.Envelope)
 	case region.Forwarded:
@@ -295,8 +337,22 @@ func (e *Engine) Deliver(now time.Time, typ string, env region.Envelope) error {
 	case region.Refused:
 		e.out.Rejected = append(e.out.Rejected, Rejected{Type: t.cfg.Name, Envelope: d.Envelope, Err: d.Err})
 	}
-	e.settle()
-	return nil
+	// A message routed straight to an entity or another member leaves the machines with
+	// nothing to do (the common case): settle only when it left some work.
+	if len(t.touched) > 0 || len(e.queue) > 0 || t.region.HasOutput() {
+		e.settle()
+	}
+	return d.Kind, nil
+}
+
+// NotHome takes back a message this member forwarded to member from, which refused it as
+// no longer the shard's home (region.Region.NotHome).
+func (e *Engine) NotHome(now time.Time, from membership.NodeID, typ string, env region.Envelope, nh *region.NotHomeError) {
+	e.now = now
+	if t := e.types[typ]; t != nil {
+		t.region.NotHome(now, from, env, nh)
+		e.settle()
+	}
 }
 
 // deliverLocal hands a message to its local shard and turns the shard's decision into entity
@@ -354,6 +410,7 @@ func (e *Engine) settle() {
 		rd := e.m.Ready()
 		e.out.Membership = append(e.out.Membership, rd.Messages...)
 		e.out.Members = append(e.out.Members, rd.Events...)
+		e.out.ResolverLease = append(e.out.ResolverLease, rd.Lease...)
 		if len(rd.Events) > 0 {
 			e.syncMembership() // a member that starts leaving stops its coordinators at once
 			progressed = true
@@ -525,6 +582,9 @@ func (e *Engine) startShard(t *entityType, id shard.ID) {
 		t.gens[id] = e.gen
 		t.touched = append(t.touched, sh)
 	}
+	if t.idle.Timeout > 0 {
+		sh.SetIdleTimeout(t.idle.Timeout, t.idle.CheckInterval())
+	}
 	if t.pass == nil {
 		return
 	}
@@ -573,15 +633,29 @@ func (e *Engine) maybeLeave() {
 // syncMembership gives every region and coordinator the current membership, and starts or
 // stops this member's coordinators: a type's coordinator runs on the oldest Up member with
 // its role.
+//
+// It does nothing when neither the view nor serving changed since the last call: the
+// regions and coordinators have what it would give them.
 func (e *Engine) syncMembership() {
-	members := e.m.Members()
-	unreachable := map[membership.NodeID]bool{}
-	for _, m := range members {
-		if e.m.Unreachable(m.Node) {
-			unreachable[m.Node] = true
+	if len(e.names) == 0 {
+		return // no entity type: no region or coordinator to give the members to
+	}
+	sy := &e.synced
+	changes, serving := e.m.Changes(), e.m.Serving(e.now)
+	if sy.valid && sy.changes == changes && sy.serving == serving {
+		return
+	}
+	if !sy.valid || sy.changes != changes {
+		sy.members = e.m.Members()
+		sy.unreachable = map[membership.NodeID]bool{}
+		for _, m := range sy.members {
+			if e.m.Unreachable(m.Node) {
+				sy.unreachable[m.Node] = true
+			}
 		}
 	}
-	serving := e.m.Serving(e.now)
+	sy.valid, sy.changes, sy.serving = true, changes, serving
+	members, unreachable := sy.members, sy.unreachable
 	self := e.m.Self()
 	for _, n := range e.names {
 		t := e.types[n]

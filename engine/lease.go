@@ -54,3 +54,11 @@ func (e *Engine) LeaseLost(now time.Time, typ string, s shard.ID, gen uint64) {
 	}
 	e.settle()
 }
+
+// ResolverLeaseResult answers the acquisition seq of the split-brain resolver's lease
+// (Ready.ResolverLease): held reports whether this member holds it now.
+func (e *Engine) ResolverLeaseResult(now time.Time, seq uint64, held bool) {
+	e.now = now
+	e.m.LeaseResult(now, seq, held)
+	e.settle()
+}

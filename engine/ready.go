@@ -31,6 +31,10 @@ import (
 //     passivated entity again.
 //   - LeaseAcquire: call LeaseAcquired(ok) only once the lease is held; the shard starts
 //     nothing under it before.
+//   - ResolverLease (lease-majority): an acquisition is answered with ResolverLeaseResult,
+//     held only once the lease is held; the split-brain resolver downs the other side only
+//     then. Answer within lease-operation-timeout: the machine takes a later answer for a
+//     denial (and asks for a release of a lease it then holds).
 //   - An event CoordinatorStarted, with Config.DurableTerms: the coordinator issues no
 //     allocation epoch (sends no allocation, so no entity anywhere gets an epoch of it)
 //     until SetCoordinatorTerm gives it a term that the runtime read from a read quorum and
@@ -68,10 +72,12 @@ type Ready struct {
 	Events       []TypedEvent
 	Store        []StoreOp
 	Leases       []LeaseOp
+	// ResolverLease are operations on the split-brain resolver's lease (lease-majority).
+	ResolverLease []membership.LeaseOp
 }
 
 // readyFields is how many fields Ready has.
-const readyFields = 9
+const readyFields = 10
 
 // lists returns every field of r, each once, in declaration order.
 func (r *Ready) lists() [readyFields]list {
@@ -85,6 +91,7 @@ func (r *Ready) lists() [readyFields]list {
 		field[TypedEvent]{&r.Events},
 		field[StoreOp]{&r.Store},
 		field[LeaseOp]{&r.Leases},
+		field[membership.LeaseOp]{&r.ResolverLease},
 	}
 }
 
@@ -104,6 +111,12 @@ func (f field[T]) len() int { return len(*f.s) }
 
 func (f field[T]) appendTo(dst list) {
 	d := dst.(field[T]).s
+	if len(*d) == 0 {
+		// The common case: hand the items over and take dst's empty buffer in exchange,
+		// rather than copying them.
+		*d, *f.s = *f.s, (*d)[:0]
+		return
+	}
 	*d = append(*d, *f.s...)
 }
 
@@ -136,9 +149,10 @@ func (e *Engine) Ready() Ready {
 	return r
 }
 
-// Drain moves what the engine wants done into dst (appending), keeping the engine's own
-// buffers for reuse: the runtime calls it with one reused Ready, so steady traffic allocates
-// no output slices.
+// Drain moves what the engine wants done into dst (appending), leaving the engine empty
+// buffers for reuse: a field of dst that is empty trades buffers with the engine's rather
+// than copying. The runtime calls it with one reused Ready, so steady traffic allocates no
+// output slices and copies no items.
 func (e *Engine) Drain(dst *Ready) {
 	src, to := e.out.lists(), dst.lists()
 	for i, l := range src {

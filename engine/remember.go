@@ -123,7 +123,8 @@ func (e *Engine) grantRecovery(t *entityType, now time.Time) {
 // even before it is Up).
 func (e *Engine) recoveringMembers(t *entityType) int {
 	n, self := 0, false
-	for _, m := range e.m.Members() {
+	for _, m := range e.synced.members { // Tick synced them first
+
 		if m.Status != membership.Up || (t.cfg.Region.Role != "" && !slices.Contains(m.Roles, t.cfg.Region.Role)) {
 			continue
 		}

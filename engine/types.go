@@ -33,6 +33,9 @@ type Config struct {
 	// DurableTerms: coordinators serve nothing until SetCoordinatorTerm gives them a term
 	// from the replicated store (see coordinator.Config.DurableTerm).
 	DurableTerms bool
+	// DurableShards: every type's coordinator starts the shards marked in the store
+	// (reminders) without waiting for a message (see coordinator.Config.DurableShards).
+	DurableShards bool
 }
 
 // DefaultShutdownTimeout is the default Config.ShutdownTimeout: reference.conf's

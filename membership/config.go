@@ -37,6 +37,11 @@ type Config struct {
 	// (keep-oldest and static-quorum may down a majority, which keeps its lease until its
 	// own resolver stops it, within stable-after).
 	DownRemovalMargin time.Duration
+	// AllowWeaklyUpMembers is how long a leader goes without convergence before it moves
+	// Joining members it can reach to WeaklyUp (allow-weakly-up-members): they are members,
+	// counted as Joining, and host nothing until the leader moves them Up at convergence.
+	// Default 7 s, as in Akka; Off never.
+	AllowWeaklyUpMembers time.Duration
 	// ExitingTimeout is how long a member that is Exiting (it has handed everything off)
 	// waits to be Removed by the leader before it stops anyway, as left
 	// (coordinated-shutdown's cluster-exiting phase in Akka, whose timeout this is). When
@@ -47,6 +52,14 @@ type Config struct {
 	// "sharding.number-of-shards" → "1000". A member joining with a different value is refused
 	// with an error naming the key and both values.
 	JoinChecks map[string]string
+	// Credential is this member's credential, presented when it asks to join and when it
+	// admits a member (package trust). Nil: none.
+	Credential []byte
+	// Admit, when set, decides admission: whether member node, presenting credential, may
+	// join (asked of the member a join request reaches), and whether a member that admits
+	// this one is itself admitted (asked of the joining member). It returns "" to admit, or
+	// why not. It must depend only on its arguments. Nil: every member is admitted.
+	Admit func(now time.Time, node NodeID, credential []byte) string
 }
 
 // FailureDetectorConfig configures the phi-accrual failure detector
@@ -82,7 +95,15 @@ const (
 	KeepOldest   Strategy = "keep-oldest"   // the side with the oldest member survives
 	DownAllNodes Strategy = "down-all"      // every member is downed at any partition (down-all)
 	DownOff      Strategy = "off"           // never down automatically (operators down by hand)
+	// LeaseMajority: the side whose leader acquires the resolver's lease survives; the
+	// minority by keep-majority's count waits acquire-lease-delay-for-minority before it
+	// tries, so that the majority wins when it can (lease-majority).
+	LeaseMajority Strategy = "lease-majority"
 )
+
+// Off turns off a setting that is on by default with a duration (down-all-when-unstable,
+// allow-weakly-up-members).
+const Off time.Duration = -1
 
 // SBRConfig configures the split-brain resolver (akka.cluster.split-brain-resolver).
 type SBRConfig struct {
@@ -99,6 +120,36 @@ type SBRConfig struct {
 	// DownIfAlone: with keep-oldest, an oldest member alone on its side is downed and the
 	// other side survives (keep-oldest.down-if-alone). Default on.
 	DownIfAlone bool
+	// DownAllWhenUnstable: when no decision was taken within stable-after plus this since
+	// the first change of reachability (the unreachable members keep changing), every member
+	// downs itself, as no side can be trusted to decide alike (down-all-when-unstable).
+	// Default on: 3/4 of stable-after, at least 4 s, as in Akka; Off never.
+	DownAllWhenUnstable time.Duration
+	// LeaseMajority configures lease-majority.
+	LeaseMajority LeaseMajorityConfig
+}
+
+// LeaseMajorityConfig configures lease-majority (split-brain-resolver.lease-majority).
+type LeaseMajorityConfig struct {
+	// LeaseImplementation names the lease: "store", the lease kept in the cluster's
+	// replicated store (lease.StoreProvider), or a provider given to shardmesh.Start with
+	// WithLease (lease-implementation). Default "store".
+	LeaseImplementation string
+	// LeaseName is the lease's name (lease-name). Default "<cluster-name>-shardmesh-sbr".
+	LeaseName string
+	// AcquireLeaseDelayForMinority is how long the side that keep-majority's count puts in
+	// the minority waits before it tries to acquire the lease, so that the majority gets it
+	// when it can (acquire-lease-delay-for-minority). Default 2 s.
+	AcquireLeaseDelayForMinority time.Duration
+	// ReleaseAfter is how long the lease is kept after the members a decision downed were
+	// removed (release-after). Default 40 s.
+	ReleaseAfter time.Duration
+	// LeaseOperationTimeout bounds an acquisition: without an answer by then the decision is
+	// reversed, as for a denial (akka.coordination.lease.lease-operation-timeout). It must be
+	// less than down-removal-margin, so that a side that loses the lease has downed itself
+	// before the other side removes it. Default 5 s, or half of down-removal-margin when
+	// that is less.
+	LeaseOperationTimeout time.Duration
 }
 
 // DefaultConfig returns Akka's defaults.
@@ -122,7 +173,14 @@ func DefaultConfig() Config {
 			ActiveStrategy: KeepMajority,
 			StableAfter:    20 * time.Second,
 			DownIfAlone:    true,
+			LeaseMajority: LeaseMajorityConfig{
+				LeaseImplementation:          "store",
+				AcquireLeaseDelayForMinority: 2 * time.Second,
+				ReleaseAfter:                 40 * time.Second,
+				// LeaseOperationTimeout: 5 s, or half of down-removal-margin (Validate).
+			},
 		},
+		AllowWeaklyUpMembers: 7 * time.Second,
 	}
 }
 
@@ -176,6 +234,25 @@ func (c *Config) Validate() error {
 	if c.DownRemovalMargin == 0 && sbr.ActiveStrategy != KeepMajority {
 		c.DownRemovalMargin = sbr.StableAfter
 	}
+	if sbr.DownAllWhenUnstable == 0 {
+		sbr.DownAllWhenUnstable = max(4*time.Second, sbr.StableAfter*3/4)
+	}
+	if c.AllowWeaklyUpMembers == 0 {
+		c.AllowWeaklyUpMembers = d.AllowWeaklyUpMembers
+	}
+	lm, dlm := &sbr.LeaseMajority, d.SplitBrainResolver.LeaseMajority
+	if lm.LeaseImplementation == "" {
+		lm.LeaseImplementation = dlm.LeaseImplementation
+	}
+	if lm.AcquireLeaseDelayForMinority == 0 {
+		lm.AcquireLeaseDelayForMinority = dlm.AcquireLeaseDelayForMinority
+	}
+	if lm.ReleaseAfter == 0 {
+		lm.ReleaseAfter = dlm.ReleaseAfter
+	}
+	if lm.LeaseOperationTimeout == 0 {
+		lm.LeaseOperationTimeout = min(5*time.Second, c.DownRemovalMargin/2)
+	}
 	var errs []error
 	check := func(ok bool, format string, args ...any) {
 		if !ok {
@@ -204,12 +281,22 @@ func (c *Config) Validate() error {
 		fd.AcceptableHeartbeatPause, fd.HeartbeatInterval)
 	check(sbr.StableAfter > 0, "split-brain-resolver.stable-after = %s: must be positive", sbr.StableAfter)
 	check(c.DownRemovalMargin >= 0, "down-removal-margin = %s: must not be negative", c.DownRemovalMargin)
+	check(sbr.DownAllWhenUnstable > 0 || sbr.DownAllWhenUnstable == Off, "split-brain-resolver.down-all-when-unstable = %s: must be on, off or a positive duration", sbr.DownAllWhenUnstable)
+	check(c.AllowWeaklyUpMembers > 0 || c.AllowWeaklyUpMembers == Off, "allow-weakly-up-members = %s: must be off or a positive duration", c.AllowWeaklyUpMembers)
 	switch sbr.ActiveStrategy {
 	case KeepMajority, KeepOldest, DownAllNodes, DownOff:
+	case LeaseMajority:
+		check(lm.AcquireLeaseDelayForMinority >= 0, "split-brain-resolver.lease-majority.acquire-lease-delay-for-minority = %s: must not be negative", lm.AcquireLeaseDelayForMinority)
+		check(lm.ReleaseAfter > 0, "split-brain-resolver.lease-majority.release-after = %s: must be positive", lm.ReleaseAfter)
+		// The side that loses the lease downs itself at most this long after it decided;
+		// the winning side removes it no sooner than down-removal-margin after it downed it.
+		check(lm.LeaseOperationTimeout > 0 && lm.LeaseOperationTimeout < c.DownRemovalMargin,
+			"split-brain-resolver.lease-majority.lease-operation-timeout = %s: must be positive and less than down-removal-margin (%s), so that a side that loses the lease stops before the other removes it",
+			lm.LeaseOperationTimeout, c.DownRemovalMargin)
 	case StaticQuorum:
 		check(sbr.QuorumSize >= 1, "split-brain-resolver.static-quorum.quorum-size = %d: static-quorum needs a quorum size of at least 1", sbr.QuorumSize)
 	default:
-		check(false, "split-brain-resolver.active-strategy = %q: must be one of keep-majority, static-quorum, keep-oldest, down-all, off", sbr.ActiveStrategy)
+		check(false, "split-brain-resolver.active-strategy = %q: must be one of keep-majority, lease-majority, static-quorum, keep-oldest, down-all, off", sbr.ActiveStrategy)
 	}
 	return errors.Join(errs...)
 }

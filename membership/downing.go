@@ -3,6 +3,7 @@ package membership
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Decision is the split-brain resolver's verdict on one member's view of a partition, as
@@ -21,6 +22,15 @@ const (
 	// gossip through others are downed, with what the decision says once the observations
 	// between them are set aside.
 	DownIndirectlyConnected
+	// AcquireLeaseAndDownUnreachable (lease-majority): with the resolver's lease, this side
+	// survives and downs the unreachable members; without it, DownReachable.
+	AcquireLeaseAndDownUnreachable
+	// AcquireLeaseAndDownIndirectlyConnected (lease-majority): with the lease, as
+	// DownIndirectlyConnected; without it, ReverseDownIndirectlyConnected.
+	AcquireLeaseAndDownIndirectlyConnected
+	// ReverseDownIndirectlyConnected: the indirectly connected members and every reachable
+	// member are downed (lease-majority without the lease).
+	ReverseDownIndirectlyConnected
 )
 
 var decisionNames = [...]string{
@@ -28,6 +38,23 @@ var decisionNames = [...]string{
 	DownReachable:           "down-reachable",
 	DownAll:                 "down-all",
 	DownIndirectlyConnected: "down-indirectly-connected",
+
+	AcquireLeaseAndDownUnreachable:         "acquire-lease-and-down-unreachable",
+	AcquireLeaseAndDownIndirectlyConnected: "acquire-lease-and-down-indirectly-connected",
+	ReverseDownIndirectlyConnected:         "reverse-down-indirectly-connected",
+}
+
+// acquiresLease reports whether d is taken only with the resolver's lease (lease-majority).
+func (d Decision) acquiresLease() bool {
+	return d == AcquireLeaseAndDownUnreachable || d == AcquireLeaseAndDownIndirectlyConnected
+}
+
+// reverse is what a lease decision becomes without the lease, as Akka's reverseDecision.
+func (d Decision) reverse() Decision {
+	if d == AcquireLeaseAndDownIndirectlyConnected {
+		return ReverseDownIndirectlyConnected
+	}
+	return DownReachable
 }
 
 func (d Decision) String() string {
@@ -41,7 +68,7 @@ func (d Decision) String() string {
 type reachRecord struct{ observer, subject NodeID }
 
 // partitionView is what a split-brain decision reads: one member's view of the members and
-// of who cannot reach whom. It is a value built for one decision (Node.partitionView); the
+// of who cannot reach whom. It is a value built for one decision (Node.resolverView); the
 // decision itself is a pure function of it, so Akka's DowningStrategy specs port to it
 // one for one (downing_akka_test.go).
 //
@@ -52,8 +79,9 @@ type reachRecord struct{ observer, subject NodeID }
 // 2,289). The side that does not know counts the member where it is; the side that knows
 // counts it against itself, so the difference can only make a side lose, never win.
 //
-// Keep-majority counts only voters (voters.go): the side it keeps is the side whose voters
-// grant the serving lease. A member not yet a voter that a leader could have made one in
+// Keep-majority (and lease-majority, to choose which side waits before it asks for the
+// lease) counts only voters (voters.go): the side it keeps is the side whose voters grant the
+// serving lease. A member not yet a voter that a leader could have made one in
 // another view (possible) counts as Joining members do in Akka's edge case: possibly there.
 // While the cluster has no more members than cluster.voters, every member votes and this is
 // Akka's count. Static-quorum and keep-oldest count every member, as in Akka; the sides they
@@ -61,20 +89,22 @@ type reachRecord struct{ observer, subject NodeID }
 // with them) covers until the other side has stopped.
 type partitionView struct {
 	cfg         SBRConfig
-	members     map[NodeID]*Member // every member not Removed
+	members     map[NodeID]*Member // every member; Removed ones count nowhere
 	unreachable map[NodeID]bool    // the subjects of records
 	records     []reachRecord      // sorted
-	seen        map[NodeID]bool    // members known to have seen this view, this one included
+	seen        map[NodeID]bool    // members known to have seen this view, this one included (of the subjects of records, at least)
 	possible    map[NodeID]bool    // members a leader could have made voters elsewhere (view.possiblePromotions)
+	// The records by observer and by subject, when indexed (Node.records; nil otherwise).
+	byObserver, bySubject map[NodeID][]NodeID
 }
 
 // counted reports whether m counts in a decision, and with the edge-case flags, as Akka's
 // DowningStrategy.members(includingPossiblyUp, excludingPossiblyExiting):
 //
 //   - Up always;
-//   - Joining only when possiblyUp: a leader moves Joining members Up only once every member
-//     has seen them Joining, so a member Joining in this view may already be Up in the view
-//     of a side cut off at that instant;
+//   - Joining and WeaklyUp only when possiblyUp: a leader moves them Up only once every
+//     member has seen them so, so a member Joining in this view may already be Up in the
+//     view of a side cut off at that instant;
 //   - Leaving unless possiblyExiting: a Leaving member may already be Exiting on the other
 //     side, which does not count it;
 //   - Exiting never: it has handed everything off and is about to be removed;
@@ -82,18 +112,23 @@ type partitionView struct {
 //
 // Keep-majority counts voters only, and a possible voter as Akka counts a Joining member.
 func (p *partitionView) counted(m *Member, possiblyUp, possiblyExiting bool) bool {
-	if p.cfg.ActiveStrategy == KeepMajority && !m.Voter {
+	if p.votersCount() && !m.Voter {
 		return possiblyUp && p.possible[m.Node]
 	}
 	switch m.Status {
 	case Up, Down:
 		return true
-	case Joining:
+	case Joining, WeaklyUp:
 		return possiblyUp
 	case Leaving:
 		return !possiblyExiting
 	}
 	return false
+}
+
+// votersCount reports whether the strategy counts voters only (keep-majority, lease-majority).
+func (p *partitionView) votersCount() bool {
+	return p.cfg.ActiveStrategy == KeepMajority || p.cfg.ActiveStrategy == LeaseMajority
 }
 
 // isUnreachable reports whether m counts on the other side: some member cannot reach it, or
@@ -140,8 +175,25 @@ func compareIDs(a, b NodeID) int {
 // observation whose subject has seen this view (unreachable from the observer, not from
 // everyone). A clean partition or a crash gives none: the other side neither observes nor
 // sees.
+//
+// With the records indexed (byObserver, bySubject) it looks only at the unreachable
+// observers and the subjects that have seen the view, not at every record.
 func (p *partitionView) indirectlyConnected() (all, cycle, seenEnds map[NodeID]bool) {
 	all, cycle, seenEnds = map[NodeID]bool{}, map[NodeID]bool{}, map[NodeID]bool{}
+	if p.byObserver != nil {
+		for o := range p.unreachable {
+			if len(p.byObserver[o]) > 0 {
+				cycle[o], all[o] = true, true
+			}
+		}
+		for s := range p.seen {
+			for _, o := range p.bySubject[s] {
+				seenEnds[o], seenEnds[s] = true, true
+				all[o], all[s] = true, true
+			}
+		}
+		return all, cycle, seenEnds
+	}
 	for _, r := range p.records {
 		if p.unreachable[r.observer] {
 			cycle[r.observer], all[r.observer] = true, true
@@ -162,6 +214,12 @@ func (p *partitionView) decide() (Decision, string) {
 		return DownAll, "down-all downs every member at any partition"
 	case StaticQuorum:
 		return p.staticQuorum(len(ic) > 0)
+	case LeaseMajority:
+		if len(ic) > 0 {
+			return AcquireLeaseAndDownIndirectlyConnected, p.icReason(ic)
+		}
+		here, there := len(p.withRole(false, false, +1)), len(p.withRole(false, false, -1))
+		return AcquireLeaseAndDownUnreachable, fmt.Sprintf("%d here, %d unreachable: the side that holds the lease survives", here, there)
 	case KeepOldest:
 		if len(ic) > 0 {
 			return DownIndirectlyConnected, p.icReason(ic)
@@ -227,6 +285,25 @@ func (p *partitionView) keepMajority() (Decision, string) {
 		return DownAll, fmt.Sprintf("%s, but %d here against %d counting the members whose status may differ on the other side: no side can be trusted", why, here2, there2)
 	}
 	return DownUnreachable, why
+}
+
+// acquireDelay is how long lease-majority waits before it asks for the lease, as Akka's
+// LeaseMajority: acquire-lease-delay-for-minority on the side keep-majority's count puts in the
+// minority (ties go to the side of the lowest node id), none otherwise. Indirectly connected
+// members are decided at once.
+func (p *partitionView) acquireDelay(d Decision) time.Duration {
+	if d != AcquireLeaseAndDownUnreachable {
+		return 0
+	}
+	all := p.withRole(false, false, 0)
+	if len(all) == 0 {
+		return 0 // no member with the role: no side is the minority
+	}
+	here, there := len(all)-len(p.withRole(false, false, -1)), len(p.withRole(false, false, -1))
+	if p.majority(here, there, all[0]) == DownUnreachable {
+		return 0
+	}
+	return p.cfg.LeaseMajority.AcquireLeaseDelayForMinority
 }
 
 // majority is Akka's majorityDecision: the bigger side survives, a tie goes to the side
@@ -307,6 +384,15 @@ func downable(m *Member) bool { return m.Status <= Leaving }
 func (p *partitionView) nodesToDown(d Decision) ([]NodeID, Decision) {
 	var out []NodeID
 	switch d {
+	case AcquireLeaseAndDownUnreachable:
+		out, _ = p.nodesToDown(DownUnreachable)
+		return out, d
+	case AcquireLeaseAndDownIndirectlyConnected:
+		out, eff := p.nodesToDown(DownIndirectlyConnected)
+		if eff == DownAll {
+			return out, eff
+		}
+		return out, d
 	case DownIndirectlyConnected:
 		ic, cycle, seenEnds := p.indirectlyConnected()
 		extra, ok := p.additionalWhenIndirectlyConnected(cycle, seenEnds)
@@ -315,6 +401,13 @@ func (p *partitionView) nodesToDown(d Decision) ([]NodeID, Decision) {
 		}
 		for _, m := range p.members {
 			if downable(m) && (ic[m.Node] || extra[m.Node]) {
+				out = append(out, m.Node)
+			}
+		}
+	case ReverseDownIndirectlyConnected:
+		ic, _, _ := p.indirectlyConnected()
+		for _, m := range p.members {
+			if downable(m) && (ic[m.Node] || !p.unreachable[m.Node]) {
 				out = append(out, m.Node)
 			}
 		}
@@ -340,6 +433,7 @@ func (p *partitionView) nodesToDown(d Decision) ([]NodeID, Decision) {
 func (p *partitionView) additionalWhenIndirectlyConnected(cycle, seenEnds map[NodeID]bool) (map[NodeID]bool, bool) {
 	rest := *p
 	rest.records, rest.unreachable = nil, map[NodeID]bool{}
+	rest.byObserver, rest.bySubject = nil, nil // the index is of p's records
 	for _, r := range p.records {
 		o, s := p.members[r.observer], p.members[r.subject]
 		if o == nil || s == nil || !downable(o) || !downable(s) {
@@ -355,7 +449,7 @@ func (p *partitionView) additionalWhenIndirectlyConnected(cycle, seenEnds map[No
 		return nil, true
 	}
 	d, _ := rest.decide()
-	if d == DownIndirectlyConnected {
+	if d == DownIndirectlyConnected || d == AcquireLeaseAndDownIndirectlyConnected {
 		return nil, false
 	}
 	nodes, _ := rest.nodesToDown(d)

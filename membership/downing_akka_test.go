@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The decision cases of Akka's SplitBrainResolverSpec (akka-cluster, sbr), one row per
@@ -28,7 +29,8 @@ var akkaMembers = map[string]struct {
 	"g": {6, nil},
 }
 
-// akkaMember parses "A", "Aj" (joining), "Al" (leaving), "Ae" (exiting), "Ad" (downed).
+// akkaMember parses "A", "Aj" (joining), "Aw" (weakly up), "Al" (leaving), "Ae" (exiting),
+// "Ad" (downed).
 func akkaMember(spec string) *Member {
 	id := strings.ToLower(spec[:1])
 	def, ok := akkaMembers[id]
@@ -40,6 +42,8 @@ func akkaMember(spec string) *Member {
 		switch spec[1:] {
 		case "j":
 			m.Status, m.UpNumber, m.Voter = Joining, 0, false
+		case "w":
+			m.Status, m.UpNumber, m.Voter = WeaklyUp, 0, false
 		case "l":
 			m.Status = Leaving
 		case "e":
@@ -63,7 +67,10 @@ func akkaMember(spec string) *Member {
 func akkaView(cfg SBRConfig, sides []string, from int, indirect string) *partitionView {
 	p := &partitionView{cfg: cfg, members: map[NodeID]*Member{}, unreachable: map[NodeID]bool{}, seen: map[NodeID]bool{}, possible: map[NodeID]bool{}}
 	defer func() {
-		v := view{members: p.members}
+		v := newView()
+		for _, m := range p.members {
+			v.put(m)
+		}
 		for _, m := range v.possiblePromotions(Config{Voters: len(p.members), SplitBrainResolver: cfg}) {
 			p.possible[m.Node] = true
 		}
@@ -304,23 +311,34 @@ func TestAkkaSplitBrainResolverSpec(t *testing.T) {
 		if !slices.Equal(nodes, want) {
 			t.Errorf("%s: downs %v (%s: %s), want %v", r, nodes, eff, why, want)
 		}
+		// The same with the records indexed, as the machine reads them (Node.resolverView).
+		x := *p
+		x.byObserver, x.bySubject = map[NodeID][]NodeID{}, map[NodeID][]NodeID{}
+		for _, rec := range x.records {
+			x.byObserver[rec.observer] = append(x.byObserver[rec.observer], rec.subject)
+			x.bySubject[rec.subject] = append(x.bySubject[rec.subject], rec.observer)
+		}
+		xd, _ := x.decide()
+		if xnodes, xeff := x.nodesToDown(xd); xeff != eff || !slices.Equal(xnodes, nodes) {
+			t.Errorf("%s: indexed, %s downs %v; not indexed, %s downs %v", r, xeff, xnodes, eff, nodes)
+		}
 	}
 	t.Logf("%d rows of Akka's SplitBrainResolverSpec decisions", len(all))
 }
 
 // TestAkkaStrategyCollectAndFilter ports the spec's "collect and filter members" cases:
-// which members each count takes. The deliberate difference: a Down member (F) counts,
-// always on the other side (partitionView's doc).
+// which members each count takes (A WeaklyUp, C Joining). The deliberate difference: a Down
+// member (F) counts, always on the other side (partitionView's doc).
 func TestAkkaStrategyCollectAndFilter(t *testing.T) {
 	for _, cfg := range []SBRConfig{majority(""), oldest(true, "")} {
-		sides := []string{"A,B,Cj", "D,El,Fd,Ge"} // Akka's A is WeaklyUp: we have no WeaklyUp yet (allow-weakly-up-members); Up here
+		sides := []string{"Aw,B,Cj", "D,El,Fd,Ge"}
 		for from, want := range []map[string]string{
-			{"all": "A,B,D,E,F", "up": "A,B,C,D,E,F", "noexit": "A,B,D,F", "both": "A,B,C,D,F",
-				"here": "A,B", "hereUp": "A,B,C", "hereNoexit": "A,B", "hereBoth": "A,B,C",
+			{"all": "B,D,E,F", "up": "A,B,C,D,E,F", "noexit": "B,D,F", "both": "A,B,C,D,F",
+				"here": "B", "hereUp": "A,B,C", "hereNoexit": "B", "hereBoth": "A,B,C",
 				"there": "D,E,F", "thereUp": "D,E,F", "thereNoexit": "D,F", "thereBoth": "D,F"},
-			{"all": "A,B,D,E,F", "up": "A,B,C,D,E,F", "noexit": "A,B,D,F", "both": "A,B,C,D,F",
+			{"all": "B,D,E,F", "up": "A,B,C,D,E,F", "noexit": "B,D,F", "both": "A,B,C,D,F",
 				"here": "D,E", "hereUp": "D,E", "hereNoexit": "D", "hereBoth": "D",
-				"there": "A,B,F", "thereUp": "A,B,C,F", "thereNoexit": "A,B,F", "thereBoth": "A,B,C,F"},
+				"there": "B,F", "thereUp": "A,B,C,F", "thereNoexit": "B,F", "thereBoth": "A,B,C,F"},
 		} {
 			p := akkaView(cfg, sides, from, "")
 			for key, args := range map[string][3]int{
@@ -337,6 +355,77 @@ func TestAkkaStrategyCollectAndFilter(t *testing.T) {
 					t.Errorf("%s from side %d, %s: %v, want %s", cfg.ActiveStrategy, from+1, key, got, want[key])
 				}
 			}
+		}
+	}
+}
+
+// The LeaseMajority cases of SplitBrainResolverSpec: the decision, the delay before asking for
+// the lease (acquire-lease-delay-for-minority 2 s), the members downed with the lease, and the
+// reverse decision and its members, downed without it.
+func TestAkkaLeaseMajority(t *testing.T) {
+	lease := func(role string) SBRConfig {
+		return SBRConfig{ActiveStrategy: LeaseMajority, Role: role, LeaseMajority: LeaseMajorityConfig{AcquireLeaseDelayForMinority: 2 * time.Second}}
+	}
+	const delay = 2 * time.Second
+	s := func(sides ...string) []string { return sides }
+	for _, r := range []struct {
+		test        string
+		cfg         SBRConfig
+		sides       []string
+		indirect    string
+		from        int
+		decision    Decision
+		delay       time.Duration
+		down        string
+		reverse     Decision
+		reverseDown string
+	}{
+		{"decide AcquireLeaseAndDownUnreachable, and DownReachable as reverse decision", lease(""), s("A,C,E", "B,D"), "", 0,
+			AcquireLeaseAndDownUnreachable, 0, "B,D", DownReachable, "A,C,E"},
+		{"decide AcquireLeaseAndDownUnreachable, and DownReachable as reverse decision", lease(""), s("A,C,E", "B,D"), "", 1,
+			AcquireLeaseAndDownUnreachable, delay, "A,C,E", DownReachable, "B,D"},
+		{"try to keep half with lowest address when equal size partition", lease("role2"), s("A,D,E", "B,C"), "", 0,
+			AcquireLeaseAndDownUnreachable, delay, "B,C", 0, ""},
+		{"try to keep half with lowest address when equal size partition", lease("role2"), s("A,D,E", "B,C"), "", 1,
+			AcquireLeaseAndDownUnreachable, 0, "A,D,E", 0, ""},
+		{"down indirectly connected: {(A, B), C} => {C}", lease(""), s("A,B,C"), "A>B,B>A", 0,
+			AcquireLeaseAndDownIndirectlyConnected, 0, "A,B", ReverseDownIndirectlyConnected, "A,B,C"},
+		{"down indirectly connected when combined with clean partition: {A, (B, C)} | {D, E} => {A}", lease(""), s("A,B,C", "D,E"), "B>C,C>B", 0,
+			AcquireLeaseAndDownIndirectlyConnected, 0, "B,C,D,E", ReverseDownIndirectlyConnected, "A,B,C"},
+		{"down indirectly connected when combined with clean partition (side 2, not seen)", lease(""), s("A,B,C", "D,E"), "", 1,
+			AcquireLeaseAndDownUnreachable, delay, "A,B,C", DownReachable, "D,E"},
+		{"down indirectly connected when combined with clean partition (side 2, seen)", lease(""), s("A,B,C", "D,E"), "B>C,C>B", 1,
+			AcquireLeaseAndDownIndirectlyConnected, 0, "A,B,C", ReverseDownIndirectlyConnected, "B,C,D,E"},
+		{"down indirectly connected to already downed node during partition: {A, B, C, D} | {(E, F)} => {A, B, C, D}", lease(""), s("A,B,C,D", "El,Fd"), "E>F", 0,
+			0, -1, "E", 0, ""},
+		{"down indirectly connected to already downed node during partition: {A, B, C, D} | {(E, F)} => {A, B, C, D}", lease(""), s("A,B,C,D", "El,Fd"), "E>F", 1,
+			0, -1, "A,B,C,D,E", 0, ""},
+	} {
+		name := fmt.Sprintf("%s [from side %d: %s]", r.test, r.from+1, strings.Join(r.sides, " | "))
+		p := akkaView(r.cfg, r.sides, r.from, r.indirect)
+		d, why := p.decide()
+		if r.decision != 0 && d != r.decision {
+			t.Errorf("%s: decision %s (%s), want %s", name, d, why, r.decision)
+		}
+		if got := p.acquireDelay(d); r.delay >= 0 && got != r.delay {
+			t.Errorf("%s: acquire delay %v, want %v", name, got, r.delay)
+		}
+		check := func(d Decision, want string) {
+			nodes, _ := p.nodesToDown(d)
+			var ids []string
+			for _, id := range nodes {
+				ids = append(ids, strings.ToUpper(string(id)))
+			}
+			if strings.Join(ids, ",") != want {
+				t.Errorf("%s: %s downs %v, want %s", name, d, ids, want)
+			}
+		}
+		check(d, r.down)
+		if r.reverse != 0 {
+			if d.reverse() != r.reverse {
+				t.Errorf("%s: reverse of %s is %s, want %s", name, d, d.reverse(), r.reverse)
+			}
+			check(d.reverse(), r.reverseDown)
 		}
 	}
 }

@@ -34,7 +34,9 @@ type Downed struct {
 	Indirect    []NodeID // the indirectly connected members, if any
 	Unreachable []NodeID // every member some member could not reach
 	Strategy    Strategy
-	Reason      string
+	// Lease: the decision was taken holding the resolver's lease (lease-majority).
+	Lease  bool
+	Reason string
 }
 
 // Stopped reports that this member must stop all its work: it was downed, removed, refused
@@ -88,9 +90,11 @@ func (LeaderChanged) isEvent()       {}
 func (Downed) isEvent()              {}
 func (Stopped) isEvent()             {}
 
-// Ready is what the machine wants done since the last call to Ready: messages to send and
-// events to report, in order.
+// Ready is what the machine wants done since the last call to Ready: messages to send,
+// events to report, in order, and operations on the resolver's lease (lease-majority; see
+// LeaseOp), an acquisition to be answered with Node.LeaseResult.
 type Ready struct {
 	Messages []Envelope
 	Events   []Event
+	Lease    []LeaseOp
 }

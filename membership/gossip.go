@@ -40,66 +40,88 @@ func bucketCount(members int) int {
 	return min(b, 256)
 }
 
-func bucketOf(id NodeID, buckets int) int { return int(ringHash(id) % uint64(buckets)) }
+// fineBuckets is how many buckets the view keeps a digest of (view.buckets): the most an
+// exchange compares. An exchange in fewer buckets unites fine buckets i, i+b, i+2b, … into
+// its bucket i of b (ringHash % b is (ringHash % fineBuckets) % b for b a power of two).
+const fineBuckets = 256
 
-// bucketDigests returns the digest of each of buckets buckets of the view: what merge compares
-// of the member records and reachability rows placed in it, in node id order.
+func fineBucketOf(id NodeID) int { return int(ringHash(id) % fineBuckets) }
+
+// bucketSum returns the digest of fine bucket i — of what merge compares of the member
+// records and reachability rows in it, in node id order — computing it again only when it
+// was written since.
+func (v *view) bucketSum(i int) uint64 {
+	b := &v.buckets[i]
+	if !b.stale {
+		return b.sum
+	}
+	h := fnv.New64a()
+	var buf [8]byte
+	num := func(n uint64) {
+		binary.LittleEndian.PutUint64(buf[:], n)
+		h.Write(buf[:])
+	}
+	str := func(s NodeID) {
+		num(uint64(len(s)))
+		h.Write([]byte(s))
+	}
+	for _, id := range b.ids {
+		m := v.members[id]
+		str(id)
+		num(m.Incarnation)
+		num(uint64(m.Status))
+		num(m.UpNumber)
+		if m.Voter {
+			num(1)
+		} else {
+			num(0)
+		}
+	}
+	num(^uint64(0)) // members end, rows begin
+	for _, id := range b.obs {
+		r := v.reach[id]
+		str(id)
+		num(r.Incarnation)
+		num(r.Version)
+		num(uint64(len(r.Unreachable)))
+		for _, u := range r.Unreachable {
+			str(u)
+		}
+	}
+	b.sum, b.stale = h.Sum64(), false
+	return b.sum
+}
+
+// bucketDigests returns the digest of each of buckets buckets of the view (a power of two up
+// to fineBuckets): the digest of its fine buckets' digests.
 func (v *view) bucketDigests(buckets int) []uint64 {
 	hs := make([]uint64, buckets)
-	var b [8]byte
-	mix := func(i int, parts ...uint64) {
+	var buf [8]byte
+	for i := range hs {
 		h := fnv.New64a()
-		binary.LittleEndian.PutUint64(b[:], hs[i])
-		h.Write(b[:])
-		for _, p := range parts {
-			binary.LittleEndian.PutUint64(b[:], p)
-			h.Write(b[:])
+		for j := i; j < fineBuckets; j += buckets {
+			binary.LittleEndian.PutUint64(buf[:], v.bucketSum(j))
+			h.Write(buf[:])
 		}
 		hs[i] = h.Sum64()
-	}
-	for _, id := range v.sortedIDs() {
-		m := v.members[id]
-		voter := uint64(0)
-		if m.Voter {
-			voter = 1
-		}
-		mix(bucketOf(id, buckets), ringHash(id), m.Incarnation, uint64(m.Status), m.UpNumber, voter)
-	}
-	obs := make([]NodeID, 0, len(v.reach))
-	for id := range v.reach {
-		obs = append(obs, id)
-	}
-	slices.Sort(obs)
-	for _, id := range obs {
-		r := v.reach[id]
-		parts := []uint64{ringHash(id) ^ 0x5eed, r.Incarnation, r.Version}
-		for _, u := range r.Unreachable {
-			parts = append(parts, ringHash(u))
-		}
-		mix(bucketOf(id, buckets), parts...)
 	}
 	return hs
 }
 
-// part returns the records of the view in the given buckets (of buckets buckets), sorted as
-// snapshot sorts them.
+// part returns the records of the view in the given buckets (of buckets buckets). The records
+// share their slices with the view, which never changes a record in place (view.put).
 func (v *view) part(buckets int, in func(bucket int) bool) State {
 	var s State
-	for _, id := range v.sortedIDs() {
-		if in(bucketOf(id, buckets)) {
-			s.Members = append(s.Members, *v.members[id].clone())
+	for j := range fineBuckets {
+		if !in(j % buckets) {
+			continue
 		}
-	}
-	obs := make([]NodeID, 0, len(v.reach))
-	for id := range v.reach {
-		obs = append(obs, id)
-	}
-	slices.Sort(obs)
-	for _, id := range obs {
-		if in(bucketOf(id, buckets)) {
-			r := *v.reach[id]
-			r.Unreachable = slices.Clone(r.Unreachable)
-			s.Reach = append(s.Reach, r)
+		b := &v.buckets[j]
+		for _, id := range b.ids {
+			s.Members = append(s.Members, *v.members[id])
+		}
+		for _, id := range b.obs {
+			s.Reach = append(s.Reach, *v.reach[id])
 		}
 	}
 	return s
@@ -155,6 +177,39 @@ func (n *Node) gossipTick() {
 		n.startExchange(behind[n.rng.IntN(len(behind))])
 	case n.now.Sub(n.viewChangedAt) < 5*n.cfg.GossipInterval:
 		n.startExchange(n.randomMember())
+	}
+}
+
+// pull starts an exchange with member from, whose heartbeat reports a view this member never
+// had (it knows something this one does not). A change spreads by the exchanges its members
+// start (gossipChange), which leave a few members out (with a fanout of 3, about one in
+// twenty); they learn it from the first heartbeat of a neighbor that has it, not at their
+// next gossip-interval. A member pulls at most once every tenth of gossip-interval: a pull
+// asked for sooner is put off to the first tick after that (pullIfDue), not dropped — two
+// changes a moment apart (a leaving member's Leaving, then its Exiting) would otherwise
+// leave a member that pulled the first without the second until its next gossip-interval.
+func (n *Node) pull(from NodeID) {
+	if n.unreachable[from] {
+		return
+	}
+	if n.now.Sub(n.lastPull) < n.cfg.GossipInterval/10 {
+		n.pullDue = from
+		return
+	}
+	n.lastPull, n.pullDue = n.now, ""
+	n.startExchange(from)
+}
+
+// pullIfDue carries out a pull that was put off, if the member still reports a view this
+// member never had.
+func (n *Node) pullIfDue() {
+	if n.pullDue == "" || n.now.Sub(n.lastPull) < n.cfg.GossipInterval/10 {
+		return
+	}
+	from := n.pullDue
+	n.pullDue = ""
+	if p := n.peers[from]; p != nil && p.hasDigest && !n.agrees(p.digest) {
+		n.pull(from)
 	}
 }
 

@@ -3,17 +3,27 @@ package membership
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // computeLeader returns the first voter in node id order that is reachable and Up or
 // Leaving; when no voter is, the first such member; while no member is Up yet, the first
-// reachable Joining member (so the first member of a new cluster can move itself Up); and
+// reachable Joining (or WeaklyUp) member (so the first member of a new cluster can move itself Up); and
 // when only Exiting members are left, the first of them (so the last member of a cluster that
 // leaves can remove itself). The leader is a voter whenever one is reachable: a voter
 // exchanges heartbeats with every member (topology.go), so it learns from them that every
 // member has seen its view. In a cluster where every member votes this is Akka's leader.
 func (n *Node) computeLeader() NodeID {
-	var voter, leader, joining, exiting NodeID
+	var voter NodeID
+	for id := range n.v.voters {
+		if m := n.v.members[id]; !n.unreachable[id] && (m.Status == Up || m.Status == Leaving) && (voter == "" || id < voter) {
+			voter = id
+		}
+	}
+	if voter != "" {
+		return voter // the common case: no look at every member
+	}
+	var leader, joining, exiting NodeID
 	first := func(cur *NodeID, id NodeID) {
 		if *cur == "" || id < *cur {
 			*cur = id
@@ -26,18 +36,13 @@ func (n *Node) computeLeader() NodeID {
 		switch m.Status {
 		case Up, Leaving:
 			first(&leader, id)
-			if m.Voter {
-				first(&voter, id)
-			}
-		case Joining:
+		case Joining, WeaklyUp:
 			first(&joining, id)
 		case Exiting:
 			first(&exiting, id)
 		}
 	}
 	switch {
-	case voter != "":
-		return voter
 	case leader != "":
 		return leader
 	case joining != "":
@@ -76,22 +81,35 @@ func (n *Node) convergence() bool {
 }
 
 // leaderActions moves members forward when this member leads and the view has converged.
+// Only the members that have somewhere to go are looked at (view.pending), and convergence is
+// checked only when there is something to do: an idle cluster's leader spends nothing per
+// member on it.
+//
+// Without convergence for allow-weakly-up-members, it moves the Joining members it can reach
+// to WeaklyUp (weaklyUp), as Akka's leader does.
 func (n *Node) leaderActions() {
-	if n.leader != n.self.Node || n.suspect || n.dirty || !n.convergence() {
+	if n.leader != n.self.Node || n.suspect || n.dirty || (len(n.v.pending) == 0 && !n.votersMissing()) {
+		n.noConvergenceSince = time.Time{}
 		return
 	}
-	ids := n.v.sortedIDs()
+	if !n.convergence() {
+		n.weaklyUp()
+		return
+	}
+	n.noConvergenceSince = time.Time{}
+	ids := make([]NodeID, 0, len(n.v.pending))
+	for id := range n.v.pending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
 	if n.enoughMembers() {
-		var maxUp uint64
-		for _, m := range n.v.members {
-			maxUp = max(maxUp, m.UpNumber)
-		}
+		maxUp := n.v.maxUp
 		for _, id := range ids {
-			if m := n.v.members[id]; m.Status == Joining {
+			if m := n.v.members[id]; m.joining() {
 				maxUp++
 				c := m.clone()
 				c.Status, c.UpNumber = Up, maxUp
-				n.v.members[id] = c
+				n.v.put(c)
 				n.dirty = true
 			}
 		}
@@ -109,6 +127,34 @@ func (n *Node) leaderActions() {
 				n.setStatus(id, Removed)
 			}
 		}
+	}
+}
+
+// weaklyUp is the leader's action without convergence: once it has lasted
+// allow-weakly-up-members, the Joining members it can reach become WeaklyUp, if enough
+// members have joined (min-nr-of-members). A WeaklyUp member is counted as a Joining one
+// everywhere (it may be Up on the other side of a partition only once every member saw it
+// so), serves nothing, and is moved Up at the next convergence.
+func (n *Node) weaklyUp() {
+	wait := n.cfg.AllowWeaklyUpMembers
+	if wait == Off {
+		return
+	}
+	if n.noConvergenceSince.IsZero() {
+		n.noConvergenceSince = n.now
+	}
+	if n.now.Sub(n.noConvergenceSince) < wait || !n.enoughMembers() {
+		return
+	}
+	ids := make([]NodeID, 0, len(n.v.pending))
+	for id := range n.v.pending {
+		if n.v.members[id].Status == Joining && !n.unreachable[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		n.setStatus(id, WeaklyUp)
 	}
 }
 
@@ -186,7 +232,7 @@ func (n *Node) enoughMembers() bool {
 	count := func(role string) int {
 		c := 0
 		for _, m := range n.v.members {
-			if (m.Status == Joining || m.Status == Up) && m.HasRole(role) {
+			if (m.joining() || m.Status == Up) && m.HasRole(role) {
 				c++
 			}
 		}

@@ -25,14 +25,18 @@ type Status uint8
 // disagree, the later status in this list wins.
 const (
 	Joining Status = iota // asked to join; not yet moved to Up by the leader
-	Up                    // full member: may host shards and singletons
-	Leaving               // leaving gracefully; still serving until Exiting
-	Exiting               // done; will be removed once every member has seen it
-	Down                  // declared dead (failure or split-brain decision); removed once its majority lease has run out
-	Removed               // tombstone: no longer a member
+	// WeaklyUp: moved on from Joining by a leader that could not reach convergence for
+	// allow-weakly-up-members (a member unreachable, say): a member of the cluster that hosts
+	// nothing yet, counted as Joining is. The leader moves it Up at convergence.
+	WeaklyUp
+	Up      // full member: may host shards and singletons
+	Leaving // leaving gracefully; still serving until Exiting
+	Exiting // done; will be removed once every member has seen it
+	Down    // declared dead (failure or split-brain decision); removed once its majority lease has run out
+	Removed // tombstone: no longer a member
 )
 
-var statusNames = [...]string{"Joining", "Up", "Leaving", "Exiting", "Down", "Removed"}
+var statusNames = [...]string{"Joining", "WeaklyUp", "Up", "Leaving", "Exiting", "Down", "Removed"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -136,6 +140,10 @@ func (m *Member) supersedes(o *Member) bool {
 // counted reports whether m counts in majorities (split-brain decisions, the majority lease,
 // confirmations after a pause): Up or Leaving, as Akka's split-brain resolver counts.
 func (m *Member) counted() bool { return m.Status == Up || m.Status == Leaving }
+
+// joining reports whether m is Joining or WeaklyUp: a member that a leader may move Up, which
+// one side of a partition may see Up and the other not.
+func (m *Member) joining() bool { return m.Status == Joining || m.Status == WeaklyUp }
 
 // countsAsMember reports whether m takes part in the cluster: not Down, not Removed.
 func (m *Member) countsAsMember() bool { return m.Status < Down }

@@ -20,18 +20,17 @@ type Heartbeat struct {
 	// does not feed the failure detector, whose inter-arrival statistics assume the regular
 	// heartbeat-interval.
 	Ack bool
-	// Echoes name, per member, the Seq of its latest regular heartbeat this member's failure
-	// detector counted. A member takes a majority-lease grant from a heartbeat only through
-	// its echo, dated when it sent the echoed heartbeat (see Node.ServingUntil).
-	Echoes []Echo
-}
-
-// Echo is the Seq of member Node's (incarnation Incarnation) latest regular heartbeat that
-// the sender's failure detector counted.
-type Echo struct {
-	Node        NodeID
-	Incarnation uint64
-	Seq         uint64
+	// Answer marks a heartbeat to a member that does not watch the sender's way (not its
+	// neighbor), sent because that member heartbeated it within the acceptable pause (their
+	// views disagree for a moment on who watches whom). A member does not answer an answer:
+	// two members that once were neighbors would otherwise keep each other heartbeating.
+	Answer bool
+	// EchoIncarnation and EchoSeq name the receiver's latest regular heartbeat the sender's
+	// failure detector counted (EchoSeq 0: none). A member takes a majority-lease grant from a
+	// heartbeat only through its echo, dated when it sent the echoed heartbeat (see
+	// Node.ServingUntil). Every heartbeat goes to one member: the echo is for it.
+	EchoIncarnation uint64
+	EchoSeq         uint64
 }
 
 // GossipStatus opens a push-pull exchange (gossip.go): the sender's view digest and the
@@ -57,6 +56,9 @@ type Gossip struct {
 type JoinRequest struct {
 	Member Member
 	Checks map[string]string // settings that must be equal on every member (Config.JoinChecks)
+	// Credential is the joining member's credential (Config.Credential), checked by
+	// Config.Admit.
+	Credential []byte
 }
 
 // JoinReply answers a JoinRequest: the cluster state when admitted, the reason when refused.
@@ -70,6 +72,9 @@ type JoinReply struct {
 	// sends none (StopLeft): StopJoinRefused.
 	Refusal StopReason
 	State   State
+	// Credential is the admitting member's credential: a joining member with Config.Admit
+	// joins only an admitted one.
+	Credential []byte
 }
 
 // Probe asks a member directly whether it is alive, when its heartbeats are late.

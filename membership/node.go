@@ -32,26 +32,54 @@ type Node struct {
 	neighbors    map[NodeID]bool
 	neighborList []NodeID // neighbors, sorted: what iterates them must be deterministic
 	whole        []*Member
+	ringHashes   map[NodeID]uint64 // ringHash of every member ever known
 
 	hbSeq         uint64
 	lastHeartbeat time.Time
 	beatsSent     [beatRing]beatSent // when the latest regular heartbeats left, by Seq
 	lastGossip    time.Time
+	lastPull      time.Time // when a heartbeat reporting an unknown view last started an exchange (pull)
+	pullDue       NodeID    // a member a pull was put off for (pull), "" if none
 
 	digest      uint64
 	pastDigests [pastDigestRing]pastDigest // digests this member's view had before, newest last
 	dirty       bool                       // the view changed since the last flush
+	announceDue bool                       // the digest changed since the last announce
+	announced   [2]time.Time               // the last two announcements, oldest first
+	changes     uint64                     // flushes so far: see Changes
+	memberRev   uint64                     // flushes that wrote member records: see MemberChanges
 	leader      NodeID
 	unreachable map[NodeID]bool
 
-	sbrSignature  string    // the unreachable set and counted members when it last changed
-	sbrSince      time.Time // when sbrSignature last changed
-	downSeen      map[NodeID]time.Time
-	downConverged map[NodeID]time.Time // when the leader first saw convergence with the member Down
-	reported      map[NodeID]reported  // what emitChanges last reported per node
-	lastExchange  map[NodeID]time.Time // when this member last started an exchange with each member, or told it its status
-	viewChangedAt time.Time            // when this member's view last changed
-	rng           *rand.Rand           // whom to gossip with; seeded by the member's id and incarnation
+	// converged is Convergence's last answer, good while changes is convergedAt and no peer
+	// reported another digest since (convergedOK).
+	converged, convergedOK bool
+	convergedAt            uint64
+
+	sbrSignature   string        // the unreachable set and counted members when it last changed
+	sbrSince       time.Time     // when sbrSignature last changed
+	pvRecords      []reachRecord // the resolver's reading of the observations at pvRecordsAt (resolverView)
+	pvRecordsAt    uint64
+	pvObservations uint64              // pvRecords' observations
+	pvByObserver   map[NodeID][]NodeID // pvRecords by observer and by subject
+	pvBySubject    map[NodeID][]NodeID
+	resolvedAt     time.Time      // when the resolver last looked (resolveSplitBrain)
+	ticking        bool           // a tick is under way: the resolver looks on ticks
+	viewAt         time.Time      // when the view last changed (its digest)
+	observations   uint64         // a hash of who cannot reach whom when it last changed (down-all-when-unstable)
+	unstableSince  time.Time      // its first change since the last decision or calm
+	leaseWait      *leaseDecision // a decision waiting for the resolver's lease (lease-majority)
+	leaseRelease   *leaseRelease  // the resolver's lease held, and when to release it
+	leaseSeq       uint64         // the last acquisition of the resolver's lease asked for
+
+	noConvergenceSince time.Time // since when the leader, with something to do, has not seen convergence (allow-weakly-up-members)
+	downSeen           map[NodeID]time.Time
+	downConverged      map[NodeID]time.Time // when the leader first saw convergence with the member Down
+	reported           map[NodeID]reported  // what emitChanges last reported per node
+	lastExchange       map[NodeID]time.Time // when this member last started an exchange with each member, or told it its status
+	viewChangedAt      time.Time            // when this member's view last changed
+	rng                *rand.Rand           // whom to gossip with; seeded by the member's id and incarnation
+	rejoins            int                  // join requests sent while Joining after joining (rejoin)
 
 	lastInput time.Time
 	// suspect is set when this member notices it was paused (a gap between ticks longer than
@@ -70,6 +98,10 @@ type reported struct {
 	incarnation uint64
 	status      Status
 }
+
+// announceGap: a changed view is announced at most every gossip-interval / announceGap (20 ms
+// by default), see announce.
+const announceGap = 50
 
 // pastDigestRing is how many of its earlier digests a member remembers: a peer that has not
 // caught up with its latest change still grants the lease with the one before.
@@ -97,7 +129,8 @@ type peer struct {
 	hasDigest   bool
 	probeSeq    uint64
 	lastProbe   time.Time
-	freshSeq    uint64 // while suspect: the first probe seq sent after the pause
+	freshSeq    uint64    // while suspect: the first probe seq sent after the pause
+	askedAt     time.Time // its latest heartbeat that was not an Answer: it watches this member (heartbeatTargets)
 	// agreedAt dates the latest grant of the majority lease from this member: a heartbeat
 	// (or probe answer) carrying this member's own digest — evidence that its view equalled
 	// one in which this member is Up — and echoing one of this member's heartbeats, dated
@@ -119,6 +152,7 @@ func New(cfg Config, self Member, now time.Time) *Node {
 		v:             newView(),
 		peers:         map[NodeID]*peer{},
 		neighbors:     map[NodeID]bool{},
+		ringHashes:    map[NodeID]uint64{},
 		unreachable:   map[NodeID]bool{},
 		downSeen:      map[NodeID]time.Time{},
 		downConverged: map[NodeID]time.Time{},
@@ -142,7 +176,7 @@ func (n *Node) FormCluster(now time.Time) {
 	}
 	n.joined = true
 	me := n.self
-	n.v.members[me.Node] = me.clone()
+	n.v.put(me.clone())
 	n.dirty = true
 	n.afterInput()
 }
@@ -155,7 +189,7 @@ func (n *Node) JoinVia(now time.Time, seed NodeID) {
 		return
 	}
 	n.seeds = append(n.seeds, seed)
-	n.send(seed, JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks})
+	n.send(seed, n.joinRequest())
 	n.lastJoinSent = now
 }
 
@@ -198,7 +232,16 @@ func (n *Node) Step(now time.Time, from NodeID, msg Message) {
 			if !m.Ack {
 				beat = m.Seq
 			}
-			n.heard(m.From, m.Incarnation, m.Digest, !m.Ack, beat, n.echoOf(m.Echoes))
+			var echo uint64
+			if m.EchoIncarnation == n.self.Incarnation {
+				echo = m.EchoSeq
+			}
+			n.heard(m.From, m.Incarnation, m.Digest, !m.Ack, beat, echo)
+			if !m.Answer {
+				if p := n.peers[m.From]; p != nil && p.incarnation == m.Incarnation {
+					p.askedAt = n.now
+				}
+			}
 		}
 	case ProbeAck:
 		if m.From == from {
@@ -251,7 +294,7 @@ func (n *Node) Tick(now time.Time) {
 	if !n.joined {
 		if len(n.seeds) > 0 && now.Sub(n.lastJoinSent) >= n.cfg.SeedNodeTimeout {
 			for _, s := range n.seeds {
-				n.send(s, JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks})
+				n.send(s, n.joinRequest())
 			}
 			n.lastJoinSent = now
 		}
@@ -269,7 +312,38 @@ func (n *Node) Tick(now time.Time) {
 		n.heartbeat()
 	}
 	n.gossipTick()
+	n.pullIfDue()
+	n.rejoin()
+	n.ticking = true
 	n.afterInput()
+	n.ticking = false
+	n.announce()
+}
+
+// rejoin asks, every seed-node-timeout while this member is Joining, one Up member after
+// another to admit it (again). The member that admitted it spreads the news by its gossip
+// alone — the gossip of a member another does not know is not merged there (only admitted
+// members' is) — and may stop before it told anyone: then only another admission makes this
+// member known. A member that knows it already answers the retry as any; one that does not
+// admits it as a join, checking its credential.
+func (n *Node) rejoin() {
+	me, ok := n.v.members[n.self.Node]
+	if !ok || me.Status != Joining || n.now.Sub(n.lastJoinSent) < n.cfg.SeedNodeTimeout {
+		return
+	}
+	var up []NodeID
+	for id, m := range n.v.members {
+		if m.Status == Up && id != n.self.Node {
+			up = append(up, id)
+		}
+	}
+	if len(up) == 0 {
+		return // none to ask (a cluster that waits for min-nr-of-members moves nobody Up)
+	}
+	slices.Sort(up)
+	n.rejoins++
+	n.send(up[n.rejoins%len(up)], n.joinRequest())
+	n.lastJoinSent = n.now
 }
 
 // Ready returns and clears what the machine wants done.
@@ -294,6 +368,16 @@ func (n *Node) Member(node NodeID) (Member, bool) {
 	return *m.clone(), true
 }
 
+// Status returns node's status, without copying its record: whether it is an admitted
+// member (a status below Down) is asked of every frame from another member.
+func (n *Node) Status(node NodeID) (Status, bool) {
+	m, ok := n.v.members[node]
+	if !ok {
+		return 0, false
+	}
+	return m.Status, true
+}
+
 // Self returns this member's current record (Joining before it has joined).
 func (n *Node) Self() Member {
 	if m, ok := n.v.members[n.self.Node]; ok && m.Incarnation == n.self.Incarnation {
@@ -313,6 +397,28 @@ func (n *Node) Leader() NodeID { return n.leader }
 
 // Unreachable reports whether some member observes node as unreachable.
 func (n *Node) Unreachable(node NodeID) bool { return n.unreachable[node] }
+
+// Changes counts the changes of this member's view (members, reachability, leader) so far: what
+// a reader derived from the view at one count is still current while the count stays the
+// same, so it need not read the whole view again (the engine's regions, at every tick).
+func (n *Node) Changes() uint64 { return n.changes }
+
+// MemberChanges counts the changes of this member's view that wrote member records (a change
+// of reachability or of the leader alone does not count): what a reader derived from Members
+// at one count is still current while the count stays the same. During a partition the
+// observations change many times for each change of a member record.
+func (n *Node) MemberChanges() uint64 { return n.memberRev }
+
+// UnreachableMembers returns the members some member observes as unreachable (those for
+// which Unreachable reports true), sorted.
+func (n *Node) UnreachableMembers() []NodeID {
+	out := make([]NodeID, 0, len(n.unreachable))
+	for id := range n.unreachable {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Digest returns the digest of this member's view.
 func (n *Node) Digest() uint64 { return n.digest }
@@ -351,8 +457,15 @@ func (n *Node) OldestUp(role string) (Member, bool) {
 	return *best.clone(), true
 }
 
-// Convergence reports whether every reachable member has seen this member's view.
-func (n *Node) Convergence() bool { return n.convergence() }
+// Convergence reports whether every reachable member has seen this member's view. It looks
+// at every member only after the view changed or a peer reported another digest: a reader
+// may ask at every tick.
+func (n *Node) Convergence() bool {
+	if !n.convergedOK || n.convergedAt != n.changes {
+		n.converged, n.convergedOK, n.convergedAt = n.convergence(), true, n.changes
+	}
+	return n.converged
+}
 
 // Serving reports whether this member may serve work at now; see ServingUntil.
 func (n *Node) Serving(now time.Time) bool { return now.Before(n.ServingUntil()) }
@@ -442,7 +555,8 @@ func (n *Node) oldestLease() (time.Time, bool) {
 // leader move two joining members Up held the lease beside the side that had (issue 25: 3 of
 // 5 there, 4 of 7 here).
 func (n *Node) majorityLease() time.Time {
-	last := make([]time.Time, 0, len(n.whole))
+	var buf [16]time.Time
+	last := buf[:0] // the whole is a handful of members: no allocation per call
 	for _, m := range n.whole {
 		switch p := n.peers[m.Node]; {
 		case !m.Voter || m.Status != Up:
@@ -458,7 +572,12 @@ func (n *Node) majorityLease() time.Time {
 	if len(last) == 0 {
 		return time.Time{}
 	}
-	slices.SortFunc(last, func(a, b time.Time) int { return b.Compare(a) })
+	// Newest first, by insertion: a handful of entries, on every look at serving.
+	for i := 1; i < len(last); i++ {
+		for j := i; j > 0 && last[j].After(last[j-1]); j-- {
+			last[j], last[j-1] = last[j-1], last[j]
+		}
+	}
 	return last[len(last)/2].Add(n.cfg.FailureDetector.AcceptableHeartbeatPause)
 }
 
@@ -524,7 +643,11 @@ func (n *Node) confirm(ack ProbeAck) {
 		return // an answer to a probe sent before the pause
 	}
 	if ack.YourStatus >= Down {
-		n.stop(StopDowned, fmt.Sprintf("paused too long: %s reports this member %s", ack.From, strings.ToLower(ack.YourStatus.String())))
+		reason := StopDowned
+		if ack.YourStatus == Removed {
+			reason = StopRemoved // as when the gossip of the removal comes first
+		}
+		n.stop(reason, fmt.Sprintf("paused too long: %s reports this member %s", ack.From, strings.ToLower(ack.YourStatus.String())))
 		return
 	}
 	n.confirmedBy[ack.From] = true
@@ -557,6 +680,7 @@ func (n *Node) peer(id NodeID, inc uint64) *peer {
 		p = &peer{incarnation: inc, fd: newPhiDetector(n.cfg.FailureDetector)}
 		p.fd.assume(n.now)
 		n.peers[id] = p
+		n.convergedOK = false
 	}
 	return p
 }
@@ -587,11 +711,16 @@ func (n *Node) heard(node NodeID, incarnation, digest uint64, beat bool, beatSeq
 			n.ackHeartbeat()
 		}
 	}
-	p.digest, p.hasDigest = digest, true
+	if !p.hasDigest || p.digest != digest {
+		p.digest, p.hasDigest = digest, true
+		n.convergedOK = false
+	}
 	if n.agrees(digest) {
 		if sent, ok := n.beatSentAt(echo); ok && sent.After(p.agreedAt) {
 			p.agreedAt = sent
 		}
+	} else {
+		n.pull(node)
 	}
 	if n.observesUnreachable(node) && p.fd.available(n.now) {
 		// Reachable again: start its detector afresh, as Akka does, so that the history
@@ -614,6 +743,13 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 	if !n.joined || !ok || !me.countsAsMember() {
 		return // not a member of a cluster (yet): the joiner retries or asks another seed
 	}
+	// Admission first: a member that is not admitted learns nothing of the cluster's settings.
+	if n.cfg.Admit != nil {
+		if why := n.cfg.Admit(n.now, j.Node, req.Credential); why != "" {
+			refuse(StopJoinRefused, "not admitted: %s", why)
+			return
+		}
+	}
 	if err := checkJoin(n.cfg.JoinChecks, req.Checks); err != "" {
 		refuse(StopJoinRefused, "%s", err)
 		return
@@ -631,16 +767,26 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 			refuse(why, "%s (incarnation %d) was %s; restart it to join again", j.Node, j.Incarnation, strings.ToLower(cur.Status.String()))
 			return
 		case cur.Incarnation == j.Incarnation:
-			n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()}) // a retry: admit again
+			n.send(from, n.joinReply()) // a retry: admit again
 			return
 		}
 	}
 	j.Status, j.UpNumber = Joining, 0
 	j.Roles = slices.Clone(j.Roles)
 	slices.Sort(j.Roles)
-	n.v.members[j.Node] = j.clone()
+	n.v.put(j.clone())
 	n.dirty = true
-	n.send(from, JoinReply{From: n.self.Node, State: n.v.snapshot()})
+	n.send(from, n.joinReply())
+}
+
+// joinRequest asks to join, with this member's credential.
+func (n *Node) joinRequest() JoinRequest {
+	return JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks, Credential: n.cfg.Credential}
+}
+
+// joinReply admits a member, with this member's credential.
+func (n *Node) joinReply() JoinReply {
+	return JoinReply{From: n.self.Node, State: n.v.snapshot(), Credential: n.cfg.Credential}
 }
 
 // checkJoin compares the settings that must be equal on every member.
@@ -673,10 +819,13 @@ func (n *Node) handleJoinReply(from NodeID, r JoinReply) {
 		n.stop(why, fmt.Sprintf("join refused by %s: %s", from, r.Refused))
 		return
 	}
+	if n.cfg.Admit != nil && n.cfg.Admit(n.now, from, r.Credential) != "" {
+		return // a peer that is not an admitted member cannot admit this one; other seeds may
+	}
 	n.joined = true
 	n.v.merge(&r.State)
 	if _, ok := n.v.members[n.self.Node]; !ok {
-		n.v.members[n.self.Node] = n.self.clone()
+		n.v.put(n.self.clone())
 	}
 	if n.leaveRequested {
 		n.setStatus(n.self.Node, Leaving)
@@ -693,6 +842,9 @@ func (n *Node) detectFailures() {
 			continue
 		}
 		p := n.peer(id, m.Incarnation) // a member never heard from still becomes unreachable
+		if p.fd.quiet(n.now) {
+			continue // phi is below half the threshold: nothing to do (a voter watches every member)
+		}
 		phi := p.fd.phi(n.now)
 		if phi >= n.cfg.FailureDetector.Threshold {
 			if !n.observesUnreachable(id) {
@@ -705,10 +857,16 @@ func (n *Node) detectFailures() {
 			n.send(id, Probe{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: p.probeSeq})
 		}
 	}
+}
+
+// forgetPeers drops the failure-detection records of members that are gone, or no longer
+// neighbors and silent; once per heartbeat interval (heartbeat).
+func (n *Node) forgetPeers() {
 	for id, p := range n.peers {
 		if m, ok := n.v.members[id]; !ok || !m.countsAsMember() ||
 			(!n.neighbors[id] && n.now.Sub(p.fd.last) > 2*n.cfg.FailureDetector.AcceptableHeartbeatPause) {
-			delete(n.peers, id) // gone, or no longer a neighbor and silent
+			delete(n.peers, id)
+			n.convergedOK = false
 		}
 	}
 }
@@ -741,7 +899,7 @@ func (n *Node) setObservation(id NodeID, unreachable bool) {
 		m, ok := n.v.members[s]
 		return !ok || !m.countsAsMember()
 	})
-	n.v.reach[n.self.Node] = &next
+	n.v.putRow(&next)
 	n.dirty = true
 }
 
@@ -753,13 +911,14 @@ func (n *Node) setStatus(node NodeID, s Status) {
 	}
 	c := m.clone()
 	c.Status = s
-	n.v.members[node] = c
+	n.v.put(c)
 	n.dirty = true
 }
 
 // heartbeat sends this member's regular heartbeat to each of its heartbeat targets
 // (topology.go), with the echo of the target's own latest heartbeat.
 func (n *Node) heartbeat() {
+	n.forgetPeers()
 	n.hbSeq++
 	n.lastHeartbeat = n.now
 	n.beatsSent[n.hbSeq%beatRing] = beatSent{seq: n.hbSeq, at: n.now}
@@ -772,7 +931,9 @@ func (n *Node) ackHeartbeat() { n.sendHeartbeats(true) }
 
 func (n *Node) sendHeartbeats(ack bool) {
 	for _, id := range n.heartbeatTargets() {
-		n.send(id, Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: ack, Echoes: n.echoFor(id)})
+		inc, seq := n.echoFor(id)
+		n.send(id, Heartbeat{From: n.self.Node, Incarnation: n.self.Incarnation, Seq: n.hbSeq, Digest: n.digest, Ack: ack,
+			Answer: !n.neighbors[id], EchoIncarnation: inc, EchoSeq: seq})
 	}
 }
 
@@ -803,24 +964,14 @@ func (n *Node) beatSentAt(seq uint64) (time.Time, bool) {
 	return b.at, true
 }
 
-// echoFor returns the echo for member id: the Seq of its latest regular heartbeat the failure
-// detector counted (none before the first).
-func (n *Node) echoFor(id NodeID) []Echo {
+// echoFor returns the echo for member id: the incarnation and Seq of its latest regular
+// heartbeat the failure detector counted (zero before the first).
+func (n *Node) echoFor(id NodeID) (incarnation, seq uint64) {
 	p := n.peers[id]
 	if m, ok := n.v.members[id]; ok && p != nil && p.beatSeq != 0 && m.Incarnation == p.incarnation && m.countsAsMember() {
-		return []Echo{{Node: id, Incarnation: p.incarnation, Seq: p.beatSeq}}
+		return p.incarnation, p.beatSeq
 	}
-	return nil
-}
-
-// echoOf returns the Seq a heartbeat's echoes give for this member (0: none).
-func (n *Node) echoOf(es []Echo) uint64 {
-	for _, e := range es {
-		if e.Node == n.self.Node && e.Incarnation == n.self.Incarnation {
-			return e.Seq
-		}
-	}
-	return 0
+	return 0, 0
 }
 
 func (n *Node) send(to NodeID, msg Message) {
@@ -847,10 +998,14 @@ func (n *Node) afterInput() {
 		}
 		if n.dirty {
 			n.flush()
+			if n.stopped != nil {
+				return
+			}
 		}
 		n.leaderActions()
 		n.resolveSplitBrain()
 		if !n.dirty {
+			n.announce()
 			return
 		}
 	}
@@ -860,26 +1015,50 @@ func (n *Node) afterInput() {
 // heartbeat carrying the new digest so the leader sees this member has seen it.
 func (n *Node) flush() {
 	n.dirty = false
+	n.changes++
 	prevDigest := n.digest
 	n.digest = n.v.digest()
 	if n.digest != prevDigest {
+		n.viewAt = n.now
 		copy(n.pastDigests[:], n.pastDigests[1:])
 		n.pastDigests[pastDigestRing-1] = pastDigest{digest: prevDigest, until: n.now}
 	}
-	n.emitChanges()
+	touched := n.v.takeTouched()
+	if len(touched) > 0 {
+		n.memberRev++
+	}
+	n.emitChanges(touched)
 	if n.stopped != nil {
 		return
 	}
-	n.refreshTopology()
+	n.refreshTopology(touched)
 	if n.digest != prevDigest {
-		n.gossipChange()
-		n.ackHeartbeat()
+		n.announceDue = true
 	}
 }
 
-// emitChanges compares the view with the last reported one and emits events.
-func (n *Node) emitChanges() {
-	for _, id := range n.v.sortedIDs() {
+// announce tells of this member's changed view: exchanges with gossipFanout members
+// (gossipChange) and a heartbeat to its targets with the new digest (the leader learns from
+// it that the change has been seen). A change is announced at once (after the input that
+// made it), unless two were announced within the last gossip-interval / announceGap: then
+// with the first input or tick after that, together with whatever else changed meanwhile
+// (two at once: a leader's Down and the removal that follows it at convergence go out
+// without waiting for a tick). While a hundred
+// members join a thousand, a member's view changes a hundred times in a moment; announced
+// one by one, each cost it its share of the whole state.
+func (n *Node) announce() {
+	if !n.announceDue || n.stopped != nil || n.now.Sub(n.announced[0]) < n.cfg.GossipInterval/announceGap {
+		return
+	}
+	n.announceDue, n.announced = false, [2]time.Time{n.announced[1], n.now}
+	n.gossipChange()
+	n.ackHeartbeat()
+}
+
+// emitChanges compares the members written since the last flush (touched, sorted) with what
+// it last reported of them and emits events.
+func (n *Node) emitChanges(touched []NodeID) {
+	for _, id := range touched {
 		m := n.v.members[id]
 		p := n.reported[id]
 		if p.known && p.incarnation == m.Incarnation && p.status == m.Status {

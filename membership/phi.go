@@ -99,5 +99,17 @@ func phiOf(elapsed, mean, std float64) float64 {
 	return -math.Log10(1 - 1/(1+e))
 }
 
+// quiet reports whether the member was heard from within the mean interval plus the
+// acceptable pause: phi is then below log10(2) (the silence is no longer than the mean of the
+// widened distribution), under any threshold the configuration allows (at least 1) and half
+// of it, so a caller may skip computing it.
+func (d *phiDetector) quiet(now time.Time) bool {
+	if d.last.IsZero() {
+		return true
+	}
+	mean := d.sum/float64(len(d.intervals)) + float64(d.acceptablePause)/float64(time.Millisecond)
+	return float64(now.Sub(d.last))/float64(time.Millisecond) <= mean
+}
+
 // available reports whether phi is below the threshold at now.
 func (d *phiDetector) available(now time.Time) bool { return d.phi(now) < d.threshold }

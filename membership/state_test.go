@@ -71,3 +71,55 @@ func TestSupersedes(t *testing.T) {
 		}
 	}
 }
+
+// TestReachabilityIndex: whatever rows and records are written in whatever order, the
+// unreachable members the index gives are those a reading of every row gives.
+func TestReachabilityIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	brute := func(v *view) map[NodeID]bool {
+		u := map[NodeID]bool{}
+		for obs, row := range v.reach {
+			om, ok := v.members[obs]
+			if !ok || !om.countsAsMember() || om.Incarnation != row.Incarnation {
+				continue
+			}
+			for _, s := range row.Unreachable {
+				if sm, ok := v.members[s]; ok && sm.countsAsMember() {
+					u[s] = true
+				}
+			}
+		}
+		return u
+	}
+	for range 300 {
+		v := newView()
+		for range 40 {
+			st := randomState(r)
+			v.merge(&st)
+			if r.IntN(3) == 0 { // an observer's newer row, and a member moving on
+				id := NodeID(string(rune('a' + r.IntN(6))))
+				var un []NodeID
+				for _, s := range []NodeID{"a", "b", "c", "d", "e", "f"} {
+					if r.IntN(3) == 0 {
+						un = append(un, s)
+					}
+				}
+				v.putRow(&ReachRow{Observer: id, Incarnation: uint64(1 + r.IntN(2)), Version: uint64(10 + r.IntN(100)), Unreachable: un})
+				if m, ok := v.members[id]; ok {
+					c := m.clone()
+					c.Status = Status(r.IntN(int(Removed) + 1))
+					v.put(c)
+				}
+			}
+			got, want := v.unreachable(), brute(&v)
+			if len(got) != len(want) {
+				t.Fatalf("index %v, reading every row %v", got, want)
+			}
+			for s := range want {
+				if !got[s] {
+					t.Fatalf("index %v, reading every row %v", got, want)
+				}
+			}
+		}
+	}
+}

@@ -28,7 +28,9 @@ import (
 //
 // Heartbeats go both ways: a member also answers, for the acceptable heartbeat pause, any
 // member that heartbeats it, so two members whose views disagree for a moment on who watches
-// whom do not find each other unreachable.
+// whom do not find each other unreachable. An answer is marked (Heartbeat.Answer) and is not
+// answered in turn: two members that were neighbors once would otherwise keep each other
+// heartbeating for good (at 1,000 members started in batches, a third more heartbeats).
 
 // ringHash places a member on the ring.
 func ringHash(id NodeID) uint64 {
@@ -37,26 +39,11 @@ func ringHash(id NodeID) uint64 {
 	return h.Sum64()
 }
 
-// refreshTopology recomputes the ring and this member's neighbors from the view; flush calls
-// it after every change.
-func (n *Node) refreshTopology() {
+// refreshTopology brings the ring up to date with the members written since the last flush
+// (touched) and recomputes this member's neighbors; flush calls it after every change.
+func (n *Node) refreshTopology(touched []NodeID) {
 	n.whole = n.voterWhole()
-	n.ring = n.ring[:0]
-	for id, m := range n.v.members {
-		if m.countsAsMember() {
-			n.ring = append(n.ring, id)
-		}
-	}
-	slices.SortFunc(n.ring, func(a, b NodeID) int {
-		ha, hb := ringHash(a), ringHash(b)
-		switch {
-		case ha < hb:
-			return -1
-		case ha > hb:
-			return 1
-		}
-		return compareIDs(a, b)
-	})
+	n.updateRing(touched)
 	clear(n.neighbors)
 	me, _ := n.v.members[n.self.Node]
 	all := me != nil && (me.Voter || n.leader == n.self.Node)
@@ -65,9 +52,9 @@ func (n *Node) refreshTopology() {
 			n.neighbors[id] = true
 		}
 	} else {
-		i := slices.Index(n.ring, n.self.Node)
+		i, found := slices.BinarySearchFunc(n.ring, n.self.Node, n.ringOrder)
 		half := (n.cfg.FailureDetector.MonitoredByNrOfMembers + 1) / 2
-		for d := 1; i >= 0 && d <= half; d++ {
+		for d := 1; found && d <= half; d++ {
 			n.neighbors[n.ring[(i+d)%len(n.ring)]] = true
 			n.neighbors[n.ring[(i-d+len(n.ring))%len(n.ring)]] = true
 		}
@@ -85,12 +72,48 @@ func (n *Node) refreshTopology() {
 	slices.Sort(n.neighborList)
 }
 
+// updateRing puts the members of touched that started counting as members on the ring, and
+// takes those that stopped off it.
+func (n *Node) updateRing(touched []NodeID) {
+	for _, id := range touched {
+		i, in := slices.BinarySearchFunc(n.ring, id, n.ringOrder)
+		switch counts := n.v.members[id].countsAsMember(); {
+		case counts && !in:
+			n.ring = slices.Insert(n.ring, i, id)
+		case !counts && in:
+			n.ring = slices.Delete(n.ring, i, i+1)
+		}
+	}
+}
+
+// ringOrder orders the ring: by ringHash, ties by id. The hashes are remembered per member.
+func (n *Node) ringOrder(a, b NodeID) int {
+	ha, hb := n.hashOf(a), n.hashOf(b)
+	switch {
+	case ha < hb:
+		return -1
+	case ha > hb:
+		return 1
+	}
+	return compareIDs(a, b)
+}
+
+func (n *Node) hashOf(id NodeID) uint64 {
+	h, ok := n.ringHashes[id]
+	if !ok {
+		h = ringHash(id)
+		n.ringHashes[id] = h
+	}
+	return h
+}
+
 // heartbeatTargets returns whom this member heartbeats now: its neighbors, and the members
-// that heartbeated it within the acceptable heartbeat pause.
+// that heartbeated it within the acceptable heartbeat pause, not as an answer
+// (Heartbeat.Answer).
 func (n *Node) heartbeatTargets() []NodeID {
 	out := slices.Clone(n.neighborList)
 	for id, p := range n.peers {
-		if !n.neighbors[id] && !p.fd.last.IsZero() && !p.fd.assumed && n.now.Sub(p.fd.last) <= n.cfg.FailureDetector.AcceptableHeartbeatPause {
+		if !n.neighbors[id] && !p.askedAt.IsZero() && n.now.Sub(p.askedAt) <= n.cfg.FailureDetector.AcceptableHeartbeatPause {
 			out = append(out, id)
 		}
 	}

@@ -27,13 +27,30 @@ import "slices"
 // voters not Removed, and the possible voters (possiblePromotions).
 func (n *Node) voterWhole() []*Member {
 	whole := make([]*Member, 0, n.cfg.Voters+2)
-	for _, m := range n.v.members {
-		if m.Voter && m.Status != Removed {
-			whole = append(whole, m)
-		}
+	for id := range n.v.voters {
+		whole = append(whole, n.v.members[id])
 	}
+	slices.SortFunc(whole, func(a, b *Member) int { return compareIDs(a.Node, b.Node) })
 	return append(whole, n.v.possiblePromotions(n.cfg)...)
 }
+
+// VoterWhole returns the members a majority is taken of, as this member sees it (voterWhole):
+// the voters not Removed and the possible voters, sorted. Two sides of a partition cannot both
+// hold a majority of their wholes' grants (majorityLease); the replicated store keeps the
+// split-brain resolver's lease, with the rest of the cluster metadata, on them (node's
+// placementOf).
+func (n *Node) VoterWhole() []NodeID {
+	out := make([]NodeID, len(n.whole))
+	for i, m := range n.whole {
+		out[i] = m.Node
+	}
+	slices.Sort(out)
+	return out
+}
+
+// votersMissing reports whether fewer than cluster.voters voters are not Removed, so the
+// leader has voters to make (promoteVoters) once Up members without a vote are there.
+func (n *Node) votersMissing() bool { return len(n.v.voters) < n.cfg.Voters }
 
 // possiblePromotions returns the members a leader could have made voters in a view that
 // parted from this one at a leader action: while fewer than cluster.voters voters are
@@ -45,20 +62,19 @@ func (n *Node) voterWhole() []*Member {
 func (v *view) possiblePromotions(cfg Config) []*Member {
 	role := cfg.SplitBrainResolver.Role
 	missing := cfg.Voters
-	var candidates []*Member
-	for _, m := range v.members {
-		switch {
-		case !m.HasRole(role) || m.Status == Removed || m.Status == Exiting:
-		case m.Voter:
-			if m.counted() {
-				missing--
-			}
-		default:
-			candidates = append(candidates, m)
+	for id := range v.voters {
+		if m := v.members[id]; m.HasRole(role) && m.counted() {
+			missing--
 		}
 	}
 	if missing <= 0 {
-		return nil
+		return nil // the common case: no look at every member
+	}
+	var candidates []*Member
+	for _, m := range v.members {
+		if m.HasRole(role) && m.Status != Removed && m.Status != Exiting && !m.Voter {
+			candidates = append(candidates, m)
+		}
 	}
 	slices.SortFunc(candidates, byAge) // Joining members (no up-number) last, by node id
 	var out []*Member
@@ -80,25 +96,25 @@ func (v *view) possiblePromotions(cfg Config) []*Member {
 // off with it may still count it, and the members its grants came from must stay the whole
 // until it is gone (leaseExpired judges its removal against that whole).
 func (n *Node) promoteVoters() {
+	if !n.votersMissing() {
+		return
+	}
 	role := n.cfg.SplitBrainResolver.Role
-	placed := 0
+	placed := len(n.v.voters)
 	var candidates []*Member
 	for _, m := range n.v.members {
-		switch {
-		case m.Voter && m.Status != Removed:
-			placed++
-		case !m.Voter && m.Status == Up && m.HasRole(role):
+		if !m.Voter && m.Status == Up && m.HasRole(role) {
 			candidates = append(candidates, m)
 		}
 	}
-	if placed >= n.cfg.Voters || len(candidates) == 0 {
+	if len(candidates) == 0 {
 		return
 	}
 	slices.SortFunc(candidates, byAge)
 	for _, m := range candidates[:min(len(candidates), n.cfg.Voters-placed)] {
 		c := m.clone()
 		c.Voter = true
-		n.v.members[m.Node] = c
+		n.v.put(c)
 		n.dirty = true
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+
+	"github.com/shardmesh/shardmesh/membership"
 )
 
 // pendingAsk waits for one reply on a channel.
@@ -29,11 +31,17 @@ func (a *pendingAsk) Resolve(r Reply) {
 type asks struct {
 	next    atomic.Uint64
 	mu      sync.Mutex
-	pending map[uint64]Asker
+	pending map[uint64]trackedAsk
+}
+
+// trackedAsk is an ask waiting for another member's reply, and the member it went to.
+type trackedAsk struct {
+	Asker
+	to membership.NodeID
 }
 
 func newAsks() *asks {
-	a := &asks{pending: map[uint64]Asker{}}
+	a := &asks{pending: map[uint64]trackedAsk{}}
 	a.next.Store(rand.Uint64())
 	return a
 }
@@ -51,10 +59,10 @@ func (a *asks) create() *pendingAsk {
 	return &pendingAsk{id: a.NewAskID(), result: make(chan Reply, 1)}
 }
 
-// track registers p to be answered by a Reply frame.
-func (a *asks) track(p Asker) {
+// track registers p, sent to member to, to be answered by a Reply frame.
+func (a *asks) track(p Asker, to membership.NodeID) {
 	a.mu.Lock()
-	a.pending[p.ID()] = p
+	a.pending[p.ID()] = trackedAsk{p, to}
 	a.mu.Unlock()
 }
 
@@ -64,7 +72,25 @@ func (a *asks) take(id uint64) Asker {
 	defer a.mu.Unlock()
 	p := a.pending[id]
 	delete(a.pending, id)
-	return p
+	return p.Asker
+}
+
+// failTo answers every ask that went to member to with err: the member was downed or
+// removed, so no reply will come (and waiting for the caller's deadline is what made a
+// counter answer 23 s after its member's removal in a kill -9 failover).
+func (a *asks) failTo(to membership.NodeID, err error) {
+	var failed []Asker
+	a.mu.Lock()
+	for id, p := range a.pending {
+		if p.to == to {
+			failed = append(failed, p.Asker)
+			delete(a.pending, id)
+		}
+	}
+	a.mu.Unlock()
+	for _, p := range failed {
+		p.Resolve(Reply{Err: err})
+	}
 }
 
 // forget removes an ask that timed out.
@@ -78,7 +104,7 @@ func (a *asks) forget(p Asker) {
 func (a *asks) failAll(err error) {
 	a.mu.Lock()
 	pending := a.pending
-	a.pending = map[uint64]Asker{}
+	a.pending = map[uint64]trackedAsk{}
 	a.mu.Unlock()
 	for _, p := range pending {
 		p.Resolve(Reply{Err: err})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/datadir"
@@ -19,6 +20,7 @@ import (
 	"github.com/shardmesh/shardmesh/region"
 	"github.com/shardmesh/shardmesh/remember"
 	"github.com/shardmesh/shardmesh/shard"
+	"github.com/shardmesh/shardmesh/trust"
 	"github.com/shardmesh/shardmesh/wire"
 )
 
@@ -37,17 +39,25 @@ import (
 // goroutine: they touch only what senders and entity workers share (the types registered,
 // the asks waiting, the directives in force, the metrics).
 type Core struct {
-	cfg  CoreConfig
-	self membership.Member
-	log  *slog.Logger
-	env  Env
-	eng  *engine.Engine
-	now  time.Time
+	cfg    CoreConfig
+	tracer trace.Tracer // nil: tracing off
+	self   membership.Member
+	log    *slog.Logger
+	env    Env
+	eng    *engine.Engine
+	now    time.Time
 
-	ready engine.Ready               // reused output buffer
-	types map[string]*RegisteredType // owned by the driver
-	specs sync.Map                   // type name → *RegisteredType, for senders on any goroutine
-	asks  *asks
+	ready    engine.Ready               // reused output buffer
+	fwd      forwards                   // messages for other members, one batch per member
+	returned returnedCredits            // credits of the messages handed to entities in this Flush
+	scratch  []byte                     // the frame being encoded
+	types    map[string]*RegisteredType // owned by the driver
+	specs    sync.Map                   // type name → *RegisteredType, for senders on any goroutine
+	asks     *asks
+	// registered lists the types registered, for decoders on any goroutine (replaced, not
+	// changed, when a type is registered).
+	registered atomic.Pointer[[]*RegisteredType]
+	ids        interned // shard and member ids of decoded frames
 
 	metrics     *metrics       // nil without metrics
 	typeMetrics []*typeMetrics // every registered type's
@@ -61,6 +71,12 @@ type Core struct {
 	lapsedAt     time.Time // when serving last stopped (zero: serving, or never served)
 	lapseLogged  bool      // that stop was logged above debug level
 	sizeKept     uint32    // the last cluster size given to Env.KeepClusterSize
+	// The membership machine's counts of view changes and of member record changes when the
+	// view was last published (publishView).
+	viewChanges, memberChanges uint64
+	// placeGen counts the changes of what the placement depends on besides the membership
+	// (departures, types); placedGen is the count the published placement was made with.
+	placeGen, placedGen uint64
 
 	// A forming cluster waiting for members of the last one: since when, and the last warning.
 	quorumWaitSince, quorumWarned time.Time
@@ -70,9 +86,15 @@ type Core struct {
 
 	store      coreStore // store requests in flight and what waits on the store
 	terms      map[string]*termClaim
+	claimed    map[string]*claimedTerm // the terms of the coordinators here, written again as the cluster grows
 	directives directiveState
 	departs    departures
 	history    historyState
+	rem        coreReminders
+	timers     coreTimers
+
+	// What peers sent before this member admits them (core_admission.go).
+	waiting trust.Waiting[Input]
 
 	stoppedTypes atomic.Pointer[map[string]bool] // entity types out of service (senders fail fast)
 }
@@ -95,6 +117,12 @@ type CoreConfig struct {
 	ServingChanged func(serving bool, at time.Time)
 	// ReplicationFactor: see StoreConfig.ReplicationFactor.
 	ReplicationFactor int
+	// Trust is what this member trusts: it follows only the operator's directives signed
+	// by one of its admins (signeddirectives.go). Nil: no admins, every directive is
+	// followed.
+	Trust *trust.Policy
+	// Tracer, when set, records the spans of messages' ways (tracing.go); nil: off.
+	Tracer trace.Tracer
 }
 
 // Env is the world a Core acts on. Node implements it with libp2p, Badger, the entity
@@ -105,6 +133,12 @@ type Env interface {
 	// Send hands a frame of a member protocol to member to, without blocking; done (when
 	// set) learns whether it was written, possibly from another goroutine.
 	Send(to membership.NodeID, proto protocol.ID, frame []byte, done func(error))
+	// SendFrames hands n frames of a member protocol to member to, in order, without
+	// blocking: framed holds them back to back, each after its length prefix as
+	// p2p.AppendFrame writes it, and is the caller's again once SendFrames returns (the Env
+	// copies what it keeps). done learns once, possibly from another goroutine, whether
+	// they were all written.
+	SendFrames(to membership.NodeID, proto protocol.ID, framed []byte, n int, done func(error))
 	// Store carries out a store request; its result comes back as a StoreDone with id.
 	Store(id uint64, req StoreRequest)
 	// HostShard tells the store that this member hosts (or no longer hosts) the shard of
@@ -117,6 +151,11 @@ type Env interface {
 	// Lease carries out a shard lease operation: an acquisition is answered by a
 	// LeaseAcquired (and a lease lost later by a LeaseLost); a release is not answered.
 	Lease(op engine.LeaseOp)
+	// ResolverLease carries out an operation on the split-brain resolver's lease
+	// (lease-majority): an acquisition is answered by a ResolverLeaseResult, within
+	// lease-operation-timeout (a later answer is taken for a denial); a release is not
+	// answered.
+	ResolverLease(op membership.LeaseOp)
 	// StartEntity starts an incarnation of an entity of type t in the entity runtime. What
 	// ends it comes back as an EntityStopped, and its passivation as a Passivate.
 	StartEntity(t *EntityType, ctx EntityContext) Incarnation
@@ -135,6 +174,10 @@ type Env interface {
 	KeepClusterSize(size uint32)
 	// Stopped: the membership machine stopped this member (left, downed, removed).
 	Stopped(s membership.Stopped)
+	// Refused tells of what a peer that is not an admitted member sent, and the core
+	// dropped (core_admission.go): a frame of proto, or a sharding event. in is the input
+	// dropped (nil for a reply to an ask). To count and log; nothing is answered.
+	Refused(from membership.NodeID, proto protocol.ID, in Input)
 }
 
 // Incarnation is an entity incarnation as the entity runtime runs it.
@@ -152,20 +195,23 @@ func NewCore(cfg CoreConfig, self membership.Member, env Env, now time.Time) *Co
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Core{
-		cfg:   cfg,
-		self:  self,
-		log:   cfg.Logger,
-		env:   env,
-		now:   now,
-		eng:   engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true}, self, now),
-		types: map[string]*RegisteredType{},
-		asks:  newAsks(),
+		cfg:    cfg,
+		tracer: cfg.Tracer,
+		self:   self,
+		log:    cfg.Logger,
+		env:    env,
+		now:    now,
+		eng:    engine.New(engine.Config{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, AwaitDirectives: true, DurableTerms: true, DurableShards: true}, self, now),
+		types:  map[string]*RegisteredType{},
+		asks:   newAsks(),
 
 		metrics: cfg.Metrics,
 		terms:   map[string]*termClaim{},
+		claimed: map[string]*claimedTerm{},
 	}
 	c.store.pending = map[uint64]storeWait{}
 	c.directives.due = true // read them at the first tick: coordinators here serve nothing before
+	c.directives.reader = directiveReader{policy: cfg.Trust, log: c.log, ignored: cfg.Metrics.directiveIgnored}
 	c.publishView()
 	return c
 }
@@ -187,16 +233,27 @@ func (c *Core) Step(now time.Time, in Input) {
 	c.now = now
 	switch in := in.(type) {
 	case Deliver:
-		if err := c.eng.Deliver(now, in.Type, in.Envelope); err != nil {
-			m := in.Envelope.Payload.(*Message)
-			c.Reject(in.Type, m, err)
-			m.credits.release()
-		}
+		c.Deliver(now, in)
 	case MemberMessage:
-		c.eng.StepMembership(now, in.From, in.Msg)
+		switch msg, a := c.memberMessage(in.From, in.Msg); a {
+		case admitTake:
+			c.eng.StepMembership(now, in.From, msg)
+		case admitHold:
+			c.wait(now, in.From, in)
+		case admitRefuse:
+			c.refuse(in.From, in)
+		}
 	case CoordMessage:
+		if !c.admitNow(in.From) {
+			c.wait(now, in.From, in)
+			return
+		}
 		c.eng.StepCoordination(now, in.From, in.Type, in.Msg)
 	case ShardingEventIn:
+		if !c.admits(in.Event.Origin) {
+			c.refuse(in.Event.Origin, in)
+			return
+		}
 		c.shardingEvent(now, in.Event)
 	case StoreDone:
 		c.storeDone(now, in.ID, in.Result)
@@ -204,10 +261,12 @@ func (c *Core) Step(now time.Time, in Input) {
 		c.eng.LeaseAcquired(now, in.Op.Type, in.Op.Shard, in.Op.Gen, in.OK)
 	case LeaseLost:
 		c.eng.LeaseLost(now, in.Op.Type, in.Op.Shard, in.Op.Gen)
+	case ResolverLeaseResult:
+		c.eng.ResolverLeaseResult(now, in.Seq, in.Held)
 	case EntityStopped:
 		c.entityStopped(now, in)
 	case Passivate:
-		if t := c.types[in.Type]; t != nil && t.entities[in.Entity] == in.Inc {
+		if slot := c.eng.Slot(in.Type, in.Shard, in.Entity); slot != nil && slot.Runtime == in.Inc {
 			c.eng.Passivate(now, in.Type, in.Shard, in.Entity)
 		}
 	case RegisterType:
@@ -221,9 +280,13 @@ func (c *Core) Step(now time.Time, in Input) {
 	case Down:
 		in.Done(c.eng.Down(now, in.Node))
 	case ChangeDirective:
-		c.changeDirective(in.Change, in.Done)
+		c.changeDirective(in.Signed, in.Done)
 	case StoreSpace:
 		c.eng.SetStoreFull(now, in.Full)
+	case ReminderOp:
+		c.reminderOp(now, in)
+	case TimerOp:
+		c.timerOp(now, in)
 	case Query:
 		in.Fn(now, c)
 	default:
@@ -231,15 +294,51 @@ func (c *Core) Step(now time.Time, in Input) {
 	}
 }
 
+// Deliver steps a message for an entity: Step(now, in) without boxing in as an Input, for
+// the driver's hot path. A message another member forwarded is admitted here, as Step
+// admits what members send (core_admission.go).
+func (c *Core) Deliver(now time.Time, in Deliver) {
+	c.now = now
+	if in.From != "" && !c.admitNow(in.From) {
+		c.wait(now, in.From, in)
+		return
+	}
+	// Only now, admitted, may what the message carries take effect: a bounce (which may
+	// change this member's home of a shard), a trace.
+	m := in.Envelope.Payload.(*Message)
+	if x := m.ext; x != nil {
+		if nh := x.bounce; nh != nil {
+			x.bounce = nil
+			c.eng.NotHome(now, in.From, in.Type, in.Envelope, nh)
+			return
+		}
+		if c.tracer != nil && x.tr != nil {
+			kind, err := c.eng.DeliverRouted(now, in.Type, in.Envelope)
+			if err == nil {
+				c.traceRoute(now, in.Type, in.Envelope, m, kind)
+				return
+			}
+		}
+	}
+	if err := c.eng.Deliver(now, in.Type, in.Envelope); err != nil {
+		c.Reject(in.Type, m, err)
+		m.credits.release()
+	}
+}
+
 // Tick advances the machines' time and runs what is due: the recovery budget's sample,
-// store requests to retry, the directives' refresh, the history's writes.
+// store requests to retry, the directives' refresh, the history's writes, the refusal of
+// what waited too long for its sender to be admitted.
 func (c *Core) Tick(now time.Time) {
 	c.now = now
+	c.expireWaiting(now)
 	c.eng.ObserveRecovery(now, c.recovery.take())
 	c.eng.Tick(now)
 	c.tickStore(now)
 	c.tickDeparture(now)
 	c.updateServing()
+	c.tickReminders(now)
+	c.tickTimers(now)
 	c.publishView()
 	c.sampleMetrics()
 }
@@ -252,6 +351,7 @@ func (c *Core) Flush() {
 		rd.Reset()
 		c.eng.Drain(rd)
 		if rd.Empty() {
+			c.returned.release()
 			c.flushStore()
 			c.flushMetrics()
 			return
@@ -265,17 +365,25 @@ func (c *Core) Flush() {
 		for _, f := range rd.Forwards {
 			c.forward(f)
 		}
-		for _, op := range rd.Entities {
-			c.applyEntityOp(now, op)
+		c.sendForwards()
+		for i := range rd.Entities {
+			c.applyEntityOp(now, &rd.Entities[i])
 		}
 		for _, op := range rd.Leases {
 			c.env.Lease(op)
+		}
+		for _, op := range rd.ResolverLease {
+			c.env.ResolverLease(op)
 		}
 		if len(rd.Store) > 0 {
 			c.storeOps(now, rd.Store)
 		}
 		for _, r := range rd.Rejected {
 			m := r.Envelope.Payload.(*Message)
+			c.traceLeft(now, m)
+			if nh, ok := r.Err.(*region.NotHomeError); ok && c.refuseNotHome(r.Type, r.Envelope, m, nh) {
+				continue
+			}
 			c.Reject(r.Type, m, r.Err)
 			m.credits.release()
 		}
@@ -298,14 +406,18 @@ func (c *Core) Flush() {
 				c.recordPlacement(ev.Type, e, now)
 			case engine.ShardStarted:
 				c.env.HostShard(remember.Unit{Type: ev.Type, Shard: string(e.Shard)}, uint64(e.Epoch), true)
+				c.remindersStarted(ev.Type, e.Shard, e.Epoch)
 			case engine.ShardHandedOff:
 				c.env.HostShard(remember.Unit{Type: ev.Type, Shard: string(e.Shard)}, 0, false)
+				c.remindersStopped(ev.Type, e.Shard)
 			}
 			c.logTypedEvent(ev)
 			c.recordTypedEvent(ev, now)
 			c.env.Publish(ev)
 			c.gossipEvent(ev, now)
 		}
+		c.releaseWaiting(now) // what members admitted since sent before
+
 	}
 }
 
@@ -328,7 +440,17 @@ func (c *Core) sendMembership(env membership.Envelope) {
 func (c *Core) react(ev membership.Event) {
 	switch e := ev.(type) {
 	case membership.MemberChanged:
-		if e.Member.Node == c.self.Node || e.Member.Status >= membership.Down {
+		if e.Member.Node == c.self.Node {
+			return
+		}
+		if e.Member.Status >= membership.Down {
+			// A downed member will reply to nothing: its asks fail at once. One that left
+			// gracefully handed its shards off first; what reached it late it routed on, and
+			// the reply comes from the new home: those asks wait on.
+			left := e.Member.Status == membership.Removed && (e.Previous == membership.Leaving || e.Previous == membership.Exiting)
+			if e.Previous < membership.Down && !left {
+				c.asks.failTo(e.Member.Node, fmt.Errorf("ask sent to %s: %w", e.Member.Node.Short(), ErrMemberDown))
+			}
 			return
 		}
 		c.env.Connect(e.Member, e.New)
@@ -416,28 +538,83 @@ type View struct {
 	// placement is who holds what in the store (placementOf): the same pointer while
 	// nothing it depends on changes.
 	placement *remember.Placement
+	// admitted are the members that may speak the member protocols (a status below Down):
+	// the same slice while they do not change. statuses has every member's status, to look
+	// up (the same map while the members admitted, and their number, do not change).
+	admitted []membership.NodeID
+	statuses map[membership.NodeID]membership.Status
+	// voters are the membership's whole of voters (membership.Node.VoterWhole): the members
+	// whose majority grants the serving lease and which keep-majority keeps, and so the ones
+	// that hold the cluster metadata (placementOf). The same slice while they do not change.
+	voters []membership.NodeID
 }
 
 // Placement returns who holds what in the replicated store as this view has it: the
 // metadata on the voters, each shard's records on a replica set of its type's role.
 func (v *View) Placement() *remember.Placement { return v.placement }
 
+// Admitted returns the members that may speak the member protocols: Joining, WeaklyUp, Up,
+// Leaving, Exiting (core_admission.go). The same slice comes back while they do not change.
+func (v *View) Admitted() []membership.NodeID { return v.admitted }
+
+// Admits reports whether member id may speak the member protocols, as of this view.
+func (v *View) Admits(id membership.NodeID) bool {
+	st, ok := v.statuses[id]
+	return id == v.Self || ok && st < membership.Down
+}
+
+// Knows reports whether member id is a member, or was one (Down and Removed members too),
+// as of this view.
+func (v *View) Knows(id membership.NodeID) bool {
+	_, ok := v.statuses[id]
+	return id == v.Self || ok
+}
+
+// publishView publishes the view's snapshot, at every tick and after every change. While
+// the membership machine reports no change of its view (members, reachability, leader),
+// the last snapshot stands and a tick costs nothing per member of the cluster: only
+// convergence (memoized by the machine) and the restart quorum are looked at again. While
+// it reports no change of a member record, the last snapshot's members stand.
 func (c *Core) publishView() {
 	m := c.eng.Membership()
-	v := &View{Self: c.self.Node, Joined: m.Joined(), Members: m.Members(), Leader: m.Leader(), Converged: m.Convergence()}
-	v.RestartNeed, v.RestartJoined = m.RestartQuorum()
-	if o, ok := m.Oldest(""); ok {
-		v.Oldest = o.Node
-	}
-	for _, mem := range v.Members {
-		if m.Unreachable(mem.Node) {
-			v.Unreachable = append(v.Unreachable, mem.Node)
+	prev := c.view.Load()
+	if prev != nil && c.viewChanges == m.Changes() {
+		converged := m.Convergence()
+		need, joined := m.RestartQuorum()
+		replace := c.placedGen != c.placeGen || m.Joined() && prev.placement == nil
+		if replace || converged != prev.Converged || need != prev.RestartNeed || joined != prev.RestartJoined || m.Joined() != prev.Joined {
+			v := *prev
+			v.Converged, v.RestartNeed, v.RestartJoined, v.Joined = converged, need, joined, m.Joined()
+			if replace {
+				c.place(&v, prev)
+			}
+			c.view.Store(&v)
+			prev = &v
 		}
+		c.warnRestartQuorum(prev)
+		return
 	}
-	slices.Sort(v.Unreachable)
-	if v.Joined { // before, the member knows no cluster to place anything in
-		v.placement = c.placementOf(v.Members, c.view.Load())
+	c.viewChanges = m.Changes()
+	v := &View{Self: c.self.Node, Joined: m.Joined(), Leader: m.Leader(), Converged: m.Convergence(), Unreachable: m.UnreachableMembers()}
+	v.RestartNeed, v.RestartJoined = m.RestartQuorum()
+	if prev != nil && c.memberChanges == m.MemberChanges() {
+		// Only reachability or the leader changed (most changes during a partition): the
+		// member records, and what follows from them, are the last snapshot's.
+		v.Members, v.Oldest = prev.Members, prev.Oldest
+		v.admitted, v.statuses = prev.admitted, prev.statuses
+	} else {
+		c.memberChanges = m.MemberChanges()
+		v.Members = m.Members()
+		if o, ok := m.Oldest(""); ok {
+			v.Oldest = o.Node
+		}
+		v.admitted, v.statuses = admittedOf(v.Members, prev)
 	}
+	v.voters = m.VoterWhole()
+	if prev != nil && slices.Equal(prev.voters, v.voters) {
+		v.voters = prev.voters
+	}
+	c.place(v, prev)
 	c.view.Store(v)
 	if size, ok := m.ClusterSize(); ok && size != c.sizeKept {
 		c.sizeKept = size
@@ -446,6 +623,20 @@ func (c *Core) publishView() {
 	c.warnRestartQuorum(v)
 	c.metrics.recordView(v)
 }
+
+// place sets the placement of view v (placementOf), once the member knows its cluster:
+// before, it knows no cluster to place anything in.
+func (c *Core) place(v, prev *View) {
+	c.placedGen = c.placeGen
+	v.placement = nil
+	if v.Joined {
+		v.placement = c.placementOf(v.Members, v.voters, prev)
+	}
+}
+
+// replace has the next publishView compute the placement again: something it depends on
+// besides the membership changed (a departure, a type registered).
+func (c *Core) replace() { c.placeGen++ }
 
 // warnRestartQuorum logs membership.RestartWait once the wait has lasted 5 s, and every 10 s
 // while it lasts (a restart of a whole cluster waits a moment for its members as they start,
@@ -484,38 +675,57 @@ func (c *Core) registerType(now time.Time, spec EntityType) error {
 	if err := c.eng.AddType(now, spec.Settings); err != nil {
 		return err
 	}
-	t := &RegisteredType{spec: spec, credits: newCredits(spec.Settings.Region.BufferSize), entities: map[shard.EntityID]Incarnation{},
+	t := &RegisteredType{spec: spec, home: EntityHome{Type: spec.Name, Node: c.self.Node}, credits: newCredits(spec.Settings.Region.BufferSize),
 		m: c.metrics.forType(spec.Name)}
+	t.home.spec = &t.spec
 	c.types[spec.Name] = t
 	c.specs.Store(spec.Name, t)
+	all := []*RegisteredType{t}
+	if prev := c.registered.Load(); prev != nil {
+		all = append(all, *prev...)
+	}
+	c.registered.Store(&all)
 	if t.m != nil {
 		c.typeMetrics = append(c.typeMetrics, t.m)
 	}
-	c.publishView() // its shards' replica sets are of its role
+	c.replace() // its shards' replica sets are of its role
+	c.publishView()
 	return nil
 }
 
 // Sender returns a registered type for senders on any goroutine (its spec and credits), or
 // an error for a type not registered or out of service. Safe from any goroutine.
 func (c *Core) Sender(typ string) (*RegisteredType, error) {
-	v, ok := c.specs.Load(typ)
-	if !ok {
+	t := c.Registered(typ)
+	if t == nil {
 		return nil, unknownType(typ)
 	}
 	if c.typeStopped(typ) {
 		return nil, fmt.Errorf("send to %s: %w", typ, ErrTypeStopped)
 	}
-	return v.(*RegisteredType), nil
+	return t, nil
 }
 
 // Registered returns entity type typ as registered here, in service or not (nil when it is
 // not registered). Safe from any goroutine.
 func (c *Core) Registered(typ string) *RegisteredType {
+	if all := c.registered.Load(); all != nil && len(*all) <= scanTypes {
+		for _, t := range *all {
+			if t.spec.Name == typ {
+				return t
+			}
+		}
+		return nil
+	}
 	if v, ok := c.specs.Load(typ); ok {
 		return v.(*RegisteredType)
 	}
 	return nil
 }
+
+// scanTypes is how many registered types Registered compares by name before it hashes the
+// name instead.
+const scanTypes = 8
 
 // TypeNames returns the entity types registered on this member, sorted. Safe from any
 // goroutine.

@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"strconv"
@@ -52,11 +53,16 @@ const (
 	waitLoadShards                               // a type's remembered shards
 	waitTermRead                                 // a coordinator's term: the last one claimed
 	waitTermWrite                                // a coordinator's term: the claim
+	waitTermSpread                               // a claimed term, written again as the cluster grew
 	waitDirectives                               // the operator's directives, read
 	waitDeparture                                // the units' configurations, read by a leaving member
 	waitDirectiveChange                          // a change of a directive, written
 	waitHistory                                  // placement records written
 	waitHistoryScan                              // a type's history read, to prune it
+	waitRemindersLoad                            // a shard's reminders read
+	waitRemindersClaim                           // a shard's reminders claimed with its epoch
+	waitReminderChange                           // an entity's reminder registered or cancelled
+	waitReminderUpdate                           // a fired reminder rescheduled or removed
 )
 
 // storeWait is what waits on one store request.
@@ -67,8 +73,15 @@ type storeWait struct {
 	typ     string           // waitTermRead, waitTermWrite, waitHistoryScan
 	up      uint64           // waitTermRead, waitTermWrite: the coordinator's up-number
 	term    uint64           // waitTermWrite
-	change  *ChangeDirective // waitDirectiveChange
+	holders int              // waitTermWrite, waitTermSpread: the replicas when it was asked
+	change  *directiveChange // waitDirectiveChange
 	records int              // waitHistory
+	// The reminders' waits: the shard (typ, shard, and its epoch in up), the operation
+	// (waitReminderChange), the reminder and its firing (waitReminderUpdate).
+	shard    shard.ID
+	reminder *ReminderOp
+	remID    reminderID
+	seq      uint64
 }
 
 // coreStore holds the store requests in flight.
@@ -122,6 +135,8 @@ func (c *Core) storeDone(now time.Time, id uint64, res StoreResult) {
 		c.eng.ShardsLoaded(now, op.Type, idsUnder[shard.ID](res.Records, datadir.Prefix(datadir.FamilyShard, op.Type)), err)
 	case waitTermRead, waitTermWrite:
 		c.termAnswered(now, w, res)
+	case waitTermSpread:
+		c.termSpread(w, err)
 	case waitDirectives:
 		c.directivesRead(now, res)
 	case waitDeparture:
@@ -135,6 +150,14 @@ func (c *Core) storeDone(now time.Time, id uint64, res StoreResult) {
 		}
 	case waitHistoryScan:
 		c.historyScanned(now, w.typ, res)
+	case waitRemindersLoad:
+		c.remindersLoaded(now, w, res)
+	case waitRemindersClaim:
+		c.remindersClaimed(now, w, err)
+	case waitReminderChange:
+		c.reminderChanged(w, err)
+	case waitReminderUpdate:
+		c.reminderUpdated(now, w, err)
 	}
 }
 
@@ -145,6 +168,7 @@ func (c *Core) tickStore(now time.Time) {
 		if tc := c.terms[typ]; tc != nil && !tc.inFlight && !now.Before(tc.retryAt) {
 			c.retryTerm(typ, tc)
 		}
+		c.spreadTermIfDue(now, typ)
 	}
 	c.refreshDirectivesIfDue(now)
 	c.pruneHistoryIfDue(now)
@@ -282,13 +306,13 @@ func (c *Core) termAnswered(now time.Time, w storeWait, res StoreResult) {
 		}
 		if err == nil {
 			tc.inFlight = true
-			c.request(StoreRequest{Writes: []remember.Write{{Key: datadir.Key(datadir.FamilyTerm, w.typ), Value: strconv.AppendUint(nil, term, 10)}}},
-				storeWait{kind: waitTermWrite, typ: w.typ, up: w.up, term: term})
+			c.request(termWrite(w.typ, term), storeWait{kind: waitTermWrite, typ: w.typ, up: w.up, term: term, holders: c.replicaCount()})
 			return
 		}
 	}
 	if err == nil { // written
 		delete(c.terms, w.typ)
+		c.claimed[w.typ] = &claimedTerm{up: w.up, term: w.term, holders: w.holders, at: now}
 		c.eng.SetCoordinatorTerm(now, w.typ, w.up, w.term)
 		c.log.Info("coordinator term claimed", "type", w.typ, "term", w.term)
 		return
@@ -298,6 +322,77 @@ func (c *Core) termAnswered(now time.Time, w storeWait, res StoreResult) {
 	}
 	tc.attempts++
 	tc.retryAt = now.Add(termRetry)
+}
+
+// termWrite is the write of term as the last one claimed for typ. Its epoch is the term: a
+// replica refuses it over a higher term, and the merge keeps the highest, so a slow or
+// repeated write never takes the stored term back.
+func termWrite(typ string, term uint64) StoreRequest {
+	return StoreRequest{Writes: []remember.Write{{Key: datadir.Key(datadir.FamilyTerm, typ), Value: strconv.AppendUint(nil, term, 10), Epoch: term}}}
+}
+
+// A claimed term is written again as the cluster grows. A coordinator claims its term when
+// it starts, often on the first member, alone: the write reaches that member only, and
+// the members that join later get it only when anti-entropy happens to carry it over. A
+// restarted cluster's coordinator reads the last term from a majority of the last cluster,
+// which need not hold it; it would claim a term issued before, and every save fenced under
+// the epochs of that term would be refused (TestRuntimeSoak, seed 397). So while the
+// coordinator runs here, its term is written again, once a second at most, whenever more
+// members hold the metadata than when it was last written.
+
+// termSpreadEvery is the least time between two writes of a claimed term.
+const termSpreadEvery = time.Second
+
+// claimedTerm is the term a coordinator that runs here claimed, and how many members held
+// replicas when it was last written.
+type claimedTerm struct {
+	up, term uint64
+	holders  int
+	at       time.Time
+	inFlight bool
+}
+
+// replicaCount is how many members hold the metadata, terms among it, now: the voters
+// (placementOf). The metadata's stored set follows them by joint changes whose new members
+// refill first; writing the term again as they grow is the belt to those braces.
+func (c *Core) replicaCount() int {
+	if v := c.view.Load(); v != nil && v.placement != nil {
+		return len(v.placement.Meta())
+	}
+	return 0
+}
+
+// spreadTermIfDue writes the term claimed for typ again when the members holding replicas
+// grew since it was last written; it forgets the claim once its coordinator stopped here.
+func (c *Core) spreadTermIfDue(now time.Time, typ string) {
+	ct := c.claimed[typ]
+	if ct == nil {
+		return
+	}
+	if co := c.eng.Coordinator(typ); co == nil || co.UpNumber() != ct.up {
+		delete(c.claimed, typ)
+		return
+	}
+	n := c.replicaCount()
+	if ct.inFlight || n <= ct.holders || now.Sub(ct.at) < termSpreadEvery {
+		return
+	}
+	ct.inFlight, ct.at = true, now
+	c.request(termWrite(typ, ct.term), storeWait{kind: waitTermSpread, typ: typ, up: ct.up, term: ct.term, holders: n})
+}
+
+// termSpread takes the answer of a claimed term written again.
+func (c *Core) termSpread(w storeWait, err error) {
+	ct := c.claimed[w.typ]
+	if ct == nil || ct.up != w.up {
+		return
+	}
+	ct.inFlight = false
+	if err != nil {
+		c.log.Debug("coordinator term not written again; tried again as the cluster grows", "type", w.typ, "err", err)
+		return
+	}
+	ct.holders = w.holders
 }
 
 // The operator's directives (see directives.go): every member reads them all (a majority
@@ -312,6 +407,8 @@ type directiveState struct {
 	// Told the outcome of the read in flight, and of the next one (a change written while
 	// a read is in flight waits for the next: that one surely sees it).
 	inFlightWaiters, nextWaiters []func(error)
+	// reader verifies what is read against the member's admin set (signeddirectives.go).
+	reader directiveReader
 }
 
 // wantDirectives asks for a read of the directives now.
@@ -341,7 +438,7 @@ func (c *Core) directivesRead(now time.Time, res StoreResult) {
 		d.next = now.Add(500 * time.Millisecond)
 		err = errors.Join(errors.New("read the operator's directives"), err)
 	} else {
-		dir := ParseDirectives(res.Records, c.log)
+		dir := c.directives.reader.read(res.Records)
 		if len(dir.Stopped) == 0 {
 			c.stoppedTypes.Store(nil) // the common case: senders check one pointer, no map
 		} else {
@@ -358,31 +455,36 @@ func (c *Core) directivesRead(now time.Time, res StoreResult) {
 	}
 }
 
-// changeDirective stores a change of the operator's directives (acknowledged by a write
-// quorum), announces it, and reads the directives back before telling done.
-func (c *Core) changeDirective(ch DirectiveChange, done func(error)) {
-	key, err := ch.key()
+// changeDirective stores a change of the operator's directives, the request as its admin
+// signed it (acknowledged by a write quorum), announces it, and reads the directives back
+// before telling done. A change this member would not follow itself is refused.
+func (c *Core) changeDirective(signed []byte, done func(error)) {
+	sd, err := openDirective(c.cfg.Trust, signed)
 	if err != nil {
-		done(err)
+		done(fmt.Errorf("directive: %w", err))
 		return
 	}
-	w := remember.Write{Key: key, Value: []byte{1}, Delete: ch.Undo}
-	if ch.Kind == directivePin && !ch.Undo {
-		w.Value = []byte(ch.Node)
-	}
-	c.request(StoreRequest{Writes: []remember.Write{w}}, storeWait{kind: waitDirectiveChange, change: &ChangeDirective{Change: ch, Done: done}})
+	c.request(StoreRequest{Writes: []remember.Write{{Key: sd.key(), Value: signed}}},
+		storeWait{kind: waitDirectiveChange, change: &directiveChange{directive: sd, done: done}})
 }
 
-func (c *Core) directiveChanged(in *ChangeDirective, err error) {
+// directiveChange is a change of a directive being stored.
+type directiveChange struct {
+	directive signedDirective
+	done      func(error)
+}
+
+func (c *Core) directiveChanged(ch *directiveChange, err error) {
+	what := ch.directive.change
 	if err != nil {
-		in.Done(errors.Join(errors.New(in.Change.String()+": store the directive"), err))
+		ch.done(fmt.Errorf("%s: store the directive: %w", what, err))
 		return
 	}
-	c.log.Info("operator directive changed", "directive", in.Change.String())
-	se := wire.ShardingEvent{Type: in.Change.Type, Kind: pb.ShardingEvent_DIRECTIVE_CHANGED, Cause: in.Change.String(), At: c.now, Origin: c.self.Node}
+	c.log.Info("operator directive changed", "directive", what.String(), "signer", ch.directive.signer)
+	se := wire.ShardingEvent{Type: what.Type, Kind: pb.ShardingEvent_DIRECTIVE_CHANGED, Cause: what.String(), At: c.now, Origin: c.self.Node}
 	c.env.Publish(se)
 	c.env.Gossip(wire.AppendEvent(nil, se))
-	c.directives.nextWaiters = append(c.directives.nextWaiters, in.Done)
+	c.directives.nextWaiters = append(c.directives.nextWaiters, ch.done)
 	c.wantDirectives()
 }
 

@@ -60,6 +60,15 @@ func (c *credits) acquire(ctx context.Context, done <-chan struct{}) error {
 	}
 }
 
+// tryAcquire takes a credit if one is free.
+func (c *credits) tryAcquire() bool {
+	if c.n.Add(1) <= c.limit {
+		return true
+	}
+	c.n.Add(-1)
+	return false
+}
+
 // readmit takes a credit without waiting, for a message that comes back into the engine
 // (one a stopped entity had not handled; the region takes those back beyond its bound). A
 // message without credits (nil: the simulation's) takes none.
@@ -70,14 +79,55 @@ func (c *credits) readmit() {
 }
 
 // release returns a credit; crossing half the bound wakes the waiting senders.
-func (c *credits) release() {
-	if c == nil {
+func (c *credits) release() { c.releaseN(1) }
+
+// releaseN returns k credits.
+func (c *credits) releaseN(k int64) {
+	if c == nil || k == 0 {
 		return
 	}
-	if c.n.Add(-1) == c.limit/2 {
+	if left := c.n.Add(-k); left <= c.limit/2 && left+k > c.limit/2 {
 		c.mu.Lock()
 		close(c.ch)
 		c.ch = make(chan struct{})
 		c.mu.Unlock()
 	}
+}
+
+// returnedCredits gathers the credits of the messages a Flush hands to entities, to return
+// them at its end with one atomic operation per type rather than one per message.
+type returnedCredits struct {
+	by []returned
+}
+
+type returned struct {
+	c *credits
+	n int64
+}
+
+// add notes one credit of c returned.
+func (r *returnedCredits) add(c *credits) {
+	if c == nil {
+		return
+	}
+	if n := len(r.by); n > 0 && r.by[n-1].c == c {
+		r.by[n-1].n++
+		return
+	}
+	for i := range r.by {
+		if r.by[i].c == c {
+			r.by[i].n++
+			return
+		}
+	}
+	r.by = append(r.by, returned{c, 1})
+}
+
+// release returns the credits noted since the last call.
+func (r *returnedCredits) release() {
+	for _, x := range r.by {
+		x.c.releaseN(x.n)
+	}
+	clear(r.by)
+	r.by = r.by[:0]
 }

@@ -88,6 +88,7 @@ func (c *Core) tickDeparture(now time.Time) {
 	for id, until := range c.departs.until {
 		if !now.Before(until) {
 			delete(c.departs.until, id)
+			c.replace() // placed again (published at the end of the tick)
 		}
 	}
 	d := c.departs.own
@@ -111,6 +112,7 @@ func (c *Core) markDeparting(id membership.NodeID, now time.Time) {
 	_, known := c.departs.until[id]
 	c.departs.until[id] = now.Add(departTTL)
 	if !known {
+		c.replace()
 		c.publishView() // the placement changes: hosts move the sets that name it
 	}
 }

@@ -4,29 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
-	"github.com/shardmesh/shardmesh/remember"
 	"github.com/shardmesh/shardmesh/shard"
 )
 
 // The operator's directives live in the replicated store under the "op" prefix
-// (datadir.FamilyDirective), one key per directive so that concurrent changes of different
-// directives never overwrite each other:
+// (datadir.FamilyDirective), one key per directive and signer, so that concurrent changes of
+// different directives never overwrite each other, and one signer's record never another's:
 //
-//	op␀drain␀NODE          the member is drained
-//	op␀pause               automatic rebalancing is paused
-//	op␀pin␀TYPE␀SHARD      the shard is pinned to the member in the value
-//	op␀stop␀TYPE           the entity type is out of service
+//	op␀SIGNER␀drain␀NODE          the member is drained
+//	op␀SIGNER␀pause               automatic rebalancing is paused
+//	op␀SIGNER␀pin␀TYPE␀SHARD      the shard is pinned to a member
+//	op␀SIGNER␀stop␀TYPE           the entity type is out of service
 //
-// Undoing a directive writes a tombstone. Every member reads them all (a majority read) when
-// it starts, when a coordinator starts here, when a member announces a change on the
-// sharding-events topic, and every directiveRefresh in case an announcement was lost.
+// The value is the request that made the change, as the admin signed it (SIGNER is its
+// peer id, "unsigned" for a program's change in a cluster without admins); undoing a
+// directive stores a signed undo. Every member verifies each record against its own admin
+// set where it applies them — its core, which the simulation runs too — and follows, per
+// directive, the latest one that verifies (signeddirectives.go): a directive stored by a
+// member that is not an admin's is ignored, and logged. Every member reads them all (a
+// majority read) when it starts, when a coordinator starts here, when a member announces a
+// change on the sharding-events topic, and every directiveRefresh in case an announcement
+// was lost. Keys of an earlier release (op␀KIND…, unsigned) are followed only by a member
+// without admins.
 const (
 	directiveDrain   = "drain"
 	directivePause   = "pause"
@@ -48,27 +53,49 @@ type DirectiveChange struct {
 	Undo bool
 }
 
-func (c DirectiveChange) key() (string, error) {
+// parts returns the parts of the change's key after the family and signer: what the
+// directive is about, the same for setting and undoing it.
+func (c DirectiveChange) parts() ([]string, error) {
+	if strings.Contains(string(c.Node)+c.Type+string(c.Shard), datadir.Sep) {
+		return nil, fmt.Errorf("%s: a member, type or shard name with a 0 byte", c.Kind)
+	}
 	switch c.Kind {
 	case directiveDrain:
 		if c.Node == "" {
-			return "", errors.New("drain: no member named")
+			return nil, errors.New("drain: no member named")
 		}
-		return datadir.Key(datadir.FamilyDirective, directiveDrain, string(c.Node)), nil
+		return []string{directiveDrain, string(c.Node)}, nil
 	case directivePause:
-		return datadir.Key(datadir.FamilyDirective, directivePause), nil
+		return []string{directivePause}, nil
 	case directivePin:
 		if c.Type == "" || c.Shard == "" || (!c.Undo && c.Node == "") {
-			return "", errors.New("pin: type, shard and member are required")
+			return nil, errors.New("pin: type, shard and member are required")
 		}
-		return datadir.Key(datadir.FamilyDirective, directivePin, c.Type, string(c.Shard)), nil
+		return []string{directivePin, c.Type, string(c.Shard)}, nil
 	case directiveStop:
 		if c.Type == "" {
-			return "", errors.New("stop: no entity type named")
+			return nil, errors.New("stop: no entity type named")
 		}
-		return datadir.Key(datadir.FamilyDirective, directiveStop, c.Type), nil
+		return []string{directiveStop, c.Type}, nil
 	}
-	return "", fmt.Errorf("unknown directive %q", c.Kind)
+	return nil, fmt.Errorf("unknown directive %q", c.Kind)
+}
+
+// apply adds the change (a directive set, not undone) to d.
+func (c DirectiveChange) apply(d *engine.Directives) {
+	switch c.Kind {
+	case directiveDrain:
+		d.Draining[c.Node] = true
+	case directivePause:
+		d.RebalancePaused = true
+	case directivePin:
+		if d.Pins[c.Type] == nil {
+			d.Pins[c.Type] = map[shard.ID]membership.NodeID{}
+		}
+		d.Pins[c.Type][c.Shard] = c.Node
+	case directiveStop:
+		d.Stopped[c.Type] = true
+	}
 }
 
 // String describes the change for logs and the watch stream.
@@ -89,12 +116,28 @@ func (c DirectiveChange) String() string {
 	return c.Kind
 }
 
-// ChangeDirective stores a change of the operator's directives (acknowledged by a write
-// quorum), applies it here, announces it to the other members, and returns once the
-// directives in force here were read back.
+// ChangeDirective stores a change of the operator's directives made by this member's program
+// (System.PinShard), signed with its AdminIdentity (unsigned without one: followed only by
+// members without admins), as StoreDirective does.
 func (n *Node) ChangeDirective(ctx context.Context, c DirectiveChange) error {
+	if n.cfg.AdminIdentity == nil && n.cfg.Trust.HasAdmins() {
+		return fmt.Errorf("%s: this member follows only directives signed by an admin (it has admin-allow or cluster-authority): "+
+			"give the program an admin identity (shardmesh.WithAdminIdentity)", c)
+	}
+	signed, err := SignDirective(c, n.cfg.AdminIdentity, n.self.Node, time.Now(), nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c, err)
+	}
+	return n.StoreDirective(ctx, signed)
+}
+
+// StoreDirective stores a change of the operator's directives, the request as signed
+// (acknowledged by a write quorum), applies it here, announces it to the other members —
+// who each verify it before they follow it — and returns once the directives in force here
+// were read back. It refuses a change this member itself would not follow.
+func (n *Node) StoreDirective(ctx context.Context, signed []byte) error {
 	res := make(chan error, 1)
-	if err := n.input(ctx, ChangeDirective{Change: c, Done: func(err error) { res <- err }}); err != nil {
+	if err := n.input(ctx, ChangeDirective{Signed: signed, Done: func(err error) { res <- err }}); err != nil {
 		return err
 	}
 	select {
@@ -115,30 +158,4 @@ func (n *Node) Directives(ctx context.Context) (d engine.Directives, ok bool, er
 		return struct{}{}, nil
 	})
 	return d, ok, err
-}
-
-// ParseDirectives reads the directives from their records in the store (a scan of
-// datadir.FamilyDirective); records it does not know are logged and left out.
-func ParseDirectives(recs []remember.Record, log *slog.Logger) engine.Directives {
-	d := engine.Directives{Draining: map[membership.NodeID]bool{}, Pins: map[string]map[shard.ID]membership.NodeID{}, Stopped: map[string]bool{}}
-	for _, r := range recs {
-		parts := strings.Split(strings.TrimPrefix(r.Key, datadir.Prefix(datadir.FamilyDirective)), datadir.Sep)
-		switch {
-		case parts[0] == directiveDrain && len(parts) == 2:
-			d.Draining[membership.NodeID(parts[1])] = true
-		case parts[0] == directivePause && len(parts) == 1:
-			d.RebalancePaused = true
-		case parts[0] == directivePin && len(parts) >= 3:
-			typ, s := parts[1], shard.ID(strings.Join(parts[2:], datadir.Sep))
-			if d.Pins[typ] == nil {
-				d.Pins[typ] = map[shard.ID]membership.NodeID{}
-			}
-			d.Pins[typ][s] = membership.NodeID(r.Value)
-		case parts[0] == directiveStop && len(parts) == 2:
-			d.Stopped[parts[1]] = true
-		default:
-			log.Warn("ignored an unknown directive in the store", "key", r.Key)
-		}
-	}
-	return d
 }

@@ -58,7 +58,7 @@ func (c *Core) logEvent(ev membership.Event) {
 	case membership.LeaderChanged:
 		c.log.Info("leader changed", "leader", e.Leader)
 	case membership.Downed:
-		c.log.Warn("split-brain resolver decision", "decision", e.Decision.String(), "downed", e.Nodes, "side", e.Side, "others", e.Others, "indirectly_connected", e.Indirect, "strategy", e.Strategy, "reason", e.Reason)
+		c.log.Warn("split-brain resolver decision", "decision", e.Decision.String(), "downed", e.Nodes, "side", e.Side, "others", e.Others, "indirectly_connected", e.Indirect, "strategy", e.Strategy, "lease", e.Lease, "reason", e.Reason)
 	case membership.Suspended:
 		c.log.Warn("paused: serving nothing until a majority confirms this member")
 	case membership.Resumed:

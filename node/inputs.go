@@ -22,7 +22,10 @@ type (
 	// by another member's region.
 	Deliver struct {
 		Type     string
-		Envelope region.Envelope // Payload is a *Message
+		Envelope region.Envelope // Payload is a *Message (a bounce, when its ext says so)
+		// From is the member that forwarded it (the region protocol); "" for a message sent
+		// on this member.
+		From membership.NodeID
 	}
 	// MemberMessage is a membership protocol message from another member.
 	MemberMessage struct {
@@ -50,6 +53,12 @@ type (
 	}
 	// LeaseLost reports a held lease lost.
 	LeaseLost struct{ Op engine.LeaseOp }
+	// ResolverLeaseResult answers acquisition Seq of the split-brain resolver's lease
+	// (Env.ResolverLease): Held reports whether this member holds it now.
+	ResolverLeaseResult struct {
+		Seq  uint64
+		Held bool
+	}
 	// EntityStopped reports an incarnation that ended (it stopped, failed, or was stopped
 	// by force), with the messages it had not handled.
 	EntityStopped struct {
@@ -84,33 +93,69 @@ type (
 		Done func(bool)
 	}
 	// ChangeDirective stores a change of the operator's directives and applies it; Done
-	// hears the outcome once the directives in force were read back.
+	// hears the outcome once the directives in force were read back. Signed is the request
+	// that makes the change, as its admin signed it (SignDirective): it is stored as it is,
+	// and every member verifies it against its own admin set before it follows it.
 	ChangeDirective struct {
-		Change DirectiveChange
+		Signed []byte
 		Done   func(error)
 	}
 	// StoreSpace says whether the member's store refuses writes for want of disk space: its
 	// regions then take no new shards (StoreSpace{Full: false} takes them again).
 	StoreSpace struct{ Full bool }
+	// ReminderOp is an entity incarnation's reminder operation (EntityContext's reminder
+	// methods). It is carried out once the shard's reminders are loaded here, and only
+	// while the shard is hosted here with Epoch; Done hears the outcome (for RemindList,
+	// with the entity's reminders).
+	ReminderOp struct {
+		Kind ReminderOpKind
+		// Reminder names the entity (Type, Shard, Entity) always, the reminder (Name) for a
+		// register or a cancel, and what it does (Due, Every, Payload) for a register.
+		Reminder Reminder
+		// After is when a registered reminder fires first, from when the core takes the
+		// operation.
+		After time.Duration
+		Epoch coordinator.Epoch
+		Done  func([]Reminder, error)
+	}
+	// TimerOp starts or cancels an in-memory timer of incarnation Inc (EntityContext's
+	// timers): it fires while Inc runs and dies with it.
+	TimerOp struct {
+		Type   string
+		Shard  shard.ID
+		Entity shard.EntityID
+		Inc    Incarnation
+		Key    string
+		// Gen is the timer's generation in the incarnation: a message of an earlier one
+		// (cancelled, or replaced by a timer of the same key) is dropped when it is handled.
+		Gen    uint64
+		Msg    any
+		After  time.Duration
+		Every  time.Duration // 0: a single timer
+		Cancel bool
+	}
 	// Query runs Fn with read access to the core, for inspection (admin). Fn must not change
 	// anything.
 	Query struct{ Fn func(now time.Time, c *Core) }
 )
 
-func (Deliver) isInput()         {}
-func (MemberMessage) isInput()   {}
-func (CoordMessage) isInput()    {}
-func (ShardingEventIn) isInput() {}
-func (StoreDone) isInput()       {}
-func (LeaseAcquired) isInput()   {}
-func (LeaseLost) isInput()       {}
-func (EntityStopped) isInput()   {}
-func (Passivate) isInput()       {}
-func (RegisterType) isInput()    {}
-func (FormCluster) isInput()     {}
-func (JoinVia) isInput()         {}
-func (Leave) isInput()           {}
-func (Down) isInput()            {}
-func (ChangeDirective) isInput() {}
-func (StoreSpace) isInput()      {}
-func (Query) isInput()           {}
+func (Deliver) isInput()             {}
+func (MemberMessage) isInput()       {}
+func (CoordMessage) isInput()        {}
+func (ShardingEventIn) isInput()     {}
+func (StoreDone) isInput()           {}
+func (LeaseAcquired) isInput()       {}
+func (LeaseLost) isInput()           {}
+func (ResolverLeaseResult) isInput() {}
+func (EntityStopped) isInput()       {}
+func (Passivate) isInput()           {}
+func (RegisterType) isInput()        {}
+func (FormCluster) isInput()         {}
+func (JoinVia) isInput()             {}
+func (Leave) isInput()               {}
+func (Down) isInput()                {}
+func (ChangeDirective) isInput()     {}
+func (StoreSpace) isInput()          {}
+func (ReminderOp) isInput()          {}
+func (TimerOp) isInput()             {}
+func (Query) isInput()               {}

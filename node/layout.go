@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/shardmesh/shardmesh/datadir"
@@ -8,15 +9,19 @@ import (
 )
 
 // StoreLayout maps the store's keys to replica-set units: a shard's remembered entities
-// (re␀TYPE␀SHARD␀ENTITY) and its entities' durable state (st␀TYPE␀SHARD␀ENTITY) are the
-// shard's unit, kept on its replica set; every other key (terms, directives, placement
-// history, leases, remembered shards, the units' configurations) is cluster metadata.
+// (re␀TYPE␀SHARD␀ENTITY), its entities' reminders (rm␀TYPE␀SHARD␀ENTITY␀NAME) and their
+// durable state (st␀TYPE␀SHARD␀ENTITY) are the shard's unit, kept on its replica set; every
+// other key (terms, directives, placement history, leases, audit, remembered shards, the
+// units' configurations) is cluster metadata.
 type StoreLayout struct{}
 
 var _ remember.Layout = StoreLayout{}
 
+// unitFamilies are the families of keys that belong to shards.
+var unitFamilies = []string{datadir.FamilyEntity, datadir.FamilyReminder, datadir.FamilyState}
+
 // unitFamily reports whether keys of family code belong to shards.
-func unitFamily(code string) bool { return code == datadir.FamilyEntity || code == datadir.FamilyState }
+func unitFamily(code string) bool { return slices.Contains(unitFamilies, code) }
 
 // UnitOf returns key's unit.
 func (StoreLayout) UnitOf(key string) remember.Unit {
@@ -36,7 +41,7 @@ func (StoreLayout) UnitOf(key string) remember.Unit {
 func (l StoreLayout) UnitOfPrefix(prefix string) (remember.Unit, bool) {
 	parts := strings.Split(prefix, datadir.Sep)
 	if len(parts) == 1 { // no separator: a family's code, or part of one
-		for _, code := range []string{datadir.FamilyEntity, datadir.FamilyState} {
+		for _, code := range unitFamilies {
 			if strings.HasPrefix(code, prefix) || strings.HasPrefix(prefix, code) {
 				return remember.Unit{}, false
 			}
@@ -54,7 +59,11 @@ func (l StoreLayout) UnitOfPrefix(prefix string) (remember.Unit, bool) {
 
 // Prefixes returns the key prefixes of unit u's records.
 func (StoreLayout) Prefixes(u remember.Unit) []string {
-	return []string{datadir.Prefix(datadir.FamilyEntity, u.Type, u.Shard), datadir.Prefix(datadir.FamilyState, u.Type, u.Shard)}
+	out := make([]string, len(unitFamilies))
+	for i, code := range unitFamilies {
+		out[i] = datadir.Prefix(code, u.Type, u.Shard)
+	}
+	return out
 }
 
 // ConfigKey returns the metadata key of u's replica configuration.

@@ -86,8 +86,8 @@ func (n *Node) acquireLease(l lease.Lease, op engine.LeaseOp) {
 	n.post(LeaseAcquired{Op: op, OK: ok && err == nil})
 }
 
-// releaseLeases gives up every lease this member holds (it is closing): another member may
-// take them at once, and their renewals stop.
+// releaseLeases gives up every lease this member holds, the split-brain resolver's too (it is
+// closing): another member may take them at once, and their renewals stop.
 func (n *Node) releaseLeases(ctx context.Context) {
 	n.leases.mu.Lock()
 	held := make([]lease.Lease, 0, len(n.leases.gen))
@@ -96,6 +96,9 @@ func (n *Node) releaseLeases(ctx context.Context) {
 	}
 	clear(n.leases.gen)
 	n.leases.mu.Unlock()
+	if n.resolverLease != nil { // the split-brain resolver's; the loop has stopped
+		held = append(held, n.resolverLease)
+	}
 	for _, l := range held {
 		if err := l.Release(ctx); err != nil {
 			n.log.Debug("lease not released at close; it expires by itself", "err", err)

@@ -82,15 +82,17 @@ type metrics struct {
 	unreachable     prometheus.Gauge
 	leaderChanges   prometheus.Counter
 	unsent          *prometheus.CounterVec
+	ignored         prometheus.Counter
 
 	memberStatus [len(memberStatuses)]prometheus.Gauge
+	rem          *reminderMetrics
 
 	// handoffs in progress on this member's coordinators, by type, shard and epoch: the
 	// cause and phase their later events do not carry. Owned by the loop goroutine.
 	inFlight map[handoffKey]*handoffTrack
 }
 
-var memberStatuses = [...]membership.Status{membership.Joining, membership.Up, membership.Leaving, membership.Exiting, membership.Down, membership.Removed}
+var memberStatuses = [...]membership.Status{membership.Joining, membership.WeaklyUp, membership.Up, membership.Leaving, membership.Exiting, membership.Down, membership.Removed}
 
 // maxTrackedHandoffs bounds inFlight.
 const maxTrackedHandoffs = 1 << 16
@@ -187,14 +189,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Changes of the cluster leader seen by this member."}),
 		unsent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardmesh_frames_unsent_total",
 			Help: "Frames to other members that could not be written, by protocol (member, coord, region)."}, []string{"protocol"}),
+		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "shardmesh_trust_directives_ignored_total",
+			Help: "Stored operator directives this member does not follow: not signed by an admin of this member, or replayed (each record counted once)."}),
 		inFlight: map[handoffKey]*handoffTrack{},
+		rem:      newReminderMetrics(),
 	}
 	for i, s := range memberStatuses {
 		m.memberStatus[i] = m.members.WithLabelValues(s.String())
 	}
 	for _, c := range []prometheus.Collector{m.routed, m.rejected, m.buffered, m.asks, m.askSeconds, m.shards, m.allocated, m.entities,
 		m.starts, m.stops, m.passivations, m.forcedStops, m.rebalanceRounds, m.rebalanceMoves, m.handoffsStarted, m.handoffs, m.handoffSeconds,
-		m.phaseSeconds, m.coordChanges, m.coordHere, m.members, m.unreachable, m.leaderChanges, m.unsent} {
+		m.phaseSeconds, m.coordChanges, m.coordHere, m.members, m.unreachable, m.leaderChanges, m.unsent, m.ignored} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range m.rem.collectors() {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -329,6 +339,13 @@ var (
 var ErrUndecodable = errors.New("undecodable message")
 
 // frameUnsent counts a frame to another member that could not be written.
+// directiveIgnored counts a stored directive this member does not follow.
+func (m *metrics) directiveIgnored() {
+	if m != nil {
+		m.ignored.Inc()
+	}
+}
+
 func (m *metrics) frameUnsent(proto string) {
 	if m != nil {
 		m.unsent.WithLabelValues(protocolLabel(proto)).Inc()
@@ -367,6 +384,7 @@ func (c *Core) sampleMetrics() {
 	if c.metrics == nil {
 		return
 	}
+	c.sampleReminders()
 	for name, t := range c.types {
 		if r := c.eng.Region(name); r != nil {
 			t.m.buf.Set(float64(r.Buffered()))

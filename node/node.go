@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/engine"
@@ -21,6 +25,7 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
 	"github.com/shardmesh/shardmesh/remember"
+	"github.com/shardmesh/shardmesh/trust"
 )
 
 // Protocol ids of the member-to-member protocols.
@@ -38,8 +43,26 @@ type Config struct {
 	Listen []string
 	// Join are multiaddrs (with /p2p/<id>) of members to join through; empty: form a cluster.
 	Join []string
-	// ClusterKey is the private-network key; nil: an open mesh.
+	// ClusterKey is the private-network key; nil: an open mesh, refused on an address other
+	// than loopback unless OpenMesh.
 	ClusterKey pnet.PSK
+	// AcceptKeys are further cluster keys accepted from connecting peers (p2p.Config.AcceptKeys).
+	AcceptKeys []pnet.PSK
+	// OpenMesh allows listening beyond loopback without a ClusterKey (p2p.Config.OpenMesh).
+	OpenMesh bool
+	// OperatorNetworks are where shardctl connects from (p2p.Config.OperatorNetworks);
+	// nil: this host.
+	OperatorNetworks []netip.Prefix
+	// Trust is what this member trusts: the cluster authorities whose credentials admit
+	// members and admins, and the admin identities it allows by peer id (package trust).
+	// Nil: open admission (any key holder can join) and no admin.
+	Trust *trust.Policy
+	// Credential is this member's member credential (trust.Credential.Raw), presented when
+	// it joins; needed when Trust has an authority.
+	Credential []byte
+	// AdminIdentity, when set, signs the directives this member's program changes
+	// (ChangeDirective: System.PinShard); a member with admins follows only signed ones.
+	AdminIdentity crypto.PrivKey
 	// ClusterName names the gossip topics; default "shardmesh".
 	ClusterName string
 	// Roles and AppVersion describe this member to the cluster.
@@ -76,6 +99,9 @@ type Config struct {
 	Leases func(*remember.Store) lease.Provider
 	// LeaseName names the provider Leases makes (use-lease).
 	LeaseName string
+	// ResolverLease makes the provider of the split-brain resolver's lease
+	// (lease-majority), given the member's replicated store; needed with that strategy.
+	ResolverLease func(*remember.Store) lease.Provider
 	// Metrics, when set, receives the member's Prometheus metrics (and its store's); give
 	// each member its own registry. Nil: no metrics are recorded. See docs/metrics.md.
 	Metrics prometheus.Registerer
@@ -84,6 +110,9 @@ type Config struct {
 	// majority lease); at is when the change took effect, which for a lease that ran out is
 	// its deadline, up to a tick before the call. Keep it quick.
 	ServingChanged func(serving bool, at time.Time)
+	// Tracing, when set, records OpenTelemetry spans of the messages' ways, their trace
+	// context carried across members (tracing.go); nil: off, at the cost of a nil check.
+	Tracing trace.TracerProvider
 }
 
 // DefaultConfig returns a Config with every default filled in; DataDir is left to set.
@@ -127,6 +156,9 @@ func (c *Config) Validate() error {
 	if err := c.Workers.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.Membership.SplitBrainResolver.ActiveStrategy == membership.LeaseMajority && c.ResolverLease == nil {
+		errs = append(errs, errors.New("node config: split-brain-resolver.active-strategy = lease-majority needs a lease (ResolverLease)"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -137,6 +169,7 @@ type Node struct {
 	log   *slog.Logger
 	dir   *datadir.Dir
 	host  *p2p.Host
+	gate  *trust.Gate     // what the core and the store refuse, told; gossip admitted (admission.go)
 	store *remember.Store // remembered entities and durable entity state, replicated
 	self  membership.Member
 	core  *Core // owned by the loop goroutine, but for what it says is safe elsewhere
@@ -147,13 +180,15 @@ type Node struct {
 	eventsSub *p2p.Subscription
 	eventsOut chan []byte // sharding events to publish, in order
 
-	pool   *mailbox.Pool
-	groups sync.Map // type name → *mailbox.Group[*Message]
+	pool     *mailbox.Pool
+	groups   sync.Map      // type name → *mailbox.Group[*Message]
+	runnable mailbox.Batch // entities the loop gave messages since its last flush (loop goroutine)
 
 	metrics *metrics // nil without Config.Metrics
 
-	inbox chan Input
-	out   *outboxes
+	inbox      chan Input
+	deliveries *deliveries // messages for entities: the loop's other inbox
+	out        *outboxes
 
 	// servingUntil is the lease deadline for entities, on the monotonic clock: nanoseconds
 	// since clockBase. Reading only the monotonic clock is cheaper than time.Now, and a
@@ -162,6 +197,8 @@ type Node struct {
 	clockBase    time.Time
 	servingMu    sync.Mutex
 	servingCh    chan struct{} // closed when serving may have started
+
+	tickDue atomic.Bool // a tick is due: the ticker set it and woke the loop
 
 	// The size of the cluster this member is Up in, kept on disk (clustersize.go): the size
 	// to write (stored by the loop only), and a write due.
@@ -172,6 +209,15 @@ type Node struct {
 	subs   map[chan Event]struct{}
 
 	leases leases // the local shards' leases (use-lease)
+	// resolverLease is the split-brain resolver's lease (lease-majority), made at its first
+	// use; owned by the loop goroutine.
+	resolverLease lease.Lease
+
+	names          sync.Map            // peer.ID → membership.NodeID: a peer id's text form, encoded once
+	namesKept      atomic.Int64        // entries in names (bounded by maxNames)
+	gateAdmitted   []membership.NodeID // the admitted members last given to the gate (loop goroutine)
+	storePlacement *remember.Placement // the placement as of the store's last nudge (loop goroutine)
+	auditWrites    atomic.Uint64       // audit records written here (audit.go)
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -227,13 +273,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	log := cfg.Logger.With("node", membership.NodeID(pid.String()).Short()) // on every line of the member
 	host, err := p2p.New(ctx, p2p.Config{
-		Identity:    key,
-		ListenAddrs: cfg.Listen,
-		ClusterKey:  cfg.ClusterKey,
-		AllowPeers:  cfg.AllowPeers,
-		MDNS:        cfg.MDNS,
-		MDNSTag:     "shardmesh-" + cfg.ClusterName,
-		Logger:      log.With("component", "p2p"),
+		Identity:         key,
+		ListenAddrs:      cfg.Listen,
+		ClusterKey:       cfg.ClusterKey,
+		AcceptKeys:       cfg.AcceptKeys,
+		OpenMesh:         cfg.OpenMesh,
+		OperatorNetworks: cfg.OperatorNetworks,
+		AllowPeers:       cfg.AllowPeers,
+		MDNS:             cfg.MDNS,
+		MDNSTag:          "shardmesh-" + cfg.ClusterName,
+		Logger:           log.With("component", "p2p"),
 	})
 	if err != nil {
 		return nil, err
@@ -243,6 +292,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			host.Close()
 		}
 	}()
+	gate, err := newGate(&cfg, pid, host, log)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Membership.Credential = cfg.Credential
+	if cfg.Trust.Admission() {
+		cfg.Membership.Admit = admitFunc(cfg.Trust, gate)
+	}
 	addrs := make([]string, 0)
 	for _, a := range host.Addrs() {
 		addrs = append(addrs, a.String())
@@ -260,12 +317,18 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := topic.Gate(gate); err != nil {
+		return nil, err
+	}
 	sub, err := topic.Subscribe()
 	if err != nil {
 		return nil, err
 	}
 	events, err := host.Join("/shardmesh/" + cfg.ClusterName + "/sharding/1")
 	if err != nil {
+		return nil, err
+	}
+	if err := events.Gate(gate); err != nil {
 		return nil, err
 	}
 	eventsSub, err := events.Subscribe()
@@ -282,34 +345,38 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		metrics:   met,
-		cfg:       cfg,
-		log:       log,
-		dir:       dir,
-		host:      host,
-		self:      self,
-		gossip:    topic,
-		sub:       sub,
-		events:    events,
-		eventsSub: eventsSub,
-		eventsOut: make(chan []byte, 4096),
-		pool:      pool,
-		inbox:     make(chan Input, 65536),
-		subs:      map[chan Event]struct{}{},
-		servingCh: make(chan struct{}),
-		sizeDue:   make(chan struct{}, 1),
-		clockBase: time.Now(),
-		ctx:       nctx,
-		cancel:    cancel,
-		done:      make(chan struct{}),
+		metrics:    met,
+		cfg:        cfg,
+		log:        log,
+		dir:        dir,
+		host:       host,
+		gate:       gate,
+		self:       self,
+		gossip:     topic,
+		sub:        sub,
+		events:     events,
+		eventsSub:  eventsSub,
+		eventsOut:  make(chan []byte, 4096),
+		pool:       pool,
+		inbox:      make(chan Input, 65536),
+		deliveries: newDeliveries(),
+		subs:       map[chan Event]struct{}{},
+		servingCh:  make(chan struct{}),
+		sizeDue:    make(chan struct{}, 1),
+		clockBase:  time.Now(),
+		ctx:        nctx,
+		cancel:     cancel,
+		done:       make(chan struct{}),
 	}
 	n.out = newOutboxes(nctx, host, n.log, met)
 	n.core = NewCore(CoreConfig{Membership: cfg.Membership, ShutdownTimeout: cfg.ShutdownTimeout, ClusterName: cfg.ClusterName,
-		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged, ReplicationFactor: cfg.Store.ReplicationFactor},
-		self, n.env(), time.Now())
+		History: cfg.History, Logger: log, Metrics: met, ServingChanged: cfg.ServingChanged, ReplicationFactor: cfg.Store.ReplicationFactor,
+		Trust: cfg.Trust, Tracer: tracerOf(cfg.Tracing)}, self, n.env(), time.Now())
+	n.syncGate()
+	// The core admits what these carry, or not (core_admission.go).
 	host.Handle(MemberProtocol, n.handleMemberFrame)
 	host.Handle(CoordProtocol, n.handleCoordFrame)
-	host.Handle(RegionProtocol, n.handleRegionFrame)
+	host.HandleSinks(RegionProtocol, n.newRegionSink)
 	if err := n.openStore(ctx); err != nil {
 		cancel()
 		return nil, err
@@ -325,6 +392,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ok = true
 	n.log.Info("member started", "peer", self.Node, "incarnation", incarnation, "addrs", addrs, "roles", cfg.Roles, "app_version", cfg.AppVersion)
+	for _, w := range n.Warnings() {
+		n.log.Warn(w)
+	}
 	n.wg.Add(6)
 	go n.loop()
 	go n.writeClusterSize()
@@ -388,7 +458,11 @@ func (n *Node) Tell(typ string, id string, msg any) error {
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), t, id, &Message{value: msg})
+	m := &Message{value: msg}
+	span := n.core.startSend(context.Background(), "tell", typ, id, m)
+	err = n.deliver(context.Background(), t, id, m)
+	endSpan(span, err)
+	return err
 }
 
 // Ask sends msg to entity id of entity type typ and waits for its reply or ctx.
@@ -407,13 +481,30 @@ func (n *Node) Ask(ctx context.Context, typ string, id string, msg any) (any, er
 	return r.Value, nil
 }
 
+// StartEntity starts entity id of type typ without a message (Akka's StartEntity): its
+// shard is allocated if it has no home, the entity's behaviour is created in its home, and
+// StartEntity returns once it runs (or ctx ends). An entity that runs already is left as it
+// is.
+func (n *Node) StartEntity(ctx context.Context, typ string, id string) error {
+	t, err := n.core.Sender(typ)
+	if err != nil {
+		return err
+	}
+	_, err = n.ask(ctx, t, id, &Message{startEn: true, encoded: []byte{}})
+	return err
+}
+
 // TellEncoded sends a message already in the entity type's message codec (from tools).
 func (n *Node) TellEncoded(typ string, id string, payload []byte) error {
 	t, err := n.checkEncoded(typ, payload)
 	if err != nil {
 		return err
 	}
-	return n.deliver(context.Background(), t, id, NewEncodedMessage(payload, nil))
+	m := NewEncodedMessage(payload, nil)
+	span := n.core.startSend(context.Background(), "tell", typ, id, m)
+	err = n.deliver(context.Background(), t, id, m)
+	endSpan(span, err)
+	return err
 }
 
 // checkEncoded returns type typ's runtime once payload decodes in its message codec: a
@@ -443,7 +534,10 @@ func (n *Node) AskEncoded(ctx context.Context, typ string, id string, payload []
 	return t.spec.EncodeReply(r.Value)
 }
 
-func (n *Node) ask(ctx context.Context, t *RegisteredType, id string, m *Message) (Reply, error) {
+func (n *Node) ask(ctx context.Context, t *RegisteredType, id string, m *Message) (r Reply, err error) {
+	if span := n.core.startSend(ctx, "ask", t.spec.Name, id, m); span != nil {
+		defer func() { endSpan(span, err) }()
+	}
 	start := t.m.askStart()
 	p := n.core.asks.create()
 	m.ask = p
@@ -481,18 +575,12 @@ func (n *Node) deliver(ctx context.Context, t *RegisteredType, id string, m *Mes
 			t.spec.Name, id, t.credits.limit, maxInflight, err)
 	}
 	m.credits = t.credits
-	select {
-	case n.inbox <- in: // the common case, without a two-way select
-		return nil
-	default:
-	}
-	select {
-	case n.inbox <- in:
-		return nil
-	case <-n.done:
+	if n.ctx.Err() != nil {
 		m.credits.release()
 		return ErrStopped
 	}
+	n.deliveries.push(in)
+	return nil
 }
 
 // Leave hands off every shard, leaves the cluster gracefully and waits until the member is
@@ -589,36 +677,128 @@ func (n *Node) post(in Input) {
 }
 
 // loop is the one goroutine that drives the core.
+//
+// It waits on two channels only — the deliveries' wake-up and the inbox — since a select
+// costs in proportion to its cases and the loop wakes once or twice per message at low
+// load: the ticker and the member's stop set a flag and wake it through the deliveries.
 func (n *Node) loop() {
 	defer n.wg.Done()
-	tick := time.NewTicker(n.cfg.TickInterval)
-	defer tick.Stop()
+	n.wg.Add(1)
+	go n.ticks()
 	c := n.core
 	for {
+		var in Input
 		select {
-		case <-n.ctx.Done():
+		case <-n.deliveries.wake:
+		case in = <-n.inbox:
+		}
+		if n.ctx.Err() != nil {
 			return
-		case <-tick.C:
-			now := time.Now()
+		}
+		now := time.Now()
+		if n.tickDue.Swap(false) {
 			n.noteStoreSpace(now)
+			n.deliveries.idle()
 			c.Tick(now)
-		case in := <-n.inbox:
-			now := time.Now()
+		}
+		n.stepDeliveries(now) // with an input: what a goroutine queued before it comes first
+		if in != nil {
 			c.Step(now, in)
-			// Drain what else is waiting before carrying anything out: one pass over many
+			// Take what else is waiting before carrying anything out: one pass over many
 			// inputs.
 			for i := 0; i < 256; i++ {
 				select {
 				case in := <-n.inbox:
+					n.stepDeliveries(now)
 					c.Step(now, in)
 					continue
 				default:
 				}
 				break
 			}
+			n.stepDeliveries(now)
 		}
-		c.Flush()
+		n.flush()
+		n.syncGate()
 	}
+}
+
+// syncGate gives the gate the membership when the members admitted changed, and tells the
+// store when those or the placement (who holds what in it) changed.
+func (n *Node) syncGate() {
+	v := n.core.View()
+	admitted, placement := v.Admitted(), v.Placement()
+	gate := !sameSlice(admitted, n.gateAdmitted)
+	if !gate && placement == n.storePlacement {
+		return
+	}
+	if gate {
+		n.gate.SetMembers(v.Members)
+	}
+	n.gateAdmitted, n.storePlacement = admitted, placement
+	if n.store != nil {
+		n.store.MembersChanged() // frames of a member admitted now may wait there
+	}
+}
+
+// sameSlice reports whether a and b are the same slice (the view hands back the same one
+// while its members do not change).
+func sameSlice(a, b []membership.NodeID) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// Refused tells the gate of what a peer that is not an admitted member sent (Env).
+func (e *nodeEnv) Refused(from membership.NodeID, proto protocol.ID, _ Input) {
+	(*Node)(e).refused(from, proto)
+}
+
+// refused tells the gate of a frame of proto from a peer that is not an admitted member.
+func (n *Node) refused(from membership.NodeID, proto protocol.ID) {
+	if id, err := peer.Decode(string(from)); err == nil {
+		n.gate.Refused(id, proto)
+	}
+}
+
+// ticks wakes the loop every TickInterval for its tick, until the member stops.
+func (n *Node) ticks() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			n.deliveries.signal() // the loop sees the member stop
+			return
+		case <-t.C:
+			n.tickDue.Store(true)
+			n.deliveries.signal()
+		}
+	}
+}
+
+// flush carries out what the core decided, and hands the entities that got messages to the
+// workers in one go.
+func (n *Node) flush() {
+	n.core.Flush()
+	n.runnable.Schedule()
+}
+
+// deliveriesPerFlush bounds the messages stepped between two Flushes of a long queue, so
+// that entity workers and outboxes get their work while the loop goes on, and what the
+// engine holds for one Flush stays small.
+const deliveriesPerFlush = 1024
+
+// stepDeliveries steps every message queued for entities, in order.
+func (n *Node) stepDeliveries(now time.Time) {
+	q := n.deliveries.take()
+	c := n.core
+	for i := range q {
+		if i > 0 && i%deliveriesPerFlush == 0 {
+			n.flush()
+		}
+		c.Deliver(now, q[i])
+	}
+	n.deliveries.giveBack(q)
 }
 
 // Serving publishes the lease deadline to the entity workers and wakes those waiting (Env).
@@ -810,4 +990,12 @@ func (n *Node) discover() {
 			}
 		}
 	}
+}
+
+// tracerOf returns shardmesh's tracer of tp (nil: tracing off).
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return nil
+	}
+	return tp.Tracer(tracerName)
 }

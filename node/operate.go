@@ -97,20 +97,29 @@ const removeBatch = 4096
 // by a write quorum, so a member that is down now drops the data when it catches up. It refuses unless the type is
 // out of service here (`shardctl types stop`; the caller checks the other members). With
 // dryRun it only counts. progress is called after each batch.
-func (n *Node) RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error) {
+func (n *Node) RemoveTypeData(ctx context.Context, typ string, scope DataScope, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error) {
 	if !n.core.typeStopped(typ) {
 		return 0, 0, fmt.Errorf("entity type %s is in service: stop it first (shardctl types stop %s)", typ, typ)
 	}
+	t := n.core.Registered(typ)
+	if t == nil {
+		return 0, 0, unknownType(typ)
+	}
+	sels, err := scopeSelection(typ, t.spec.Extractor, scope, state)
+	if err != nil {
+		return 0, 0, err
+	}
 	var recs []remember.Record
-	for _, prefix := range datadir.TypeDataPrefixes(typ, state) {
-		rs, missing, err := n.store.ScanAll(ctx, prefix)
-		if err == nil && len(missing) > 0 {
-			err = &PartialError{What: "data of " + typ, Missing: missing} // what only they hold would stay
-		}
+	for _, sel := range sels {
+		rs, err := n.scanUnitOrAll(ctx, sel.prefix, "data of "+typ) // partial: what only the others hold would stay
 		if err != nil {
 			return 0, 0, fmt.Errorf("read the data of %s: %w", typ, err)
 		}
-		recs = append(recs, rs...)
+		for _, r := range rs {
+			if sel.keep == nil || sel.keep(r.Key) {
+				recs = append(recs, r)
+			}
+		}
 	}
 	found = len(recs)
 	progress(found, 0)
@@ -147,6 +156,76 @@ func (n *Node) RemoveTypeData(ctx context.Context, typ string, state, dryRun boo
 		removed += len(batch)
 		progress(found, removed)
 	}
-	n.log.Info("removed the stored data of an entity type", "type", typ, "records", removed)
+	n.log.Info("removed the stored data of an entity type", "type", typ, "scope", scope.String(), "records", removed)
 	return found, removed, nil
+}
+
+// DataScope narrows a removal of a type's data below the type: one shard's (its remembered
+// shard and entities, placement history and reminders, and with state the durable state of
+// its entities), or one entity's (its remembered entity and reminders, and with state its
+// durable state). The zero value is the whole type.
+type DataScope struct {
+	Shard  shard.ID
+	Entity shard.EntityID
+}
+
+// String names the scope for logs and answers.
+func (s DataScope) String() string {
+	switch {
+	case s.Entity != "":
+		return "entity " + string(s.Entity)
+	case s.Shard != "":
+		return "shard " + string(s.Shard)
+	}
+	return "every shard"
+}
+
+// keySel is one scan of a removal: the keys under prefix that keep accepts (nil: all).
+type keySel struct {
+	prefix string
+	keep   func(key string) bool
+}
+
+// scopeSelection returns the scans that select type typ's data in scope.
+func scopeSelection(typ string, ex shard.Extractor, scope DataScope, state bool) ([]keySel, error) {
+	exact := func(k string) keySel { return keySel{prefix: k, keep: func(key string) bool { return key == k }} }
+	reminderOf := func(e shard.EntityID) func(string) bool {
+		return func(key string) bool {
+			r, err := ParseReminder(typ, remember.Record{Key: key, Value: []byte("{}")})
+			return err == nil && r.Entity == e
+		}
+	}
+	switch {
+	case scope.Shard != "" && scope.Entity != "":
+		return nil, errors.New("name a shard or an entity, not both")
+	case scope.Entity != "":
+		e := scope.Entity
+		s := ex.ShardID(e)
+		out := []keySel{exact(datadir.Key(datadir.FamilyEntity, typ, string(s), string(e))),
+			{prefix: datadir.Prefix(datadir.FamilyReminder, typ, string(s), string(e)), keep: reminderOf(e)}}
+		if state {
+			out = append(out, exact(StateKey(typ, s, e)))
+		}
+		return out, nil
+	case scope.Shard != "":
+		s := scope.Shard
+		if c, ok := ex.(shard.IDChecker); ok {
+			if err := c.CheckShard(s); err != nil {
+				return nil, err
+			}
+		}
+		out := []keySel{exact(datadir.Key(datadir.FamilyShard, typ, string(s))),
+			{prefix: datadir.Prefix(datadir.FamilyEntity, typ, string(s))},
+			{prefix: datadir.Prefix(datadir.FamilyHistory, typ, string(s))},
+			{prefix: datadir.Prefix(datadir.FamilyReminder, typ, string(s))}}
+		if state {
+			out = append(out, keySel{prefix: datadir.Prefix(datadir.FamilyState, typ, string(s))})
+		}
+		return out, nil
+	}
+	var out []keySel
+	for _, p := range datadir.TypeDataPrefixes(typ, state) {
+		out = append(out, keySel{prefix: p})
+	}
+	return out, nil
 }

@@ -31,6 +31,25 @@ func (n *Node) scanMetaOrPartial(ctx context.Context, prefix, what string) ([]re
 	return recs, nil
 }
 
+// scanUnitOrAll reads the live records under prefix from a quorum of the replica set that
+// holds them; when they span the shards' replica sets (a whole type's), from every member
+// (remember.Store.ScanAll): the records, with a *PartialError naming what and the members
+// that did not answer when some did not.
+func (n *Node) scanUnitOrAll(ctx context.Context, prefix, what string) ([]remember.Record, error) {
+	recs, err := n.store.Scan(ctx, prefix)
+	if !errors.Is(err, remember.ErrSpansUnits) {
+		return recs, err
+	}
+	recs, missing, err := n.store.ScanAll(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if len(missing) > 0 {
+		return recs, &PartialError{What: what, Missing: missing}
+	}
+	return recs, nil
+}
+
 // metaUnreachable reports whether the failure detector finds a majority of the metadata's
 // replicas unreachable: a quorum read of the metadata would wait for its timeout and fail.
 func (n *Node) metaUnreachable() bool {

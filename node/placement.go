@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/shardmesh/shardmesh/membership"
@@ -24,16 +25,20 @@ func ZoneOf(roles []string) string {
 
 // placementOf returns who holds what in the store among members: shards' records on
 // members that are not leaving, down or removed (by their types' roles and zones), the
-// metadata on the voters. Leaving, departing (departure.go) and Down members are in it,
-// away: their replicas count until moves take them out of the sets. prev's placement comes back when nothing it depends on changed.
-func (c *Core) placementOf(members []membership.Member, prev *View) *remember.Placement {
+// metadata on the voters — the members whose majority grants the serving lease and which
+// keep-majority keeps (View.voters, membership.Node.VoterWhole): one set for both, so that
+// where the cluster may serve, a majority of the metadata's replicas is. Leaving, departing
+// (departure.go) and Down members are in it, away: their replicas count until moves take
+// them out of the sets. prev's placement comes back when nothing it depends on changed.
+func (c *Core) placementOf(members []membership.Member, voters []membership.NodeID, prev *View) *remember.Placement {
 	placed := make([]remember.PlacedMember, 0, len(members))
 	for _, m := range members {
 		if m.Status == membership.Removed {
 			continue
 		}
 		away := m.Status >= membership.Leaving || c.departing(m.Node) // a member still, holding no new shard
-		placed = append(placed, remember.PlacedMember{ID: m.Node, Zone: ZoneOf(m.Roles), Roles: m.Roles, Age: m.UpNumber, Voter: m.Voter, Away: away})
+		placed = append(placed, remember.PlacedMember{ID: m.Node, Zone: ZoneOf(m.Roles), Roles: m.Roles, Age: m.UpNumber,
+			Voter: slices.Contains(voters, m.Node), Away: away})
 	}
 	roles := make(map[string]string, len(c.types))
 	for name, t := range c.types {

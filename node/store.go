@@ -13,8 +13,8 @@ import (
 )
 
 // StoreConfig configures the member's replica of the replicated store (package remember):
-// remembered entities and durable entity state on each shard's replica set, the cluster
-// metadata on the voters.
+// remembered entities, reminders and durable entity state on each shard's replica set, the
+// cluster metadata (the split-brain resolver's lease among it) on the voters.
 type StoreConfig struct {
 	// ReplicationFactor (sharding.store.replication-factor) is how many members hold a
 	// shard's records: its host and others of its type's role, spread over zones; 0:
@@ -45,7 +45,8 @@ func (sc StoreConfig) MachineConfig(self membership.NodeID) remember.MachineConf
 	if timeout == 0 {
 		timeout = DefaultStoreTimeout
 	}
-	return remember.MachineConfig{Self: self, Layout: StoreLayout{}, MaxMoves: sc.MaxMoves, Timeout: timeout}
+	return remember.MachineConfig{Self: self, Layout: StoreLayout{}, MaxMoves: sc.MaxMoves, Timeout: timeout,
+		Gated: true} // only admitted members speak the replica protocol
 }
 
 // openStore opens the member's replica in <data-dir>/store.
@@ -72,6 +73,8 @@ func (n *Node) openStore(ctx context.Context) error {
 			RefillMarker: n.dir.File(datadir.RefillFile),
 			Returning:    n.self.Incarnation > 1,
 			Broken:       n.fail,
+			Admitted:     n.admittedMembers,
+			Refused:      func(from membership.NodeID) { n.refused(from, remember.Protocol) },
 		})
 	})
 	if err != nil {
@@ -88,6 +91,61 @@ func (n *Node) placement() *remember.Placement {
 		return v.placement
 	}
 	return nil
+}
+
+// admittedMembers lists the members that may send replica frames: the admitted members of
+// the membership (core_admission.go). The same slice comes back while they do not change.
+func (n *Node) admittedMembers() []membership.NodeID {
+	if v := n.View(); v != nil {
+		return v.admitted
+	}
+	return nil
+}
+
+// admittedOf returns the members that may speak the member protocols (core_admission.go),
+// and every member's status, reusing prev's when the same members are admitted and there
+// are as many.
+func admittedOf(members []membership.Member, prev *View) ([]membership.NodeID, map[membership.NodeID]membership.Status) {
+	var was []membership.NodeID
+	if prev != nil {
+		was = prev.admitted
+	}
+	nodes := nodesWhere(members, was, func(m membership.Member) bool { return m.Status < membership.Down })
+	if prev != nil && prev.statuses != nil && len(prev.Members) == len(members) && len(nodes) == len(was) && (len(nodes) == 0 || &nodes[0] == &was[0]) {
+		return nodes, prev.statuses
+	}
+	statuses := make(map[membership.NodeID]membership.Status, len(members))
+	for _, m := range members {
+		statuses[m.Node] = m.Status
+	}
+	return nodes, statuses
+}
+
+// nodesWhere returns the members keep keeps, in order: prev itself when it holds just those.
+func nodesWhere(members []membership.Member, prev []membership.NodeID, keep func(membership.Member) bool) []membership.NodeID {
+	if prev != nil {
+		i := 0
+		for _, m := range members {
+			if !keep(m) {
+				continue
+			}
+			if i >= len(prev) || prev[i] != m.Node {
+				i = -1
+				break
+			}
+			i++
+		}
+		if i == len(prev) {
+			return prev
+		}
+	}
+	nodes := make([]membership.NodeID, 0, len(members))
+	for _, m := range members {
+		if keep(m) {
+			nodes = append(nodes, m.Node)
+		}
+	}
+	return nodes
 }
 
 // StateKey is the store key of an entity's durable state: under its shard, so that it
@@ -116,13 +174,15 @@ func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
 func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) {
 	var rec remember.Record
 	var found bool
+	span := n.core.startStore(c.turnSpan(), "load")
 	err := n.stateRound(ctx, func() (err error) {
-		rec, found, err = n.store.GetFenced(ctx, StateKey(c.Type, c.Shard, c.Entity), uint64(c.Epoch))
+		rec, found, err = n.store.GetFenced(ctx, StateKey(c.Type(), c.Shard, c.Entity), uint64(c.Epoch))
 		return err
 	})
+	endSpan(span, err)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("load the state of %s %s: %w", c.Type, c.Entity, err)
+		return nil, fmt.Errorf("load the state of %s %s: %w", c.Type(), c.Entity, err)
 	case !found || rec.Deleted:
 		return nil, ErrNoState
 	}
@@ -131,11 +191,13 @@ func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) 
 
 // saveState is SaveState on this member's entity workers.
 func (n *Node) saveState(ctx context.Context, c *EntityContext, state []byte) error {
+	span := n.core.startStore(c.turnSpan(), "save")
 	err := n.stateRound(ctx, func() error {
-		return n.store.Write(ctx, remember.Write{Key: StateKey(c.Type, c.Shard, c.Entity), Value: state, Epoch: uint64(c.Epoch)})
+		return n.store.Write(ctx, remember.Write{Key: StateKey(c.Type(), c.Shard, c.Entity), Value: state, Epoch: uint64(c.Epoch)})
 	})
+	endSpan(span, err)
 	if err != nil {
-		return fmt.Errorf("save the state of %s %s: %w", c.Type, c.Entity, err)
+		return fmt.Errorf("save the state of %s %s: %w", c.Type(), c.Entity, err)
 	}
 	return nil
 }

@@ -13,7 +13,8 @@ import (
 
 // The store's placement is the same pointer while nothing it depends on changes, and
 // follows every change: a member leaving holds no shard any more but stays a voter, a new
-// one comes in.
+// one comes in. The metadata is on the voters the view has (membership.Node.VoterWhole),
+// whatever the members' records say.
 func TestPlacementFollowsMembers(t *testing.T) {
 	ids := make([]membership.NodeID, 3)
 	for i := range ids {
@@ -24,23 +25,29 @@ func TestPlacementFollowsMembers(t *testing.T) {
 		return membership.Member{Node: id, Status: st, UpNumber: up, Voter: voter, Roles: []string{"zone-a"}}
 	}
 	members := []membership.Member{member(ids[0], membership.Up, 1, true), member(ids[1], membership.Up, 2, true)}
-	p := c.placementOf(members, nil)
+	voters := ids[:2]
+	p := c.placementOf(members, voters, nil)
 	if !slices.Equal(p.Meta(), ids[:2]) {
 		t.Fatalf("metadata on %v", p.Meta())
 	}
 	v := &View{placement: p}
-	if again := c.placementOf(members, v); again != p {
+	if again := c.placementOf(members, voters, v); again != p {
 		t.Error("the same members gave a new placement")
 	}
 	members = append(members, member(ids[2], membership.Joining, 0, false))
 	members[0].Status = membership.Leaving
-	p2 := c.placementOf(members, v)
+	p2 := c.placementOf(members, voters, v)
 	u := remember.Unit{Type: "t", Shard: "1"}
 	if set := p2.Target(u, ""); len(set) != 2 || slices.Contains(set, ids[0]) {
 		t.Fatalf("after a leave and a join: set %v", set)
 	}
 	if !slices.Contains(p2.Meta(), ids[0]) {
 		t.Errorf("a leaving voter left the metadata: %v", p2.Meta())
+	}
+	// A possible voter (the whole of a majority holds the members a leader could have made
+	// voters) holds the metadata too, though its record is no voter's yet.
+	if p3 := c.placementOf(members, ids, v); !slices.Equal(p3.Meta(), []membership.NodeID{ids[0], ids[1], ids[2]}) {
+		t.Errorf("metadata with a possible voter on %v", p3.Meta())
 	}
 	if ZoneOf(members[1].Roles) != "a" {
 		t.Errorf("zone %q", ZoneOf(members[1].Roles))
@@ -50,13 +57,15 @@ func TestPlacementFollowsMembers(t *testing.T) {
 func TestStoreLayout(t *testing.T) {
 	l := StoreLayout{}
 	u := remember.Unit{Type: "counter", Shard: "12"}
-	for _, key := range []string{datadir.Key(datadir.FamilyEntity, "counter", "12", "e1"), StateKey("counter", "12", "e\x00odd")} {
+	for _, key := range []string{datadir.Key(datadir.FamilyEntity, "counter", "12", "e1"), StateKey("counter", "12", "e\x00odd"),
+		datadir.Key(datadir.FamilyReminder, "counter", "12", "e1", "r")} {
 		if got := l.UnitOf(key); got != u {
 			t.Errorf("UnitOf(%q) = %v", key, got)
 		}
 	}
 	for _, key := range []string{datadir.Key(datadir.FamilyShard, "counter", "12"), datadir.Key(datadir.FamilyTerm, "counter"),
-		l.ConfigKey(u), datadir.Key(datadir.FamilyHistory, "counter", "12", "0001")} {
+		l.ConfigKey(u), datadir.Key(datadir.FamilyHistory, "counter", "12", "0001"), datadir.Key(datadir.FamilyLease, "c-shardmesh-sbr"),
+		datadir.Key(datadir.FamilyAudit, "0000019a", "id")} {
 		if got := l.UnitOf(key); !got.Meta() {
 			t.Errorf("UnitOf(%q) = %v, want the metadata", key, got)
 		}
@@ -67,11 +76,13 @@ func TestStoreLayout(t *testing.T) {
 	}{
 		"":  {remember.Unit{}, false},
 		"r": {remember.Unit{}, false},
-		datadir.Prefix(datadir.FamilyEntity, "counter"):       {remember.Unit{}, false},
-		datadir.Prefix(datadir.FamilyEntity, "counter", "12"): {u, true},
-		datadir.Prefix(datadir.FamilyState, "counter", "12"):  {u, true},
-		datadir.Prefix(datadir.FamilyShard, "counter"):        {remember.Unit{}, true},
-		datadir.Prefix(datadir.FamilyHistory):                 {remember.Unit{}, true},
+		datadir.Prefix(datadir.FamilyEntity, "counter"):               {remember.Unit{}, false},
+		datadir.Prefix(datadir.FamilyEntity, "counter", "12"):         {u, true},
+		datadir.Prefix(datadir.FamilyState, "counter", "12"):          {u, true},
+		datadir.Prefix(datadir.FamilyReminder, "counter", "12", "e1"): {u, true},
+		datadir.Prefix(datadir.FamilyReminder, "counter"):             {remember.Unit{}, false},
+		datadir.Prefix(datadir.FamilyShard, "counter"):                {remember.Unit{}, true},
+		datadir.Prefix(datadir.FamilyHistory):                         {remember.Unit{}, true},
 	}
 	for p, want := range prefixes {
 		if got, ok := l.UnitOfPrefix(p); got != want.u || ok != want.ok {

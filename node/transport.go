@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ func (n *Node) handleMemberFrame(from peer.ID, frame []byte) error {
 	if err != nil {
 		return err
 	}
-	n.enqueue(MemberMessage{From: membership.NodeID(from.String()), Msg: msg})
+	n.enqueue(MemberMessage{From: n.nameOf(from), Msg: msg})
 	return nil
 }
 
@@ -34,33 +35,83 @@ func (n *Node) handleCoordFrame(from peer.ID, frame []byte) error {
 	if err != nil {
 		return err
 	}
-	n.enqueue(CoordMessage{From: membership.NodeID(from.String()), Type: typ, Msg: msg})
+	n.enqueue(CoordMessage{From: n.nameOf(from), Type: typ, Msg: msg})
 	return nil
 }
 
-// handleRegionFrame takes a message forwarded by another member's region, or a reply to one
-// of this member's asks (resolved here, on the stream's goroutine). The frame is reused
-// after return: what is kept is copied.
-func (n *Node) handleRegionFrame(_ peer.ID, frame []byte) error {
-	in, err := n.core.DecodeRegionFrame(frame)
-	if err != nil || in == nil {
+// regionSink takes the frames of one region stream from another member: messages
+// forwarded by its regions, and replies to this member's asks (resolved here, on the
+// stream's goroutine). The messages of the frames that arrived together go to the loop in
+// one batch. Whether the sender is an admitted member is decided in the core, where the
+// messages take effect (core_admission.go); a reply, resolved here, is checked here.
+type regionSink struct {
+	n     *Node
+	from  peer.ID
+	name  membership.NodeID // from's text form
+	batch []Deliver
+}
+
+func (n *Node) newRegionSink(from peer.ID) p2p.FrameSink {
+	return &regionSink{n: n, from: from, name: n.nameOf(from)}
+}
+
+// Frame decodes a frame, which is reused after return: what is kept is copied.
+func (s *regionSink) Frame(frame []byte) error {
+	n := s.n
+	in, ok, err := n.core.DecodeRegionFrame(s.name, frame)
+	if errors.Is(err, ErrNotAdmitted) {
+		n.gate.Refused(s.from, RegionProtocol)
+		return nil
+	}
+	if err != nil || !ok {
 		return err
 	}
 	m := in.Envelope.Payload.(*Message)
 	t, err := n.core.Sender(in.Type)
 	if err != nil {
-		n.core.Reject(in.Type, m, err)
+		if n.core.RejectForwarded(&in, err) {
+			n.gate.Refused(s.from, RegionProtocol)
+		}
 		return nil
 	}
 	// A credit first: when this type is saturated here, this stream's reader waits, and TCP
-	// slows the sender down.
-	if err := t.credits.acquire(n.ctx, n.done); err != nil {
-		return nil
+	// slows the sender down. The batch so far goes first, since it holds credits too.
+	if !t.credits.tryAcquire() {
+		_ = s.Flush()
+		if err := t.credits.acquire(n.ctx, n.done); err != nil {
+			return nil
+		}
 	}
 	m.credits = t.credits
-	n.enqueue(*in)
+	s.batch = append(s.batch, in)
 	return nil
 }
+
+// Flush hands the batch to the loop.
+func (s *regionSink) Flush() error {
+	s.n.deliveries.pushAll(s.batch)
+	clear(s.batch)
+	s.batch = s.batch[:0]
+	return nil
+}
+
+// nameOf returns the text form of peer id p (base58: worth encoding once per peer, not per
+// frame).
+func (n *Node) nameOf(p peer.ID) membership.NodeID {
+	if v, ok := n.names.Load(p); ok {
+		return v.(membership.NodeID)
+	}
+	id := membership.NodeID(p.String())
+	if n.namesKept.Add(1) > maxNames {
+		n.names.Clear() // peers come and go: keep the cache bounded
+		n.namesKept.Store(1)
+	}
+	n.names.Store(p, id)
+	return id
+}
+
+// maxNames bounds the peer ids whose text form Node.nameOf keeps.
+const maxNames = 4096
 
 // enqueue hands an input from a network goroutine to the loop. Backpressure: a full inbox
 // blocks the stream's reader, which slows its sender, rather than dropping.
@@ -85,13 +136,18 @@ func (n *Node) receiveGossip() {
 			n.log.Warn("dropped a malformed gossip message", "peer", m.From, "err", err)
 			continue
 		}
-		n.enqueue(MemberMessage{From: membership.NodeID(m.From.String()), Msg: msg})
+		n.enqueue(MemberMessage{From: n.nameOf(m.From), Msg: msg})
 	}
 }
 
 // Send hands a frame to a member's outbox (Env).
 func (e *nodeEnv) Send(to membership.NodeID, proto protocol.ID, frame []byte, done func(error)) {
-	e.out.send(to, proto, frame, done)
+	e.out.send(to, proto, outgoing{proto: proto, frame: frame, done: done})
+}
+
+// SendFrames hands frames framed back to back to a member's outbox (Env).
+func (e *nodeEnv) SendFrames(to membership.NodeID, proto protocol.ID, framed []byte, n int, done func(error)) {
+	e.out.send(to, proto, outgoing{proto: proto, frame: framed, frames: n, done: done})
 }
 
 // outboxes holds one sending goroutine per peer, so a slow dial to one peer never delays the
@@ -116,12 +172,22 @@ type outbox struct {
 	parent  *outboxes
 }
 
-// outgoing is a frame to send; done (if set) is called once, with nil when the frame was
-// written and the error otherwise.
+// outgoing is a frame to send, or frames framed back to back (frames > 0, as
+// Env.SendFrames takes them); done (if set) is called once, with nil when they were written
+// and the error otherwise.
 type outgoing struct {
-	proto protocol.ID
-	frame []byte
-	done  func(error)
+	proto  protocol.ID
+	frame  []byte
+	frames int
+	done   func(error)
+}
+
+// trySend hands out to the stream if it is open with room (p2p.ErrWouldBlock otherwise).
+func (o *outboxes) trySend(to peer.ID, out outgoing) error {
+	if out.frames > 0 {
+		return o.host.TrySendFrames(to, out.proto, out.frame, out.frames)
+	}
+	return o.host.TrySend(to, out.proto, out.frame)
 }
 
 func newOutboxes(ctx context.Context, host *p2p.Host, log *slog.Logger, met *metrics) *outboxes {
@@ -138,25 +204,28 @@ func (o *outboxes) finish(proto protocol.ID, done func(error), err error) {
 	}
 }
 
-// send queues a frame for member to. When nothing waits for that member and its stream is
-// open with room, the frame is handed to the stream at once, on the caller's goroutine,
-// saving a goroutine hop; otherwise the outbox's goroutine sends it, in order.
-func (o *outboxes) send(to membership.NodeID, proto protocol.ID, frame []byte, done func(error)) {
+// send queues out for member to. When nothing waits for that member and its stream is
+// open with room, it is handed to the stream at once, on the caller's goroutine, saving a
+// goroutine hop; otherwise the outbox's goroutine sends it, in order.
+func (o *outboxes) send(to membership.NodeID, proto protocol.ID, out outgoing) {
 	b, err := o.box(to)
 	if err != nil {
-		o.finish(proto, done, err)
+		o.finish(proto, out.done, err)
 		return
 	}
 	if b.pending.Load() == 0 {
-		err := o.host.TrySend(b.peer, proto, frame)
+		err := o.trySend(b.peer, out)
 		if err == nil || !errors.Is(err, p2p.ErrWouldBlock) {
-			o.finish(proto, done, err)
+			o.finish(proto, out.done, err)
 			return
 		}
 	}
+	if out.frames > 0 {
+		out.frame = bytes.Clone(out.frame) // SendFrames lends its frames for the call only
+	}
 	b.pending.Add(1)
 	b.mu.Lock()
-	b.queue = append(b.queue, outgoing{proto: proto, frame: frame, done: done})
+	b.queue = append(b.queue, out)
 	b.mu.Unlock()
 	select {
 	case b.wake <- struct{}{}:
@@ -208,7 +277,7 @@ func (b *outbox) run() {
 		batch, b.queue = b.queue, batch[:0]
 		b.mu.Unlock()
 		for i, out := range batch {
-			err := b.write(out.proto, out.frame)
+			err := b.write(out)
 			if err != nil && o.ctx.Err() == nil {
 				o.log.Debug("message not sent", "member", b.peer, "protocol", out.proto, "err", err)
 			}
@@ -222,16 +291,21 @@ func (b *outbox) run() {
 // write sends one frame, waiting while the stream's queue is full (backpressure, not loss).
 // The common case — the stream is open and its queue has room — takes the fast path, without
 // the timeout context (and its timer) a wait needs: that was 13% of a remote Tell's CPU.
-func (b *outbox) write(proto protocol.ID, frame []byte) error {
+func (b *outbox) write(out outgoing) error {
 	o := b.parent
-	if err := o.host.TrySend(b.peer, proto, frame); !errors.Is(err, p2p.ErrWouldBlock) {
+	if err := o.trySend(b.peer, out); !errors.Is(err, p2p.ErrWouldBlock) {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(o.ctx, sendTimeout)
 	defer cancel()
 	wait := 50 * time.Microsecond
 	for {
-		err := o.host.Send(ctx, b.peer, proto, frame)
+		var err error
+		if out.frames > 0 {
+			err = o.host.SendFrames(ctx, b.peer, out.proto, out.frame, out.frames)
+		} else {
+			err = o.host.Send(ctx, b.peer, out.proto, out.frame)
+		}
 		if !errors.Is(err, p2p.ErrQueueFull) {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/shardmesh/shardmesh/coordinator"
 	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
@@ -44,19 +46,67 @@ type Behavior interface {
 	Receive(ctx *EntityContext, msg any) (reply any, err error)
 }
 
-// EntityContext is what an entity knows of itself.
+// EntityContext is what an entity knows of itself. What all the entities of a type on a
+// member share (Type, Node) is kept once, not in each incarnation's context.
 type EntityContext struct {
-	Type   string
 	Shard  shard.ID
 	Entity shard.EntityID
-	// Node is the member the incarnation runs on.
-	Node membership.NodeID
 	// Epoch is the shard's allocation epoch when the incarnation started: the fencing token
 	// of its durable state (LoadState, SaveState).
 	Epoch coordinator.Epoch
 
-	e Turns
+	home *EntityHome
+	e    Turns
+	ext  *contextExt // what few incarnations use (nil for most: an incarnation's size stays)
 }
+
+// contextExt is what few incarnations use: the timers armed, and on a turn the message's
+// reminder firing, timer key and span. Kept apart so that an incarnation stays in its
+// allocation size class (TestIncarnationSize).
+type contextExt struct {
+	firing   *Firing    // the reminder whose firing is being handled
+	span     trace.Span // the handling's span (tracing), parent of its store rounds
+	timerKey string     // the key of the timer whose message is being handled
+	timers   map[string]uint64
+	timerGen uint64
+}
+
+// turnSpan returns the span of the message being handled (nil: not traced).
+func (c *EntityContext) turnSpan() trace.Span {
+	if c.ext == nil {
+		return nil
+	}
+	return c.ext.span
+}
+
+// x returns c's extension, made on first use.
+func (c *EntityContext) x() *contextExt {
+	if c.ext == nil {
+		c.ext = &contextExt{}
+	}
+	return c.ext
+}
+
+// EntityHome is what the entities of one type on one member share: the type's name and
+// the member.
+type EntityHome struct {
+	Type string
+	Node membership.NodeID
+	spec *EntityType // the type, to encode reminders' messages (nil: a runtime without reminders)
+	kind *entityKind // the member's entity runtime's share (nil in another runtime)
+}
+
+// NewEntityContext returns the context of an incarnation of entity id of shard s, of the
+// type and on the member home names, started under epoch.
+func NewEntityContext(home *EntityHome, s shard.ID, id shard.EntityID, epoch coordinator.Epoch) EntityContext {
+	return EntityContext{Shard: s, Entity: id, Epoch: epoch, home: home}
+}
+
+// Type returns the entity type's name.
+func (c *EntityContext) Type() string { return c.home.Type }
+
+// Node returns the member the incarnation runs on.
+func (c *EntityContext) Node() membership.NodeID { return c.home.Node }
 
 // Passivate asks sharding to stop this entity: it gets its stop message, and messages that
 // arrive meanwhile wait for its next incarnation.
@@ -75,6 +125,11 @@ type Turns interface {
 	// LoadState and SaveState carry out EntityContext's.
 	LoadState(ctx context.Context, c *EntityContext) ([]byte, error)
 	SaveState(ctx context.Context, c *EntityContext, state []byte) error
+	// Remind carries out a reminder operation through the member's core (ReminderOp) and
+	// waits for its outcome or ctx.
+	Remind(ctx context.Context, op ReminderOp) ([]Reminder, error)
+	// Timer hands a timer operation to the member's core (TimerOp), for this incarnation.
+	Timer(op TimerOp)
 }
 
 // WithTurns returns ctx bound to the entity runtime's incarnation t.
@@ -93,6 +148,9 @@ var (
 	ErrTypeStopped = region.ErrTypeStopped
 	// ErrEntityFailed: the entity panicked while handling the message.
 	ErrEntityFailed = errors.New("entity failed")
+	// ErrMemberDown: the member an ask went to was downed or removed before it replied; the
+	// entity may or may not have handled the message.
+	ErrMemberDown = errors.New("the member it went to was downed or removed before it replied (the message may or may not have been handled)")
 )
 
 // RemoteError is an error an entity on another member returned for an ask.
@@ -119,8 +177,43 @@ type Message struct {
 	replyTo membership.NodeID // that member
 	stop    bool              // the stop signal (never routed, only in mailboxes)
 	start   bool              // creates the behaviour of a remembered entity started without a message
-	at      time.Time         // start: when the shard started the entity (for the recovery budget)
+	startEn bool              // StartEntity: start the entity, deliver nothing (answered with nil)
 	credits *credits          // the type's credits, one held while the message is in flight
+	from    membership.NodeID // the member that forwarded it here ("": sent on this member)
+	ext     *msgExt           // what few messages have (nil for most: the hot path's size stays)
+}
+
+// msgExt is what few messages have, kept apart so that Message stays in its allocation
+// size class.
+type msgExt struct {
+	at     time.Time // start: when the shard started the entity (for the recovery budget)
+	tr     *msgTrace // tracing: the message's span context
+	firing *Firing   // a reminder's message: which fired, when
+	// home: the epoch of this member's home of the shard that a message must not leave (a
+	// reminder's firing); kept here because an ended incarnation hands its unhandled
+	// messages back without their envelopes.
+	home  coordinator.Epoch
+	timer *timerMark // an in-memory timer's message
+	// bounce: a message this member forwarded, sent back by a member that is no longer its
+	// shard's home; it is routed again (rare, so here and not in Deliver, whose boxing into
+	// an Input is on the hot path).
+	bounce *region.NotHomeError
+}
+
+// x returns m's extension, made on first use.
+func (m *Message) x() *msgExt {
+	if m.ext == nil {
+		m.ext = &msgExt{}
+	}
+	return m.ext
+}
+
+// trace returns m's trace (nil: not traced).
+func (m *Message) trace() *msgTrace {
+	if m.ext == nil {
+		return nil
+	}
+	return m.ext.tr
 }
 
 // NewMessage returns a message with value msg, asked by ask (nil for a tell).
@@ -137,6 +230,25 @@ func (m *Message) Value(t *EntityType) (any, error) {
 		return m.value, nil
 	}
 	return t.DecodeMessage(m.encoded)
+}
+
+// homeEpoch is the epoch of the home m must not leave (0: it may go wherever its entity
+// is). A message routed with it is refused, not forwarded, once that home is no longer
+// this member's (region.NotHomeError).
+func (m *Message) homeEpoch() coordinator.Epoch {
+	if m.ext == nil {
+		return 0
+	}
+	return m.ext.home
+}
+
+// Firing returns the reminder whose firing m is (nil for any other message): for entity
+// runtimes other than the member's own (the simulation's).
+func (m *Message) Firing() *Firing {
+	if m.ext == nil {
+		return nil
+	}
+	return m.ext.firing
 }
 
 // IsAsk reports whether someone waits for a reply.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
@@ -213,25 +214,34 @@ func benchConcurrent(b *testing.B, setup func(client, server *Host) func() (func
 // writer goroutine) and a FrameHandler on the other side, from one goroutine. Ends when
 // the handler has all b.N.
 func BenchmarkSendHandle100B(b *testing.B) {
-	benchSendHandle(b, 1)
+	benchSendHandle(b, 1, nil)
 }
 
 // BenchmarkSendHandle100BParallel: the same from 8 goroutines sharing one stream.
 func BenchmarkSendHandle100BParallel(b *testing.B) {
-	benchSendHandle(b, 8)
+	benchSendHandle(b, 8, nil)
 }
 
-func benchSendHandle(b *testing.B, senders int) {
-	client, server := benchPair(b)
+// BenchmarkSendHandle100BClusterKey: BenchmarkSendHandle100B inside the private network
+// (pnet.go: XSalsa20 over every byte).
+func BenchmarkSendHandle100BClusterKey(b *testing.B) {
+	benchSendHandle(b, 1, newPSK(b))
+}
+
+func benchSendHandle(b *testing.B, senders int, key pnet.PSK) {
+	quiet := func(c *Config) { c.Logger, c.ClusterKey = nil, key }
+	client, server := newHost(b, quiet), newHost(b, quiet)
+	connect(b, client, server)
 	want := int64(b.N)
 	var got atomic.Int64
 	done := make(chan struct{})
-	server.Handle(benchProto, func(peer.ID, []byte) error {
+	handler := func(peer.ID, []byte) error {
 		if got.Add(1) == want {
 			close(done)
 		}
 		return nil
-	})
+	}
+	server.Handle(benchProto, handler)
 	ctx := testContext(b)
 	frame := make([]byte, 100)
 	// Open the stream before timing.

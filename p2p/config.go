@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -13,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 )
 
 // Defaults for Config; DefaultConfig returns them.
@@ -52,6 +54,11 @@ type Config struct {
 	// mesh, any libp2p peer may connect. Non-nil: only peers holding the same key can
 	// connect at all.
 	ClusterKey pnet.PSK
+
+	// AcceptKeys are further cluster keys accepted from connecting peers, beside
+	// ClusterKey (which alone is used to dial): to rotate the key without downtime
+	// (docs/security.md). Needs ClusterKey.
+	AcceptKeys []pnet.PSK
 
 	// AllowPeers, when not empty, is the only set of peers this host connects to or
 	// accepts connections from (enforced by a connection gater on dial and after the
@@ -98,6 +105,31 @@ type Config struct {
 	// Logger receives the host's logs. Default: discard.
 	Logger *slog.Logger
 
+	// OpenMesh allows listening on an address other than loopback without a ClusterKey:
+	// an open mesh, which anyone who reaches the port can join. Without it New refuses
+	// (ErrOpenMesh). Default: off.
+	OpenMesh bool
+
+	// HandshakeTimeout closes an inbound connection that has not completed its handshake
+	// (private network, security, muxer) within it. Default: DefaultHandshakeTimeout (3 s).
+	HandshakeTimeout time.Duration
+
+	// MaxUnauthenticated bounds the inbound connections in their handshake at once.
+	// Default: DefaultMaxUnauthenticated (256).
+	MaxUnauthenticated int
+
+	// ConnsPerIP bounds the connections at once from one IPv4 address (or IPv6 /56), and is
+	// the burst of new connections from one; ConnRatePerIP is how many new connections
+	// per second one may open after the burst. The OperatorNetworks are exempt. Defaults:
+	// DefaultConnsPerIP (32), DefaultConnRatePerIP (1).
+	ConnsPerIP    int
+	ConnRatePerIP float64
+
+	// OperatorNetworks are where shardctl and the dashboard connect from: exempt from the
+	// per-address limits, and with a budget of their own when the common one is spent (a
+	// connection flood). Default: DefaultOperatorNetworks (this host, over loopback).
+	OperatorNetworks []netip.Prefix
+
 	// startMDNS replaces the mDNS service in tests; nil: the real one.
 	startMDNS func(h host.Host, tag string, found func(peer.AddrInfo)) (io.Closer, error)
 }
@@ -134,6 +166,21 @@ func (c *Config) fillDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.MaxUnauthenticated == 0 {
+		c.MaxUnauthenticated = DefaultMaxUnauthenticated
+	}
+	if c.ConnsPerIP == 0 {
+		c.ConnsPerIP = DefaultConnsPerIP
+	}
+	if c.ConnRatePerIP == 0 {
+		c.ConnRatePerIP = DefaultConnRatePerIP
+	}
+	if c.OperatorNetworks == nil {
+		c.OperatorNetworks = DefaultOperatorNetworks
+	}
 }
 
 // Validate fills zero fields with their defaults and rejects nonsense with an error that
@@ -149,10 +196,22 @@ func (c *Config) Validate() error {
 	for i, s := range c.ListenAddrs {
 		if err := checkListenAddr(s); err != nil {
 			errs = append(errs, fmt.Errorf("ListenAddrs[%d] %q: %w", i, s, err))
+		} else if c.ClusterKey == nil && !c.OpenMesh && !isLoopback(s) {
+			errs = append(errs, fmt.Errorf("%w: listening on %s without a cluster key lets anyone who reaches it join and read entity state; "+
+				"give the members a key (shardctl keygen --out cluster.key, then --cluster-key cluster.key), listen on loopback only, "+
+				"or pass --open-mesh=on if an open mesh is what you want", ErrOpenMesh, s))
 		}
 	}
 	if c.ClusterKey != nil && len(c.ClusterKey) != clusterKeySize {
 		errs = append(errs, fmt.Errorf("ClusterKey: %d bytes, want %d (see p2p.LoadClusterKey)", len(c.ClusterKey), clusterKeySize))
+	}
+	for i, k := range c.AcceptKeys {
+		if len(k) != clusterKeySize {
+			errs = append(errs, fmt.Errorf("AcceptKeys[%d]: %d bytes, want %d (see p2p.LoadClusterKey)", i, len(k), clusterKeySize))
+		}
+	}
+	if len(c.AcceptKeys) > 0 && c.ClusterKey == nil {
+		errs = append(errs, errors.New("AcceptKeys: needs a ClusterKey, to dial with"))
 	}
 	for i, id := range c.AllowPeers {
 		if err := id.Validate(); err != nil {
@@ -178,6 +237,12 @@ func (c *Config) Validate() error {
 	if c.GossipQueue < 0 {
 		errs = append(errs, fmt.Errorf("GossipQueue: %d, want > 0", c.GossipQueue))
 	}
+	if c.HandshakeTimeout < 0 {
+		errs = append(errs, fmt.Errorf("HandshakeTimeout: %v, want > 0", c.HandshakeTimeout))
+	}
+	if c.MaxUnauthenticated < 0 || c.ConnsPerIP < 0 || c.ConnRatePerIP < 0 {
+		errs = append(errs, fmt.Errorf("MaxUnauthenticated %d, ConnsPerIP %d, ConnRatePerIP %v: want > 0", c.MaxUnauthenticated, c.ConnsPerIP, c.ConnRatePerIP))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("p2p config: %w", errors.Join(errs...))
 	}
@@ -187,6 +252,13 @@ func (c *Config) Validate() error {
 // fieldError is an error about the Config field name.
 func fieldError(name, format string, args ...any) error {
 	return fmt.Errorf("%s: %w", name, fmt.Errorf(format, args...))
+}
+
+// isLoopback reports whether listen address s (valid) is a loopback address only; an
+// unspecified one (0.0.0.0, ::) listens on every interface.
+func isLoopback(s string) bool {
+	ma, err := multiaddr.NewMultiaddr(s)
+	return err == nil && manet.IsIPLoopback(ma)
 }
 
 // checkListenAddr accepts /ip4|/ip6|/dns*/<host>/tcp/<port>, the only transport we run.

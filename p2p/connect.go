@@ -25,10 +25,13 @@ var errNotIdentified = errors.New("the peer closed the connection right after th
 // later dials (as AddAddrs does) and returns the peer's id once the connection is up and
 // the peer has identified itself. Connecting to a peer already connected returns at once.
 //
-// When the peer refuses the connection during the handshake — it holds a different
-// cluster key (or none, or we have none), its allow-list does not name us, or the
-// address's /p2p/ id is not the peer listening there — the error wraps ErrHandshake.
-// When our own allow-list does not name the peer it wraps ErrNotAllowed.
+// When the peer listening at the address is not the one its /p2p/ id names, the error
+// wraps ErrPeerIDMismatch and says so first. When the peer refuses the connection during
+// the handshake — it holds a different cluster key (or none, or we have none), or its
+// allow-list does not name us — the error wraps ErrHandshake. When the peer accepts the
+// TCP connection and the handshake does not complete before ctx ends, it wraps
+// ErrHandshakeTimeout instead. When our own allow-list does not name the peer it wraps
+// ErrNotAllowed.
 func (h *Host) Connect(ctx context.Context, addr multiaddr.Multiaddr) (peer.ID, error) {
 	info, err := peer.AddrInfoFromP2pAddr(addr)
 	if err != nil {
@@ -114,6 +117,13 @@ func (h *Host) dial(ctx context.Context, op string, id peer.ID) error {
 		}
 	}()
 	err = h.h.Connect(ctx, peer.AddrInfo{ID: id})
+	if errors.Is(err, swarm.ErrDialBackoff) {
+		// A dial that failed a moment ago — two members dialling each other at once, a peer
+		// restarting — puts its address in libp2p's backoff, and every send to the peer
+		// then fails for seconds without trying. Senders here retry on their own schedule
+		// (heartbeats, outboxes, rounds), so dial again now.
+		err = h.h.Connect(network.WithForceDirectDial(ctx, "shardmesh redials on its own schedule"), peer.AddrInfo{ID: id})
+	}
 	close(stop)
 	identified := <-result
 	if err != nil {
@@ -140,23 +150,28 @@ func (h *Host) checkOpen() error {
 }
 
 // dialError wraps an error from dialling id, recognising a peer that is not id, a refused
-// handshake, and a peer that did not answer in time (which is not a refusal: a hung or
-// stopped peer accepts TCP connections and then says nothing).
+// handshake, a handshake that did not complete in time (which is not a refusal: a hung,
+// stopped or flooded peer accepts TCP connections and then says nothing) and a peer that
+// did not answer at all.
 func (h *Host) dialError(ctx context.Context, op string, id peer.ID, err error) error {
 	var mismatch sec.ErrPeerIDMismatch
 	switch {
 	case errors.Is(err, swarm.ErrGaterDisallowedConnection):
 		return fmt.Errorf("%s to %s: %w (Config.AllowPeers): %w", op, id, ErrNotAllowed, err)
 	case errors.As(err, &mismatch):
-		return fmt.Errorf("%s to %s: %w: the peer listening there is %s; the member's identity changed (a new data directory?) "+
-			"or the address belongs to another member now: take the address from its addrs file", op, id, ErrPeerIDMismatch, mismatch.Actual)
+		return fmt.Errorf("%w: the address names peer %s, but the peer listening there is %s: the member's identity changed (a new data directory?) "+
+			"or the address belongs to another member now: take the address from its addrs file: %s to %s: %w",
+			ErrPeerIDMismatch, mismatch.Expected, mismatch.Actual, op, id, err)
+	case handshakeTimedOut(err) || ctx.Err() != nil && (refusedInHandshake(err) || h.acceptsTCP(id)):
+		deadline := ctx.Err()
+		if deadline == nil {
+			deadline = context.DeadlineExceeded
+		}
+		return fmt.Errorf("%s to %s: %w: the peer accepted the TCP connection but did not complete the handshake in time: "+
+			"it is hung, stopped, or overloaded or flooded with connections (its log says so), or not a shardmesh member; "+
+			"a peer with another key refuses at once (one without a key, when we have one, may wait like this): %w: %w", op, id, ErrHandshakeTimeout, deadline, err)
 	case refusedInHandshake(err):
 		return h.handshakeError(op, id, err)
-	case handshakeTimedOut(err):
-		// Either side of a key mismatch where only one side has a key waits for bytes that
-		// never make sense: it looks exactly like a peer that hangs.
-		return fmt.Errorf("%s to %s: %w: the peer accepted the TCP connection but did not complete the handshake in time: "+
-			"it is hung, stopped or overloaded, or only one side has a --cluster-key (a different key or an allow-list that does not name us fails at once): %w: %w", op, id, context.DeadlineExceeded, ErrHandshake, err)
 	case ctx.Err() != nil || timedOut(err):
 		return fmt.Errorf("%s to %s: %w: nothing answered at its address in time: %w", op, id, context.DeadlineExceeded, err)
 	default:
@@ -174,6 +189,16 @@ func handshakeTimedOut(err error) bool {
 	for _, te := range dialErr.DialErrors {
 		var opErr *net.OpError
 		if isTimeout(te.Cause) && (!errors.As(te.Cause, &opErr) || opErr.Op != "dial") {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptsTCP reports whether one of the addresses known for id accepts a TCP connection.
+func (h *Host) acceptsTCP(id peer.ID) bool {
+	for _, a := range h.h.Peerstore().Addrs(id) {
+		if AcceptsTCP(a) {
 			return true
 		}
 	}
@@ -216,8 +241,8 @@ func refusedInHandshake(err error) bool {
 	}
 	for _, te := range dialErr.DialErrors {
 		var opErr *net.OpError
-		if errors.As(te.Cause, &opErr) && opErr.Op == "dial" || isTimeout(te.Cause) {
-			continue // TCP itself failed (refused, unreachable, timed out), or the peer said nothing in time
+		if errors.As(te.Cause, &opErr) && opErr.Op == "dial" || isTimeout(te.Cause) || errors.Is(te.Cause, swarm.ErrDialBackoff) {
+			continue // TCP itself failed (refused, unreachable, timed out), the peer said nothing in time, or no dial was made
 		}
 		return true
 	}

@@ -24,10 +24,15 @@ var (
 	ErrStreamBroken = errors.New("stream broken, queued frames dropped")
 
 	// ErrHandshake: a connection to the peer was made but the peer refused it during the
-	// handshake. The usual cause is a different cluster key (or none on one side), an
-	// allow-list on the peer that does not name us, or an address whose /p2p/ id is not
-	// the peer listening there.
+	// handshake. The usual cause is a different cluster key (or none on one side) or an
+	// allow-list on the peer that does not name us.
 	ErrHandshake = errors.New("handshake with peer failed")
+
+	// ErrHandshakeTimeout: the peer accepted the TCP connection but the handshake did not
+	// complete in time: it is hung, stopped or overloaded (or flooded), or it is not a
+	// shardmesh peer. Not a sign of a wrong cluster key, which fails at once (ErrHandshake),
+	// unless only one side has a key.
+	ErrHandshakeTimeout = errors.New("handshake did not complete in time")
 
 	// ErrPeerIDMismatch: the peer listening at the address is not the one its /p2p/ id
 	// names (its identity changed, or the address now belongs to another member).
@@ -45,6 +50,10 @@ var (
 	// ErrInsecureKeyFile: an identity or cluster key file is readable or writable by
 	// group or others; fix with chmod 600.
 	ErrInsecureKeyFile = errors.New("key file is accessible by group or others")
+
+	// ErrOpenMesh: a host without a cluster key would listen on an address other than
+	// loopback, and Config.OpenMesh does not say that an open mesh is wanted.
+	ErrOpenMesh = errors.New("open mesh refused")
 
 	// ErrClosed: the host is closed.
 	ErrClosed = errors.New("host closed")

@@ -103,6 +103,18 @@ func (fr *FrameReader) ReadFrame() ([]byte, error) {
 	return buf, nil
 }
 
+// Buffered reports whether the next frame has fully arrived in the reader's buffer, so
+// that ReadFrame returns it without reading from the network.
+func (fr *FrameReader) Buffered() bool {
+	n := fr.r.Buffered()
+	if fr.err != nil || fr.size >= 0 || fr.prefixLen > 0 || n == 0 {
+		return false
+	}
+	b, _ := fr.r.Peek(min(n, binary.MaxVarintLen64)) // buffered: cannot fail
+	size, m := binary.Uvarint(b)
+	return m > 0 && size <= uint64(n-m)
+}
+
 // bodyError handles a read error inside a frame body after got bytes of it: the end of
 // input makes the frame malformed for good; other errors leave the frame resumable.
 func (fr *FrameReader) bodyError(err error, got int) error {

@@ -178,7 +178,8 @@ func TestAppendFrameNoAlloc(t *testing.T) {
 // FuzzFrameReader feeds arbitrary bytes to a FrameReader with a small buffer (so both
 // the no-copy and the growing path run) and checks that it never panics, never returns a
 // frame over the limit, ends with io.EOF only at a frame boundary at the end of the
-// input, and that the frames it returns re-encode to exactly the bytes it consumed.
+// input, reads nothing for a frame Buffered reports, and that the frames it returns
+// re-encode to exactly the bytes it consumed.
 func FuzzFrameReader(f *testing.F) {
 	f.Add([]byte{}, uint16(100))
 	f.Add(AppendFrame(AppendFrame(nil, []byte("hello")), []byte{}), uint16(100))
@@ -188,10 +189,15 @@ func FuzzFrameReader(f *testing.F) {
 	f.Add([]byte{0x80, 0x00}, uint16(100))
 	f.Fuzz(func(t *testing.T, data []byte, limit uint16) {
 		maxSize := int(limit) + 1
-		fr := NewFrameReader(bufio.NewReaderSize(bytes.NewReader(data), 16), maxSize)
+		r := &countingReader{r: bytes.NewReader(data), chunk: 16}
+		fr := NewFrameReader(bufio.NewReaderSize(r, 16), maxSize)
 		var reencoded []byte
 		for {
+			buffered, reads := fr.Buffered(), r.reads
 			frame, err := fr.ReadFrame()
+			if buffered && r.reads != reads {
+				t.Fatalf("a frame reported buffered needed a read (%d → %d reads)", reads, r.reads)
+			}
 			if err == io.EOF {
 				if !bytes.Equal(reencoded, data) {
 					t.Fatalf("io.EOF after consuming %d of %d bytes, or frames re-encode differently", len(reencoded), len(data))

@@ -25,18 +25,42 @@ type FrameHandler func(from peer.ID, frame []byte) error
 // A malformed or oversized frame resets the stream it came on, is logged and counted, and
 // affects no other stream.
 func (h *Host) Handle(proto protocol.ID, fh FrameHandler) {
+	h.HandleSinks(proto, func(from peer.ID) FrameSink { return handlerSink{from, fh} })
+}
+
+// FrameSink takes the frames of one stream that a peer opened with Send: Frame for each, in
+// order, and Flush whenever the next frame has not fully arrived (before the stream's
+// reader waits for the network), so that a sink can batch what arrives together. frame is
+// valid only during the call: copy what you keep. An error from either resets the stream,
+// as a FrameHandler's does.
+type FrameSink interface {
+	Frame(frame []byte) error
+	Flush() error
+}
+
+// HandleSinks serves Send streams for proto, each with its own FrameSink from newSink,
+// replacing any previous handler for proto; otherwise as Handle.
+func (h *Host) HandleSinks(proto protocol.ID, newSink func(from peer.ID) FrameSink) {
 	h.h.SetStreamHandler(proto, func(st network.Stream) {
 		if !h.enter() {
 			_ = st.Reset()
 			return
 		}
 		defer h.wg.Done()
-		h.serveFrames(st, fh)
+		h.serveFrames(st, newSink(st.Conn().RemotePeer()))
 	})
 }
 
-func (h *Host) serveFrames(st network.Stream, fh FrameHandler) {
-	from := st.Conn().RemotePeer()
+// handlerSink is a FrameHandler as a FrameSink.
+type handlerSink struct {
+	from peer.ID
+	fh   FrameHandler
+}
+
+func (s handlerSink) Frame(frame []byte) error { return s.fh(s.from, frame) }
+func (handlerSink) Flush() error               { return nil }
+
+func (h *Host) serveFrames(st network.Stream, sink FrameSink) {
 	fr := NewFrameReader(bufio.NewReaderSize(st, readBufferSize), h.cfg.MaxFrameSize)
 	for {
 		frame, err := fr.ReadFrame()
@@ -50,7 +74,11 @@ func (h *Host) serveFrames(st network.Stream, fh FrameHandler) {
 		}
 		h.stats.framesIn.Add(1)
 		h.stats.bytesIn.Add(uint64(len(frame)))
-		if err := fh(from, frame); err != nil {
+		err = sink.Frame(frame)
+		if err == nil && !fr.Buffered() {
+			err = sink.Flush()
+		}
+		if err != nil {
 			h.stats.handlerErrors.Add(1)
 			h.resetStream(st, "frame handler failed", err)
 			return

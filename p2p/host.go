@@ -12,13 +12,13 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	basicconnmgr "github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/multiformats/go-multiaddr"
 )
 
@@ -38,6 +38,13 @@ type Host struct {
 
 	mdns       io.Closer          // nil: mDNS off or unavailable
 	discovered chan peer.AddrInfo // nil: mDNS off or unavailable
+
+	// Connection limits (limits.go).
+	inbound   inbound
+	allowlist *rcmgr.Allowlist
+	connmgr   *basicconnmgr.BasicConnMgr
+	keepMu    sync.Mutex
+	kept      map[peer.ID][]multiaddr.Multiaddr // the allow-list entries of each kept peer
 
 	mu      sync.Mutex
 	closed  bool
@@ -66,23 +73,22 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		log:     cfg.Logger,
 		senders: make(map[senderKey]*sender),
 		topics:  make(map[string]*Topic),
+		kept:    make(map[peer.ID][]multiaddr.Multiaddr),
 	}
-	opts := []libp2p.Option{
+	h.inbound.h = h
+	// TCP only (in limitOptions): a PSK does not work over QUIC or WebTransport, and one
+	// transport in both modes keeps behaviour and benchmarks the same.
+	limits, err := h.limitOptions()
+	if err != nil {
+		return nil, fmt.Errorf("start libp2p host: %w", err)
+	}
+	opts := append([]libp2p.Option{
 		libp2p.Identity(cfg.Identity),
 		libp2p.ListenAddrStrings(cfg.ListenAddrs...),
-		// TCP only: a PSK does not work over QUIC or WebTransport, and one transport in
-		// both modes keeps behaviour and benchmarks the same.
-		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.DisableRelay(),
 		libp2p.DisableMetrics(),
-		// Every connection is to a cluster member (the mesh is small and closed); trimming
-		// one would break its long-lived streams.
-		libp2p.ConnectionManager(connmgr.NullConnMgr{}),
-	}
-	if cfg.ClusterKey != nil {
-		opts = append(opts, libp2p.PrivateNetwork(cfg.ClusterKey))
-	}
+	}, limits...)
 	if cfg.DialTimeout > 0 {
 		opts = append(opts, libp2p.SwarmOpts(swarm.WithDialTimeout(cfg.DialTimeout), swarm.WithDialTimeoutLocal(cfg.DialTimeout)))
 	}
@@ -158,6 +164,8 @@ func (h *Host) LibP2P() host.Host { return h.h }
 func (h *Host) Stats() Stats {
 	s := h.stats.snapshot()
 	s.Peers = len(h.h.Network().Peers())
+	s.InboundRefused, s.HandshakesFailed = h.inbound.refused.Load(), h.inbound.failed.Load()
+	s.HandshakesTimedOut, s.Unauthenticated = h.inbound.timedOut.Load(), h.inbound.unauthenticated.Load()
 	return s
 }
 

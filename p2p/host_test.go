@@ -7,7 +7,9 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/multiformats/go-multiaddr"
 )
 
@@ -208,5 +210,27 @@ func TestNotify(t *testing.T) {
 	case ev := <-events:
 		t.Fatalf("unexpected event %+v", ev)
 	default:
+	}
+}
+
+// TestDialBackoffIsRetried: an address that libp2p put in its dial backoff (a dial that
+// failed a moment ago: two members dialling each other at once, a peer restarting) does not
+// fail the next dial: the host dials again at once.
+func TestDialBackoffIsRetried(t *testing.T) {
+	a, b := newHost(t, nil), newHost(t, nil)
+	info, err := peer.AddrInfoFromP2pAddr(b.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.LibP2P().Peerstore().AddAddrs(info.ID, info.Addrs, peerstore.PermanentAddrTTL)
+	sw, ok := a.LibP2P().Network().(*swarm.Swarm)
+	if !ok {
+		t.Fatalf("network is a %T", a.LibP2P().Network())
+	}
+	for _, addr := range info.Addrs {
+		sw.Backoff().AddBackoff(info.ID, addr)
+	}
+	if err := a.dial(testContext(t), "test", info.ID); err != nil {
+		t.Fatalf("dial of an address in backoff: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -101,6 +102,64 @@ func (h *Host) TrySend(to peer.ID, proto protocol.ID, frame []byte) error {
 	return nil
 }
 
+// SendFrames is Send for n frames at once, framed back to back in framed as AppendFrame
+// writes them (a length prefix, then the frame): they are queued together, in order, or
+// not at all; framed is copied. It returns an error wrapping ErrMalformedFrame when framed
+// does not hold exactly n well-formed frames, and otherwise what Send returns.
+func (h *Host) SendFrames(ctx context.Context, to peer.ID, proto protocol.ID, framed []byte, n int) error {
+	payload, err := h.checkFramed(to, proto, framed, n)
+	if err != nil {
+		return err
+	}
+	s, err := h.sender(to, proto)
+	if err != nil {
+		return err
+	}
+	return s.sendFramed(ctx, framed, n, payload)
+}
+
+// TrySendFrames is TrySend for n frames framed back to back, as SendFrames takes them.
+func (h *Host) TrySendFrames(to peer.ID, proto protocol.ID, framed []byte, n int) error {
+	payload, err := h.checkFramed(to, proto, framed, n)
+	if err != nil {
+		return err
+	}
+	s, err := h.sender(to, proto)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.st == nil || s.closed || !s.enqueueFramed(framed, n, payload) {
+		s.mu.Unlock()
+		return ErrWouldBlock
+	}
+	s.wakeWriter()
+	return nil
+}
+
+// checkFramed checks that framed holds n frames, none larger than MaxFrameSize, and
+// returns the bytes of their payloads.
+func (h *Host) checkFramed(to peer.ID, proto protocol.ID, framed []byte, n int) (uint64, error) {
+	var payload uint64
+	for rest, i := framed, 0; ; i++ {
+		if len(rest) == 0 {
+			if i != n {
+				return 0, fmt.Errorf("send to %s on %s: %w: %d frames, not %d", to, proto, ErrMalformedFrame, i, n)
+			}
+			return payload, nil
+		}
+		size, m := binary.Uvarint(rest)
+		if m <= 0 || size > uint64(len(rest)-m) {
+			return 0, fmt.Errorf("send to %s on %s: %w: frame %d is cut short", to, proto, ErrMalformedFrame, i)
+		}
+		if size > uint64(h.cfg.MaxFrameSize) {
+			return 0, fmt.Errorf("send %d bytes to %s on %s: %w (limit %d)", size, to, proto, ErrFrameTooLarge, h.cfg.MaxFrameSize)
+		}
+		payload += size
+		rest = rest[m+int(size):]
+	}
+}
+
 // Flush waits until every frame that Send queued to (to, proto) before the call has been
 // written to the stream (handed to the connection, not yet read by the peer) or dropped.
 // It returns an error wrapping ErrStreamBroken if frames on this stream were dropped since
@@ -137,7 +196,9 @@ func (h *Host) sender(to peer.ID, proto protocol.ID) (*sender, error) {
 	return s, nil
 }
 
-func (s *sender) send(ctx context.Context, frame []byte) error {
+// lockOpen locks s with its stream open, opening it first when needed; on an error s is
+// not locked.
+func (s *sender) lockOpen(ctx context.Context) error {
 	s.mu.Lock()
 	for s.st == nil {
 		if s.closed {
@@ -150,11 +211,32 @@ func (s *sender) send(ctx context.Context, frame []byte) error {
 		}
 		s.mu.Lock()
 	}
+	return nil
+}
+
+func (s *sender) send(ctx context.Context, frame []byte) error {
+	if err := s.lockOpen(ctx); err != nil {
+		return err
+	}
 	if !s.enqueue(frame) {
 		n, b := s.pendingN, len(s.pending)
 		s.mu.Unlock()
 		s.h.stats.queueFull.Add(1)
 		return fmt.Errorf("send to %s on %s: %w (%d frames, %d bytes waiting)", s.key.peer, s.key.proto, ErrQueueFull, n, b)
+	}
+	s.wakeWriter()
+	return nil
+}
+
+func (s *sender) sendFramed(ctx context.Context, framed []byte, n int, payload uint64) error {
+	if err := s.lockOpen(ctx); err != nil {
+		return err
+	}
+	if !s.enqueueFramed(framed, n, payload) {
+		queued, b := s.pendingN, len(s.pending)
+		s.mu.Unlock()
+		s.h.stats.queueFull.Add(1)
+		return fmt.Errorf("send to %s on %s: %w (%d frames, %d bytes waiting)", s.key.peer, s.key.proto, ErrQueueFull, queued, b)
 	}
 	s.wakeWriter()
 	return nil
@@ -171,6 +253,21 @@ func (s *sender) enqueue(frame []byte) bool {
 	s.pendingN++
 	s.pendingB += uint64(len(frame))
 	s.queued++
+	return true
+}
+
+// enqueueFramed appends n frames framed back to back (payload bytes of payload) to the open
+// stream's queue if it has room, or if the queue is empty (a batch larger than the queue's
+// bounds still goes, alone); s.mu is held as for enqueue.
+func (s *sender) enqueueFramed(framed []byte, n int, payload uint64) bool {
+	cfg := &s.h.cfg
+	if s.pendingN > 0 && (s.pendingN+n > cfg.SendQueue || len(s.pending)+len(framed) > cfg.SendQueueBytes) {
+		return false
+	}
+	s.pending = append(s.pending, framed...)
+	s.pendingN += n
+	s.pendingB += payload
+	s.queued += uint64(n)
 	return true
 }
 

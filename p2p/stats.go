@@ -25,6 +25,12 @@ type Stats struct {
 	GossipReceived  uint64 // messages from other peers returned by Subscription.Next
 
 	Peers int // peers with at least one open connection now
+
+	// Inbound connections before their handshake completed (limits.go):
+	InboundRefused     uint64 // refused at once by the limits (per address, in total)
+	HandshakesFailed   uint64 // closed by the peer or failed (another cluster key, not libp2p)
+	HandshakesTimedOut uint64 // closed by this host after Config.HandshakeTimeout
+	Unauthenticated    int64  // in their handshake now
 }
 
 // counters are the live atomic counters behind Stats.

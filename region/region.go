@@ -85,6 +85,9 @@ func New(cfg Config, self membership.NodeID, incarnation uint64, now time.Time) 
 	}
 }
 
+// HasOutput reports whether outputs wait for Ready.
+func (r *Region) HasOutput() bool { return len(r.out) > 0 }
+
 // Ready returns and clears what the region wants done, in order.
 func (r *Region) Ready() []Output {
 	out := r.out
@@ -192,7 +195,17 @@ func (r *Region) route(env Envelope, front bool) Routed {
 		return Routed{Kind: Refused, Envelope: env, Err: ErrTooManyHops}
 	}
 	if r.shutdownDone {
-		return Routed{Kind: Refused, Envelope: env, Err: ErrShuttingDown}
+		// Done handing off: this member hosts nothing more and is about to exit. What a
+		// sender with a stale home forwarded here goes back to it, which asks the
+		// coordinator and routes it again (refusing it made an ask fail in a rolling
+		// restart). What this member's own clients send it still routes, asking the
+		// coordinator for the home, while it has one to ask.
+		switch {
+		case env.Epoch != 0:
+			return Routed{Kind: Refused, Envelope: env, Err: &NotHomeError{Shard: env.Shard, Epoch: env.Epoch}}
+		case !r.registered:
+			return Routed{Kind: Refused, Envelope: env, Err: ErrShuttingDown}
+		}
 	}
 	if r.outOfService {
 		return Routed{Kind: Refused, Envelope: env, Err: ErrTypeStopped}
@@ -219,10 +232,33 @@ func (r *Region) route(env Envelope, front bool) Routed {
 		return Routed{Kind: Local, Envelope: env}
 	case r.unreachable[h.node]:
 		return r.buffer(env, front) // keep it until the member is reachable again or the shard moves
+	case env.Epoch != 0:
+		// Forwarded here as to the home, which this member no longer is: the sender learns
+		// the home it knows and routes the message again, rather than it taking a detour.
+		return Routed{Kind: Refused, Envelope: env, Err: &NotHomeError{Shard: s, Epoch: env.Epoch, Home: h.node, HomeEpoch: h.epoch}}
 	default:
 		env.Hops++
+		env.Epoch = h.epoch
 		return Routed{Kind: Forwarded, To: h.node, Envelope: env}
 	}
+}
+
+// NotHome takes back a message this region forwarded to member from, which refused it as no
+// longer the shard's home (nh): the stale home is dropped — replaced by the refusing
+// member's, when that one is newer — and the message is routed again (a bounce counts as a
+// hop). Only the member this region takes for the home changes what it knows of the home:
+// a refusal from any other member (a home that changed meanwhile, or one that never was)
+// only routes the message again.
+func (r *Region) NotHome(now time.Time, from membership.NodeID, env Envelope, nh *NotHomeError) {
+	r.now = now
+	if h, ok := r.homes[env.Shard]; ok && h.node == from && h.node != r.self && h.epoch <= nh.Epoch {
+		if nh.Home == "" || nh.HomeEpoch <= h.epoch || !r.setHome(env.Shard, nh.Home, nh.HomeEpoch) {
+			delete(r.homes, env.Shard) // ask the coordinator
+		}
+	}
+	env.Epoch = 0
+	env.Hops++
+	r.emitRouted(r.route(env, false))
 }
 
 // emitRouted turns a decision on a message released from a buffer into an output.

@@ -192,6 +192,39 @@ func TestGracefulShutdownCompletesWhenEverythingIsHandedOff(t *testing.T) {
 	}
 }
 
+// TestRegionDoneHandingOffStillRoutes: a message forwarded here by a sender with a stale
+// home after this region handed off its last shard is routed to the shard's new home (asked
+// of the coordinator), not refused: its member is still up until it exits.
+func TestRegionDoneHandingOffStillRoutes(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.HostShard{Shard: "2", Epoch: 7})
+	r.GracefulShutdown(t0)
+	r.Step(t0, "a", coordinator.BeginHandOff{Shard: "2", Epoch: 7})
+	r.Step(t0, "a", coordinator.HandOff{Shard: "2", Epoch: 7})
+	r.LocalShardStopped(t0, "2", 0)
+	if got := render(r.Ready()); !strings.HasSuffix(got, "region.ShutdownComplete{}") {
+		t.Fatalf("got:\n%s", got)
+	}
+	if d := r.Deliver(t0, env("2", "x")); d.Kind != Buffered {
+		t.Fatalf("decision after the shutdown completed: %+v", d)
+	}
+	if got := render(r.Ready()); got != "to a coordinator.GetShardHome{Shard:2}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "2", Region: "c", Epoch: 8})
+	if got := render(r.Ready()); got != "forward to c 2/x hops=1" {
+		t.Fatalf("got:\n%s", got)
+	}
+	// Forwarded here as to the home: back to the sender, which routes it again.
+	fwd := env("3", "y")
+	fwd.Epoch = 5
+	d := r.Deliver(t0, fwd)
+	var nh *NotHomeError
+	if d.Kind != Refused || !errors.As(d.Err, &nh) || nh.Shard != "3" || nh.Epoch != 5 {
+		t.Fatalf("a forwarded message after the shutdown completed: %+v", d)
+	}
+}
+
 // TestOnlyHostShardForThisIncarnationStartsAShard: a ShardHome naming this member (a stale
 // answer, a gossip hint) does not start the shard, nor does a HostShard meant for a previous
 // process of this member; the HostShard for this incarnation does.
@@ -233,5 +266,58 @@ func TestNoNewShardsIsRegisteredUntilAcknowledged(t *testing.T) {
 	r.SetNoNewShards(t0.Add(3*time.Second), false)
 	if got := render(r.Ready()); got != "to a coordinator.Register{Incarnation:1 Proxy:false Hosted:[] NoNewShards:false}" {
 		t.Fatalf("cleared:\n%s", got)
+	}
+}
+
+// TestNotTheHomeRefusesAndTheSenderRoutesAgain: a message forwarded here as to the home of
+// shard 3 with epoch 4, which this region knows has moved to c with epoch 6, is refused with
+// the home it knows; the sender then drops its stale home (a as of 4), takes c's and
+// forwards the message there with c's epoch. A refusal naming no newer home makes the sender
+// ask the coordinator. A message sent on this member (epoch 0) is forwarded as before.
+func TestNotTheHomeRefusesAndTheSenderRoutesAgain(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "3", Region: "c", Epoch: 6})
+	r.Ready()
+	in := env("3", "x")
+	in.Epoch, in.Hops = 4, 1
+	d := r.Deliver(t0, in)
+	var nh *NotHomeError
+	if d.Kind != Refused || !errors.As(d.Err, &nh) || !errors.Is(d.Err, ErrNotHome) || nh.Home != "c" || nh.HomeEpoch != 6 || nh.Epoch != 4 {
+		t.Fatalf("decision: %+v", d)
+	}
+	if d := r.Deliver(t0, env("3", "y")); d.Kind != Forwarded || d.To != "c" || d.Envelope.Epoch != 6 {
+		t.Fatalf("a local sender's message: %+v", d)
+	}
+
+	// The sender's side: region s believes a hosts shard 3 with epoch 4.
+	s := New(Config{TypeName: "counter"}, "s", 1, t0)
+	s.Update(t0, Members{Members: up("a", "b", "c", "s"), Serving: true, Coordinator: "a"})
+	s.Step(t0, "a", coordinator.RegisterAck{Term: 1})
+	s.Step(t0, "a", coordinator.ShardHome{Shard: "3", Region: "b", Epoch: 4})
+	s.Ready()
+	s.NotHome(t0, "b", d.Envelope, nh)
+	if got := render(s.Ready()); got != "forward to c 3/x hops=3" {
+		t.Fatalf("after the refusal with a newer home:\n%s", got)
+	}
+	if h, e, _ := s.Home("3"); h != "c" || e != 6 {
+		t.Fatalf("home after the refusal: %s %s", h, e)
+	}
+	// A refusal from a member that is not the home this region knows (b, the old home, or
+	// a member that never was) routes the message again and changes nothing: here it goes
+	// to c, with c's epoch, though the refusal names a newer home on a.
+	s.NotHome(t0, "b", Envelope{Shard: "3", Entity: "w", Epoch: 6, Hops: 1}, &NotHomeError{Shard: "3", Epoch: 6, Home: "a", HomeEpoch: 99})
+	if got := render(s.Ready()); got != "forward to c 3/w hops=3" {
+		t.Fatalf("after a refusal from a member that is not the home:\n%s", got)
+	}
+	if h, e, _ := s.Home("3"); h != "c" || e != 6 {
+		t.Fatalf("home after a refusal from a member that is not the home: %s %s", h, e)
+	}
+	// A refusal that names no newer home: the home is dropped and asked for.
+	s.NotHome(t0, "c", Envelope{Shard: "3", Entity: "z", Epoch: 6, Hops: 1}, &NotHomeError{Shard: "3", Epoch: 6})
+	if got := render(s.Ready()); got != "to a coordinator.GetShardHome{Shard:3}" {
+		t.Fatalf("after a refusal naming no home:\n%s", got)
+	}
+	if _, _, ok := s.Home("3"); ok {
+		t.Fatal("the stale home is still known")
 	}
 }

@@ -2,6 +2,7 @@ package region
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/shardmesh/shardmesh/coordinator"
@@ -19,7 +20,28 @@ type Envelope struct {
 	// Hops counts forwards between regions; a message forwarded too often (homes that
 	// disagree, briefly) is rejected rather than looping.
 	Hops uint8
+	// Epoch is the allocation epoch of the home the sending region forwarded it to (0: sent
+	// on this member). A region that is no longer that home refuses it (*NotHomeError) and
+	// the sender routes it again: the epoch is a fencing token on messages.
+	Epoch coordinator.Epoch
 }
+
+// NotHomeError refuses a message forwarded to this member as the home of Shard with Epoch,
+// when this member knows it is no longer the home: Home (with HomeEpoch) is the home it
+// knows. The sending region drops its stale home and routes the message again (Region.NotHome).
+type NotHomeError struct {
+	Shard     shard.ID
+	Epoch     coordinator.Epoch
+	Home      membership.NodeID
+	HomeEpoch coordinator.Epoch
+}
+
+func (e *NotHomeError) Error() string {
+	return fmt.Sprintf("not the home of shard %s with epoch %s: %s is, with epoch %s", e.Shard, e.Epoch, e.Home, e.HomeEpoch)
+}
+
+// Unwrap makes errors.Is(err, ErrNotHome) hold.
+func (e *NotHomeError) Unwrap() error { return ErrNotHome }
 
 // MaxHops bounds how often a message is forwarded between regions.
 const MaxHops = 8
@@ -30,6 +52,7 @@ var (
 	ErrTooManyHops  = errors.New("forwarded too many times: shard homes disagree")
 	ErrShuttingDown = errors.New("region shutting down")
 	ErrTypeStopped  = errors.New("entity type stopped by an operator (`shardctl types start TYPE` brings it back)")
+	ErrNotHome      = errors.New("no longer the shard's home")
 )
 
 // Config configures a region.

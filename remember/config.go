@@ -121,6 +121,19 @@ type Config struct {
 	// MetaTick is the metadata group's clock unit: its leader heartbeats every tick and a
 	// follower that hears nothing for 10–20 ticks calls an election. 0: 100 ms.
 	MetaTick time.Duration
+
+	// Admitted, when set, returns the members that may send replica frames now: the
+	// admitted members of the current membership (Joining, WeaklyUp, Up, Leaving, Exiting;
+	// not Down or Removed), by the text form of their peer ids; this member always may. The machine
+	// drops the frames of any other peer — requests, repairs and answers alike — after
+	// letting them wait a moment for their sender to be admitted (MachineConfig.Gated). It is
+	// called before every batch the store takes up: return the same slice while they do not
+	// change. Nil: every peer that reaches the host may.
+	Admitted func() []NodeID
+
+	// Refused, when set, is told (on the store's loop: keep it quick) of each frame dropped
+	// because its sender is not an admitted member, to count and log it.
+	Refused func(from NodeID)
 }
 
 // validate checks the configuration; the machine's part is checked (and its defaults
@@ -163,6 +176,7 @@ func (c *Config) machine(self NodeID) MachineConfig {
 		AntiEntropyInterval: c.AntiEntropyInterval,
 		Timeout:             c.Timeout,
 		MetaTick:            c.MetaTick,
+		Gated:               c.Admitted != nil,
 	}
 }
 

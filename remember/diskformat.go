@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/shardmesh/shardmesh/remember/metaraft"
 )
 
 // Badger key space. Every record (and fence floor) of key k is stored under recordPrefix+k,
@@ -15,6 +17,9 @@ import (
 const (
 	recordPrefix = "r"
 	indexPrefix  = "b"
+	// metaRaftPrefix holds this member's replica of the metadata group, when it is a voter:
+	// the Raft log, HardState, snapshot and replica id (metaraft.BadgerStorage).
+	metaRaftPrefix = metaraft.BadgerPrefix
 )
 
 // entryFormat is the first byte of every stored entry; a different one is refused.

@@ -1,7 +1,8 @@
 // Package remember is shardmesh's replicated durable store: keyed, versioned records
-// persisted in Badger on every member, written to and read from a quorum of members over
-// /shardmesh/replica/1, kept in sync by read repair and anti-entropy. Coordinator state,
-// remembered entities and durable entity state live in it.
+// persisted in Badger, each on the replica set of its unit, written to and read from a
+// majority of that set over /shardmesh/replica/1, kept in sync by read repair and
+// anti-entropy. Coordinator state, remembered entities, reminders and durable entity state
+// live in it.
 //
 // # Versions and the merge rule
 //
@@ -13,24 +14,22 @@
 // them) fall back to the tombstone, then the value. Deletes are tombstones and replicate
 // like records.
 //
-// # Quorums
+// # Replica sets and quorums
 //
-// With N members (Config.Members, this one included), a write is acknowledged once
-// Required(N, WriteMajorityPlus, MajorityMinCap) replicas hold it on disk, and a read
-// merges the answers of Required(N, ReadMajorityPlus, MajorityMinCap) replicas:
-// min(N, max(N/2+1+plus, minCap)), Akka's calculateMajority. Both are majorities, so every
-// read quorum holds every acknowledged write. With the reference.conf defaults (plus 3 and
-// 5, min-cap 5) every member of a cluster of up to 5 must answer: a member that is
-// unreachable but not yet Down (still in Members) blocks writes and reads until it is
-// downed, as in Akka.
+// Keys belong to units (Layout): the records of one shard — its remembered entities,
+// reminders and entities' durable state — are a unit kept on a replica set of
+// ReplicationFactor members (Placement.Target: the shard's host first, then rendezvous
+// hashing over its type's role, spread over zones); every other key is the cluster
+// metadata, kept on the voters (the membership's bounded set whose majority grants the
+// serving lease and which the split-brain resolver keeps; Placement.Meta), through a stored
+// configuration changed by joint quorums (metaconfig.go). The split-brain resolver's lease
+// is metadata, so the side holding a majority of the voters takes it. Every quorum is a
+// majority of its set (of both sets while a set changes: units.go, machine_move.go), so one
+// stopped member is a minority of every set it is in.
 //
-// Keys under Config.MajorityPrefixes take plain majorities (still at least MajorityMinCap):
-// the member uses them for remembered entities and entity state, as Pekko writes remembered
-// entities with WriteMajority(majority-min-cap) and keeps the plus for coordinator state.
-// The plus protects a read against members that joined after a write (a majority of the new
-// set may miss a majority of the old); without it, a read right after many members joined
-// can miss a write that anti-entropy has not spread yet. The min-cap narrows that in small
-// clusters.
+// A read does without a replica that answers that it refills (machine_refill.go) when its
+// set may: while every write majority of the set still meets a majority of the others
+// (quorum.go's excusable); otherwise it asks it again until its timeout.
 //
 // A write that fails (no quorum, fenced, ctx ended) may still be stored on some replicas,
 // and then spreads from there; callers retry or overwrite.
@@ -47,8 +46,8 @@
 //
 // # A machine with its disk and network at the edges
 //
-// Machine decides everything the store decides — quorums, batching, read repair,
-// anti-entropy — as a deterministic state machine; applyOps decides what a replica stores
+// Machine decides everything the store decides — placement, quorums, batching, read repair,
+// anti-entropy, moves of replica sets, admission of the peers' frames — as a deterministic state machine; applyOps decides what a replica stores
 // (fencing, the merge rule) on whichever disk carries the machine's disk operations out.
 // Store drives a Machine from one goroutine, with its disk on Badger (badgerDisk) and its
 // peers over libp2p; internal/sim drives one per simulated member on a MemDisk, with
@@ -63,9 +62,11 @@
 //
 // # Anti-entropy and tombstones
 //
-// See machine_sync.go: bucketed digests exchanged with a random member every
-// AntiEntropyInterval, then the records of the differing buckets pushed and pulled. A
-// member that was down catches up. Tombstones are never collected.
+// See machine_sync.go: bucketed digests of the metadata exchanged with a random member of
+// its set every AntiEntropyInterval, then the records of the differing buckets pushed and
+// pulled; a shard unit's host compares the unit's digest with its other replicas
+// (machine_unitsync.go), and tombstones are collected once every replica holds them. A
+// member that was down catches up.
 //
 // # Offline
 //

@@ -64,10 +64,13 @@ type QuorumError struct {
 	Got     int
 	Need    int
 	N       int
-	Timeout time.Duration
+	Timeout time.Duration // how long it waited for Missing; 0: it failed before they answered
 	Missing []NodeID
 	Failed  []NodeID
-	Cause   error
+	// Refilling are replicas that answered ErrRefilling and did not count (a read): Need
+	// is a majority of N less those of them its set may do without (quorum.decideReading).
+	Refilling []NodeID
+	Cause     error
 }
 
 func (e *QuorumError) Error() string {
@@ -77,8 +80,14 @@ func (e *QuorumError) Error() string {
 		fmt.Fprintf(&b, " (replica set of %s)", e.Unit)
 	}
 	fmt.Fprintf(&b, ": %d of %d replicas answered, %d needed: %v", e.Got, e.N, e.Need, ErrNoQuorum)
-	if len(e.Missing) > 0 {
+	switch {
+	case len(e.Missing) > 0 && e.Timeout > 0:
 		fmt.Fprintf(&b, "; no answer within %v from %s", e.Timeout, peerList(e.Missing))
+	case len(e.Missing) > 0:
+		fmt.Fprintf(&b, "; it failed before %s answered", peerList(e.Missing))
+	}
+	if len(e.Refilling) > 0 {
+		fmt.Fprintf(&b, "; not counted: %s (%v)", peerList(e.Refilling), ErrRefilling)
 	}
 	if len(e.Failed) > 0 {
 		fmt.Fprintf(&b, "; failed on %s", peerList(e.Failed))

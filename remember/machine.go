@@ -7,8 +7,11 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/remember/metaraft"
+	"github.com/shardmesh/shardmesh/trust"
 	"github.com/shardmesh/shardmesh/wire"
 	"github.com/shardmesh/shardmesh/wire/pb"
 )
@@ -36,6 +39,11 @@ type Machine struct {
 	hold  holdings // digests of what the local replica holds, as the disk reported it
 	keys  int      // how many keys it holds
 	place *Placement
+
+	// Who may send frames (MachineConfig.Gated): the admitted members, and the frames of
+	// peers not admitted (yet), waiting for a moment.
+	admitted map[NodeID]bool
+	early    trust.Waiting[*pb.ReplicaEnvelope]
 
 	nextCall CallID
 	nextReq  uint64 // request ids on the wire
@@ -98,6 +106,12 @@ type MachineConfig struct {
 	// anti-entropy round it compares how many keys it opened with to what the peer holds,
 	// and refills when it holds far fewer (machine_refill.go).
 	Returning bool
+	// Gated: only the members SetAdmitted names (and this one) may send frames — requests,
+	// repairs and answers alike, which take effect here. A frame of any other peer waits up
+	// to trust.AdmitGrace for SetAdmitted to name its sender (a member admitted a moment ago
+	// sends before the news reaches every member), and is then dropped, counted
+	// (Stats.NotAdmitted) and told in Ready.Refused. Off: every peer's frames are taken.
+	Gated bool
 }
 
 // validate fills zero fields with their defaults and rejects what cannot work.
@@ -136,10 +150,15 @@ type Ready struct {
 	Sends   []Send
 	Disk    []DiskOp
 	Answers []Answer
+	// Refused are the senders of frames dropped because they are not admitted members
+	// (MachineConfig.Gated), one entry per frame: to count and log.
+	Refused []NodeID
 }
 
 // Empty reports whether there is nothing to do.
-func (r *Ready) Empty() bool { return len(r.Sends) == 0 && len(r.Disk) == 0 && len(r.Answers) == 0 }
+func (r *Ready) Empty() bool {
+	return len(r.Sends) == 0 && len(r.Disk) == 0 && len(r.Answers) == 0 && len(r.Refused) == 0
+}
 
 // Send is a frame of the replica protocol for member To.
 type Send struct {
@@ -209,6 +228,29 @@ func (m *Machine) Stats() Stats { return m.stats }
 // Self returns this member.
 func (m *Machine) Self() NodeID { return m.self }
 
+// SetAdmitted sets the members that may send frames from now on (MachineConfig.Gated):
+// Joining, WeaklyUp, Up, Leaving, Exiting; not Down or Removed. The frames of those among
+// them that were waiting are taken now, in the order they came.
+func (m *Machine) SetAdmitted(now time.Time, members []NodeID) {
+	m.now = now
+	if m.admitted == nil {
+		m.admitted = make(map[NodeID]bool, len(members))
+	}
+	clear(m.admitted)
+	for _, id := range members {
+		m.admitted[id] = true
+	}
+	if m.early.Len() == 0 {
+		return
+	}
+	for _, h := range m.early.Release(m.admits) {
+		m.receive(h.From, h.Item)
+	}
+}
+
+// admits reports whether member from may send frames.
+func (m *Machine) admits(from NodeID) bool { return !m.cfg.Gated || from == m.self || m.admitted[from] }
+
 // Receive handles a frame of the replica protocol from member from. A frame that does not
 // decode is counted, dropped and returned as an error.
 func (m *Machine) Receive(now time.Time, from NodeID, frame []byte) error {
@@ -221,9 +263,26 @@ func (m *Machine) Receive(now time.Time, from NodeID, frame []byte) error {
 	return nil
 }
 
-// ReceiveEnvelope handles a decoded frame (wire.DecodeReplica validated it).
+// ReceiveEnvelope handles a decoded frame (wire.DecodeReplica validated it): at once when
+// its sender may send frames, else once it may (MachineConfig.Gated).
 func (m *Machine) ReceiveEnvelope(now time.Time, from NodeID, env *pb.ReplicaEnvelope) {
 	m.now = now
+	if m.admits(from) {
+		m.receive(from, env)
+		return
+	}
+	if !m.early.Hold(now, from, env, proto.Size(env)) {
+		m.refuse(from)
+	}
+}
+
+// refuse drops a frame of a peer that is not an admitted member.
+func (m *Machine) refuse(from NodeID) {
+	m.stats.NotAdmitted++
+	m.out.Refused = append(m.out.Refused, from)
+}
+
+func (m *Machine) receive(from NodeID, env *pb.ReplicaEnvelope) {
 	switch msg := env.Msg.(type) {
 	case *pb.ReplicaEnvelope_Write:
 		m.serveWrite(from, env.RequestId, msg.Write)
@@ -285,9 +344,13 @@ func (m *Machine) DiskDone(now time.Time, res DiskResult) {
 	done(res)
 }
 
-// Tick advances the machine's time: rounds past their timeout fail, anti-entropy runs.
+// Tick advances the machine's time: rounds past their timeout fail, anti-entropy runs, the
+// frames of peers that were not admitted in time are refused.
 func (m *Machine) Tick(now time.Time) {
 	m.now = now
+	for _, h := range m.early.Expire(now) {
+		m.refuse(h.From)
+	}
 	var expired []uint64
 	for id, p := range m.pending {
 		if !now.Before(p.deadline()) {
@@ -306,8 +369,8 @@ func (m *Machine) Tick(now time.Time) {
 	m.tickUnits()
 }
 
-// NextDeadline returns when the machine next needs a Tick (a round's timeout, anti-entropy),
-// so a runtime can sleep until then.
+// NextDeadline returns when the machine next needs a Tick (a round's timeout, anti-entropy,
+// a waiting frame's grace), so a runtime can sleep until then.
 func (m *Machine) NextDeadline() time.Time {
 	var next time.Time
 	if m.cfg.AntiEntropyInterval > 0 {
@@ -322,6 +385,9 @@ func (m *Machine) NextDeadline() time.Time {
 		if !w.IsZero() && (next.IsZero() || w.Before(next)) {
 			next = w
 		}
+	}
+	if d := m.early.Deadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+		next = d
 	}
 	for _, p := range m.pending {
 		if d := p.deadline(); next.IsZero() || d.Before(next) {
@@ -412,6 +478,7 @@ type Stats struct {
 	Repairs       uint64        // records sent to replicas that lagged (read repair, anti-entropy)
 	SyncRounds    uint64        // anti-entropy rounds that found differences
 	Malformed     uint64        // frames from peers that did not decode
+	NotAdmitted   uint64        // frames dropped: their sender is not an admitted member (Gated)
 	FramesDropped uint64        // frames not sent (peer unreachable, queue full; Store only)
 	LateAnswers   uint64        // answers that came after their round ended
 	Refilled      uint64        // refills finished

@@ -565,7 +565,10 @@ func (r *ackRound) decide(m *Machine, expired bool) {
 		r.done(nil)
 		return
 	}
-	e := &QuorumError{Op: r.op, Unit: r.q.unit.String(), Timeout: m.cfg.Timeout, Cause: r.cause}
+	e := &QuorumError{Op: r.op, Unit: r.q.unit.String(), Cause: r.cause}
+	if expired {
+		e.Timeout = m.cfg.Timeout
+	}
 	e.Got, e.Need, e.N = r.q.shortfall(func(p NodeID) bool { return r.ok[p] })
 	for _, p := range r.asked {
 		if !r.answered[p] {
@@ -670,7 +673,10 @@ func (r *pageRound) decide(m *Machine, expired bool) {
 	m.rounds.end(r.seq)
 	defer m.roundEnded()
 	if v != succeeded {
-		e := &QuorumError{Op: "scan", Key: r.prefix, Unit: r.q.unit.String(), Timeout: m.cfg.Timeout, Cause: r.cause}
+		e := &QuorumError{Op: "scan", Key: r.prefix, Unit: r.q.unit.String(), Cause: r.cause}
+		if expired {
+			e.Timeout = m.cfg.Timeout
+		}
 		e.Got, e.Need, e.N = r.q.shortfall(ok)
 		for _, p := range r.asked {
 			if !r.answered[p] {

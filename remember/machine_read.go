@@ -133,9 +133,12 @@ type readRound struct {
 	got      map[NodeID]map[string]entry
 	answered map[NodeID]bool
 	failed   map[NodeID]bool
-	cause    error
-	left     int
-	finished bool
+	// refilling are the replicas that answered that they refill: they do not count, and a
+	// set does without them where it may (quorum.decideReading), while they are asked again.
+	refilling map[NodeID]bool
+	cause     error
+	left      int
+	finished  bool
 }
 
 // startReadRound starts one round of calls: Gets (windowed), or one Scan or ScanAll.
@@ -146,7 +149,7 @@ func (m *Machine) startReadRound(calls []*readCall, windowed bool) {
 	}
 	r := &readRound{op: "read", calls: calls, dest: map[NodeID][]int{}, windowed: windowed, left: len(calls),
 		until: m.now.Add(m.cfg.Timeout), timeout: m.cfg.Timeout,
-		got: map[NodeID]map[string]entry{}, answered: map[NodeID]bool{}, failed: map[NodeID]bool{}}
+		got: map[NodeID]map[string]entry{}, answered: map[NodeID]bool{}, failed: map[NodeID]bool{}, refilling: map[NodeID]bool{}}
 	fenced := false
 	for i, c := range calls {
 		for _, p := range c.q.members(m.self) {
@@ -262,7 +265,7 @@ func (r *readRound) localAnswer(m *Machine) func(DiskResult) {
 		if res.err == nil && !r.calls[0].all {
 			for _, i := range r.dest[m.self] {
 				if !m.counts(r.calls[i].q.unit) {
-					if !r.finished && r.askAgain(m, m.self) {
+					if r.refills(m, m.self) {
 						return
 					}
 					res.err = fmt.Errorf("remember: %w", ErrRefilling)
@@ -290,7 +293,7 @@ func (r *readRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
 	}
 	var err error
 	if msg.Records.Error != "" {
-		if msg.Records.Refilling && !r.finished && !r.answered[from] && r.askAgain(m, from) {
+		if msg.Records.Refilling && r.refills(m, from) {
 			return
 		}
 		err = fmt.Errorf("replica %s: %s", from, msg.Records.Error)
@@ -298,6 +301,21 @@ func (r *readRound) answer(m *Machine, from NodeID, env *pb.ReplicaEnvelope) {
 	recs := fromPBs(msg.Records.Records, false)
 	m.observe(recs)
 	r.take(m, from, recs, msg.Records.Last || err != nil, err)
+}
+
+// refills takes the answer of replica p that it refills: p does not count; the round asks
+// it again after refillWait, and meanwhile decides the calls whose sets may do without it.
+// False when the round cannot wait for it any more (p's answer then fails).
+func (r *readRound) refills(m *Machine, p NodeID) bool {
+	if r.finished || r.answered[p] || !r.from(p) {
+		return true // nothing to take
+	}
+	r.refilling[p] = true
+	if !r.askAgain(m, p) {
+		return false
+	}
+	r.decide(m, false)
+	return true
 }
 
 // take takes a part of a replica's answer.
@@ -332,6 +350,7 @@ func (r *readRound) take(m *Machine, from NodeID, part []entry, last bool, err e
 func (r *readRound) decide(m *Machine, expired bool) {
 	ok := func(p NodeID) bool { return r.answered[p] && !r.failed[p] }
 	open := func(p NodeID) bool { return !expired && !r.answered[p] }
+	refilling := func(p NodeID) bool { return r.refilling[p] }
 	for _, c := range r.calls {
 		if c.done {
 			continue
@@ -343,7 +362,7 @@ func (r *readRound) decide(m *Machine, expired bool) {
 				v = succeeded
 			}
 		} else {
-			v = c.q.decide(ok, open)
+			v = c.q.decideReading(ok, open, refilling)
 		}
 		if v == pending {
 			continue
@@ -351,7 +370,7 @@ func (r *readRound) decide(m *Machine, expired bool) {
 		c.done = true
 		r.left--
 		if v == failedNow || (v == pending && expired) {
-			m.answerCall(Answer{Call: c.id, Err: r.failure(c, ok)})
+			m.answerCall(Answer{Call: c.id, Err: r.failure(c, ok, expired)})
 			continue
 		}
 		r.answerCall(m, c, ok)
@@ -408,12 +427,19 @@ func (r *readRound) answerCall(m *Machine, c *readCall, ok func(NodeID) bool) {
 	m.answerCall(a)
 }
 
-// failure is the error of call c that cannot reach its quorum.
-func (r *readRound) failure(c *readCall, ok func(NodeID) bool) error {
-	e := &QuorumError{Op: r.op, Key: c.key, Timeout: r.timeout, Cause: r.cause, Unit: c.q.unit.String()}
-	e.Got, e.Need, e.N = c.q.shortfall(ok)
+// failure is the error of call c that cannot reach its quorum; expired: the round waited
+// its whole timeout for the members that did not answer.
+func (r *readRound) failure(c *readCall, ok func(NodeID) bool, expired bool) error {
+	e := &QuorumError{Op: r.op, Key: c.key, Cause: r.cause, Unit: c.q.unit.String()}
+	if expired {
+		e.Timeout = r.timeout
+	}
+	e.Got, e.Need, e.N = c.q.shortfallReading(ok, func(p NodeID) bool { return r.refilling[p] })
 	for _, p := range c.q.members("") {
 		switch {
+		case ok(p):
+		case r.refilling[p]:
+			e.Refilling = append(e.Refilling, p)
 		case !r.answered[p]:
 			e.Missing = append(e.Missing, p)
 		case r.failed[p]:

@@ -403,7 +403,7 @@ func (r *writeRound) decide(m *Machine, expired bool) {
 					}
 				}
 			}
-			err = r.failure(c, short)
+			err = r.failure(c, short, expired)
 		}
 		m.answerCall(Answer{Call: c.id, Err: err})
 	}
@@ -412,13 +412,17 @@ func (r *writeRound) decide(m *Machine, expired bool) {
 	}
 }
 
-// failure is the error of a call that cannot reach quorum q.
-func (r *writeRound) failure(c *writeCall, q *quorum) error {
+// failure is the error of a call that cannot reach quorum q; expired: the round waited its
+// whole timeout for the members that did not answer.
+func (r *writeRound) failure(c *writeCall, q *quorum, expired bool) error {
 	if c.fenced != nil {
 		f := *c.fenced // the caller's copy: a later refusal does not change it
 		return &f
 	}
-	e := &QuorumError{Op: "write", Key: c.writes[0].Key, Timeout: r.timeout, Cause: c.cause}
+	e := &QuorumError{Op: "write", Key: c.writes[0].Key, Cause: c.cause}
+	if expired {
+		e.Timeout = r.timeout
+	}
 	if q != nil {
 		e.Unit = q.unit.String()
 		e.Got, e.Need, e.N = q.shortfall(func(p NodeID) bool { return c.ok[p] })

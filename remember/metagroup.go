@@ -52,7 +52,7 @@ type metaCall struct {
 	done     func(*pb.MetaAnswer, error)
 	tried    []NodeID // the voters a forwarded call went to
 	lastErr  error
-	retryAt  time.Time // when it is made again (in retries)
+	retryAt  time.Time           // when it is made again (in retries)
 	paged    []*pb.ReplicaRecord // a forwarded scan's pages so far
 }
 

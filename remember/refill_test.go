@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardmesh/shardmesh/wire"
+	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
 // majorities: plain majorities, so that 2 of 3 replicas make a quorum; refill markers in
@@ -172,5 +175,68 @@ func TestNewReplicaCatchesUpOnTheMetadata(t *testing.T) {
 	waitUntil(t, "the new replica caught up", func() bool { return s1.MetaStatus().Voter && holdsAll(t, s1, keys) })
 	if st := s1.Refill(); st.Active {
 		t.Fatalf("a new replica of the metadata refills: %+v", st)
+	}
+}
+
+// refillRead starts a read of the metadata key "k" on machine a, whose metadata set is set
+// (a first), with a's own replica refilling when selfRefills; it answers a's disk and feeds
+// the answers of the peers in answered (ErrRefilling, marked so, from those in refilling).
+// It returns the machine, the read's call and its answer, if it has one.
+func refillRead(t *testing.T, set []NodeID, selfRefills bool, answered, refilling []NodeID) (*Machine, CallID, Answer, bool) {
+	t.Helper()
+	m, err := NewMachine(MachineConfig{Self: "a", Timeout: time.Second, AntiEntropyInterval: -1}, DiskState{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetPlacement(t0, FixedPlacement(set...)())
+	m.rf.active = selfRefills
+	id := m.Get(t0, "k", 0)
+	rd := m.Ready()
+	if len(rd.Disk) != 1 || len(rd.Sends) != len(set)-1 {
+		t.Fatalf("one read: %d disk ops, %d sends", len(rd.Disk), len(rd.Sends))
+	}
+	env, err := wire.DecodeReplica(rd.Sends[0].Frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.DiskDone(t0, DiskResult{ID: rd.Disk[0].ID, entries: []entry{{}}})
+	for _, p := range answered {
+		recs := &pb.ReplicaRecords{Last: true}
+		if slices.Contains(refilling, p) {
+			recs.Error, recs.Refilling = fmt.Errorf("remember: %w", ErrRefilling).Error(), true
+		}
+		m.ReceiveEnvelope(t0, p, &pb.ReplicaEnvelope{RequestId: env.RequestId, Msg: &pb.ReplicaEnvelope_Records{Records: recs}})
+	}
+	a, ok := answers(m)[id]
+	return m, id, a, ok
+}
+
+// TestReadsDoWithoutARefillingReplica: a read does without a replica that refills when its
+// set may (quorum.go's excusable: every write majority of the set still meets a majority of
+// the others), at once, not once the replica has refilled: in a set of two whose other
+// member answers while this one refills, and in a set of four with two answers, one replica
+// refilling and one silent. With two of three refilling it may not (one replica alone may
+// miss a write): it asks them again until its timeout, and fails naming them as not counted.
+func TestReadsDoWithoutARefillingReplica(t *testing.T) {
+	if _, _, a, ok := refillRead(t, []NodeID{"a", "b"}, true, []NodeID{"b"}, nil); !ok || a.Err != nil {
+		t.Fatalf("set of two, this replica refilling, the other answered: %+v %v", a, ok)
+	}
+	if _, _, a, ok := refillRead(t, []NodeID{"a", "b", "c", "d"}, false, []NodeID{"b", "c"}, []NodeID{"c"}); !ok || a.Err != nil {
+		t.Fatalf("set of four, two answers, one refilling: %+v %v", a, ok)
+	}
+	if _, _, a, ok := refillRead(t, []NodeID{"a", "b", "c", "d"}, false, []NodeID{"c"}, []NodeID{"c"}); ok {
+		t.Fatalf("set of four, one answer, one refilling: decided %+v", a)
+	}
+	m, id, a, ok := refillRead(t, []NodeID{"a", "b", "c"}, true, []NodeID{"b", "c"}, []NodeID{"b"})
+	if ok {
+		t.Fatalf("two of three refilling: decided at once %+v", a)
+	}
+	m.Tick(t0.Add(time.Second))
+	a, ok = answers(m)[id]
+	if !ok || !errors.Is(a.Err, ErrNoQuorum) || !strings.Contains(a.Err.Error(), "not counted: a, b") {
+		t.Fatalf("two of three refilling, at the timeout: %+v %v", a, ok)
+	}
+	if strings.Contains(a.Err.Error(), "no answer within") {
+		t.Errorf("names replicas that answered as silent: %v", a.Err)
 	}
 }

@@ -35,12 +35,14 @@ type Store struct {
 	out         *outboxes
 
 	// Owned by the loop goroutine.
-	m       *Machine
-	waiting map[CallID]func(Answer)
-	peers   map[NodeID]peer.ID // decoded once
-	place   *Placement         // the last Config.Placement given to the machine
+	m        *Machine
+	waiting  map[CallID]func(Answer)
+	peers    map[NodeID]peer.ID // decoded once
+	place    *Placement         // the last Config.Placement given to the machine
+	admitted []NodeID           // the last Config.Admitted given to it
 
 	inbox    chan storeInput
+	changed  chan struct{} // MembersChanged: the loop syncs the members now
 	loopDone chan struct{}
 
 	ctx    context.Context // ends when Close starts
@@ -100,18 +102,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		cfg:  cfg,
-		log:  cfg.Logger.With("component", "store"),
-		host: cfg.Host,
-		self: NodeID(cfg.Host.ID().String()),
-		db:   db,
-		// TODO(issue 19): the Badger storage (branch raft-storage); in memory it does not
-		// survive a restart.
-		metaStorage: metaraft.NewMemStorage(),
-		waiting:     map[CallID]func(Answer){},
-		peers:       map[NodeID]peer.ID{},
-		inbox:       make(chan storeInput, 4096),
-		loopDone:    make(chan struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "store"),
+		host:     cfg.Host,
+		self:     NodeID(cfg.Host.ID().String()),
+		db:       db,
+		waiting:  map[CallID]func(Answer){},
+		peers:    map[NodeID]peer.ID{},
+		inbox:    make(chan storeInput, 4096),
+		changed:  make(chan struct{}, 1),
+		loopDone: make(chan struct{}),
 	}
 	if s.met, err = newStoreMetrics(cfg.Metrics, s); err != nil {
 		_ = db.Close()
@@ -121,6 +121,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.space = newDiskGuard(cfg.Dir, cfg.MinFreeSpace, db.Opts(), s.log)
 	s.disk = newBadgerDisk(db, cfg.Dir, s.log, s.met, s.space, s.caught, s.diskDone)
 	st, err := s.disk.state(cfg.Layout)
+	if err == nil {
+		// A voter's replica of the metadata group, in the same Badger (diskformat.go).
+		s.metaStorage, err = metaraft.OpenBadgerStorage(db, metaRaftPrefix)
+	}
 	if err == nil {
 		s.m, err = NewMachine(s.machineConfig(), st, time.Now())
 	}
@@ -136,7 +140,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	mc := s.m.cfg
 	s.out = &outboxes{ctx: s.ctx, host: s.host, timeout: mc.Timeout, dropped: s.frameDropped, spawn: s.spawn, by: make(map[peer.ID]chan []byte)}
 
-	s.syncPlacement(time.Now()) // before the loop owns the machine
+	s.syncMembers(time.Now()) // before the loop owns the machine
 	s.refill = s.m.Refill()
 	if st := s.refill; st.Active {
 		s.log.Warn("this replica refills from its peers before its answers count in reads", "dir", cfg.Dir, "why", st.Reason)
@@ -213,7 +217,7 @@ func (s *Store) loop() {
 			return
 		case in := <-s.inbox:
 			now := time.Now()
-			s.syncPlacement(now)
+			s.syncMembers(now)
 			s.step(now, in)
 			for i := 0; i < 256; i++ { // what else is waiting, before carrying anything out
 				select {
@@ -226,8 +230,10 @@ func (s *Store) loop() {
 			}
 		case <-timer.C:
 			now := time.Now()
-			s.syncPlacement(now)
+			s.syncMembers(now)
 			s.m.Tick(now)
+		case <-s.changed:
+			s.syncMembers(time.Now())
 		}
 		s.execute()
 		timer.Reset(s.untilDeadline())
@@ -243,12 +249,47 @@ func (s *Store) untilDeadline() time.Duration {
 	return max(time.Until(next), time.Millisecond)
 }
 
-// syncPlacement gives the machine Config.Placement when it changed.
-func (s *Store) syncPlacement(now time.Time) {
+// MembersChanged tells the store that Config.Placement or Admitted may return other members
+// now. The store asks them before each input it takes, but a peer whose frames wait for it
+// to be admitted may send nothing more until they are answered: without this the frames
+// would wait for the store's next input or deadline, and the peer's round would time out.
+// Safe from any goroutine; it never blocks.
+func (s *Store) MembersChanged() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// syncMembers gives the machine Config.Placement and Config.Admitted when they changed.
+func (s *Store) syncMembers(now time.Time) {
 	if p := s.cfg.Placement(); p != s.place {
 		s.place = p
 		s.m.SetPlacement(now, p)
 	}
+	if s.cfg.Admitted != nil {
+		if as := s.cfg.Admitted(); !sameIDs(as, s.admitted) {
+			s.admitted = as
+			s.m.SetAdmitted(now, as)
+		}
+	}
+}
+
+// sameIDs reports whether a and b hold the same ids in the same order (at once when they
+// are the same slice).
+func sameIDs(a, b []NodeID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Store) step(now time.Time, in storeInput) {
@@ -299,16 +340,22 @@ func (s *Store) execute() {
 				done(a)
 			}
 		}
+		if s.cfg.Refused != nil {
+			for _, from := range rd.Refused {
+				s.cfg.Refused(from)
+			}
+		}
 	}
 	st, rf := s.m.Stats(), s.m.Refill()
-	s.statsMu.Lock()
-	s.stats = st
-	was := s.refill
-	s.refill = rf
-	s.statsMu.Unlock()
-	if rf.Active != was.Active {
+	if rf.Active != s.refill.Active { // (only this loop writes s.refill)
+		// Before the state is published: whoever sees the refill done (shardctl health)
+		// finds the marker gone and the line logged.
 		s.refillChanged(rf)
 	}
+	s.statsMu.Lock()
+	s.stats = st
+	s.refill = rf
+	s.statsMu.Unlock()
 }
 
 // peerID returns the libp2p id of member id, decoded once.

@@ -3,8 +3,10 @@ package remember
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -486,5 +488,61 @@ func TestIndexRebuilt(t *testing.T) {
 	})
 	if err != nil || got != want {
 		t.Errorf("index after reopening: equal %v, %v", got == want, err)
+	}
+}
+
+// TestMetadataOnTheVoters: the metadata — the split-brain resolver's lease among it — takes
+// a majority of the voters (the members whose majority grants the serving lease), whatever
+// the cluster's size: with 7 members, 3 of them voters, and 4 stores closed (one voter among
+// them) the lease's key is written, read with a fence and the fence holds; a member that is
+// no voter counts for nothing (its own replica holds nothing); with two voters closed
+// nothing gets through.
+func TestMetadataOnTheVoters(t *testing.T) {
+	var place atomic.Pointer[Placement] // the first three voters, once the cluster is made
+	c := newCluster(t, 7, func(cfg *Config) {
+		cfg.Timeout = 500 * time.Millisecond
+		cfg.Placement = place.Load
+	})
+	ms := make([]PlacedMember, len(c.members))
+	for i, id := range c.members {
+		ms[i] = PlacedMember{ID: id, Age: uint64(i + 1), Voter: i < 3}
+	}
+	place.Store(NewPlacement(ms, 0, 0, nil))
+	if p := place.Load(); !slices.Equal(p.Meta(), c.members[:3]) {
+		t.Fatalf("metadata on %v", p.Meta())
+	}
+	ctx := testContext(t)
+	// A store takes the placement up with its next input: a write reaches the voters, which
+	// then refill the metadata from each other before their answers count.
+	if err := c.stores[0].Write(ctx, Write{Key: "warm", Value: []byte("up")}); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range c.stores[:3] {
+		waitFor(t, fmt.Sprintf("voter %d's refill of the metadata", i), func() bool {
+			e := c.local(i, "warm")
+			return !e.absent() && !s.Refill().Active
+		})
+	}
+	for _, i := range []int{2, 4, 5, 6} {
+		c.closeStore(i)
+	}
+	const lease = "ls\x00sbr"
+	if err := c.stores[3].Write(ctx, Write{Key: lease, Value: []byte("a"), Epoch: 5}); err != nil {
+		t.Fatalf("write of the lease from a member that is no voter, 2 of 3 voters up: %v", err)
+	}
+	if e := c.local(3, lease); !e.absent() {
+		t.Errorf("a member that is no voter holds the lease: %+v", e)
+	}
+	rec, found, err := c.stores[1].GetFenced(ctx, lease, 9)
+	if err != nil || !found || string(rec.Value) != "a" {
+		t.Fatalf("fenced read of the lease: %+v %v %v", rec, found, err)
+	}
+	if err := c.stores[3].Write(ctx, Write{Key: lease, Value: []byte("b"), Epoch: 8}); !errors.Is(err, ErrFenced) {
+		t.Errorf("write below the fence: %v", err)
+	}
+	c.closeStore(1)
+	var qe *QuorumError
+	if err := c.stores[3].Write(ctx, Write{Key: lease, Value: []byte("c"), Epoch: 10}); !errors.As(err, &qe) || qe.Need != 2 || qe.N != 3 {
+		t.Errorf("write of the lease with 1 of 3 voters up: %v", err)
 	}
 }

@@ -80,7 +80,7 @@ func (s *Shard[M]) LeaseLost(now time.Time) {
 	for _, id := range slices.Sorted(maps.Keys(s.entities)) {
 		e := s.entities[id]
 		if !e.state.Live() {
-			for _, msg := range e.waiting {
+			for _, msg := range e.held() {
 				s.held = append(s.held, heldMsg[M]{id, msg})
 			}
 			delete(s.entities, id)

@@ -32,30 +32,56 @@ func policy(t *testing.T, s passivation.Settings) *passivation.Policy[shard.Enti
 	return p
 }
 
-// TestIdleEntitiesPassivate: with an idle timeout of 10 s (checked every 5 s), an entity
-// stops once it has gone 10 s without a message routed to it, and not before.
-func TestIdleEntitiesPassivate(t *testing.T) {
-	s := shard.New[string](shard.Config{}, "1")
-	s.SetPassivator(policy(t, passivation.Disabled().WithIdleTimeout(10*time.Second)))
-	s.Deliver(start, "a", "m")
-	s.Deliver(start, "b", "m")
-	s.Deliver(start.Add(5*time.Second), "a", "m")
-	s.Ready()
+// idleShards returns a shard with an idle timeout of 10 s checked every 5 s, set up both
+// ways: by a passivation policy, and by the shard's own sweep (SetIdleTimeout, what the
+// engine uses for idle passivation alone). Both must decide alike.
+func idleShards(t *testing.T) map[string]func() (*shard.Shard[string], time.Duration) {
+	return map[string]func() (*shard.Shard[string], time.Duration){
+		"policy": func() (*shard.Shard[string], time.Duration) {
+			s := shard.New[string](shard.Config{}, "1")
+			p := policy(t, passivation.Disabled().WithIdleTimeout(10*time.Second))
+			s.SetPassivator(p)
+			return s, p.Resolution()
+		},
+		"shard": func() (*shard.Shard[string], time.Duration) {
+			s := shard.New[string](shard.Config{}, "1")
+			s.SetIdleTimeout(10*time.Second, 5*time.Second)
+			return s, 10 * time.Second / 16
+		},
+	}
+}
 
-	for _, c := range []struct {
-		at   time.Duration
-		want []shard.EntityID
-	}{
-		{9 * time.Second, nil},  // sweep due, nobody idle for 10 s yet
-		{11 * time.Second, nil}, // b is, but the next sweep is due at 14 s
-		{14 * time.Second, []shard.EntityID{"b"}},
-		{16 * time.Second, nil}, // a is idle for 11 s; next sweep at 19 s
-		{19 * time.Second, []shard.EntityID{"a"}},
-	} {
-		s.Tick(start.Add(c.at))
-		if got := stops(s); !slices.Equal(got, c.want) {
-			t.Fatalf("at +%v: stopped %v, want %v", c.at, got, c.want)
-		}
+// TestIdleEntitiesPassivate: with an idle timeout of 10 s (checked every 5 s), an entity
+// stops once it has gone 10 s without a message routed to it, and not before; entities
+// idle at one sweep stop least recently active first.
+func TestIdleEntitiesPassivate(t *testing.T) {
+	for name, newShard := range idleShards(t) {
+		t.Run(name, func(t *testing.T) {
+			s, _ := newShard()
+			s.Deliver(start, "a", "m")
+			s.Deliver(start, "b", "m")
+			s.Deliver(start.Add(5*time.Second), "a", "m")
+			s.Deliver(start.Add(20*time.Second), "z", "m")
+			s.Deliver(start.Add(21*time.Second), "c", "m")
+			s.Ready()
+
+			for _, c := range []struct {
+				at   time.Duration
+				want []shard.EntityID
+			}{
+				{9 * time.Second, nil},  // sweep due, nobody idle for 10 s yet
+				{11 * time.Second, nil}, // b is, but the next sweep is due at 14 s
+				{14 * time.Second, []shard.EntityID{"b"}},
+				{16 * time.Second, nil}, // a is idle for 11 s; next sweep at 19 s
+				{19 * time.Second, []shard.EntityID{"a"}},
+				{34 * time.Second, []shard.EntityID{"z", "c"}},
+			} {
+				s.Tick(start.Add(c.at))
+				if got := stops(s); !slices.Equal(got, c.want) {
+					t.Fatalf("at +%v: stopped %v, want %v", c.at, got, c.want)
+				}
+			}
+		})
 	}
 }
 
@@ -127,12 +153,17 @@ func TestSelfPassivationLeavesThePolicy(t *testing.T) {
 // together than the policy's resolution are not reported one by one, yet an entity that
 // keeps getting messages is never passivated, and stops once they stop.
 func TestBusyEntityStaysWithCoalescedAccesses(t *testing.T) {
-	s := shard.New[string](shard.Config{}, "1")
-	p := policy(t, passivation.Disabled().WithIdleTimeout(10*time.Second))
-	if p.Resolution() <= 0 || p.Resolution() > time.Second {
-		t.Fatalf("resolution %v for a 10 s idle timeout", p.Resolution())
+	for name, newShard := range idleShards(t) {
+		t.Run(name, func(t *testing.T) { busyEntityStays(t, newShard) })
 	}
-	s.SetPassivator(p)
+}
+
+func busyEntityStays(t *testing.T, newShard func() (*shard.Shard[string], time.Duration)) {
+	s, resolution := newShard()
+	if resolution <= 0 || resolution > time.Second {
+		t.Fatalf("resolution %v for a 10 s idle timeout", resolution)
+	}
+	const interval = 5 * time.Second
 	at := start
 	for ; at.Before(start.Add(60 * time.Second)); at = at.Add(100 * time.Millisecond) {
 		s.Deliver(at, "busy", "m")
@@ -145,7 +176,7 @@ func TestBusyEntityStaysWithCoalescedAccesses(t *testing.T) {
 	for ; at.Before(last.Add(30 * time.Second)); at = at.Add(time.Second) {
 		s.Tick(at)
 		if got := stops(s); len(got) > 0 {
-			if idle := at.Sub(last); idle < 10*time.Second || idle > 10*time.Second+p.Interval()+p.Resolution() {
+			if idle := at.Sub(last); idle < 10*time.Second || idle > 10*time.Second+interval+resolution {
 				t.Fatalf("stopped after %v idle, want within the timeout plus one sweep interval and the resolution", idle)
 			}
 			return

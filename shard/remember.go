@@ -120,15 +120,13 @@ func (s *Shard[M]) Remembered(now time.Time, ids []EntityID, err error) {
 		}
 		e.requested = false
 		if err != nil {
-			e.retryAt = now.Add(s.cfg.Remember.FailureBackoff)
+			e.retryAt = now.Add(s.cfg.Remember.FailureBackoff).UnixNano()
 			s.later = append(s.later, id)
 			continue
 		}
 		e.state, s.stored = Running, true
 		s.emit(StartEntity{Entity: id, Slot: &e.slot})
-		waiting := e.waiting
-		e.waiting = nil
-		for _, msg := range waiting {
+		for _, msg := range e.takeHeld() {
 			s.emit(DeliverToEntity[M]{Entity: id, Msg: msg, Slot: &e.slot})
 		}
 	}
@@ -136,7 +134,9 @@ func (s *Shard[M]) Remembered(now time.Time, ids []EntityID, err error) {
 
 // remember holds the first message of an entity until the entity is stored.
 func (s *Shard[M]) remember(id EntityID, msg M) {
-	s.entities[id] = &entity[M]{state: Remembering, waiting: []M{msg}, requested: true}
+	e := &entity[M]{state: Remembering, requested: true}
+	e.hold(msg)
+	s.entities[id] = e
 	s.emit(RememberEntity{Entity: id, NewShard: !s.stored})
 }
 
@@ -158,8 +158,7 @@ func (s *Shard[M]) rememberedStop(now time.Time, id EntityID, e *entity[M], unha
 	if e.state != Passivating && e.state != Running {
 		return false
 	}
-	pending := slices.Concat(unhandled, e.waiting)
-	e.waiting = nil
+	pending := slices.Concat(unhandled, e.takeHeld())
 	switch {
 	case len(pending) > 0:
 		e.state, e.slot = Running, Slot{}
@@ -171,7 +170,7 @@ func (s *Shard[M]) rememberedStop(now time.Time, id EntityID, e *entity[M], unha
 		delete(s.entities, id)
 		s.emit(ForgetEntity{Entity: id})
 	default:
-		e.state, e.retryAt = Restarting, now.Add(s.cfg.Remember.RestartBackoff)
+		e.state, e.retryAt = Restarting, now.Add(s.cfg.Remember.RestartBackoff).UnixNano()
 		s.later = append(s.later, id)
 	}
 	return true
@@ -193,7 +192,7 @@ func (s *Shard[M]) tickRemember(now time.Time) {
 		switch {
 		case e == nil || (e.state != Remembering && e.state != Restarting) || (e.state == Remembering && e.requested):
 			// settled meanwhile
-		case now.Before(e.retryAt):
+		case now.UnixNano() < e.retryAt:
 			keep = append(keep, id)
 		case e.state == Remembering:
 			e.requested = true

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -98,13 +99,38 @@ func (ForceStop) isOutput()          {}
 func (Bounce[M]) isOutput()          {}
 func (Stopped) isOutput()            {}
 
+// entity is a shard's record of one entity: kept small (48 bytes), since a member may hold
+// millions of idle ones.
 type entity[M any] struct {
 	state     EntityState
-	waiting   []M   // messages that arrived while passivating: for the next incarnation
-	reported  int64 // when the passivator last heard of a message for it (unix nanoseconds)
+	requested bool  // Remembering: a write is out
+	reported  int64 // when passivation last heard of a message for it (unix nanoseconds)
+	retryAt   int64 // Remembering after a failed write, Restarting: when to try again (unix nanoseconds)
+	waiting   *[]M  // messages that arrived while it could not take them: for the next incarnation
 	slot      Slot
-	retryAt   time.Time // Remembering after a failed write, Restarting: when to try again
-	requested bool      // Remembering: a write is out
+}
+
+// hold keeps msg for the entity's next incarnation.
+func (e *entity[M]) hold(msg M) {
+	if e.waiting == nil {
+		e.waiting = new([]M)
+	}
+	*e.waiting = append(*e.waiting, msg)
+}
+
+// held returns the messages kept for the next incarnation.
+func (e *entity[M]) held() []M {
+	if e.waiting == nil {
+		return nil
+	}
+	return *e.waiting
+}
+
+// takeHeld returns the messages kept for the next incarnation and forgets them.
+func (e *entity[M]) takeHeld() []M {
+	w := e.held()
+	e.waiting = nil
+	return w
 }
 
 // Slot holds the runtime's own data for one entity incarnation (its mailbox, say). The shard
@@ -149,9 +175,12 @@ type Shard[M any] struct {
 	out      []Output[M]
 
 	passivator Passivator
-	resolution time.Duration // the passivator's Resolution
+	resolution time.Duration // the passivator's Resolution, or the idle timeout's
 	victims    []EntityID    // scratch for the passivator's answers
 	lastSweep  time.Time
+	// Idle passivation alone (SetIdleTimeout): the shard sweeps its own records, whose
+	// last reported message is all the strategy needs, instead of a Passivator's.
+	idle, idleEvery time.Duration
 
 	// Remembered entities (see remember.go).
 	held          []heldMsg[M]      // messages that arrived while loading
@@ -169,6 +198,19 @@ func (s *Shard[M]) SetPassivator(p Passivator) {
 	s.passivator = p
 	if p != nil {
 		s.resolution = p.Resolution()
+	}
+}
+
+// SetIdleTimeout turns on idle passivation alone — Akka's default-idle-strategy, without an
+// active-entity limit: an entity that got no message for longer than timeout is
+// passivated, by a sweep every interval. It needs no Passivator: the shard keeps when it
+// last heard of a message for each entity (to within a sixteenth of the timeout, as a
+// Passivator's Resolution allows) and sweeps its own records, so an idle entity costs no
+// more than it does without passivation. A Passivator, when set, takes precedence.
+func (s *Shard[M]) SetIdleTimeout(timeout, interval time.Duration) {
+	s.idle, s.idleEvery = timeout, interval
+	if s.passivator == nil {
+		s.resolution = timeout / 16
 	}
 }
 
@@ -195,6 +237,14 @@ func New[M any](cfg Config, id ID) *Shard[M] {
 		s.emit(LoadEntities{})
 	}
 	return s
+}
+
+// Slot returns the runtime's slot of entity id, or nil when the shard holds no record of it.
+func (s *Shard[M]) Slot(id EntityID) *Slot {
+	if e := s.entities[id]; e != nil {
+		return &e.slot
+	}
+	return nil
 }
 
 // ID returns the shard's id.
@@ -275,7 +325,7 @@ func (s *Shard[M]) route(id EntityID, msg M) (Delivery, *entity[M]) {
 		e.state, e.slot = Running, Slot{}
 		return StartAndDeliver, e
 	default:
-		e.waiting = append(e.waiting, msg)
+		e.hold(msg)
 		return Waiting, nil
 	}
 }
@@ -283,7 +333,7 @@ func (s *Shard[M]) route(id EntityID, msg M) (Delivery, *entity[M]) {
 // access tells the passivator that entity id got a message, unless it heard of one less
 // than its resolution ago, and passivates what it picks.
 func (s *Shard[M]) access(now time.Time, id EntityID, e *entity[M]) {
-	if s.passivator == nil {
+	if s.passivator == nil && s.idle == 0 {
 		return
 	}
 	t := now.UnixNano()
@@ -293,6 +343,9 @@ func (s *Shard[M]) access(now time.Time, id EntityID, e *entity[M]) {
 		}
 	}
 	e.reported = t
+	if s.passivator == nil {
+		return // idle timeout alone: the record is all its sweep needs
+	}
 	s.victims = s.passivator.Access(id, now, s.victims[:0])
 	for _, v := range s.victims {
 		s.Passivate(v)
@@ -340,7 +393,7 @@ func (s *Shard[M]) EntityStopped(now time.Time, id EntityID, unhandled []M) {
 	if s.cfg.Remember.Enabled && s.state == StateActive && s.rememberedStop(now, id, e, unhandled) {
 		return
 	}
-	pending := slices.Concat(unhandled, e.waiting)
+	pending := slices.Concat(unhandled, e.held())
 	delete(s.entities, id)
 	if s.state == StateAcquiring { // stopped because the lease was lost: wait for it again
 		// Older than anything held since the loss: they go first.
@@ -374,9 +427,8 @@ func (s *Shard[M]) Stop(now time.Time) {
 	s.recovering, s.recoveringSet = nil, nil
 	for _, id := range slices.Sorted(maps.Keys(s.entities)) {
 		e := s.entities[id]
-		if len(e.waiting) > 0 {
-			s.emit(Bounce[M]{Msgs: e.waiting})
-			e.waiting = nil
+		if w := e.takeHeld(); len(w) > 0 {
+			s.emit(Bounce[M]{Msgs: w})
 		}
 		switch e.state {
 		case Remembering, Restarting:
@@ -400,7 +452,9 @@ func (s *Shard[M]) Tick(now time.Time) {
 	if s.cfg.Remember.Enabled {
 		s.tickRemember(now)
 	}
-	if s.passivator != nil && s.state == StateActive {
+	switch {
+	case s.state != StateActive:
+	case s.passivator != nil:
 		if iv := s.passivator.Interval(); iv > 0 && now.Sub(s.lastSweep) >= iv {
 			s.lastSweep = now
 			s.victims = s.passivator.Sweep(now, s.victims[:0])
@@ -408,12 +462,37 @@ func (s *Shard[M]) Tick(now time.Time) {
 				s.Passivate(v)
 			}
 		}
+	case s.idle > 0 && now.Sub(s.lastSweep) >= s.idleEvery:
+		s.lastSweep = now
+		s.sweepIdle(now)
 	}
 	if s.state == StateDraining && !s.forced && now.Sub(s.drainFrom) >= s.cfg.ForceStopAfter() {
 		s.forced = true
 		for _, id := range slices.Sorted(maps.Keys(s.entities)) {
 			s.emit(ForceStop{Entity: id})
 		}
+	}
+}
+
+// sweepIdle passivates the running entities whose last reported message is older than the
+// idle timeout, least recently active first (as a Passivator's sweep does).
+func (s *Shard[M]) sweepIdle(now time.Time) {
+	oldest := now.UnixNano() - int64(s.idle)
+	type idler struct {
+		id   EntityID
+		last int64
+	}
+	var idle []idler
+	for id, e := range s.entities {
+		// Never reported: started without a message (remembered), which an idle timeout
+		// does not track.
+		if e.state == Running && e.reported != 0 && e.reported < oldest {
+			idle = append(idle, idler{id, e.reported})
+		}
+	}
+	slices.SortFunc(idle, func(a, b idler) int { return cmp.Or(cmp.Compare(a.last, b.last), cmp.Compare(a.id, b.id)) })
+	for _, x := range idle {
+		s.Passivate(x.id)
 	}
 }
 
@@ -426,7 +505,7 @@ func (s *Shard[M]) Waiting() []M {
 		out = append(out, h.msg)
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.entities)) {
-		out = append(out, s.entities[id].waiting...)
+		out = append(out, s.entities[id].held()...)
 	}
 	return out
 }

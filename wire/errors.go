@@ -10,8 +10,29 @@ import (
 // echo heartbeats, and the majority lease counts only echoed grants (a member of version 1
 // would never grant one, so the two must not share a cluster). 3: the voters (a member of
 // version 2 would count every member in the lease and the split-brain resolver's majority).
-// 4: replica sets (a member of version 3 stores every key and counts every member).
-const ProtocolVersion = 4
+// 4: trust (issue 17). What changed: a join request carries the joining member's credential
+// and a join reply the admitting member's (admission by a cluster authority); directives
+// are stored as the request an admin signed, one record per signer (op␀SIGNER␀KIND…, undos
+// signed too); admin calls that change the cluster travel signed, with a nonce, the time
+// and the member they are for; and membership gossip, coordination, region and replica
+// frames are taken only from admitted members of the receiver's membership. A member of
+// version 3 would admit any key holder, would read a signed directive's undo as the
+// directive set, and would merge the gossip of a member nobody admitted.
+// 5: the WeaklyUp status, which renumbers the statuses after Joining; bucket digests computed
+// over 256 fine buckets; a heartbeat's one echo, for its receiver, and its Answer mark (a
+// member of version 4 would misread all of them).
+// 6: issue 24. A forwarded message may be Akka's StartEntity (start_entity, no payload), may
+// carry the epoch of the home it is sent to, may come back as a "not the home" bounce for
+// its sender to route again, and may carry a trace context. A member of version 5 would
+// hand a StartEntity to the entity as an empty message and would route a bounce as a new
+// message; epochs and traces alone it would ignore, harmlessly.
+// 7: replica sets (issue 19). A shard's records live on a replica set of
+// replication-factor members and the cluster metadata on the voters, each quorum a majority
+// of its set; the replica protocol carries unit configurations, moves, unit digests, drops,
+// tombstone collection and the metadata's configuration (meta_gen, meta_ballot), and the
+// sharding events a departure (STORE_DEPARTING). A member of version 6 would store every key
+// and count every member.
+const ProtocolVersion = 7
 
 // Errors returned by the decoders.
 var (
@@ -29,6 +50,8 @@ const (
 	maxListLen    = 64
 	maxStringLen  = 1024
 	maxCheckCount = 64
+	// maxCredentialLen bounds a member credential in a join (trust's own bound is smaller).
+	maxCredentialLen = 8192
 )
 
 func malformed(format string, args ...any) error {

@@ -15,22 +15,16 @@ func AppendMembership(dst []byte, msg membership.Message) []byte {
 	env := &pb.MemberEnvelope{ProtocolVersion: ProtocolVersion}
 	switch m := msg.(type) {
 	case membership.Heartbeat:
-		h := &pb.Heartbeat{From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq, Digest: m.Digest, Ack: m.Ack}
-		if len(m.Echoes) > 0 {
-			h.Echoes = make([]*pb.Echo, len(m.Echoes))
-			for i, e := range m.Echoes {
-				h.Echoes[i] = &pb.Echo{Node: string(e.Node), Incarnation: e.Incarnation, Seq: e.Seq}
-			}
-		}
-		env.Msg = &pb.MemberEnvelope_Heartbeat{Heartbeat: h}
+		env.Msg = &pb.MemberEnvelope_Heartbeat{Heartbeat: &pb.Heartbeat{From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq, Digest: m.Digest,
+			Ack: m.Ack, Answer: m.Answer, EchoIncarnation: m.EchoIncarnation, EchoSeq: m.EchoSeq}}
 	case membership.Gossip:
 		env.Msg = &pb.MemberEnvelope_Gossip{Gossip: &pb.Gossip{From: string(m.From), State: stateToPB(&m.State), Reply: m.Reply, Buckets: m.Buckets}}
 	case membership.GossipStatus:
 		env.Msg = &pb.MemberEnvelope_GossipStatus{GossipStatus: &pb.GossipStatus{From: string(m.From), Digest: m.Digest, Buckets: m.Buckets}}
 	case membership.JoinRequest:
-		env.Msg = &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: memberToPB(&m.Member), Checks: m.Checks}}
+		env.Msg = &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: memberToPB(&m.Member), Checks: m.Checks, Credential: m.Credential}}
 	case membership.JoinReply:
-		env.Msg = &pb.MemberEnvelope_JoinReply{JoinReply: &pb.JoinReply{From: string(m.From), Refused: m.Refused, Refusal: uint32(m.Refusal), State: stateToPB(&m.State)}}
+		env.Msg = &pb.MemberEnvelope_JoinReply{JoinReply: &pb.JoinReply{From: string(m.From), Refused: m.Refused, Refusal: uint32(m.Refusal), State: stateToPB(&m.State), Credential: m.Credential}}
 	case membership.Probe:
 		env.Msg = &pb.MemberEnvelope_Probe{Probe: &pb.Probe{From: string(m.From), Incarnation: m.Incarnation, Seq: m.Seq}}
 	case membership.ProbeAck:
@@ -62,20 +56,8 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if err := checkID("heartbeat.from", h.From); err != nil {
 			return nil, err
 		}
-		if len(h.Echoes) > maxMembers {
-			return nil, malformed("heartbeat.echoes has %d entries (at most %d)", len(h.Echoes), maxMembers)
-		}
-		hb := membership.Heartbeat{From: membership.NodeID(h.From), Incarnation: h.Incarnation, Seq: h.Seq, Digest: h.Digest, Ack: h.Ack}
-		if len(h.Echoes) > 0 {
-			hb.Echoes = make([]membership.Echo, len(h.Echoes))
-			for i, e := range h.Echoes {
-				if err := checkID("heartbeat.echoes.node", e.GetNode()); err != nil {
-					return nil, fmt.Errorf("echo %d: %w", i, err) // the field name is built only for an error
-				}
-				hb.Echoes[i] = membership.Echo{Node: membership.NodeID(e.Node), Incarnation: e.Incarnation, Seq: e.Seq}
-			}
-		}
-		return hb, nil
+		return membership.Heartbeat{From: membership.NodeID(h.From), Incarnation: h.Incarnation, Seq: h.Seq, Digest: h.Digest,
+			Ack: h.Ack, Answer: h.Answer, EchoIncarnation: h.EchoIncarnation, EchoSeq: h.EchoSeq}, nil
 	case *pb.MemberEnvelope_Gossip:
 		if err := checkID("gossip.from", m.Gossip.From); err != nil {
 			return nil, err
@@ -105,7 +87,10 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if len(m.JoinRequest.Checks) > maxCheckCount {
 			return nil, malformed("join_request.checks has %d entries (at most %d)", len(m.JoinRequest.Checks), maxCheckCount)
 		}
-		return membership.JoinRequest{Member: mem, Checks: m.JoinRequest.Checks}, nil
+		if len(m.JoinRequest.Credential) > maxCredentialLen {
+			return nil, malformed("join_request.credential is %d bytes long (at most %d)", len(m.JoinRequest.Credential), maxCredentialLen)
+		}
+		return membership.JoinRequest{Member: mem, Checks: m.JoinRequest.Checks, Credential: m.JoinRequest.Credential}, nil
 	case *pb.MemberEnvelope_JoinReply:
 		r := m.JoinReply
 		if err := checkID("join_reply.from", r.From); err != nil {
@@ -118,11 +103,14 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(r.Credential) > maxCredentialLen {
+			return nil, malformed("join_reply.credential is %d bytes long (at most %d)", len(r.Credential), maxCredentialLen)
+		}
 		refusal := membership.StopReason(r.Refusal)
 		if r.Refusal > uint32(membership.StopSuperseded) {
 			refusal = membership.StopJoinRefused // of a later release: refused all the same
 		}
-		return membership.JoinReply{From: membership.NodeID(r.From), Refused: r.Refused, Refusal: refusal, State: st}, nil
+		return membership.JoinReply{From: membership.NodeID(r.From), Refused: r.Refused, Refusal: refusal, State: st, Credential: r.Credential}, nil
 	case *pb.MemberEnvelope_Probe:
 		if err := checkID("probe.from", m.Probe.From); err != nil {
 			return nil, err

@@ -17,6 +17,12 @@ const (
 	deliverHopsField    = 5
 	deliverAskField     = 6
 	deliverReplyToField = 7
+	deliverStartField   = 8
+	deliverEpochField   = 9
+	deliverNotHomeField = 10
+	deliverHomeField    = 11
+	deliverHomeEpField  = 12
+	deliverTraceField   = 13
 
 	replyAskField     = 1
 	replyPayloadField = 2
@@ -34,6 +40,16 @@ type Deliver struct {
 	Hops    uint8
 	AskID   uint64 // 0 for a tell
 	ReplyTo []byte // the member waiting for the reply
+	Start   bool   // StartEntity: start the entity, deliver nothing
+	// Epoch is the epoch of the home the sender forwarded it to (0: none given).
+	Epoch uint64
+	// NotHome: sent back by a member that is no longer that home, naming the home it knows
+	// (Home, HomeEpoch; Home empty when it knows none): the sender routes it again.
+	NotHome   bool
+	Home      []byte
+	HomeEpoch uint64
+	// Trace is the sender's OpenTelemetry span context (25 bytes; nil: not traced).
+	Trace []byte
 }
 
 // Reply answers an ask. Payload and Err alias the frame when decoded.
@@ -65,6 +81,19 @@ func deliverSize(d *Deliver) int {
 		n += protowire.SizeTag(deliverAskField) + protowire.SizeVarint(d.AskID) +
 			protowire.SizeTag(deliverReplyToField) + protowire.SizeBytes(len(d.ReplyTo))
 	}
+	if d.Start {
+		n += protowire.SizeTag(deliverStartField) + 1
+	}
+	if d.Epoch != 0 {
+		n += protowire.SizeTag(deliverEpochField) + protowire.SizeVarint(d.Epoch)
+	}
+	if d.NotHome {
+		n += protowire.SizeTag(deliverNotHomeField) + 1 + protowire.SizeTag(deliverHomeField) + protowire.SizeBytes(len(d.Home)) +
+			protowire.SizeTag(deliverHomeEpField) + protowire.SizeVarint(d.HomeEpoch)
+	}
+	if len(d.Trace) > 0 {
+		n += protowire.SizeTag(deliverTraceField) + protowire.SizeBytes(len(d.Trace))
+	}
 	return n
 }
 
@@ -86,6 +115,24 @@ func AppendDeliver(dst []byte, d *Deliver) []byte {
 		dst = protowire.AppendTag(dst, deliverAskField, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, d.AskID)
 		dst = appendBytes(dst, deliverReplyToField, d.ReplyTo)
+	}
+	if d.Start {
+		dst = protowire.AppendTag(dst, deliverStartField, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, 1)
+	}
+	if d.Epoch != 0 {
+		dst = protowire.AppendTag(dst, deliverEpochField, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, d.Epoch)
+	}
+	if d.NotHome {
+		dst = protowire.AppendTag(dst, deliverNotHomeField, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, 1)
+		dst = appendBytes(dst, deliverHomeField, d.Home)
+		dst = protowire.AppendTag(dst, deliverHomeEpField, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, d.HomeEpoch)
+	}
+	if len(d.Trace) > 0 {
+		dst = appendBytes(dst, deliverTraceField, d.Trace)
 	}
 	return dst
 }
@@ -216,6 +263,18 @@ func decodeDeliver(b []byte, d *Deliver) error {
 			d.AskID = x
 		case num == deliverReplyToField && typ == protowire.BytesType:
 			d.ReplyTo = v
+		case num == deliverStartField && typ == protowire.VarintType:
+			d.Start = x != 0
+		case num == deliverEpochField && typ == protowire.VarintType:
+			d.Epoch = x
+		case num == deliverNotHomeField && typ == protowire.VarintType:
+			d.NotHome = x != 0
+		case num == deliverHomeField && typ == protowire.BytesType:
+			d.Home = v
+		case num == deliverHomeEpField && typ == protowire.VarintType:
+			d.HomeEpoch = x
+		case num == deliverTraceField && typ == protowire.BytesType:
+			d.Trace = v
 		}
 	}
 	switch {
@@ -227,6 +286,12 @@ func decodeDeliver(b []byte, d *Deliver) error {
 		return malformed("deliver.entity has %d bytes", len(d.Entity))
 	case d.AskID != 0 && (len(d.ReplyTo) == 0 || len(d.ReplyTo) > maxIDLen):
 		return malformed("deliver.reply_to has %d bytes for an ask", len(d.ReplyTo))
+	case len(d.Trace) > 64:
+		return malformed("deliver.trace has %d bytes", len(d.Trace))
+	case len(d.Home) > maxIDLen:
+		return malformed("deliver.home has %d bytes", len(d.Home))
+	case d.NotHome && d.Epoch == 0:
+		return malformed("deliver.not_home without the epoch it refuses")
 	}
 	return nil
 }

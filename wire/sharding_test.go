@@ -111,6 +111,7 @@ func TestRegionRejects(t *testing.T) {
 		{Type: []byte("t"), Shard: []byte("1")},                                         // no entity
 		{Type: []byte("t"), Shard: []byte("1"), Entity: []byte("e"), AskID: 1},          // ask without reply_to
 		{Type: bytes.Repeat([]byte("t"), 300), Shard: []byte("1"), Entity: []byte("e")}, // long type
+		{Type: []byte("t"), Shard: []byte("1"), Entity: []byte("e"), NotHome: true},     // refusal without its epoch
 	}
 	var d Deliver
 	var r Reply
@@ -130,6 +131,12 @@ func FuzzDecodeRegion(f *testing.F) {
 	d := sampleDeliver()
 	f.Add(AppendDeliver(nil, &d))
 	f.Add(AppendReply(nil, &Reply{AskID: 1, Payload: []byte("x")}))
+	bounced := sampleDeliver()
+	bounced.Start, bounced.Epoch, bounced.NotHome, bounced.Home, bounced.HomeEpoch = true, 7, true, []byte("12D3KooWhome"), 9
+	f.Add(AppendDeliver(nil, &bounced))
+	traced := sampleDeliver()
+	traced.Trace = bytes.Repeat([]byte{7}, 25)
+	f.Add(AppendDeliver(nil, &traced))
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		var d Deliver
 		var r Reply
@@ -147,6 +154,10 @@ func FuzzDecodeRegion(f *testing.F) {
 		var r2 Reply
 		if _, err := DecodeRegion(again, &d2, &r2); err != nil {
 			t.Fatalf("re-encoded frame does not decode: %v", err)
+		}
+		if kind == KindDeliver && (d2.Epoch != d.Epoch || d2.NotHome != d.NotHome || d2.HomeEpoch != d.HomeEpoch || d2.Start != d.Start ||
+			!bytes.Equal(d2.Trace, d.Trace)) {
+			t.Fatalf("round trip changed the epochs or flags: %+v, then %+v", d, d2)
 		}
 	})
 }

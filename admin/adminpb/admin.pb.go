@@ -106,9 +106,24 @@ type Request struct {
 	//	*Request_Handoffs
 	//	*Request_LocalHandoffs
 	//	*Request_History
+	//	*Request_DataRemoveCheck
+	//	*Request_Audit
+	//	*Request_Reminders
 	//	*Request_StoreStatus
 	//	*Request_LocalStoreStatus
-	Call          isRequest_Call `protobuf_oneof:"call"`
+	Call isRequest_Call `protobuf_oneof:"call"`
+	// signed, when set, is the request itself, signed by the caller's admin identity
+	// (shardmesh.trust.v1.Signed, whose body is a Request): every call that changes the
+	// cluster comes so, and the call above is then empty. The signed request carries:
+	Signed []byte `protobuf:"bytes,40,opt,name=signed,proto3" json:"signed,omitempty"`
+	// nonce (random, at least 8 bytes) and issued_at_unix_ms: the member that carries the
+	// request out refuses one it has seen, or one issued more than its clock skew from now.
+	Nonce          []byte `protobuf:"bytes,41,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	IssuedAtUnixMs int64  `protobuf:"varint,42,opt,name=issued_at_unix_ms,json=issuedAtUnixMs,proto3" json:"issued_at_unix_ms,omitempty"`
+	// target is the member the caller sent the request to; a member carries out a shutdown,
+	// leave, down or data remove only when it is the target. Directives, which every member
+	// follows, name the member that stored them.
+	Target        string `protobuf:"bytes,43,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -337,6 +352,33 @@ func (x *Request) GetHistory() *HistoryRequest {
 	return nil
 }
 
+func (x *Request) GetDataRemoveCheck() *DataRemoveCheckRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_DataRemoveCheck); ok {
+			return x.DataRemoveCheck
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetAudit() *AuditRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Audit); ok {
+			return x.Audit
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetReminders() *RemindersRequest {
+	if x != nil {
+		if x, ok := x.Call.(*Request_Reminders); ok {
+			return x.Reminders
+		}
+	}
+	return nil
+}
+
 func (x *Request) GetStoreStatus() *StoreStatusRequest {
 	if x != nil {
 		if x, ok := x.Call.(*Request_StoreStatus); ok {
@@ -353,6 +395,34 @@ func (x *Request) GetLocalStoreStatus() *LocalStoreStatusRequest {
 		}
 	}
 	return nil
+}
+
+func (x *Request) GetSigned() []byte {
+	if x != nil {
+		return x.Signed
+	}
+	return nil
+}
+
+func (x *Request) GetNonce() []byte {
+	if x != nil {
+		return x.Nonce
+	}
+	return nil
+}
+
+func (x *Request) GetIssuedAtUnixMs() int64 {
+	if x != nil {
+		return x.IssuedAtUnixMs
+	}
+	return 0
+}
+
+func (x *Request) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
 }
 
 type isRequest_Call interface {
@@ -439,12 +509,24 @@ type Request_History struct {
 	History *HistoryRequest `protobuf:"bytes,21,opt,name=history,proto3,oneof"`
 }
 
+type Request_DataRemoveCheck struct {
+	DataRemoveCheck *DataRemoveCheckRequest `protobuf:"bytes,22,opt,name=data_remove_check,json=dataRemoveCheck,proto3,oneof"`
+}
+
+type Request_Audit struct {
+	Audit *AuditRequest `protobuf:"bytes,23,opt,name=audit,proto3,oneof"`
+}
+
+type Request_Reminders struct {
+	Reminders *RemindersRequest `protobuf:"bytes,24,opt,name=reminders,proto3,oneof"`
+}
+
 type Request_StoreStatus struct {
-	StoreStatus *StoreStatusRequest `protobuf:"bytes,22,opt,name=store_status,json=storeStatus,proto3,oneof"`
+	StoreStatus *StoreStatusRequest `protobuf:"bytes,25,opt,name=store_status,json=storeStatus,proto3,oneof"`
 }
 
 type Request_LocalStoreStatus struct {
-	LocalStoreStatus *LocalStoreStatusRequest `protobuf:"bytes,23,opt,name=local_store_status,json=localStoreStatus,proto3,oneof"`
+	LocalStoreStatus *LocalStoreStatusRequest `protobuf:"bytes,26,opt,name=local_store_status,json=localStoreStatus,proto3,oneof"`
 }
 
 func (*Request_Members) isRequest_Call() {}
@@ -487,6 +569,12 @@ func (*Request_LocalHandoffs) isRequest_Call() {}
 
 func (*Request_History) isRequest_Call() {}
 
+func (*Request_DataRemoveCheck) isRequest_Call() {}
+
+func (*Request_Audit) isRequest_Call() {}
+
+func (*Request_Reminders) isRequest_Call() {}
+
 func (*Request_StoreStatus) isRequest_Call() {}
 
 func (*Request_LocalStoreStatus) isRequest_Call() {}
@@ -516,6 +604,9 @@ type Response struct {
 	//	*Response_Handoffs
 	//	*Response_LocalHandoffs
 	//	*Response_History
+	//	*Response_DataRemoveCheck
+	//	*Response_Audit
+	//	*Response_Reminders
 	//	*Response_StoreStatus
 	//	*Response_LocalStoreStatus
 	Result isResponse_Result `protobuf_oneof:"result"`
@@ -746,6 +837,33 @@ func (x *Response) GetHistory() *HistoryResponse {
 	return nil
 }
 
+func (x *Response) GetDataRemoveCheck() *DataRemoveCheckResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_DataRemoveCheck); ok {
+			return x.DataRemoveCheck
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetAudit() *AuditResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Audit); ok {
+			return x.Audit
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetReminders() *RemindersResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_Reminders); ok {
+			return x.Reminders
+		}
+	}
+	return nil
+}
+
 func (x *Response) GetStoreStatus() *StoreStatusResponse {
 	if x != nil {
 		if x, ok := x.Result.(*Response_StoreStatus); ok {
@@ -847,12 +965,24 @@ type Response_History struct {
 	History *HistoryResponse `protobuf:"bytes,22,opt,name=history,proto3,oneof"`
 }
 
+type Response_DataRemoveCheck struct {
+	DataRemoveCheck *DataRemoveCheckResponse `protobuf:"bytes,23,opt,name=data_remove_check,json=dataRemoveCheck,proto3,oneof"`
+}
+
+type Response_Audit struct {
+	Audit *AuditResponse `protobuf:"bytes,24,opt,name=audit,proto3,oneof"`
+}
+
+type Response_Reminders struct {
+	Reminders *RemindersResponse `protobuf:"bytes,25,opt,name=reminders,proto3,oneof"`
+}
+
 type Response_StoreStatus struct {
-	StoreStatus *StoreStatusResponse `protobuf:"bytes,23,opt,name=store_status,json=storeStatus,proto3,oneof"`
+	StoreStatus *StoreStatusResponse `protobuf:"bytes,26,opt,name=store_status,json=storeStatus,proto3,oneof"`
 }
 
 type Response_LocalStoreStatus struct {
-	LocalStoreStatus *LocalStoreStatusResponse `protobuf:"bytes,24,opt,name=local_store_status,json=localStoreStatus,proto3,oneof"`
+	LocalStoreStatus *LocalStoreStatusResponse `protobuf:"bytes,27,opt,name=local_store_status,json=localStoreStatus,proto3,oneof"`
 }
 
 func (*Response_Members) isResponse_Result() {}
@@ -890,6 +1020,12 @@ func (*Response_Handoffs) isResponse_Result() {}
 func (*Response_LocalHandoffs) isResponse_Result() {}
 
 func (*Response_History) isResponse_Result() {}
+
+func (*Response_DataRemoveCheck) isResponse_Result() {}
+
+func (*Response_Audit) isResponse_Result() {}
+
+func (*Response_Reminders) isResponse_Result() {}
 
 func (*Response_StoreStatus) isResponse_Result() {}
 
@@ -2085,7 +2221,8 @@ type LocateResponse struct {
 	Coordinator   string                 `protobuf:"bytes,8,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
 	Alive         bool                   `protobuf:"varint,9,opt,name=alive,proto3" json:"alive,omitempty"` // the entity runs in its home now
 	EntityState   string                 `protobuf:"bytes,10,opt,name=entity_state,json=entityState,proto3" json:"entity_state,omitempty"`
-	Problems      []string               `protobuf:"bytes,11,rep,name=problems,proto3" json:"problems,omitempty"` // members that did not answer; the code is PARTIAL then
+	Problems      []string               `protobuf:"bytes,11,rep,name=problems,proto3" json:"problems,omitempty"`                        // members that did not answer; the code is PARTIAL then
+	AliveKnown    bool                   `protobuf:"varint,12,opt,name=alive_known,json=aliveKnown,proto3" json:"alive_known,omitempty"` // the home answered: alive is its word (false: unknown)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2195,6 +2332,13 @@ func (x *LocateResponse) GetProblems() []string {
 		return x.Problems
 	}
 	return nil
+}
+
+func (x *LocateResponse) GetAliveKnown() bool {
+	if x != nil {
+		return x.AliveKnown
+	}
+	return false
 }
 
 // ShardInfoRequest asks one member about one shard: what its coordinator (if it runs
@@ -2447,15 +2591,18 @@ func (*HealthRequest) Descriptor() ([]byte, []int) {
 // may serve and every region of it has registered with its coordinator (once registered, a
 // region counts as ready for the rest of the member's life, as in Akka).
 type HealthResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Live          bool                   `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
-	Ready         bool                   `protobuf:"varint,3,opt,name=ready,proto3" json:"ready,omitempty"`
-	Status        string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
-	Serving       bool                   `protobuf:"varint,5,opt,name=serving,proto3" json:"serving,omitempty"`
-	Regions       []*RegionHealth        `protobuf:"bytes,6,rep,name=regions,proto3" json:"regions,omitempty"`
-	Reasons       []string               `protobuf:"bytes,7,rep,name=reasons,proto3" json:"reasons,omitempty"` // why not ready
-	Store         *StoreHealth           `protobuf:"bytes,8,opt,name=store,proto3" json:"store,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Node    string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Live    bool                   `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
+	Ready   bool                   `protobuf:"varint,3,opt,name=ready,proto3" json:"ready,omitempty"`
+	Status  string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	Serving bool                   `protobuf:"varint,5,opt,name=serving,proto3" json:"serving,omitempty"`
+	Regions []*RegionHealth        `protobuf:"bytes,6,rep,name=regions,proto3" json:"regions,omitempty"`
+	Reasons []string               `protobuf:"bytes,7,rep,name=reasons,proto3" json:"reasons,omitempty"` // why not ready
+	Store   *StoreHealth           `protobuf:"bytes,8,opt,name=store,proto3" json:"store,omitempty"`
+	// warnings: what is unsafe about how the member is set up (e.g. "any key holder can join
+	// as a member"), which does not make it unready.
+	Warnings      []string `protobuf:"bytes,9,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2542,6 +2689,13 @@ func (x *HealthResponse) GetReasons() []string {
 func (x *HealthResponse) GetStore() *StoreHealth {
 	if x != nil {
 		return x.Store
+	}
+	return nil
+}
+
+func (x *HealthResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -3650,8 +3804,12 @@ type DirectivesResponse struct {
 	RebalancePaused bool                   `protobuf:"varint,4,opt,name=rebalance_paused,json=rebalancePaused,proto3" json:"rebalance_paused,omitempty"`
 	Pins            []*Pin                 `protobuf:"bytes,5,rep,name=pins,proto3" json:"pins,omitempty"`
 	StoppedTypes    []string               `protobuf:"bytes,6,rep,name=stopped_types,json=stoppedTypes,proto3" json:"stopped_types,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// After a change (DirectiveRequest): the members that answered but did not follow it
+	// within the wait (they take its signer for no admin of theirs, or have not read it yet);
+	// the code is PARTIAL then.
+	NotFollowing  []string `protobuf:"bytes,7,rep,name=not_following,json=notFollowing,proto3" json:"not_following,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DirectivesResponse) Reset() {
@@ -3722,6 +3880,13 @@ func (x *DirectivesResponse) GetPins() []*Pin {
 func (x *DirectivesResponse) GetStoppedTypes() []string {
 	if x != nil {
 		return x.StoppedTypes
+	}
+	return nil
+}
+
+func (x *DirectivesResponse) GetNotFollowing() []string {
+	if x != nil {
+		return x.NotFollowing
 	}
 	return nil
 }
@@ -4010,6 +4175,8 @@ type DataRemoveRequest struct {
 	EntityTypes   []string               `protobuf:"bytes,1,rep,name=entity_types,json=entityTypes,proto3" json:"entity_types,omitempty"`
 	DryRun        bool                   `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	IncludeState  bool                   `protobuf:"varint,3,opt,name=include_state,json=includeState,proto3" json:"include_state,omitempty"` // also the entities' durable state (application data)
+	Shard         string                 `protobuf:"bytes,4,opt,name=shard,proto3" json:"shard,omitempty"`                                    // only this shard's data (one type)
+	Entity        string                 `protobuf:"bytes,5,opt,name=entity,proto3" json:"entity,omitempty"`                                  // only this entity's data (one type)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4063,6 +4230,20 @@ func (x *DataRemoveRequest) GetIncludeState() bool {
 		return x.IncludeState
 	}
 	return false
+}
+
+func (x *DataRemoveRequest) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *DataRemoveRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
 }
 
 type DataRemoveProgress struct {
@@ -5971,11 +6152,579 @@ func (x *SetCount) GetSets() uint32 {
 	return 0
 }
 
+// DataRemoveCheckRequest asks a member whether it consents to a data remove: signed is the
+// DataRemove request as the admin signed it (a Request's signed bytes). The member checks the
+// signature against its own admin set, and that every type named is out of service here by a
+// directive it follows and has no shard here. Nothing changes.
+type DataRemoveCheckRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Signed        []byte                 `protobuf:"bytes,1,opt,name=signed,proto3" json:"signed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataRemoveCheckRequest) Reset() {
+	*x = DataRemoveCheckRequest{}
+	mi := &file_admin_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataRemoveCheckRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataRemoveCheckRequest) ProtoMessage() {}
+
+func (x *DataRemoveCheckRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataRemoveCheckRequest.ProtoReflect.Descriptor instead.
+func (*DataRemoveCheckRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *DataRemoveCheckRequest) GetSigned() []byte {
+	if x != nil {
+		return x.Signed
+	}
+	return nil
+}
+
+type DataRemoveCheckResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Consents      bool                   `protobuf:"varint,2,opt,name=consents,proto3" json:"consents,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"` // why not
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataRemoveCheckResponse) Reset() {
+	*x = DataRemoveCheckResponse{}
+	mi := &file_admin_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataRemoveCheckResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataRemoveCheckResponse) ProtoMessage() {}
+
+func (x *DataRemoveCheckResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataRemoveCheckResponse.ProtoReflect.Descriptor instead.
+func (*DataRemoveCheckResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *DataRemoveCheckResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *DataRemoveCheckResponse) GetConsents() bool {
+	if x != nil {
+		return x.Consents
+	}
+	return false
+}
+
+func (x *DataRemoveCheckResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// AuditRequest reads the audit log: the admin calls the members carried out (or refused
+// to a caller that signed), recorded in the replicated store by the member that took the
+// call. since_unix_ms filters; limit caps the records returned (newest kept; 0: 1000).
+type AuditRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SinceUnixMs   int64                  `protobuf:"varint,1,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
+	Limit         uint32                 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRequest) Reset() {
+	*x = AuditRequest{}
+	mi := &file_admin_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRequest) ProtoMessage() {}
+
+func (x *AuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
+func (*AuditRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *AuditRequest) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
+func (x *AuditRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type AuditResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Records   []*AuditRecord         `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"` // oldest first
+	Truncated bool                   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Node      string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"` // the member that answered and verified the records
+	// missing: no quorum of the metadata's replicas answered, and these did not: the records
+	// are what the others hold (a partial answer, code PARTIAL).
+	Missing       []string `protobuf:"bytes,4,rep,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditResponse) Reset() {
+	*x = AuditResponse{}
+	mi := &file_admin_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditResponse) ProtoMessage() {}
+
+func (x *AuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
+func (*AuditResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *AuditResponse) GetRecords() []*AuditRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *AuditResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *AuditResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *AuditResponse) GetMissing() []string {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
+}
+
+type AuditRecord struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	AtUnixMs int64                  `protobuf:"varint,1,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	Member   string                 `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`   // the member that took the call
+	Caller   string                 `protobuf:"bytes,3,opt,name=caller,proto3" json:"caller,omitempty"`   // the peer id that signed it ("" unsigned)
+	Call     string                 `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`       // e.g. drain, types-stop, data-remove
+	Args     string                 `protobuf:"bytes,5,opt,name=args,proto3" json:"args,omitempty"`       // the call's arguments, as JSON
+	Outcome  string                 `protobuf:"bytes,6,opt,name=outcome,proto3" json:"outcome,omitempty"` // ok, refused: …, failed: …
+	Signed   []byte                 `protobuf:"bytes,7,opt,name=signed,proto3" json:"signed,omitempty"`   // the request as signed: any member can verify it again
+	// Filled in by the member that answers an AuditRequest: whether the request verifies
+	// against its own admin set, and if not, why.
+	Verified      bool   `protobuf:"varint,8,opt,name=verified,proto3" json:"verified,omitempty"`
+	VerifyError   string `protobuf:"bytes,9,opt,name=verify_error,json=verifyError,proto3" json:"verify_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRecord) Reset() {
+	*x = AuditRecord{}
+	mi := &file_admin_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRecord) ProtoMessage() {}
+
+func (x *AuditRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
+func (*AuditRecord) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *AuditRecord) GetAtUnixMs() int64 {
+	if x != nil {
+		return x.AtUnixMs
+	}
+	return 0
+}
+
+func (x *AuditRecord) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetCaller() string {
+	if x != nil {
+		return x.Caller
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetArgs() string {
+	if x != nil {
+		return x.Args
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetSigned() []byte {
+	if x != nil {
+		return x.Signed
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetVerified() bool {
+	if x != nil {
+		return x.Verified
+	}
+	return false
+}
+
+func (x *AuditRecord) GetVerifyError() string {
+	if x != nil {
+		return x.VerifyError
+	}
+	return ""
+}
+
+// RemindersRequest lists the durable reminders of an entity type, read from a quorum of the
+// replicated store: of one entity when entity is set; limit caps them (0: 1000).
+type RemindersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Entity        string                 `protobuf:"bytes,2,opt,name=entity,proto3" json:"entity,omitempty"`
+	Limit         uint32                 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemindersRequest) Reset() {
+	*x = RemindersRequest{}
+	mi := &file_admin_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemindersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemindersRequest) ProtoMessage() {}
+
+func (x *RemindersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemindersRequest.ProtoReflect.Descriptor instead.
+func (*RemindersRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *RemindersRequest) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *RemindersRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *RemindersRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type RemindersResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Reminders []*ReminderRecord      `protobuf:"bytes,1,rep,name=reminders,proto3" json:"reminders,omitempty"`  // by shard, entity and name
+	Truncated bool                   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"` // more matched than limit
+	// missing: the reminders of a whole type span the shards' replica sets and are read from
+	// every member; these did not answer, and the reminders only they hold are left out (a
+	// partial answer, code PARTIAL).
+	Missing       []string `protobuf:"bytes,3,rep,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemindersResponse) Reset() {
+	*x = RemindersResponse{}
+	mi := &file_admin_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemindersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemindersResponse) ProtoMessage() {}
+
+func (x *RemindersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemindersResponse.ProtoReflect.Descriptor instead.
+func (*RemindersResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *RemindersResponse) GetReminders() []*ReminderRecord {
+	if x != nil {
+		return x.Reminders
+	}
+	return nil
+}
+
+func (x *RemindersResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *RemindersResponse) GetMissing() []string {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
+}
+
+type ReminderRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	Shard         string                 `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Entity        string                 `protobuf:"bytes,3,opt,name=entity,proto3" json:"entity,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	DueUnixMs     int64                  `protobuf:"varint,5,opt,name=due_unix_ms,json=dueUnixMs,proto3" json:"due_unix_ms,omitempty"` // when it fires next
+	EveryMs       uint64                 `protobuf:"varint,6,opt,name=every_ms,json=everyMs,proto3" json:"every_ms,omitempty"`         // its period; 0 for a one-shot reminder
+	Payload       []byte                 `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`                         // its message, in the entity type's message codec
+	Epoch         uint64                 `protobuf:"varint,8,opt,name=epoch,proto3" json:"epoch,omitempty"`                            // the shard allocation epoch of the home that wrote it last
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReminderRecord) Reset() {
+	*x = ReminderRecord{}
+	mi := &file_admin_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReminderRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReminderRecord) ProtoMessage() {}
+
+func (x *ReminderRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReminderRecord.ProtoReflect.Descriptor instead.
+func (*ReminderRecord) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *ReminderRecord) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReminderRecord) GetDueUnixMs() int64 {
+	if x != nil {
+		return x.DueUnixMs
+	}
+	return 0
+}
+
+func (x *ReminderRecord) GetEveryMs() uint64 {
+	if x != nil {
+		return x.EveryMs
+	}
+	return 0
+}
+
+func (x *ReminderRecord) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *ReminderRecord) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xf7\v\n" +
+	"\vadmin.proto\x12\x12shardmesh.admin.v1\"\xc2\x0e\n" +
 	"\aRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12>\n" +
 	"\amembers\x18\x02 \x01(\v2\".shardmesh.admin.v1.MembersRequestH\x00R\amembers\x128\n" +
@@ -6003,10 +6752,17 @@ const file_admin_proto_rawDesc = "" +
 	"dataRemove\x12A\n" +
 	"\bhandoffs\x18\x13 \x01(\v2#.shardmesh.admin.v1.HandoffsRequestH\x00R\bhandoffs\x12Q\n" +
 	"\x0elocal_handoffs\x18\x14 \x01(\v2(.shardmesh.admin.v1.LocalHandoffsRequestH\x00R\rlocalHandoffs\x12>\n" +
-	"\ahistory\x18\x15 \x01(\v2\".shardmesh.admin.v1.HistoryRequestH\x00R\ahistory\x12K\n" +
-	"\fstore_status\x18\x16 \x01(\v2&.shardmesh.admin.v1.StoreStatusRequestH\x00R\vstoreStatus\x12[\n" +
-	"\x12local_store_status\x18\x17 \x01(\v2+.shardmesh.admin.v1.LocalStoreStatusRequestH\x00R\x10localStoreStatusB\x06\n" +
-	"\x04call\"\xe6\v\n" +
+	"\ahistory\x18\x15 \x01(\v2\".shardmesh.admin.v1.HistoryRequestH\x00R\ahistory\x12X\n" +
+	"\x11data_remove_check\x18\x16 \x01(\v2*.shardmesh.admin.v1.DataRemoveCheckRequestH\x00R\x0fdataRemoveCheck\x128\n" +
+	"\x05audit\x18\x17 \x01(\v2 .shardmesh.admin.v1.AuditRequestH\x00R\x05audit\x12D\n" +
+	"\treminders\x18\x18 \x01(\v2$.shardmesh.admin.v1.RemindersRequestH\x00R\treminders\x12K\n" +
+	"\fstore_status\x18\x19 \x01(\v2&.shardmesh.admin.v1.StoreStatusRequestH\x00R\vstoreStatus\x12[\n" +
+	"\x12local_store_status\x18\x1a \x01(\v2+.shardmesh.admin.v1.LocalStoreStatusRequestH\x00R\x10localStoreStatus\x12\x16\n" +
+	"\x06signed\x18( \x01(\fR\x06signed\x12\x14\n" +
+	"\x05nonce\x18) \x01(\fR\x05nonce\x12)\n" +
+	"\x11issued_at_unix_ms\x18* \x01(\x03R\x0eissuedAtUnixMs\x12\x16\n" +
+	"\x06target\x18+ \x01(\tR\x06targetB\x06\n" +
+	"\x04call\"\xc3\r\n" +
 	"\bResponse\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12,\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x18.shardmesh.admin.v1.CodeR\x04code\x12\x14\n" +
@@ -6034,9 +6790,12 @@ const file_admin_proto_rawDesc = "" +
 	"dataRemove\x12B\n" +
 	"\bhandoffs\x18\x14 \x01(\v2$.shardmesh.admin.v1.HandoffsResponseH\x00R\bhandoffs\x12R\n" +
 	"\x0elocal_handoffs\x18\x15 \x01(\v2).shardmesh.admin.v1.LocalHandoffsResponseH\x00R\rlocalHandoffs\x12?\n" +
-	"\ahistory\x18\x16 \x01(\v2#.shardmesh.admin.v1.HistoryResponseH\x00R\ahistory\x12L\n" +
-	"\fstore_status\x18\x17 \x01(\v2'.shardmesh.admin.v1.StoreStatusResponseH\x00R\vstoreStatus\x12\\\n" +
-	"\x12local_store_status\x18\x18 \x01(\v2,.shardmesh.admin.v1.LocalStoreStatusResponseH\x00R\x10localStoreStatus\x12\x12\n" +
+	"\ahistory\x18\x16 \x01(\v2#.shardmesh.admin.v1.HistoryResponseH\x00R\ahistory\x12Y\n" +
+	"\x11data_remove_check\x18\x17 \x01(\v2+.shardmesh.admin.v1.DataRemoveCheckResponseH\x00R\x0fdataRemoveCheck\x129\n" +
+	"\x05audit\x18\x18 \x01(\v2!.shardmesh.admin.v1.AuditResponseH\x00R\x05audit\x12E\n" +
+	"\treminders\x18\x19 \x01(\v2%.shardmesh.admin.v1.RemindersResponseH\x00R\treminders\x12L\n" +
+	"\fstore_status\x18\x1a \x01(\v2'.shardmesh.admin.v1.StoreStatusResponseH\x00R\vstoreStatus\x12\\\n" +
+	"\x12local_store_status\x18\x1b \x01(\v2,.shardmesh.admin.v1.LocalStoreStatusResponseH\x00R\x10localStoreStatus\x12\x12\n" +
 	"\x04more\x18\b \x01(\bR\x04moreB\b\n" +
 	"\x06result\"\x0e\n" +
 	"\fTypesRequest\"%\n" +
@@ -6138,7 +6897,7 @@ const file_admin_proto_rawDesc = "" +
 	"\rLocateRequest\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x16\n" +
-	"\x06entity\x18\x02 \x01(\tR\x06entity\"\xb6\x02\n" +
+	"\x06entity\x18\x02 \x01(\tR\x06entity\"\xd7\x02\n" +
 	"\x0eLocateResponse\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x16\n" +
@@ -6152,7 +6911,9 @@ const file_admin_proto_rawDesc = "" +
 	"\x05alive\x18\t \x01(\bR\x05alive\x12!\n" +
 	"\fentity_state\x18\n" +
 	" \x01(\tR\ventityState\x12\x1a\n" +
-	"\bproblems\x18\v \x03(\tR\bproblems\"a\n" +
+	"\bproblems\x18\v \x03(\tR\bproblems\x12\x1f\n" +
+	"\valive_known\x18\f \x01(\bR\n" +
+	"aliveKnown\"a\n" +
 	"\x10ShardInfoRequest\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
@@ -6176,7 +6937,7 @@ const file_admin_proto_rawDesc = "" +
 	"\vcached_home\x18\r \x01(\tR\n" +
 	"cachedHome\x12!\n" +
 	"\fcached_epoch\x18\x0e \x01(\x04R\vcachedEpoch\"\x0f\n" +
-	"\rHealthRequest\"\x8d\x02\n" +
+	"\rHealthRequest\"\xa9\x02\n" +
 	"\x0eHealthResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
 	"\x04live\x18\x02 \x01(\bR\x04live\x12\x14\n" +
@@ -6185,7 +6946,8 @@ const file_admin_proto_rawDesc = "" +
 	"\aserving\x18\x05 \x01(\bR\aserving\x12:\n" +
 	"\aregions\x18\x06 \x03(\v2 .shardmesh.admin.v1.RegionHealthR\aregions\x12\x18\n" +
 	"\areasons\x18\a \x03(\tR\areasons\x125\n" +
-	"\x05store\x18\b \x01(\v2\x1f.shardmesh.admin.v1.StoreHealthR\x05store\"\xa2\x03\n" +
+	"\x05store\x18\b \x01(\v2\x1f.shardmesh.admin.v1.StoreHealthR\x05store\x12\x1a\n" +
+	"\bwarnings\x18\t \x03(\tR\bwarnings\"\xa2\x03\n" +
 	"\vStoreHealth\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x1d\n" +
 	"\n" +
@@ -6292,14 +7054,15 @@ const file_admin_proto_rawDesc = "" +
 	"entityType\x12\x14\n" +
 	"\x05shard\x18\x04 \x01(\tR\x05shard\x12\x12\n" +
 	"\x04undo\x18\x05 \x01(\bR\x04undo\"\x13\n" +
-	"\x11DirectivesRequest\"\xd7\x01\n" +
+	"\x11DirectivesRequest\"\xfc\x01\n" +
 	"\x12DirectivesResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05known\x18\x02 \x01(\bR\x05known\x12\x1a\n" +
 	"\bdraining\x18\x03 \x03(\tR\bdraining\x12)\n" +
 	"\x10rebalance_paused\x18\x04 \x01(\bR\x0frebalancePaused\x12+\n" +
 	"\x04pins\x18\x05 \x03(\v2\x17.shardmesh.admin.v1.PinR\x04pins\x12#\n" +
-	"\rstopped_types\x18\x06 \x03(\tR\fstoppedTypes\"P\n" +
+	"\rstopped_types\x18\x06 \x03(\tR\fstoppedTypes\x12#\n" +
+	"\rnot_following\x18\a \x03(\tR\fnotFollowing\"P\n" +
 	"\x03Pin\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
@@ -6322,11 +7085,13 @@ const file_admin_proto_rawDesc = "" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x03 \x01(\tR\x02to\x12#\n" +
 	"\rlive_entities\x18\x04 \x01(\x04R\fliveEntities\x12/\n" +
-	"\x13remembered_entities\x18\x05 \x01(\x04R\x12rememberedEntities\"t\n" +
+	"\x13remembered_entities\x18\x05 \x01(\x04R\x12rememberedEntities\"\xa2\x01\n" +
 	"\x11DataRemoveRequest\x12!\n" +
 	"\fentity_types\x18\x01 \x03(\tR\ventityTypes\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x12#\n" +
-	"\rinclude_state\x18\x03 \x01(\bR\fincludeState\"\xbb\x01\n" +
+	"\rinclude_state\x18\x03 \x01(\bR\fincludeState\x12\x14\n" +
+	"\x05shard\x18\x04 \x01(\tR\x05shard\x12\x16\n" +
+	"\x06entity\x18\x05 \x01(\tR\x06entity\"\xbb\x01\n" +
 	"\x12DataRemoveProgress\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x18\n" +
@@ -6507,7 +7272,51 @@ const file_admin_proto_rawDesc = "" +
 	" \x03(\v2\x1c.shardmesh.admin.v1.SetCountR\x06inSets\"2\n" +
 	"\bSetCount\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
-	"\x04sets\x18\x02 \x01(\rR\x04sets*E\n" +
+	"\x04sets\x18\x02 \x01(\rR\x04sets\"0\n" +
+	"\x16DataRemoveCheckRequest\x12\x16\n" +
+	"\x06signed\x18\x01 \x01(\fR\x06signed\"a\n" +
+	"\x17DataRemoveCheckResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
+	"\bconsents\x18\x02 \x01(\bR\bconsents\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"H\n" +
+	"\fAuditRequest\x12\"\n" +
+	"\rsince_unix_ms\x18\x01 \x01(\x03R\vsinceUnixMs\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"\x96\x01\n" +
+	"\rAuditResponse\x129\n" +
+	"\arecords\x18\x01 \x03(\v2\x1f.shardmesh.admin.v1.AuditRecordR\arecords\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x18\n" +
+	"\amissing\x18\x04 \x03(\tR\amissing\"\xf4\x01\n" +
+	"\vAuditRecord\x12\x1c\n" +
+	"\n" +
+	"at_unix_ms\x18\x01 \x01(\x03R\batUnixMs\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\tR\x06member\x12\x16\n" +
+	"\x06caller\x18\x03 \x01(\tR\x06caller\x12\x12\n" +
+	"\x04call\x18\x04 \x01(\tR\x04call\x12\x12\n" +
+	"\x04args\x18\x05 \x01(\tR\x04args\x12\x18\n" +
+	"\aoutcome\x18\x06 \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06signed\x18\a \x01(\fR\x06signed\x12\x1a\n" +
+	"\bverified\x18\b \x01(\bR\bverified\x12!\n" +
+	"\fverify_error\x18\t \x01(\tR\vverifyError\"a\n" +
+	"\x10RemindersRequest\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x16\n" +
+	"\x06entity\x18\x02 \x01(\tR\x06entity\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\"\x8d\x01\n" +
+	"\x11RemindersResponse\x12@\n" +
+	"\treminders\x18\x01 \x03(\v2\".shardmesh.admin.v1.ReminderRecordR\treminders\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12\x18\n" +
+	"\amissing\x18\x03 \x03(\tR\amissing\"\xde\x01\n" +
+	"\x0eReminderRecord\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\tR\x05shard\x12\x16\n" +
+	"\x06entity\x18\x03 \x01(\tR\x06entity\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x1e\n" +
+	"\vdue_unix_ms\x18\x05 \x01(\x03R\tdueUnixMs\x12\x19\n" +
+	"\bevery_ms\x18\x06 \x01(\x04R\aeveryMs\x12\x18\n" +
+	"\apayload\x18\a \x01(\fR\apayload\x12\x14\n" +
+	"\x05epoch\x18\b \x01(\x04R\x05epoch*E\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\n" +
 	"\n" +
@@ -6529,7 +7338,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_admin_proto_goTypes = []any{
 	(Code)(0),                        // 0: shardmesh.admin.v1.Code
 	(*Request)(nil),                  // 1: shardmesh.admin.v1.Request
@@ -6600,6 +7409,14 @@ var file_admin_proto_goTypes = []any{
 	(*LocalStoreStatusResponse)(nil), // 66: shardmesh.admin.v1.LocalStoreStatusResponse
 	(*LocalTypeUnits)(nil),           // 67: shardmesh.admin.v1.LocalTypeUnits
 	(*SetCount)(nil),                 // 68: shardmesh.admin.v1.SetCount
+	(*DataRemoveCheckRequest)(nil),   // 69: shardmesh.admin.v1.DataRemoveCheckRequest
+	(*DataRemoveCheckResponse)(nil),  // 70: shardmesh.admin.v1.DataRemoveCheckResponse
+	(*AuditRequest)(nil),             // 71: shardmesh.admin.v1.AuditRequest
+	(*AuditResponse)(nil),            // 72: shardmesh.admin.v1.AuditResponse
+	(*AuditRecord)(nil),              // 73: shardmesh.admin.v1.AuditRecord
+	(*RemindersRequest)(nil),         // 74: shardmesh.admin.v1.RemindersRequest
+	(*RemindersResponse)(nil),        // 75: shardmesh.admin.v1.RemindersResponse
+	(*ReminderRecord)(nil),           // 76: shardmesh.admin.v1.ReminderRecord
 }
 var file_admin_proto_depIdxs = []int32{
 	35, // 0: shardmesh.admin.v1.Request.members:type_name -> shardmesh.admin.v1.MembersRequest
@@ -6622,64 +7439,72 @@ var file_admin_proto_depIdxs = []int32{
 	47, // 17: shardmesh.admin.v1.Request.handoffs:type_name -> shardmesh.admin.v1.HandoffsRequest
 	50, // 18: shardmesh.admin.v1.Request.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsRequest
 	55, // 19: shardmesh.admin.v1.Request.history:type_name -> shardmesh.admin.v1.HistoryRequest
-	58, // 20: shardmesh.admin.v1.Request.store_status:type_name -> shardmesh.admin.v1.StoreStatusRequest
-	65, // 21: shardmesh.admin.v1.Request.local_store_status:type_name -> shardmesh.admin.v1.LocalStoreStatusRequest
-	0,  // 22: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
-	37, // 23: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
-	4,  // 24: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
-	7,  // 25: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
-	10, // 26: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
-	12, // 27: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
-	16, // 28: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	22, // 29: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
-	24, // 30: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
-	26, // 31: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
-	30, // 32: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
-	32, // 33: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
-	34, // 34: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
-	40, // 35: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
-	43, // 36: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
-	46, // 37: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
-	48, // 38: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
-	51, // 39: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
-	56, // 40: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
-	59, // 41: shardmesh.admin.v1.Response.store_status:type_name -> shardmesh.admin.v1.StoreStatusResponse
-	66, // 42: shardmesh.admin.v1.Response.local_store_status:type_name -> shardmesh.admin.v1.LocalStoreStatusResponse
-	9,  // 43: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
-	16, // 44: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
-	13, // 45: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	14, // 46: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
-	17, // 47: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
-	19, // 48: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
-	20, // 49: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
-	18, // 50: shardmesh.admin.v1.RegionStats.holding:type_name -> shardmesh.admin.v1.TypeHolding
-	28, // 51: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
-	27, // 52: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
-	36, // 53: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
-	41, // 54: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
-	44, // 55: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
-	49, // 56: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
-	13, // 57: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	52, // 58: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
-	53, // 59: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
-	54, // 60: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
-	57, // 61: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
-	60, // 62: shardmesh.admin.v1.StoreStatusResponse.types:type_name -> shardmesh.admin.v1.TypeUnits
-	61, // 63: shardmesh.admin.v1.StoreStatusResponse.members:type_name -> shardmesh.admin.v1.MemberStore
-	64, // 64: shardmesh.admin.v1.StoreStatusResponse.moves:type_name -> shardmesh.admin.v1.UnitMove
-	13, // 65: shardmesh.admin.v1.StoreStatusResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
-	18, // 66: shardmesh.admin.v1.MemberStore.holdings:type_name -> shardmesh.admin.v1.TypeHolding
-	62, // 67: shardmesh.admin.v1.MemberStore.sets:type_name -> shardmesh.admin.v1.TypeSets
-	63, // 68: shardmesh.admin.v1.MemberStore.counters:type_name -> shardmesh.admin.v1.MoveCounters
-	61, // 69: shardmesh.admin.v1.LocalStoreStatusResponse.member:type_name -> shardmesh.admin.v1.MemberStore
-	67, // 70: shardmesh.admin.v1.LocalStoreStatusResponse.types:type_name -> shardmesh.admin.v1.LocalTypeUnits
-	64, // 71: shardmesh.admin.v1.LocalStoreStatusResponse.moves:type_name -> shardmesh.admin.v1.UnitMove
-	68, // 72: shardmesh.admin.v1.LocalTypeUnits.in_sets:type_name -> shardmesh.admin.v1.SetCount
-	73, // [73:73] is the sub-list for method output_type
-	73, // [73:73] is the sub-list for method input_type
-	73, // [73:73] is the sub-list for extension type_name
-	73, // [73:73] is the sub-list for extension extendee
-	0,  // [0:73] is the sub-list for field type_name
+	69, // 20: shardmesh.admin.v1.Request.data_remove_check:type_name -> shardmesh.admin.v1.DataRemoveCheckRequest
+	71, // 21: shardmesh.admin.v1.Request.audit:type_name -> shardmesh.admin.v1.AuditRequest
+	74, // 22: shardmesh.admin.v1.Request.reminders:type_name -> shardmesh.admin.v1.RemindersRequest
+	58, // 23: shardmesh.admin.v1.Request.store_status:type_name -> shardmesh.admin.v1.StoreStatusRequest
+	65, // 24: shardmesh.admin.v1.Request.local_store_status:type_name -> shardmesh.admin.v1.LocalStoreStatusRequest
+	0,  // 25: shardmesh.admin.v1.Response.code:type_name -> shardmesh.admin.v1.Code
+	37, // 26: shardmesh.admin.v1.Response.members:type_name -> shardmesh.admin.v1.MembersResponse
+	4,  // 27: shardmesh.admin.v1.Response.types:type_name -> shardmesh.admin.v1.TypesResponse
+	7,  // 28: shardmesh.admin.v1.Response.ask:type_name -> shardmesh.admin.v1.AskResponse
+	10, // 29: shardmesh.admin.v1.Response.region_state:type_name -> shardmesh.admin.v1.RegionStateResponse
+	12, // 30: shardmesh.admin.v1.Response.stats:type_name -> shardmesh.admin.v1.StatsResponse
+	16, // 31: shardmesh.admin.v1.Response.local_stats:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	22, // 32: shardmesh.admin.v1.Response.locate:type_name -> shardmesh.admin.v1.LocateResponse
+	24, // 33: shardmesh.admin.v1.Response.shard_info:type_name -> shardmesh.admin.v1.ShardInfoResponse
+	26, // 34: shardmesh.admin.v1.Response.health:type_name -> shardmesh.admin.v1.HealthResponse
+	30, // 35: shardmesh.admin.v1.Response.event:type_name -> shardmesh.admin.v1.WatchEvent
+	32, // 36: shardmesh.admin.v1.Response.shutdown:type_name -> shardmesh.admin.v1.ShutdownProgress
+	34, // 37: shardmesh.admin.v1.Response.down:type_name -> shardmesh.admin.v1.DownResponse
+	40, // 38: shardmesh.admin.v1.Response.directives:type_name -> shardmesh.admin.v1.DirectivesResponse
+	43, // 39: shardmesh.admin.v1.Response.plan:type_name -> shardmesh.admin.v1.PlanResponse
+	46, // 40: shardmesh.admin.v1.Response.data_remove:type_name -> shardmesh.admin.v1.DataRemoveProgress
+	48, // 41: shardmesh.admin.v1.Response.handoffs:type_name -> shardmesh.admin.v1.HandoffsResponse
+	51, // 42: shardmesh.admin.v1.Response.local_handoffs:type_name -> shardmesh.admin.v1.LocalHandoffsResponse
+	56, // 43: shardmesh.admin.v1.Response.history:type_name -> shardmesh.admin.v1.HistoryResponse
+	70, // 44: shardmesh.admin.v1.Response.data_remove_check:type_name -> shardmesh.admin.v1.DataRemoveCheckResponse
+	72, // 45: shardmesh.admin.v1.Response.audit:type_name -> shardmesh.admin.v1.AuditResponse
+	75, // 46: shardmesh.admin.v1.Response.reminders:type_name -> shardmesh.admin.v1.RemindersResponse
+	59, // 47: shardmesh.admin.v1.Response.store_status:type_name -> shardmesh.admin.v1.StoreStatusResponse
+	66, // 48: shardmesh.admin.v1.Response.local_store_status:type_name -> shardmesh.admin.v1.LocalStoreStatusResponse
+	9,  // 49: shardmesh.admin.v1.RegionStateResponse.shards:type_name -> shardmesh.admin.v1.ShardState
+	16, // 50: shardmesh.admin.v1.StatsResponse.members:type_name -> shardmesh.admin.v1.LocalStatsResponse
+	13, // 51: shardmesh.admin.v1.StatsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	14, // 52: shardmesh.admin.v1.FailedMember.shards:type_name -> shardmesh.admin.v1.TypeShards
+	17, // 53: shardmesh.admin.v1.LocalStatsResponse.regions:type_name -> shardmesh.admin.v1.RegionStats
+	19, // 54: shardmesh.admin.v1.RegionStats.shards:type_name -> shardmesh.admin.v1.ShardStats
+	20, // 55: shardmesh.admin.v1.RegionStats.allocations:type_name -> shardmesh.admin.v1.Allocation
+	18, // 56: shardmesh.admin.v1.RegionStats.holding:type_name -> shardmesh.admin.v1.TypeHolding
+	28, // 57: shardmesh.admin.v1.HealthResponse.regions:type_name -> shardmesh.admin.v1.RegionHealth
+	27, // 58: shardmesh.admin.v1.HealthResponse.store:type_name -> shardmesh.admin.v1.StoreHealth
+	36, // 59: shardmesh.admin.v1.MembersResponse.members:type_name -> shardmesh.admin.v1.MemberInfo
+	41, // 60: shardmesh.admin.v1.DirectivesResponse.pins:type_name -> shardmesh.admin.v1.Pin
+	44, // 61: shardmesh.admin.v1.PlanResponse.moves:type_name -> shardmesh.admin.v1.PlanMove
+	49, // 62: shardmesh.admin.v1.HandoffsResponse.handoffs:type_name -> shardmesh.admin.v1.HandoffInfo
+	13, // 63: shardmesh.admin.v1.HandoffsResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	52, // 64: shardmesh.admin.v1.LocalHandoffsResponse.types:type_name -> shardmesh.admin.v1.TypeHandoffs
+	53, // 65: shardmesh.admin.v1.TypeHandoffs.coordinated:type_name -> shardmesh.admin.v1.CoordinatorHandoff
+	54, // 66: shardmesh.admin.v1.TypeHandoffs.local:type_name -> shardmesh.admin.v1.LocalHandoff
+	57, // 67: shardmesh.admin.v1.HistoryResponse.records:type_name -> shardmesh.admin.v1.PlacementRecord
+	60, // 68: shardmesh.admin.v1.StoreStatusResponse.types:type_name -> shardmesh.admin.v1.TypeUnits
+	61, // 69: shardmesh.admin.v1.StoreStatusResponse.members:type_name -> shardmesh.admin.v1.MemberStore
+	64, // 70: shardmesh.admin.v1.StoreStatusResponse.moves:type_name -> shardmesh.admin.v1.UnitMove
+	13, // 71: shardmesh.admin.v1.StoreStatusResponse.failed:type_name -> shardmesh.admin.v1.FailedMember
+	18, // 72: shardmesh.admin.v1.MemberStore.holdings:type_name -> shardmesh.admin.v1.TypeHolding
+	62, // 73: shardmesh.admin.v1.MemberStore.sets:type_name -> shardmesh.admin.v1.TypeSets
+	63, // 74: shardmesh.admin.v1.MemberStore.counters:type_name -> shardmesh.admin.v1.MoveCounters
+	61, // 75: shardmesh.admin.v1.LocalStoreStatusResponse.member:type_name -> shardmesh.admin.v1.MemberStore
+	67, // 76: shardmesh.admin.v1.LocalStoreStatusResponse.types:type_name -> shardmesh.admin.v1.LocalTypeUnits
+	64, // 77: shardmesh.admin.v1.LocalStoreStatusResponse.moves:type_name -> shardmesh.admin.v1.UnitMove
+	68, // 78: shardmesh.admin.v1.LocalTypeUnits.in_sets:type_name -> shardmesh.admin.v1.SetCount
+	73, // 79: shardmesh.admin.v1.AuditResponse.records:type_name -> shardmesh.admin.v1.AuditRecord
+	76, // 80: shardmesh.admin.v1.RemindersResponse.reminders:type_name -> shardmesh.admin.v1.ReminderRecord
+	81, // [81:81] is the sub-list for method output_type
+	81, // [81:81] is the sub-list for method input_type
+	81, // [81:81] is the sub-list for extension type_name
+	81, // [81:81] is the sub-list for extension extendee
+	0,  // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -6708,6 +7533,9 @@ func file_admin_proto_init() {
 		(*Request_Handoffs)(nil),
 		(*Request_LocalHandoffs)(nil),
 		(*Request_History)(nil),
+		(*Request_DataRemoveCheck)(nil),
+		(*Request_Audit)(nil),
+		(*Request_Reminders)(nil),
 		(*Request_StoreStatus)(nil),
 		(*Request_LocalStoreStatus)(nil),
 	}
@@ -6730,6 +7558,9 @@ func file_admin_proto_init() {
 		(*Response_Handoffs)(nil),
 		(*Response_LocalHandoffs)(nil),
 		(*Response_History)(nil),
+		(*Response_DataRemoveCheck)(nil),
+		(*Response_Audit)(nil),
+		(*Response_Reminders)(nil),
 		(*Response_StoreStatus)(nil),
 		(*Response_LocalStoreStatus)(nil),
 	}
@@ -6739,7 +7570,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   68,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -46,8 +46,9 @@ type Backend interface {
 	Shutdown() bool
 	// Down marks a member Down.
 	Down(ctx context.Context, node string) error
-	// ChangeDirective stores a change of the operator's directives cluster-wide.
-	ChangeDirective(ctx context.Context, req *adminpb.DirectiveRequest) error
+	// ChangeDirective stores a change of the operator's directives cluster-wide: signed is
+	// the request that makes it, as the admin signed it (every member verifies it).
+	ChangeDirective(ctx context.Context, signed []byte) error
 	// Directives returns the directives in force on this member.
 	Directives(ctx context.Context) (*adminpb.DirectivesResponse, error)
 	// Plan is the dry run of a rebalance of type typ by its coordinator, which must run
@@ -57,11 +58,19 @@ type Backend interface {
 	// error, the counts it has (those of the members that answered), or nil.
 	RememberedCounts(ctx context.Context, typ string) (map[string]uint64, error)
 	// RemoveTypeData removes (or with dryRun counts) the stored data of a stopped type.
-	RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error)
+	RemoveTypeData(ctx context.Context, typ string, scope node.DataScope, state, dryRun bool, progress func(found, removed int)) (found, removed int, err error)
 	// LocalHandoffs returns what this member knows of handoffs of types (all when empty).
 	LocalHandoffs(ctx context.Context, types []string) (*adminpb.LocalHandoffsResponse, error)
 	// History returns placement records, filtered as req says.
 	History(ctx context.Context, req *adminpb.HistoryRequest) (*adminpb.HistoryResponse, error)
+	// RecordAudit stores an audit record (adminpb.AuditRecord) of a call taken at at.
+	RecordAudit(ctx context.Context, at time.Time, record []byte) error
+	// AuditRecords returns the stored audit records.
+	AuditRecords(ctx context.Context) ([][]byte, error)
+	// Warnings are what is unsafe about how the member is set up (shardctl health).
+	Warnings() []string
+	// Reminders returns the durable reminders of type typ (of entity, when set).
+	Reminders(ctx context.Context, typ, entity string) ([]node.Reminder, error)
 	// Done is closed when the member has stopped; StopReason then says why ("left",
 	// "downed", …; "" while it runs or when it was closed).
 	Done() <-chan struct{}
@@ -221,10 +230,19 @@ func (b *nodeBackend) StopReason() string {
 	return ""
 }
 
-func (b *nodeBackend) ChangeDirective(ctx context.Context, req *adminpb.DirectiveRequest) error {
-	return b.n.ChangeDirective(ctx, node.DirectiveChange{Kind: req.Kind, Node: membership.NodeID(req.Node), Type: req.EntityType,
-		Shard: shard.ID(req.Shard), Undo: req.Undo})
+func (b *nodeBackend) ChangeDirective(ctx context.Context, signed []byte) error {
+	return b.n.StoreDirective(ctx, signed)
 }
+
+func (b *nodeBackend) RecordAudit(ctx context.Context, at time.Time, record []byte) error {
+	return b.n.RecordAudit(ctx, at, record)
+}
+
+func (b *nodeBackend) AuditRecords(ctx context.Context) ([][]byte, error) {
+	return b.n.AuditRecords(ctx)
+}
+
+func (b *nodeBackend) Warnings() []string { return b.n.Warnings() }
 
 func (b *nodeBackend) Directives(ctx context.Context) (*adminpb.DirectivesResponse, error) {
 	d, known, err := b.n.Directives(ctx)
@@ -268,8 +286,8 @@ func (b *nodeBackend) RememberedCounts(ctx context.Context, typ string) (map[str
 	return out, err
 }
 
-func (b *nodeBackend) RemoveTypeData(ctx context.Context, typ string, state, dryRun bool, progress func(found, removed int)) (int, int, error) {
-	return b.n.RemoveTypeData(ctx, typ, state, dryRun, progress)
+func (b *nodeBackend) RemoveTypeData(ctx context.Context, typ string, scope node.DataScope, state, dryRun bool, progress func(found, removed int)) (int, int, error) {
+	return b.n.RemoveTypeData(ctx, typ, scope, state, dryRun, progress)
 }
 
 func (b *nodeBackend) LocalHandoffs(ctx context.Context, types []string) (*adminpb.LocalHandoffsResponse, error) {
@@ -323,6 +341,10 @@ func (b *nodeBackend) History(ctx context.Context, req *adminpb.HistoryRequest) 
 			Entities: wire.Count32(r.Entities), Coordinator: string(r.Coordinator)})
 	}
 	return resp, nil
+}
+
+func (b *nodeBackend) Reminders(ctx context.Context, typ, entity string) ([]node.Reminder, error) {
+	return b.n.Reminders(ctx, typ, entity)
 }
 
 // callError classifies an error of a backend call.

@@ -36,7 +36,7 @@ func (r *readyRegions) check(typ string, registered bool) bool {
 // health answers liveness (the member's loop takes a turn) and readiness (an Up member
 // holding the majority lease whose regions have registered with their coordinators).
 func (s *Server) health(ctx context.Context) *adminpb.Response {
-	out := &adminpb.HealthResponse{Node: s.backend.Self()}
+	out := &adminpb.HealthResponse{Node: s.backend.Self(), Warnings: s.backend.Warnings()}
 	resp := &adminpb.Response{Result: &adminpb.Response_Health{Health: out}}
 	pctx, cancel := context.WithTimeout(ctx, livenessTimeout)
 	defer cancel()

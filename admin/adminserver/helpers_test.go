@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,15 +14,21 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/node"
+	"github.com/shardmesh/shardmesh/trust"
 	"github.com/shardmesh/shardmesh/wire"
 )
+
+// testKeys holds the private key of every id newID made: a test call from an id signs its
+// admin calls with it, as shardctl signs with its identity.
+var testKeys sync.Map // peer.ID → crypto.PrivKey
 
 // newID returns a fresh peer id.
 func newID(t testing.TB) peer.ID {
 	t.Helper()
-	_, pub, err := crypto.GenerateEd25519Key(nil)
+	priv, pub, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,6 +36,7 @@ func newID(t testing.TB) peer.ID {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testKeys.Store(id, priv)
 	return id
 }
 
@@ -43,7 +51,13 @@ type fakeBackend struct {
 	done    chan struct{}
 	reason  string
 
+	stopped  []string // types out of service here
+	draining []string
+	paused   bool
+	pins     []*adminpb.Pin
+
 	mu         sync.Mutex
+	audit      [][]byte
 	downed     []string
 	shutdowns  int
 	registered bool
@@ -177,15 +191,59 @@ func (b *fakeBackend) Store() *adminpb.StoreHealth {
 	return b.store
 }
 
-func (b *fakeBackend) ChangeDirective(context.Context, *adminpb.DirectiveRequest) error {
+func (b *fakeBackend) RecordAudit(_ context.Context, _ time.Time, record []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.audit = append(b.audit, record)
+	return nil
+}
+
+func (b *fakeBackend) AuditRecords(context.Context) ([][]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.audit), nil
+}
+
+func (b *fakeBackend) Warnings() []string { return nil }
+
+// ChangeDirective follows the change at once, as a member whose admin set the signer is in.
+func (b *fakeBackend) ChangeDirective(_ context.Context, signed []byte) error {
+	s, err := trust.OpenSigned(signed)
+	if err != nil {
+		return err
+	}
+	req, err := admin.DecodeSignedBody(s.Body)
+	if err != nil {
+		return err
+	}
+	d := req.GetDirective()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.directives++
+	switch {
+	case d.Kind == "drain" && !d.Undo:
+		b.draining = append(b.draining, d.Node)
+	case d.Kind == "drain":
+		b.draining = slices.DeleteFunc(b.draining, func(n string) bool { return n == d.Node })
+	case d.Kind == "pause":
+		b.paused = !d.Undo
+	case d.Kind == "stop" && !d.Undo:
+		b.stopped = append(b.stopped, d.EntityType)
+	case d.Kind == "stop":
+		b.stopped = slices.DeleteFunc(b.stopped, func(t string) bool { return t == d.EntityType })
+	case d.Kind == "pin" && !d.Undo:
+		b.pins = append(b.pins, &adminpb.Pin{EntityType: d.EntityType, Shard: d.Shard, Node: d.Node})
+	case d.Kind == "pin":
+		b.pins = slices.DeleteFunc(b.pins, func(p *adminpb.Pin) bool { return p.EntityType == d.EntityType && p.Shard == d.Shard })
+	}
 	return nil
 }
 
 func (b *fakeBackend) Directives(context.Context) (*adminpb.DirectivesResponse, error) {
-	return &adminpb.DirectivesResponse{Node: b.self, Known: true}, nil
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return &adminpb.DirectivesResponse{Node: b.self, Known: true, StoppedTypes: slices.Clone(b.stopped), Draining: slices.Clone(b.draining),
+		RebalancePaused: b.paused, Pins: slices.Clone(b.pins)}, nil
 }
 
 func (b *fakeBackend) Plan(context.Context, string, int, string) (*adminpb.PlanResponse, error) {
@@ -194,6 +252,10 @@ func (b *fakeBackend) Plan(context.Context, string, int, string) (*adminpb.PlanR
 
 func (b *fakeBackend) LocalHandoffs(context.Context, []string) (*adminpb.LocalHandoffsResponse, error) {
 	return &adminpb.LocalHandoffsResponse{Node: b.self}, nil
+}
+
+func (b *fakeBackend) Reminders(context.Context, string, string) ([]node.Reminder, error) {
+	return nil, nil
 }
 
 func (b *fakeBackend) History(context.Context, *adminpb.HistoryRequest) (*adminpb.HistoryResponse, error) {
@@ -214,7 +276,7 @@ func (b *fakeBackend) RememberedCounts(context.Context, string) (map[string]uint
 	return nil, nil
 }
 
-func (b *fakeBackend) RemoveTypeData(context.Context, string, bool, bool, func(int, int)) (int, int, error) {
+func (b *fakeBackend) RemoveTypeData(context.Context, string, node.DataScope, bool, bool, func(int, int)) (int, int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.removals++
@@ -251,9 +313,21 @@ func newTestServer(_ testing.TB, b *fakeBackend, cfg Config) *testServer {
 	return &testServer{Server: NewServer(b, cfg), backend: b, logs: logs}
 }
 
-// call serves one request from caller and returns the responses it sent.
+// call serves one request from caller and returns the responses it sent. An admin call
+// from an id newID made is signed with its key, for this member, as a client signs it.
 func (s *testServer) call(t testing.TB, caller peer.ID, req *adminpb.Request) []*adminpb.Response {
 	t.Helper()
+	if key, ok := testKeys.Load(caller); ok {
+		if _, acc := admin.CallInfo(req); acc == admin.AccessAdmin {
+			self, err := peer.Decode(s.backend.self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req, err = admin.SignRequest(req, key.(crypto.PrivKey), nil, self, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	req.ProtocolVersion = wire.ProtocolVersion
 	frame, err := proto.Marshal(req)
 	if err != nil {

@@ -64,7 +64,7 @@ func (s *Server) locate(ctx context.Context, req *adminpb.LocateRequest) *adminp
 			}
 		}
 		if at != nil {
-			out.Alive, out.EntityState = at.Alive, at.EntityState
+			out.Alive, out.EntityState, out.AliveKnown = at.Alive, at.EntityState, true
 		}
 	}
 	resp := &adminpb.Response{Result: &adminpb.Response_Locate{Locate: out}}

@@ -13,6 +13,7 @@ import (
 	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/p2p"
+	"github.com/shardmesh/shardmesh/trust"
 	"github.com/shardmesh/shardmesh/wire"
 )
 
@@ -28,9 +29,12 @@ const (
 
 // Config configures the admin server of a member.
 type Config struct {
-	// Admins are the peer ids of admin identities: the only callers allowed to change the
-	// cluster (admin-allow).
+	// Admins are the peer ids of admin identities allowed to change the cluster
+	// (admin-allow): their signed requests are carried out.
 	Admins []peer.ID
+	// Authorities are the cluster authorities (cluster-authority): identities presenting an
+	// admin credential from one of them are admins too.
+	Authorities []peer.ID
 	// ReadOnlyOpen answers calls that only read, and messages to entities, to any peer that
 	// reaches the member (admin-read-only-open); off, only to admins and members.
 	ReadOnlyOpen bool
@@ -48,8 +52,13 @@ type Server struct {
 	backend Backend
 	cfg     Config
 	self    peer.ID
-	admins  map[peer.ID]bool
+	policy  *trust.Policy
 	log     *slog.Logger
+
+	replayMu   sync.Mutex
+	replay     *trust.ReplayGuard
+	audit      auditLog
+	followWait time.Duration // how long a directive change waits for the members to follow it
 	// callPeer makes a call to another member's admin server.
 	callPeer func(ctx context.Context, to peer.ID, req *adminpb.Request) (*adminpb.Response, error)
 
@@ -69,10 +78,8 @@ func NewServer(backend Backend, cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	self, _ := peer.Decode(backend.Self())
-	s := &Server{backend: backend, cfg: cfg, self: self, admins: map[peer.ID]bool{}, log: cfg.Logger, quit: make(chan struct{})}
-	for _, a := range cfg.Admins {
-		s.admins[a] = true
-	}
+	s := &Server{backend: backend, cfg: cfg, self: self, policy: trust.NewPolicy(cfg.Authorities, cfg.Admins), log: cfg.Logger,
+		replay: trust.NewReplayGuard(0), followWait: defaultFollowWait, quit: make(chan struct{})}
 	s.callPeer = func(context.Context, peer.ID, *adminpb.Request) (*adminpb.Response, error) {
 		return nil, fmt.Errorf("no host to reach other members")
 	}
@@ -142,48 +149,75 @@ func (s *Server) handle(st *p2p.Stream) {
 	}
 }
 
-// serve answers one request frame from caller. streaming is called once a call turns out
+// serve answers one request frame from peer from. streaming is called once a call turns out
 // to answer with a stream of responses.
-func (s *Server) serve(ctx context.Context, caller peer.ID, frame []byte, emit emitter, streaming func()) error {
+func (s *Server) serve(ctx context.Context, from peer.ID, frame []byte, emit emitter, streaming func()) error {
+	start := time.Now()
+	c := caller{peer: from}
 	req, err := admin.DecodeRequest(frame)
 	var bad *adminpb.Response
 	if err != nil {
 		bad = refuse(adminpb.Code_BAD_REQUEST, "%v", err)
+	} else if len(req.Signed) > 0 {
+		var inner *adminpb.Request
+		if c.admin, inner, bad = s.openSigned(req.Signed); bad == nil {
+			req = inner
+		} else {
+			s.log.Warn("admin call refused", "peer", from.String(), "reason", bad.Error)
+			defer s.audit.refusal(s, req.Signed, bad) // after the answer
+		}
+	}
+	// The call's last response: what the metrics count and the audit records.
+	var last *adminpb.Response
+	inner := emit
+	emit = func(resp *adminpb.Response) error {
+		last = resp
+		return inner(resp)
+	}
+	name, acc := "malformed", admin.AccessRead
+	if bad == nil {
+		name, acc = admin.CallInfo(req)
 	}
 	if s.cfg.Metrics != nil {
-		// Counted by the code of the call's last response.
-		start, call, code := time.Now(), "malformed", adminpb.Code_OK
-		if bad == nil {
-			call, _ = callInfo(req)
-		}
-		inner := emit
-		emit = func(resp *adminpb.Response) error {
-			code = resp.GetCode()
-			return inner(resp)
-		}
-		defer func() { s.cfg.Metrics.record(call, code, time.Since(start)) }()
+		defer func() { s.cfg.Metrics.record(name, last.GetCode(), time.Since(start)) }()
 	}
 	if bad != nil {
 		return emit(bad)
 	}
-	if refused := s.authorize(caller, req); refused != nil {
+	if refused := s.authorize(c, req); refused != nil {
+		if c.admin != nil {
+			defer s.audit.refusal(s, c.admin.Raw, refused) // after the answer
+		}
 		return emit(refused)
 	}
-	if name, acc := callInfo(req); acc == accessAdmin && !req.GetDown().GetCheck() {
-		s.log.Info("admin call", "call", name, "caller", caller.String())
+	// Calls that change the cluster are audited; a down --check or a dry run changes
+	// nothing (the dashboard checks at every connection whether its identity is an admin).
+	audited := acc == admin.AccessAdmin && !req.GetDown().GetCheck() && !req.GetDataRemove().GetDryRun()
+	if audited {
+		defer func() {
+			if audited {
+				s.took(c, name, req, last, start)
+			}
+		}()
 	}
 	switch call := req.Call.(type) {
 	case *adminpb.Request_Watch:
 		streaming()
 		return s.watch(ctx, call.Watch, emit)
 	case *adminpb.Request_Shutdown:
+		if audited { // recorded as it begins: it ends with the member, and its store, gone
+			s.took(c, name, req, &adminpb.Response{}, start)
+			audited = false
+		}
 		if call.Shutdown.Follow {
 			streaming()
 		}
 		return s.shutdown(ctx, call.Shutdown, emit)
 	case *adminpb.Request_DataRemove:
 		streaming()
-		return s.dataRemove(ctx, call.DataRemove, emit)
+		return s.dataRemove(ctx, call.DataRemove, c.admin.Raw, emit)
+	case *adminpb.Request_Directive:
+		return emit(s.directive(ctx, call.Directive, c.admin.Raw))
 	}
 	return emit(s.answer(ctx, req))
 }
@@ -244,8 +278,6 @@ func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Resp
 		return s.health(ctx)
 	case *adminpb.Request_Down:
 		return s.down(ctx, call.Down)
-	case *adminpb.Request_Directive:
-		return s.directive(ctx, call.Directive)
 	case *adminpb.Request_Directives:
 		return s.directives(ctx)
 	case *adminpb.Request_Plan:
@@ -260,6 +292,12 @@ func (s *Server) answer(ctx context.Context, req *adminpb.Request) *adminpb.Resp
 		return s.storeStatus(ctx, call.StoreStatus)
 	case *adminpb.Request_LocalStoreStatus:
 		return s.localStoreStatus(call.LocalStoreStatus)
+	case *adminpb.Request_DataRemoveCheck:
+		return s.dataRemoveCheck(ctx, call.DataRemoveCheck)
+	case *adminpb.Request_Audit:
+		return s.auditRecords(ctx, call.Audit)
+	case *adminpb.Request_Reminders:
+		return s.reminders(ctx, call.Reminders)
 	}
 	return refuse(adminpb.Code_BAD_REQUEST, "unknown admin call %T: is shardctl newer than this member?", req.Call)
 }

@@ -164,7 +164,7 @@ func TestStatsNamesMembersThatDidNotAnswer(t *testing.T) {
 }
 
 // TestLocate: the home comes from the coordinator on another member and the entity's
-// liveness from the home.
+// liveness from the home; a silent home leaves the liveness unknown (never "no").
 func TestLocate(t *testing.T) {
 	self, coord, home := newID(t), newID(t), newID(t)
 	b := newFakeBackend(self.String(), coord.String(), home.String())
@@ -187,13 +187,13 @@ func TestLocate(t *testing.T) {
 	locate := &adminpb.Request{Call: &adminpb.Request_Locate{Locate: &adminpb.LocateRequest{EntityType: "counter", Entity: "u1"}}}
 	resp := s.one(t, newID(t), locate)
 	l := resp.GetLocate()
-	if resp.Code != adminpb.Code_OK || l.Shard != "s-u1" || l.Home != home.String() || l.Epoch != 7 || l.Source != "coordinator" || !l.Alive || l.EntityState != "running" {
+	if resp.Code != adminpb.Code_OK || l.Shard != "s-u1" || l.Home != home.String() || l.Epoch != 7 || l.Source != "coordinator" || !l.Alive || !l.AliveKnown || l.EntityState != "running" {
 		t.Fatalf("%v", resp)
 	}
 	homeAnswers = false
 	resp = s.one(t, newID(t), locate)
-	if resp.Code != adminpb.Code_PARTIAL || resp.GetLocate().Home != home.String() || len(resp.GetLocate().Problems) != 1 {
-		t.Fatalf("home silent: %v", resp)
+	if l := resp.GetLocate(); resp.Code != adminpb.Code_PARTIAL || l.Home != home.String() || len(l.Problems) != 1 || l.AliveKnown || l.Alive {
+		t.Fatalf("home silent: %v (want alive unknown)", resp)
 	}
 	if r := s.one(t, newID(t), &adminpb.Request{Call: &adminpb.Request_Locate{Locate: &adminpb.LocateRequest{EntityType: "nope", Entity: "u1"}}}); r.Code != adminpb.Code_BAD_REQUEST {
 		t.Errorf("unknown type: %v", r)

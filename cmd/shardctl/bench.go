@@ -60,8 +60,8 @@ through the member named by --node, and prints the throughput and the latency pe
 (p50, p90, p99, max; HdrHistogram). --ask (the default) waits for each reply; --tell only for
 the member to accept the message. Progress is shown every second (on stderr with --json).
 Every call opens a stream to the member, so this measures the admin path, not the library's
-in-process Tell and Ask. --timeout bounds connecting and each call. Exit code 0, 3 when some
-calls failed, 1 when all did.
+in-process Tell and Ask. --timeout bounds connecting and each call. Exit code 0 when every
+call succeeded, 3 when some failed, 1 when all failed.
 Example, with the daemon's built-in counter type:
    shardctl bench --data-dir /tmp/a --type counter --entities 1000 --concurrency 16 --duration 10s
    shardctl bench --data-dir /tmp/a --type counter --tell --message inc --json`,

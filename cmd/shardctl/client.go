@@ -30,7 +30,8 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "node", Usage: "the member to talk to: its `MULTIADDR` (ending in /p2p/<peer id>), or its peer id (or the end of it, as tables show it) reached through $SHARDMESH_NODE or --data-dir", EnvVars: []string{"SHARDMESH_NODE"}},
 		&cli.StringFlag{Name: "data-dir", Usage: "data `DIR` of a member running on this machine (its addrs file names it)", EnvVars: []string{"SHARDMESH_DATA_DIR"}},
 		&cli.StringFlag{Name: "cluster-key", Usage: "the cluster's key `FILE`, if the cluster has one", EnvVars: []string{"SHARDMESH_CLUSTER_KEY"}},
-		&cli.StringFlag{Name: "identity", Usage: "admin identity key `FILE` (shardctl keygen admin); needed for calls that change the cluster", EnvVars: []string{"SHARDMESH_IDENTITY"}},
+		&cli.StringFlag{Name: "identity", Usage: "admin identity key `FILE` (shardctl keygen admin); calls that change the cluster are signed with it", EnvVars: []string{"SHARDMESH_IDENTITY"}},
+		&cli.StringFlag{Name: "credential", Usage: "the identity's admin credential `FILE` (shardctl credential admin); default IDENTITY.credential when it exists", EnvVars: []string{"SHARDMESH_CREDENTIAL"}},
 		timeoutFlag(defaultTimeout, "give up after this long"),
 		&cli.StringFlag{Name: "context", Usage: "use saved context `NAME` for this call instead of the current one (shardctl context)", EnvVars: []string{"SHARDMESH_CONTEXT"}},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
@@ -49,6 +50,7 @@ type session struct {
 	cancel context.CancelFunc
 	psk    pnet.PSK
 	key    crypto.PrivKey
+	cred   []byte // the identity's admin credential, if any
 }
 
 func (s *session) close() {
@@ -63,17 +65,8 @@ func connect(c *cli.Context) (*session, error) {
 		return nil, err
 	}
 	s := &session{}
-	if f := c.String("cluster-key"); f != "" {
-		var err error
-		if s.psk, err = p2p.LoadClusterKey(f); err != nil {
-			return nil, cli.Exit("--cluster-key: "+err.Error(), exitUsage)
-		}
-	}
-	if f := c.String("identity"); f != "" {
-		var err error
-		if s.key, err = p2p.LoadIdentity(f); err != nil {
-			return nil, cli.Exit("--identity: "+err.Error(), exitUsage)
-		}
+	if err := s.loadKeys(c); err != nil {
+		return nil, err
 	}
 	s.ctx, s.cancel = context.WithTimeout(context.Background(), c.Duration("timeout"))
 	addr, name, err := entryPoint(c)
@@ -140,7 +133,7 @@ func entryPoint(c *cli.Context) (addr, name string, err error) {
 
 // dial connects to the member at addr with the session's key and identity.
 func (s *session) dial(addr string) (*admin.Client, error) {
-	cl, err := admin.Dial(s.ctx, admin.ClientConfig{Node: addr, Identity: s.key, ClusterKey: s.psk})
+	cl, err := admin.Dial(s.ctx, admin.ClientConfig{Node: addr, Identity: s.key, Credential: s.cred, ClusterKey: s.psk})
 	if err != nil {
 		return nil, &dialError{msg: dialProblem(addr, err), err: err}
 	}
@@ -166,19 +159,22 @@ func configProblem(err error) bool {
 		cmdline.ExitCode(err, exitFailed) == exitUsage
 }
 
-// dialProblem says, first, why a connection to addr failed: the wrong member, a timeout, a
-// refusal; then the details.
+// dialProblem says, first, why a connection to addr failed: the wrong member, a handshake
+// that did not complete in time (which is not a wrong key: another key is refused at once),
+// a refusal, no answer; then the details.
 func dialProblem(addr string, err error) string {
 	switch {
 	case errors.Is(err, p2p.ErrPeerIDMismatch):
-		return fmt.Sprintf("peer id mismatch: the member at %s is not the one its /p2p/ id names (%v)", addr, err)
-	case errors.Is(err, context.DeadlineExceeded) && (errors.Is(err, p2p.ErrHandshake) || acceptsTCP(addr)):
+		return fmt.Sprintf("peer id mismatch: the member at %s is not the one its /p2p/ id names; check --node, or the addrs file of --data-dir (%v)", addr, err)
+	case errors.Is(err, p2p.ErrHandshakeTimeout) || errors.Is(err, context.DeadlineExceeded) && (errors.Is(err, p2p.ErrHandshake) || acceptsTCP(addr)):
 		return fmt.Sprintf("cannot reach %s within --timeout: it accepted the connection but did not complete the handshake: "+
-			"the member is hung or stopped (kill -STOP, a long pause), or its --cluster-key is not this one (or only one side has one)", addr)
+			"the member is hung or stopped (kill -STOP, a long pause), or overloaded or flooded with connections (its log says so); "+
+			"a member under another --cluster-key refuses at once, so this is not a wrong key unless only one side has one", addr)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("cannot reach %s within --timeout: nothing answered there (a wrong address, a firewall, a stopped host?)", addr)
 	case errors.Is(err, p2p.ErrHandshake):
-		return fmt.Sprintf("the member at %s refused the connection: check --cluster-key (%v)", addr, err)
+		return fmt.Sprintf("the member at %s refused the connection: check --cluster-key: it holds another cluster key (or only one side has one), "+
+			"or its allow-list does not include this client (%v)", addr, err)
 	}
 	return err.Error()
 }

@@ -17,12 +17,12 @@ import (
 )
 
 // A context is a saved set of the flags that name a cluster and who calls it (kubectl's
-// contexts): --node or --data-dir, --cluster-key, --identity, --timeout. The current one
-// (or --context NAME, $SHARDMESH_CONTEXT) fills in each of them that the command line and
-// the environment leave unset.
+// contexts): --node or --data-dir, --cluster-key, --identity, --credential, --timeout. The
+// current one (or --context NAME, $SHARDMESH_CONTEXT) fills in each of them that the command
+// line and the environment leave unset.
 
 // contextFlags are the global flags a context may hold, in the order they are shown.
-var contextFlags = []string{"node", "data-dir", "cluster-key", "identity", "timeout"}
+var contextFlags = []string{"node", "data-dir", "cluster-key", "identity", "credential", "timeout"}
 
 // contextFile is what the contexts file holds.
 type contextFile struct {
@@ -159,13 +159,14 @@ func contextCommand() *cli.Command {
 		&cli.StringFlag{Name: "data-dir", Usage: "data `DIR` of a member on this machine"},
 		&cli.StringFlag{Name: "cluster-key", Usage: "the cluster's key `FILE`"},
 		&cli.StringFlag{Name: "identity", Usage: "admin identity key `FILE`"},
+		&cli.StringFlag{Name: "credential", Usage: "the identity's admin credential `FILE` (default: IDENTITY.credential when it exists)"},
 		&cli.DurationFlag{Name: "timeout", Usage: "the default --timeout"},
 	}
 	return &cli.Command{
 		Name:  "context",
 		Usage: "save the flags that reach a cluster under a name, and use them (kubectl-style)",
-		Description: `A context saves --node (or --data-dir), --cluster-key, --identity and --timeout under a
-name, so they need not go on every call. The current context fills in whatever the command
+		Description: `A context saves --node (or --data-dir), --cluster-key, --identity, --credential and
+--timeout under a name, so they need not go on every call. The current context fills in whatever the command
 line and the environment ($SHARDMESH_NODE, ...) leave unset; --context NAME (or
 $SHARDMESH_CONTEXT) uses another for one call. Contexts live in
 $XDG_CONFIG_HOME/shardmesh/shardctl.yaml (~/.config/shardmesh/shardctl.yaml), or the file
@@ -214,7 +215,7 @@ Example:
 							}
 							v = c.Duration(flag).String()
 						}
-						if flag == "data-dir" || flag == "cluster-key" || flag == "identity" {
+						if flag == "data-dir" || flag == "cluster-key" || flag == "identity" || flag == "credential" {
 							if v, err = filepath.Abs(v); err != nil {
 								return cmdline.Usagef("--%s: %v", flag, err)
 							}
@@ -228,7 +229,7 @@ Example:
 						delete(ctx, "node")
 					}
 					if given == 0 {
-						return cmdline.Usagef("context set %s: give at least one of --node, --data-dir, --cluster-key, --identity, --timeout", name)
+						return cmdline.Usagef("context set %s: give at least one of --node, --data-dir, --cluster-key, --identity, --credential, --timeout", name)
 					}
 					f.Contexts[name] = ctx
 					if f.Current == "" {

@@ -53,18 +53,14 @@ Example:
 				return cmdline.Usagef("the dashboard needs a terminal; for scripts use members, stats and watch --json")
 			}
 			s := &session{}
-			var err error
-			if f := c.String("cluster-key"); f != "" {
-				if s.psk, err = p2p.LoadClusterKey(f); err != nil {
-					return cli.Exit("--cluster-key: "+err.Error(), exitUsage)
-				}
-			}
-			if f := c.String("identity"); f != "" {
-				if s.key, err = p2p.LoadIdentity(f); err != nil {
-					return cli.Exit("--identity: "+err.Error(), exitUsage)
-				}
-			} else if s.key, _, err = crypto.GenerateEd25519Key(nil); err != nil {
+			if err := s.loadKeys(c); err != nil {
 				return err
+			}
+			if s.key == nil {
+				var err error
+				if s.key, _, err = crypto.GenerateEd25519Key(nil); err != nil {
+					return err
+				}
 			}
 			addr, name, err := entryPoint(c)
 			if err != nil {
@@ -89,10 +85,11 @@ Example:
 					case configProblem(err):
 						return nil, tui.Permanent(err) // the dashboard stops on it instead of retrying
 					case acceptedButSilent(addr, err):
-						// Another cluster key often looks like this too: the member reads our
-						// bytes as garbage and waits for more. After a few tries, stop and say so.
+						// A member with no cluster key, when this side has one, can look like this
+						// too: it reads our bytes as garbage and waits for more. After a few tries,
+						// stop and say so.
 						if n := silent.Add(1); n >= silentTries {
-							return nil, tui.Permanent(fmt.Errorf("%w (%d tries in a row: most likely another --cluster-key)", err, n))
+							return nil, tui.Permanent(fmt.Errorf("%w (%d tries in a row: the member is hung or flooded, or only one side has a --cluster-key)", err, n))
 						}
 					}
 					return src, err
@@ -108,9 +105,9 @@ Example:
 const silentTries = 3
 
 // acceptedButSilent reports whether a connection to addr timed out after the member
-// accepted it: hung, or another cluster key.
+// accepted it: hung, flooded, or a cluster key on one side only.
 func acceptedButSilent(addr string, err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) && (errors.Is(err, p2p.ErrHandshake) || acceptsTCP(addr))
+	return errors.Is(err, p2p.ErrHandshakeTimeout) || errors.Is(err, context.DeadlineExceeded) && (errors.Is(err, p2p.ErrHandshake) || acceptsTCP(addr))
 }
 
 // dashboardSource connects to the entry member (the one --node names) with the session's
@@ -137,7 +134,7 @@ func dashboardSource(ctx context.Context, s session, addr, name string) (tui.Sou
 			cl = target
 		}
 	}
-	src, err := tui.NewAdminSource(cl, admin.ClientConfig{Identity: s.key, ClusterKey: s.psk})
+	src, err := tui.NewAdminSource(cl, admin.ClientConfig{Identity: s.key, Credential: s.cred, ClusterKey: s.psk})
 	if err != nil {
 		cl.Close()
 		return nil, err

@@ -15,10 +15,11 @@ import (
 )
 
 // The offline data commands (data inspect, backup, restore, verify, rebuild, upgrade and
-// remove-internal-data) open stopped members' stores, which takes Badger. shardctl does not
-// link it: they run in sharddaemon, the binary that writes those directories (its data.go),
-// which shardctl executes in its own place with the same arguments. Their help, exit codes
-// and output are sharddaemon's, under shardctl's name.
+// remove-internal-data) open stopped members' stores, which takes Badger, and the capacity
+// simulator (sim cluster) runs the member's machines (engine). shardctl links neither: they
+// run in sharddaemon, the binary that writes those directories (its data.go, sim.go), which
+// shardctl executes in its own place with the same arguments. Their help, exit codes and
+// output are sharddaemon's, under shardctl's name.
 
 // dataCommand is data inspect|backup|restore (offline, in sharddaemon) and the networked
 // commands given (data remove, through a running cluster).
@@ -64,12 +65,16 @@ func removeInternalDataCommand() *cli.Command {
 }
 
 // daemonCommand is a command that sharddaemon runs: `sharddaemon path… ARGS…`, every
-// argument (--help included) passed as given.
+// argument (--help included) passed as given. Its description is for its man page only
+// (--help is sharddaemon's): it points at sharddaemon's page of the same command.
 func daemonCommand(name, usage string, path ...string) *cli.Command {
+	cmd := strings.Join(path, " ")
 	return &cli.Command{
-		Name:            name,
-		Usage:           usage + " (runs in sharddaemon)",
-		ArgsUsage:       "[see 'shardctl " + strings.Join(path, " ") + " --help']",
+		Name:  name,
+		Usage: usage + " (runs in sharddaemon)",
+		Description: "Runs 'sharddaemon " + cmd + "' (the sharddaemon beside shardctl, or on $PATH) with the\n" +
+			"arguments given: sharddaemon owns the data directory's format and links the store. Its\n" +
+			"options, examples and exit codes are that command's; 'shardctl " + cmd + " --help' shows them.",
 		SkipFlagParsing: true,
 		HideHelp:        true,
 		Action: func(c *cli.Context) error {
@@ -78,7 +83,8 @@ func daemonCommand(name, usage string, path ...string) *cli.Command {
 	}
 }
 
-// daemonName is the program that runs shardctl's offline data commands.
+// daemonName is the program that runs shardctl's offline data commands and its capacity
+// simulator (sim cluster).
 const daemonName = "sharddaemon"
 
 // execDaemon replaces this process with sharddaemon running args, as "shardctl": its
@@ -110,7 +116,7 @@ func findDaemon() (string, error) {
 		return path, nil
 	}
 	if beside == "" || !errors.Is(err, exec.ErrNotFound) {
-		return "", fmt.Errorf("this command runs in %s, which owns the data directory's format: %v", daemonName, err)
+		return "", fmt.Errorf("this command runs in %s, which holds the member's store and machines: %v", daemonName, err)
 	}
-	return "", fmt.Errorf("this command runs in %s, which owns the data directory's format, and there is none beside shardctl (%s) nor on $PATH: install the %s of this release", daemonName, beside, daemonName)
+	return "", fmt.Errorf("this command runs in %s, which holds the member's store and machines, and there is none beside shardctl (%s) nor on $PATH: install the %s of this release", daemonName, beside, daemonName)
 }

@@ -22,6 +22,8 @@ type healthJSON struct {
 	Regions []regionHealthJSON `json:"regions"`
 	Store   *storeHealthJSON   `json:"store,omitempty"`
 	Reasons []string           `json:"reasons"` // why not ready (or not live)
+	// Warnings: what is unsafe about how the member is set up (it may still be ready).
+	Warnings []string `json:"warnings"`
 }
 
 // storeHealthJSON is the member's replica of the store: its disk and its refill.
@@ -127,7 +129,7 @@ func checkHealth(c *cli.Context) (*adminpb.HealthResponse, error) {
 
 func printHealth(c *cli.Context, h *adminpb.HealthResponse) error {
 	out := healthJSON{Node: h.Node, Live: h.Live, Ready: h.Ready, Status: h.Status, Serving: h.Serving,
-		Regions: []regionHealthJSON{}, Reasons: append([]string{}, h.Reasons...)}
+		Regions: []regionHealthJSON{}, Reasons: append([]string{}, h.Reasons...), Warnings: append([]string{}, h.Warnings...)}
 	for _, r := range h.Regions {
 		out.Regions = append(out.Regions, regionHealthJSON{EntityType: r.EntityType, Registered: r.Registered, Ready: r.Ready, Proxy: r.Proxy, Coordinator: r.Coordinator, NoNewShards: r.NoNewShards})
 	}
@@ -174,6 +176,9 @@ func printHealth(c *cli.Context, h *adminpb.HealthResponse) error {
 	}
 	for _, r := range out.Reasons {
 		t.Row("why not", r)
+	}
+	for _, w := range out.Warnings {
+		t.Row("warning", w)
 	}
 	t.Flush()
 	return nil

@@ -53,15 +53,9 @@ Example:
 			if err != nil {
 				return err
 			}
-			if err := cmdline.PositiveFlag(c, "since"); err != nil {
+			since, err := sinceAndLimit(c)
+			if err != nil {
 				return err
-			}
-			if c.Int("limit") < 1 {
-				return cmdline.Usagef("--limit %d: must be at least 1", c.Int("limit"))
-			}
-			var since time.Time
-			if c.IsSet("since") {
-				since = time.Now().Add(-c.Duration("since"))
 			}
 			s, err := connect(c)
 			if err != nil {
@@ -83,7 +77,7 @@ Example:
 			} else {
 				printHistory(c.App.Writer, out, h.Truncated)
 			}
-			return partialHistory(h.Missing)
+			return partialMetaRead(h.Missing)
 		},
 	}
 }
@@ -112,11 +106,26 @@ func printHistory(w io.Writer, recs []historyJSON, truncated bool) {
 	t.Flush()
 }
 
-// partialHistory is exit code 3, naming the replicas missing, when the history read reached
-// no majority of the metadata's replicas.
-func partialHistory(missing []string) error {
+// partialMetaRead is exit code 3, naming the replicas missing, when a read of the metadata
+// (history, audit) reached no majority of the metadata's replicas.
+func partialMetaRead(missing []string) error {
 	if len(missing) == 0 {
 		return nil
 	}
 	return cli.Exit(fmt.Sprintf("partial result: no majority of the metadata's replicas answered; records only %s hold are missing", strings.Join(missing, ", ")), exitPartial)
+}
+
+// sinceAndLimit checks the --since and --limit flags of a listing of records (history, audit)
+// and returns the time --since names (zero without it).
+func sinceAndLimit(c *cli.Context) (time.Time, error) {
+	if err := cmdline.PositiveFlag(c, "since"); err != nil {
+		return time.Time{}, err
+	}
+	if c.Int("limit") < 1 {
+		return time.Time{}, cmdline.Usagef("--limit %d: must be at least 1", c.Int("limit"))
+	}
+	if !c.IsSet("since") {
+		return time.Time{}, nil
+	}
+	return time.Now().Add(-c.Duration("since")), nil
 }

@@ -31,7 +31,7 @@ Example:
 			fmt.Fprintf(c.App.Writer, "wrote cluster key %s; give it to every member with --cluster-key %s\n", c.String("out"), c.String("out"))
 			return nil
 		},
-		Subcommands: []*cli.Command{{
+		Subcommands: []*cli.Command{keygenAuthorityCommand(), {
 			Name:  "admin",
 			Usage: "make an admin identity for calls that change the cluster",
 			Description: `Writes a new admin identity (an Ed25519 key, mode 0600) and prints its peer id. List the
@@ -42,16 +42,9 @@ Example:
    sharddaemon ... --admin-allow 12D3KooW...`,
 			Flags: []cli.Flag{&cli.StringFlag{Name: "out", Usage: "write the identity to `FILE`", Value: "admin.key"}},
 			Action: func(c *cli.Context) error {
-				if _, err := cmdline.Positional(c, "", 0); err != nil {
+				id, err := writeKey(c)
+				if err != nil {
 					return err
-				}
-				key, err := p2p.CreateIdentity(c.String("out"))
-				if err != nil {
-					return cli.Exit(err.Error(), exitFailed)
-				}
-				id, err := peer.IDFromPrivateKey(key)
-				if err != nil {
-					return cli.Exit(err.Error(), exitFailed)
 				}
 				if c.Bool("json") {
 					return cmdline.PrintJSON(c.App.Writer, map[string]string{"file": c.String("out"), "peer_id": id.String()})
@@ -61,4 +54,21 @@ Example:
 			},
 		}},
 	}
+}
+
+// writeKey writes a new key to --out (the command takes no arguments) and returns its peer
+// id: an admin identity or a cluster authority.
+func writeKey(c *cli.Context) (peer.ID, error) {
+	if _, err := cmdline.Positional(c, "", 0); err != nil {
+		return "", err
+	}
+	key, err := p2p.CreateIdentity(c.String("out"))
+	if err != nil {
+		return "", cli.Exit(err.Error(), exitFailed)
+	}
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return "", cli.Exit(err.Error(), exitFailed)
+	}
+	return id, nil
 }

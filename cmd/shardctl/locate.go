@@ -20,7 +20,7 @@ type locateJSON struct {
 	Epoch       string   `json:"epoch"`
 	Source      string   `json:"source"`
 	Coordinator string   `json:"coordinator"`
-	Alive       bool     `json:"alive"`
+	Alive       *bool    `json:"alive"` // null: unknown (the home did not answer)
 	EntityState string   `json:"entity_state"`
 	Complete    bool     `json:"complete"`
 	Problems    []string `json:"problems"`
@@ -35,7 +35,7 @@ func locateCommand() *cli.Command {
 the coordinator allocated the shard to and the allocation's epoch, and whether the entity
 runs there now. Nothing is started or allocated: a shard no message has reached has no home
 yet. When the coordinator or the home does not answer, what is known is printed and the
-exit code is 3.
+exit code is 3; whether the entity is alive is then "unknown" (null in --json), never "no".
 Example:
    shardctl locate --data-dir /tmp/a counter user-42
    shardctl locate --data-dir /tmp/a counter user-42 --json`,
@@ -61,10 +61,13 @@ Example:
 				return callError(err)
 			}
 			out := locateJSON{EntityType: l.EntityType, Entity: l.Entity, Shard: l.Shard, Allocated: l.Allocated, Home: l.Home,
-				Source: l.Source, Coordinator: l.Coordinator, Alive: l.Alive, EntityState: l.EntityState,
+				Source: l.Source, Coordinator: l.Coordinator, EntityState: l.EntityState,
 				Complete: len(l.Problems) == 0, Problems: append([]string{}, l.Problems...)}
 			if l.Allocated {
 				out.Epoch = epoch(l.Epoch)
+			}
+			if l.AliveKnown {
+				out.Alive = &l.Alive
 			}
 			if c.Bool("json") {
 				if err := cmdline.PrintJSON(c.App.Writer, out); err != nil {
@@ -89,9 +92,13 @@ func printLocation(c *cli.Context, l locateJSON) {
 	case l.Allocated:
 		t.Row("home", cmdline.ShortID(l.Home)+"  ("+l.Home+")")
 		t.Row("epoch", l.Epoch+"  (from the "+l.Source+")")
-		alive := "no (it starts on its next message)"
-		if l.Alive {
+		alive := "unknown (the home did not answer)"
+		switch {
+		case l.Alive == nil:
+		case *l.Alive:
 			alive = "yes (" + l.EntityState + ")"
+		default:
+			alive = "no (it starts on its next message)"
 		}
 		t.Row("alive", alive)
 	case l.Complete:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shardmesh/shardmesh/admin"
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/internal/cmdline"
 )
@@ -405,7 +406,7 @@ strategy would move in the next rebalance round, or right after --if-join N new 
 or after member --if-leave NODE leaves (its shards, one after the other, to where the
 strategy puts them), and how many live and remembered entities each move restarts. Nothing
 moves. For a deterministic strategy the plan is what happens if nothing else changes first.
-Exit codes: 0, 1 failed, 2 bad usage, 3 entity counts missing for some member.
+Exit codes: 0 ok, 1 failed, 2 bad usage, 3 entity counts missing for some member.
 Example:
    shardctl rebalance plan --data-dir /tmp/a --type counter
    shardctl rebalance plan --data-dir /tmp/a --if-leave …Xy3kLm9q --json`,
@@ -561,14 +562,21 @@ as remove-internal-data) — through the replicated store: every record gets a t
 majority acknowledges, so a member that is down now drops the data when it catches up (no
 offline step is needed for it). Allowed only while every TYPE is stopped cluster-wide
 ('shardctl types stop TYPE'): refused with exit code 4 otherwise, naming the members where
-it still runs, and nothing is removed. Other types' data is untouched. --dry-run says what
+it still runs, and nothing is removed. Other types' data is untouched. --shard S narrows the
+removal to one shard of one TYPE (its remembered shard and entities, placement history and
+reminders; with --include-state its entities' state), --entity E to one entity (its
+remembered entity and reminders; with --include-state its state). --dry-run says what
 would be removed. Asks for confirmation unless --yes. Progress is shown per type.
 Example:
    shardctl data remove --data-dir /tmp/a --identity admin.key --dry-run counter
-   shardctl data remove --data-dir /tmp/a --identity admin.key --yes counter`,
+   shardctl data remove --data-dir /tmp/a --identity admin.key --yes counter
+   shardctl data remove --data-dir /tmp/a --identity admin.key --yes --shard 17 counter
+   shardctl data remove --data-dir /tmp/a --identity admin.key --yes --include-state --entity user-1 counter`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "only say what would be removed"},
 			&cli.BoolFlag{Name: "include-state", Usage: "also remove the entities' durable state (application data: counters' values)"},
+			&cli.StringFlag{Name: "shard", Usage: "only shard `S` of the one TYPE"},
+			&cli.StringFlag{Name: "entity", Usage: "only entity `E` of the one TYPE"},
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"},
 			timeoutFlag(10*time.Minute, "give up (exit 1) after this long"),
 		},
@@ -576,6 +584,13 @@ Example:
 			types, err := cmdline.Positional(c, "TYPE...", -1)
 			if err != nil {
 				return err
+			}
+			scope := admin.DataScope{Shard: c.String("shard"), Entity: c.String("entity")}
+			switch {
+			case scope.Shard != "" && scope.Entity != "":
+				return cmdline.Usagef("--shard and --entity: name one of them")
+			case (scope.Shard != "" || scope.Entity != "") && len(types) != 1:
+				return cmdline.Usagef("--shard and --entity narrow the removal of one TYPE; %d named", len(types))
 			}
 			s, err := connect(c)
 			if err != nil {
@@ -586,7 +601,7 @@ Example:
 			if !dry && !c.Bool("yes") {
 				// A dry run first: authorisation and the stopped check, and what would go.
 				var lines []string
-				err := s.cl.DataRemove(s.ctx, types, c.Bool("include-state"), true, func(p *adminpb.DataRemoveProgress) {
+				err := s.cl.DataRemove(s.ctx, types, scope, c.Bool("include-state"), true, func(p *adminpb.DataRemoveProgress) {
 					if p.Done {
 						lines = append(lines, fmt.Sprintf("%s: %d records", p.EntityType, p.Records))
 					}
@@ -604,7 +619,7 @@ Example:
 			}
 			out := progressOut(c)
 			var results []dataRemoveJSON
-			err = s.cl.DataRemove(s.ctx, types, c.Bool("include-state"), dry, func(p *adminpb.DataRemoveProgress) {
+			err = s.cl.DataRemove(s.ctx, types, scope, c.Bool("include-state"), dry, func(p *adminpb.DataRemoveProgress) {
 				if !p.Done {
 					fmt.Fprintf(out, "%s: %d of %d records removed\n", p.EntityType, p.Removed, p.Records)
 					return

@@ -22,9 +22,12 @@ import (
 // simCommand groups the offline simulators.
 func simCommand() *cli.Command {
 	return &cli.Command{
-		Name:        "sim",
-		Usage:       "run offline simulations of shardmesh policies",
-		Subcommands: []*cli.Command{simPassivationCommand()},
+		Name:  "sim",
+		Usage: "run offline simulations: passivation policies on a trace, a cluster at your scale",
+		Subcommands: []*cli.Command{
+			simPassivationCommand(),
+			daemonCommand("cluster", "simulate N members with your configuration: convergence, failure detection, failover, traffic per member", "sim", "cluster"),
+		},
 	}
 }
 
@@ -160,18 +163,18 @@ func runSimPassivation(c *cli.Context) error {
 	if err != nil {
 		return cmdline.Usagef("--trace: %v", err)
 	}
-	ids, err := simulator.ReadTrace(f, format)
+	trace, err := simulator.LoadTrace(f, format)
 	_ = f.Close()
 	if err != nil {
 		return cmdline.Usagef("--trace %s (%s): %v", path, format, err)
 	}
-	if len(ids) == 0 {
+	if len(trace.Accesses) == 0 {
 		return cmdline.Usagef("--trace %s (%s): no accesses", path, format)
 	}
 
 	results := make([]simResult, 0, len(runs))
 	for _, run := range runs {
-		stats, err := simulator.Run(simulator.Config{Settings: run.settings, Regions: regions, Shards: shards, Tick: c.Duration("tick")}, ids)
+		stats, err := simulator.RunTrace(simulator.Config{Settings: run.settings, Regions: regions, Shards: shards, Tick: c.Duration("tick")}, trace)
 		if err != nil {
 			return cmdline.Usagef("strategy %s: %v", run.name, err)
 		}
@@ -186,7 +189,7 @@ func runSimPassivation(c *cli.Context) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(results)
 	}
-	return printSimResults(c.App.Writer, path, format, len(ids), regions, shards, results)
+	return printSimResults(c.App.Writer, path, format, len(trace.Accesses), regions, shards, results)
 }
 
 // simRuns resolves every strategy name and applies every limit.

@@ -14,7 +14,9 @@ import (
 // The built-in entity types, for demos, tests and benchmarks. Their messages are text, so
 // shardctl tell/ask can send them as typed.
 
-// counter keeps a number: "inc [n]", "dec [n]", "get"; every reply is the value after. The
+// counter keeps a number: "inc [n]", "dec [n]", "get", and "inc-after DURATION", which
+// registers a one-shot durable reminder that sends it "inc" after DURATION (so an operator
+// can try reminders from the CLI); every reply is the value after. The
 // number is durable state: loaded on the incarnation's first message, saved on a quorum of
 // members before a change is answered, so an acknowledged inc survives handoffs, kill -9 and
 // full-cluster restarts.
@@ -64,6 +66,12 @@ func (c *counter) Receive(ctx *shardmesh.Context, msg string) (int64, error) {
 			}
 		}
 	}
+	if d, ok, err := parseIncAfter(msg); ok || err != nil {
+		if err == nil {
+			err = ctx.RemindAfter(sctx, fmt.Sprintf("inc-after-%d", time.Now().UnixNano()), d, "inc")
+		}
+		return c.n, err
+	}
 	next, err := c.apply(msg)
 	if err != nil || next == c.n {
 		return c.n, err
@@ -71,11 +79,21 @@ func (c *counter) Receive(ctx *shardmesh.Context, msg string) (int64, error) {
 	began := monoNow()
 	if err := ctx.SaveState(sctx, strconv.AppendInt(nil, next, 10)); err != nil {
 		c.loaded = false // the write may have landed on some members: read it again next time
+		if f := ctx.Firing(); f != nil {
+			// The reminder fires again (at least once): if this write landed, its change
+			// counts twice. The journal says so, for the chaos checker's attempts.
+			r := c.rec(ctx, "unsure")
+			r.Reminder = f.Name
+			_ = c.journal.record(r)
+		}
 		return c.n, err
 	}
 	c.n = next
 	r := c.rec(ctx, "ack")
 	r.Began = began
+	if f := ctx.Firing(); f != nil {
+		r.Reminder = f.Name
+	}
 	return c.n, c.journal.record(r)
 }
 
@@ -93,6 +111,18 @@ func (c *counter) apply(msg string) (int64, error) {
 		return c.n, fmt.Errorf("counter: %s would take %d past the range of a 64-bit integer; nothing changed", strings.TrimSpace(msg), c.n)
 	}
 	return c.n + by, nil
+}
+
+// parseIncAfter reads "inc-after DURATION" (ok false for any other message).
+func parseIncAfter(msg string) (d time.Duration, ok bool, err error) {
+	op, arg, _ := strings.Cut(strings.TrimSpace(msg), " ")
+	if op != "inc-after" {
+		return 0, false, nil
+	}
+	if d, err = time.ParseDuration(strings.TrimSpace(arg)); err != nil || d < 0 {
+		return 0, true, fmt.Errorf("counter: inc-after %q: want a duration such as 5s", strings.TrimSpace(arg))
+	}
+	return d, true, nil
 }
 
 // parseCounterOp reads a counter message: "inc [n]", "dec [n]" (as inc -n) or "get".
@@ -114,7 +144,7 @@ func parseCounterOp(msg string) (op string, by int64, err error) {
 	case op == "dec":
 		return "", 0, fmt.Errorf("counter: dec %d cannot be negated", by)
 	}
-	return "", 0, fmt.Errorf("counter: unknown command %q (inc [n], dec [n], get)", msg)
+	return "", 0, fmt.Errorf("counter: unknown command %q (inc [n], dec [n], get, inc-after DURATION)", msg)
 }
 
 // counterCodec is the counter's message codec: text, refused unless it is a counter
@@ -126,6 +156,9 @@ func (counterCodec) Unmarshal(data []byte) (string, error) {
 	msg := string(data)
 	if msg == journalStop {
 		return msg, nil
+	}
+	if _, ok, err := parseIncAfter(msg); ok {
+		return msg, err
 	}
 	if _, _, err := parseCounterOp(msg); err != nil {
 		return "", err

@@ -34,7 +34,7 @@ func TestCounterApply(t *testing.T) {
 }
 
 func TestCounterCodecRefusesUnknownCommands(t *testing.T) {
-	for msg, ok := range map[string]bool{"inc": true, "dec 3": true, "get": true, journalStop: true, "frobnicate": false, "inc x": false} {
+	for msg, ok := range map[string]bool{"inc": true, "dec 3": true, "get": true, journalStop: true, "frobnicate": false, "inc x": false, "inc-after 5s": true, "inc-after soon": false, "inc-after -1s": false} {
 		if _, err := (counterCodec{}).Unmarshal([]byte(msg)); (err == nil) != ok {
 			t.Errorf("%q: %v", msg, err)
 		}

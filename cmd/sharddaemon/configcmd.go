@@ -27,6 +27,7 @@ there are problems, 0 when there are none.
 'config show' prints the configuration a daemon would run with, given the same --config,
 SHARDMESH_* variables and flags: every key, its value and where it came from (the file,
 the environment, a flag, or the default).
+Exit codes: 0 done (no problems), 1 failed, 2 bad usage or problems in the configuration.
 Example:
    sharddaemon config check /etc/shardmesh/shardmesh.yaml
    sharddaemon config show --config /etc/shardmesh/shardmesh.yaml --data-dir /var/lib/shardmesh`,

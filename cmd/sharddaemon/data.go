@@ -27,6 +27,7 @@ func dataCommand() *cli.Command {
 		Description: `Offline tools for the store (remembered shards and entities, durable entity state) in
 a stopped member's data directory: inspect, backup, restore, verify, rebuild, upgrade. They
 refuse (exit code 4) a directory a running sharddaemon holds. shardctl data … runs them.
+Exit codes: 0 done, 1 failed, 2 bad usage, 4 refused (a running sharddaemon holds a directory).
 Example:
    shardctl data inspect --data-dir /tmp/a
    shardctl data backup --data-dir /tmp/a --out a.backup

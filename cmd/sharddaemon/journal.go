@@ -19,6 +19,7 @@ const journalStop = "\x00journal-stop"
 type JournalRecord struct {
 	// Event is "start" (the incarnation was created), "stop" (it handled its stop message
 	// and ends now), "ack" (a change was saved on a quorum; Value is the value after),
+	// "unsure" (a reminder's firing failed to save its change, which may have landed anyway),
 	// "halt" (the member stopped serving: every incarnation of the process ends; no entity),
 	// "lapse" and "serve" (the process stopped or started serving — lost or regained its
 	// majority lease, shardmesh.WithServingWatch — so its entities handle nothing in
@@ -42,6 +43,8 @@ type JournalRecord struct {
 	// Began is CLOCK_MONOTONIC when an "ack"'s save began: the change took effect between
 	// Began and Mono (a process paused mid-save records its ack only when it wakes).
 	Began int64 `json:"began,omitempty"`
+	// Reminder names the durable reminder whose firing made an "ack"'s change (inc-after).
+	Reminder string `json:"reminder,omitempty"`
 }
 
 // journal appends records to a file, one write per line, so a kill -9 loses at most the

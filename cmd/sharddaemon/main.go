@@ -25,6 +25,7 @@ import (
 	"github.com/shardmesh/shardmesh/internal/cmdline"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/p2p"
+	"github.com/shardmesh/shardmesh/tracing"
 )
 
 // Exit codes, for supervisors (docs/storage.md): restart on 1 and 3 with backoff, never
@@ -84,7 +85,9 @@ which wins over the file. 'sharddaemon config' lists every key with its default.
 
 'sharddaemon data inspect|backup|restore|verify|rebuild|upgrade' and 'sharddaemon
 remove-internal-data' work on stopped members' data directories: this binary owns their
-format and links the store, and shardctl's commands of the same names run them here.
+format and links the store, and shardctl's commands of the same names run them here. So
+does 'sharddaemon sim cluster', the capacity simulator, which runs the member's state
+machines (shardctl sim cluster).
 
 Example: a three-member cluster on one machine
    shardctl keygen --out cluster.key
@@ -93,15 +96,17 @@ Example: a three-member cluster on one machine
    sharddaemon --data-dir /tmp/c --cluster-key cluster.key --join $(head -1 /tmp/a/addrs) &
    shardctl members --data-dir /tmp/a --cluster-key cluster.key
 
-Exit codes: 0 left gracefully; 1 failed, at start or while running (a damaged store, a full
-disk it cannot open on, a store that broke); 2 bad usage or configuration only (a flag, a
-value, a setting that must be equal on every member); 3 downed or removed by the cluster.
+Exit codes: 0 left gracefully (a command: done); 1 failed, at start or while running (a
+damaged store, a full disk it cannot open on, a store that broke); 2 bad usage or
+configuration only (a flag, a value, a setting that must be equal on every member, an open
+mesh not asked for, a member credential its cluster does not accept); 3 downed or removed by
+the cluster; 4 refused (a data command: a running daemon holds the directory).
 A supervisor restarts it on 1 and 3, with backoff, and never on 2: see docs/storage.md.`,
 		Flags: daemonFlags(),
 		// Errors come back from Run so main prints them in one place, prefixed, and picks
 		// the exit code (urfave's default handler would exit from inside Run).
 		ExitErrHandler: func(*cli.Context, error) {},
-		Commands:       append([]*cli.Command{configCommand()}, cmdline.Offline(dataCommand(), removeInternalDataCommand())...),
+		Commands:       append([]*cli.Command{configCommand()}, cmdline.Offline(dataCommand(), removeInternalDataCommand(), simCommand())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cmdline.UnknownCommand(c, c.Args().First())
@@ -227,9 +232,23 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 			return exitFailed, cmdline.Failf("cannot register metrics: %v", err)
 		}
 	}
+	tp, err := tracing.FromEnv(context.Background(), "sharddaemon", cfg.Node.DataDir)
+	if err != nil {
+		return exitUsage, cmdline.Usagef("tracing: %v", err)
+	}
+	if tp != nil {
+		opts = append(opts, shardmesh.WithTracing(tp))
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(ctx); err != nil { // flushes what it holds
+				log.Warn("tracing: spans not all exported at exit", "err", err)
+			}
+		}()
+	}
 	sys, err := shardmesh.Start(context.Background(), cfg, opts...)
 	if err != nil {
-		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) || errors.Is(err, p2p.ErrKeyFile) {
+		if errors.Is(err, datadir.ErrInUse) || errors.Is(err, p2p.ErrInsecureKeyFile) || errors.Is(err, p2p.ErrKeyFile) || startRefused(err) {
 			return exitUsage, cmdline.Usagef("cannot start: %v", err)
 		}
 		return exitFailed, cmdline.Failf("cannot start: %v", err)
@@ -241,6 +260,7 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 	}
 	srv := adminserver.Serve(sys.Node().Host(), adminserver.NodeBackend(sys.Node()), adminserver.Config{
 		Admins:       admins,
+		Authorities:  sys.Node().Trust().Authorities(),
 		ReadOnlyOpen: cfg.Node.AdminReadOnlyOpen,
 		QueryTimeout: cfg.Sharding.ShardRegionQueryTimeout,
 		Logger:       log.With("component", "admin"),
@@ -254,7 +274,7 @@ func serve(cfg config.Config, journalPath string) (int, error) {
 			return exitFailed, cmdline.Failf("cannot serve metrics: %v", err)
 		}
 	}
-	if len(admins) == 0 {
+	if !sys.Node().Trust().HasAdmins() {
 		log.Info("no admin identity allowed: calls that change the cluster (shutdown, leave, down) are refused; allow one with --admin-allow PEER_ID (shardctl keygen admin)")
 	}
 

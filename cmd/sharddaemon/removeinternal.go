@@ -41,6 +41,8 @@ or when a member answers at an address in a directory's addrs file or given with
 removing, each directory's store is backed up to DIR/backups/store-<time>.backup (or into
 --backup-dir) unless --no-backup; 'shardctl data restore' loads such a backup. Asks for
 confirmation unless --yes. Progress goes to stderr.
+Exit codes: 0 done, 1 failed or not confirmed, 2 bad usage, 4 refused (a sharddaemon holds a
+directory, or a member answers).
 Example:
    shardctl remove-internal-data --data-dir /tmp/a --data-dir /tmp/b --dry-run counter
    shardctl remove-internal-data --data-dir /tmp/a --data-dir /tmp/b --node /ip4/10.0.0.3/tcp/4001/p2p/12D3KooW... --yes counter

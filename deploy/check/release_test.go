@@ -18,8 +18,8 @@ import (
 
 // TestReleaseBuild runs scripts/release for this machine's architecture — the same script
 // the Dockerfile's build stage runs — and checks what it promises: static binaries stamped
-// with the version, packed with LICENSE, with SHA256SUMS that match. A cold static build
-// takes minutes on two cores, so -short skips it.
+// with the version, packed with LICENSE, the man pages and the completion scripts, with
+// SHA256SUMS that match. A cold static build takes minutes on two cores, so -short skips it.
 func TestReleaseBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cold static build takes minutes: run without -short")
@@ -48,9 +48,18 @@ func TestReleaseBuild(t *testing.T) {
 	}
 	files := archiveFiles(t, data)
 	for _, f := range []string{"sharddaemon", "shardctl", "LICENSE", "README.md", "docs/operations.md",
-		"deploy/kubernetes/shardmesh.yaml", "deploy/systemd/shardmesh.service", "deploy/compose/compose.yaml"} {
+		"deploy/kubernetes/shardmesh.yaml", "deploy/systemd/shardmesh.service", "deploy/compose/compose.yaml",
+		"man/man1/shardctl.1", "man/man1/shardctl-shard-move.1", "man/man1/sharddaemon.1", "man/man1/sharddaemon-config-check.1",
+		"completions/shardctl.bash", "completions/shardctl.zsh", "completions/shardctl.fish",
+		"completions/sharddaemon.bash", "completions/sharddaemon.zsh", "completions/sharddaemon.fish"} {
 		if _, ok := files[name+"/"+f]; !ok {
 			t.Errorf("the archive has no %s", f)
+		}
+	}
+	// The pages are the release's: stamped with its version, as the binaries are.
+	for f, b := range files {
+		if strings.HasPrefix(f, name+"/man/man1/") && strings.HasSuffix(f, ".1") && !bytes.Contains(b, []byte(`"shardmesh `+strings.ReplaceAll(version, "-", `\-`)+`"`)) {
+			t.Errorf("%s does not name the version %s:\n%.300s", f, version, b)
 		}
 	}
 	for f := range files {

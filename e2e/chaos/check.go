@@ -24,6 +24,8 @@ type record struct {
 	Wall   int64  `json:"wall"`
 	Value  int64  `json:"v"`
 	Began  int64  `json:"began"` // an ack's save began (0 in journals without it: Mono)
+	// Reminder: the durable reminder whose firing made an ack's change (inc-after).
+	Reminder string `json:"reminder"`
 }
 
 // began is when an ack's change may have taken effect at the earliest.
@@ -176,6 +178,7 @@ func checkJournals(recs []record, exits map[int]int64, pauses []pause) journalCh
 				} else {
 					res.Anomalies = append(res.Anomalies, fmt.Sprintf("%s: ack of %d on pid %d outside an incarnation", e, r.Value, r.PID))
 				}
+			case "unsure": // a reminder's firing that may have landed: reminderFirings counts it
 			case "stop":
 				if o := open[r.PID]; o != nil {
 					o.end, o.stopped = r.Mono, true

@@ -171,12 +171,12 @@ func TestReadJournalSkipsTornLine(t *testing.T) {
 }
 
 func TestCheckCounters(t *testing.T) {
-	ld := newLoad(nil, 3, 0, 0)
+	ld := newLoad(nil, 3, 0, 0, 0)
 	ld.counters[0] = counterState{attempted: 5, acked: 3, values: map[int64]string{1: "m1", 2: "m1", 4: "m2"}}
 	ld.counters[1] = counterState{attempted: 2, acked: 2, values: map[int64]string{1: "m1", 2: "m1"}}
 	ld.counters[2] = counterState{attempted: 2, acked: 1, values: map[int64]string{1: "m1"}, dupes: []string{"value 1 answered via m1 and via m2"}}
 	rep := &Report{}
-	checkCounters(rep, ld, map[string]int64{"c0": 4, "c1": 3, "c2": 1})
+	checkCounters(rep, ld, map[string]int64{"c0": 4, "c1": 3, "c2": 1}, nil)
 	if len(rep.Violations) != 2 || !strings.Contains(rep.Violations[0], "c1: final 3 > 2 attempted") || !strings.Contains(rep.Violations[1], "c2: value 1 answered") {
 		t.Fatalf("violations: %q", rep.Violations)
 	}
@@ -184,9 +184,29 @@ func TestCheckCounters(t *testing.T) {
 		t.Fatalf("sums: %+v", rep)
 	}
 	rep = &Report{}
-	checkCounters(rep, ld, map[string]int64{"c0": 3})
+	checkCounters(rep, ld, map[string]int64{"c0": 3}, nil)
 	if len(rep.Violations) != 2 || !strings.Contains(rep.Violations[0], "acknowledged value 4") {
 		t.Fatalf("lost increment: %q", rep.Violations)
+	}
+}
+
+// An answered inc-after is an increment that must be in the final value; a reminder that
+// fired twice (the journals say so) may add one more than was attempted.
+func TestCheckCountersWithReminders(t *testing.T) {
+	ld := newLoad(nil, 2, 0, 0, 0)
+	ld.counters[0] = counterState{attempted: 3, acked: 1, reminders: 2, values: map[int64]string{1: "m1"}}
+	ld.counters[1] = counterState{attempted: 2, acked: 1, reminders: 1, values: map[int64]string{1: "m1"}}
+	recs := []record{
+		{Event: "ack", Entity: "c1", Reminder: "inc-after-1"}, {Event: "ack", Entity: "c1", Reminder: "inc-after-1"},
+		{Event: "ack", Entity: "c1", Reminder: "inc-after-2"}, {Event: "ack", Entity: "c1"},
+	}
+	rep := &Report{}
+	checkCounters(rep, ld, map[string]int64{"c0": 2, "c1": 3}, reminderFirings(rep, recs))
+	if len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0], "c0: final 2 < 3 acknowledged") {
+		t.Fatalf("violations: %q (want c0's answered reminder missing, c1's second firing allowed)", rep.Violations)
+	}
+	if rep.ReminderFirings != 3 || rep.ReminderDuplicates != 1 || rep.Reminders != 3 {
+		t.Fatalf("figures: %+v", rep)
 	}
 }
 
@@ -207,5 +227,29 @@ func TestCheckJournalsStaleStart(t *testing.T) {
 	jc = checkJournals(recs, map[int]int64{20: 200, 30: 200}, nil)
 	if len(jc.Violations) != 0 || len(jc.Stale) != 2 {
 		t.Fatalf("a stale incarnation outliving the right one: %+v", jc)
+	}
+}
+
+// A reminder's firing whose save failed ("unsure": it may have landed) and that fired again
+// counts as an extra attempt, as one that fired twice does.
+func TestReminderFiringsCountUnsureOnes(t *testing.T) {
+	rec := func(ev, id, rem string) record {
+		var r record
+		r.Event, r.Entity, r.Reminder = ev, id, rem
+		return r
+	}
+	var rep Report
+	extra := reminderFirings(&rep, []record{
+		rec("unsure", "c1", "r1"), rec("ack", "c1", "r1"),
+		rec("ack", "c2", "r2"),
+		rec("ack", "c3", "r3"), rec("ack", "c3", "r3"),
+		rec("unsure", "c4", "r4"), // fired once, not again yet: no extra
+		rec("ack", "c5", ""),
+	})
+	if extra["c1"] != 1 || extra["c2"] != 0 || extra["c3"] != 1 || extra["c4"] != 0 || len(extra) != 2 {
+		t.Fatalf("extra = %v", extra)
+	}
+	if rep.ReminderFirings != 4 || rep.ReminderDuplicates != 2 {
+		t.Fatalf("firings %d, duplicates %d", rep.ReminderFirings, rep.ReminderDuplicates)
 	}
 }

@@ -118,6 +118,9 @@ func (c *cluster) start(m *member, join []string) error {
 		listen = "/ip4/" + c.net.ip(m.slot) + "/tcp/0"
 	}
 	args := append([]string{filepath.Join(c.bin, "sharddaemon"), "--data-dir", m.dir, "--listen", listen, "--entity-journal", m.journal}, c.flags...)
+	if c.net != nil {
+		args = append(args, "--open-mesh=on") // no cluster key on the run's own isolated network
+	}
 	for _, a := range join {
 		args = append(args, "--join", a)
 	}

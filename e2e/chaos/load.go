@@ -18,19 +18,22 @@ type counterState struct {
 	acked     int64            // asks answered with a value
 	values    map[int64]string // acknowledged reply values, each with the member that answered
 	dupes     []string         // a value answered twice
+	reminders int64            // inc-after registrations answered: each fires at least once
 }
 
 // load drives increments at the counters through the live members' admin clients.
 type load struct {
-	c          *cluster
-	ids        []string
-	askTimeout time.Duration
-	tellShare  float64 // fraction of increments sent as tells
+	c           *cluster
+	ids         []string
+	askTimeout  time.Duration
+	tellShare   float64 // fraction of increments sent as tells
+	remindShare float64 // fraction sent as inc-after (a durable reminder that increments)
 
 	mu       sync.Mutex
 	counters []counterState
 
 	asks, askErrs, tells, tellErrs atomic.Int64
+	reminders, reminderErrs        atomic.Int64
 	hangs                          atomic.Int64 // asks that returned later than timeout + grace
 	maxAsk                         atomic.Int64 // nanoseconds
 	firstHang                      atomic.Value // string
@@ -42,8 +45,8 @@ type load struct {
 // hangGrace is how much later than its timeout an ask may return before it counts as hung.
 const hangGrace = time.Second
 
-func newLoad(c *cluster, counters int, askTimeout time.Duration, tellShare float64) *load {
-	l := &load{c: c, askTimeout: askTimeout, tellShare: tellShare, counters: make([]counterState, counters), errCounts: map[string]int{}}
+func newLoad(c *cluster, counters int, askTimeout time.Duration, tellShare, remindShare float64) *load {
+	l := &load{c: c, askTimeout: askTimeout, tellShare: tellShare, remindShare: remindShare, counters: make([]counterState, counters), errCounts: map[string]int{}}
 	for i := range counters {
 		l.ids = append(l.ids, "c"+strconv.Itoa(i))
 		l.counters[i].values = map[int64]string{}
@@ -80,7 +83,12 @@ func (l *load) run(workers int, seed uint64, stop <-chan struct{}) *sync.WaitGro
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
-				l.one(cl, m.name, rng.IntN(len(l.ids)), rng.Float64() < l.tellShare)
+				switch i, p := rng.IntN(len(l.ids)), rng.Float64(); {
+				case p < l.remindShare:
+					l.remind(cl, i, time.Duration(rng.IntN(2000))*time.Millisecond)
+				default:
+					l.one(cl, m.name, i, p < l.remindShare+l.tellShare)
+				}
 			}
 		})
 	}
@@ -135,6 +143,25 @@ func (l *load) one(cl *admin.Client, via string, i int, tell bool) {
 		cs.dupes = append(cs.dupes, fmt.Sprintf("value %d answered via %s and via %s", v, prev, via))
 	}
 	cs.values[v] = via
+}
+
+// remind asks counter i to increment itself after d (inc-after: a durable reminder). An
+// answered registration must fire at least once; an unanswered one may or may not.
+func (l *load) remind(cl *admin.Client, i int, d time.Duration) {
+	l.mu.Lock()
+	l.counters[i].attempted++
+	l.mu.Unlock()
+	l.reminders.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), l.askTimeout)
+	defer cancel()
+	if _, err := cl.Ask(ctx, "counter", l.ids[i], []byte(fmt.Sprintf("inc-after %dms", d.Milliseconds()))); err != nil {
+		l.reminderErrs.Add(1)
+		l.noteErr(err)
+		return
+	}
+	l.mu.Lock()
+	l.counters[i].reminders++
+	l.mu.Unlock()
 }
 
 func (l *load) noteErr(err error) {

@@ -39,9 +39,11 @@ type Config struct {
 	// Counters is how many counters the load increments (default 10,000).
 	Counters int
 	// Workers send increments concurrently (default 16); TellShare of them are tells
-	// (default 0.1).
-	Workers   int
-	TellShare float64
+	// (default 0.1), RemindShare are inc-after asks (default 0.05): a durable reminder of
+	// the counter that increments it within 2 s, at least once.
+	Workers     int
+	TellShare   float64
+	RemindShare float64
 	// AskTimeout bounds each ask (default 5s).
 	AskTimeout time.Duration
 	// Shards is sharding.number-of-shards (default 100).
@@ -83,6 +85,9 @@ func (c *Config) fill() error {
 	}
 	if c.TellShare == 0 {
 		c.TellShare = 0.1
+	}
+	if c.RemindShare == 0 {
+		c.RemindShare = 0.05
 	}
 	if c.AskTimeout == 0 {
 		c.AskTimeout = 5 * time.Second
@@ -147,6 +152,8 @@ type Report struct {
 	Asks, AskErrors, Tells, TellErrors, Hangs int64
 	MaxAsk                                    time.Duration
 	Acked, Attempted, FinalSum                int64
+	Reminders, ReminderErrors                 int64 // inc-after registrations answered, and failed
+	ReminderFirings, ReminderDuplicates       int64 // increments by reminders, and those of a reminder that fired again
 	Incarnations, JournalAcks, PausedOverlaps int
 	MaxPausedOverlap                          time.Duration
 	LapsedOverlaps                            int
@@ -188,6 +195,8 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "load: %d asks (%d errors, %.1f%%), %d tells (%d errors), longest ask %v, %d hung\n",
 		r.Asks, r.AskErrors, pct(r.AskErrors, r.Asks), r.Tells, r.TellErrors, r.MaxAsk.Round(time.Millisecond), r.Hangs)
 	fmt.Fprintf(&b, "counters: %d increments acknowledged ≤ %d in the counters ≤ %d attempted\n", r.Acked, r.FinalSum, r.Attempted)
+	fmt.Fprintf(&b, "reminders: %d inc-after registrations answered (%d failed), %d increments by their firings, %d of a reminder firing again (at least once)\n",
+		r.Reminders, r.ReminderErrors, r.ReminderFirings, r.ReminderDuplicates)
 	fmt.Fprintf(&b, "journals: %d incarnations, %d acknowledged changes, %d overlaps with a paused member (fenced, longest %v), %d with a member not serving (lease lapsed, longest %v)\n",
 		r.Incarnations, r.JournalAcks, r.PausedOverlaps, r.MaxPausedOverlap.Round(time.Millisecond), r.LapsedOverlaps, r.MaxLapsedOverlap.Round(time.Millisecond))
 	fmt.Fprintf(&b, "balance: %v after faults stopped, shards per member %v\n", r.BalanceAfter.Round(time.Millisecond), r.ShardsPerMember)
@@ -324,7 +333,7 @@ func Run(cfg Config) (*Report, error) {
 	}
 	tl.add("%d members up", cfg.Members)
 
-	ld := newLoad(c, cfg.Counters, cfg.AskTimeout, cfg.TellShare)
+	ld := newLoad(c, cfg.Counters, cfg.AskTimeout, cfg.TellShare, cfg.RemindShare)
 	stopLoad := make(chan struct{})
 	workers := ld.run(cfg.Workers, cfg.Seed, stopLoad)
 	tl.add("load: %d workers over %d counters", cfg.Workers, cfg.Counters)
@@ -399,6 +408,15 @@ func Run(cfg Config) (*Report, error) {
 		tl.add("all %d counters with acknowledged increments are running", len(acked))
 	}
 
+	// Every reminder fires (and is removed) once its shard runs somewhere: the final values
+	// count them.
+	left := -1
+	if !poll(90*time.Second, func() bool { left = remindersLeft(c); return left == 0 }) {
+		rep.Violations = append(rep.Violations, fmt.Sprintf("%d reminders still stored 90 s after the faults stopped (each was due within 2 s of its registration)", left))
+	} else {
+		tl.add("every reminder fired")
+	}
+
 	// Final values.
 	readAt := monoNow() // acks before this are in the final values
 	final, errs := getAll(c, ld.ids, 120*time.Second)
@@ -406,7 +424,8 @@ func Run(cfg Config) (*Report, error) {
 		rep.Violations = append(rep.Violations, fmt.Sprintf("%d counters did not answer get within 120s, e.g. %v", len(errs), errs[0]))
 	}
 	tl.add("read %d counters", len(final))
-	checkCounters(rep, ld, final)
+	recs, _ = readJournals(c)
+	checkCounters(rep, ld, final, reminderFirings(rep, recs))
 
 	// Full-cluster restart: stop every member at once, start them again.
 	before := liveEntities(c)
@@ -543,6 +562,7 @@ func Run(cfg Config) (*Report, error) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d times an entity started while its older incarnation's member was paused; the paused one acknowledged nothing after (fenced)", jc.PausedOverlaps))
 	}
 	rep.Asks, rep.AskErrors, rep.Tells, rep.TellErrors, rep.Hangs = ld.asks.Load(), ld.askErrs.Load(), ld.tells.Load(), ld.tellErrs.Load(), ld.hangs.Load()
+	rep.ReminderErrors = ld.reminderErrs.Load()
 	rep.MaxAsk = time.Duration(ld.maxAsk.Load())
 	if rep.Hangs > 0 {
 		rep.Violations = append(rep.Violations, fmt.Sprintf("%d asks returned more than %v after their timeout; first: %v", rep.Hangs, hangGrace, ld.firstHang.Load()))
@@ -553,16 +573,65 @@ func Run(cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// remindersLeft counts the reminders of the counters still stored, as a live member reads
+// them (-1 when none answers).
+func remindersLeft(c *cluster) int {
+	for _, m := range c.liveMembers() {
+		cl := m.adminClient()
+		if cl == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		rs, err := cl.Reminders(ctx, "counter", "", 0)
+		cancel()
+		if err == nil {
+			return len(rs.Reminders)
+		}
+	}
+	return -1
+}
+
+// reminderFirings counts, from the journals, the increments made by reminders' firings and
+// how many of them were a reminder firing again (at least once): the extra firings per
+// counter. A firing whose save failed ("unsure": it may have landed on some replicas) and
+// that fired again counts as an extra attempt too.
+func reminderFirings(rep *Report, recs []record) map[string]int64 {
+	type firing struct{ entity, reminder string }
+	n := map[firing]int64{} // firings handled: acknowledged, or unsure
+	for _, r := range recs {
+		if r.Reminder == "" || r.Event != "ack" && r.Event != "unsure" {
+			continue
+		}
+		n[firing{r.Entity, r.Reminder}]++
+		if r.Event == "ack" {
+			rep.ReminderFirings++
+		}
+	}
+	extra := map[string]int64{}
+	for f, k := range n {
+		if k > 1 {
+			extra[f.entity] += k - 1
+			rep.ReminderDuplicates += k - 1
+		}
+	}
+	return extra
+}
+
 // checkCounters: acknowledged ≤ final ≤ attempted per counter, and no value acknowledged
-// twice.
-func checkCounters(rep *Report, ld *load, final map[string]int64) {
+// twice. An answered inc-after counts as acknowledged (its reminder fired before the final
+// read), and a reminder that fired more than once (at least once: extra) as attempted
+// again.
+func checkCounters(rep *Report, ld *load, final map[string]int64, extra map[string]int64) {
 	ld.mu.Lock()
 	defer ld.mu.Unlock()
 	bad := 0
 	for i, id := range ld.ids {
 		cs := ld.counters[i]
+		cs.acked += cs.reminders
+		cs.attempted += extra[id]
 		rep.Acked += cs.acked
 		rep.Attempted += cs.attempted
+		rep.Reminders += cs.reminders
 		why := slices.Clone(cs.dupes)
 		v, ok := final[id]
 		if ok {

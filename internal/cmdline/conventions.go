@@ -2,6 +2,7 @@ package cmdline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -11,8 +12,8 @@ import (
 
 // Conventions gives app, and every command in it, what both binaries share: an unknown
 // command or flag is bad usage in one line (exit code 2) with the closest name ("did you
-// mean"); `help [COMMAND...]`, `version` and --version; `completion bash|zsh|fish`. Call it
-// once the app's commands are complete, before Run.
+// mean"); `help [COMMAND...]`, --help, `version` and --version; `completion bash|zsh|fish`;
+// `man [DIR]`. Call it once the app's commands are complete, before Run.
 func Conventions(app *cli.App) {
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and exit"}
 	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, c.App.Name, c.App.Version) }
@@ -20,8 +21,13 @@ func Conventions(app *cli.App) {
 	// The help command is ours (unknown topics are bad usage, not urfave's exit code 3), and
 	// only at the top: 'shardctl help shard move'.
 	app.HideHelpCommand = true
+	// urfave/cli gives the app --help only when it has no command named help: ours is, so
+	// the flag is added here ('shardctl --help' would otherwise be an unknown flag).
+	if !slices.ContainsFunc(app.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "help") }) {
+		app.Flags = append(app.Flags, cli.HelpFlag)
+	}
 	app.EnableBashCompletion = true
-	app.Commands = append(app.Commands, helpCommand(), versionCommand(), completionCommand())
+	app.Commands = append(app.Commands, helpCommand(), versionCommand(), completionCommand(), manCommand(app.Name))
 	if app.Action == nil {
 		app.Action = groupAction
 	}

@@ -31,6 +31,7 @@ type buildInfo struct {
 	Go      string `json:"go"`
 	OS      string `json:"os"`
 	Arch    string `json:"arch"`
+	date    string // the commit's date, 2006-01-02, when the build recorded one (man pages)
 }
 
 func build() buildInfo {
@@ -47,6 +48,8 @@ func build() buildInfo {
 			switch s.Key {
 			case "vcs.revision":
 				b.Commit = s.Value[:min(len(s.Value), 12)]
+			case "vcs.time":
+				b.date, _, _ = strings.Cut(s.Value, "T")
 			case "vcs.modified":
 				dirty = s.Value == "true"
 			}

@@ -86,6 +86,27 @@ func (m *Mailbox[T]) Enqueue(msg T) error {
 	return nil
 }
 
+// EnqueueTo is Enqueue for a goroutine that enqueues many messages at once: when the
+// mailbox becomes runnable, it joins b instead of the run queue, and b.Schedule puts every
+// mailbox it gathered on the run queue in one go. Until then the messages wait.
+func (m *Mailbox[T]) EnqueueTo(b *Batch, msg T) error {
+	if err := m.lockOpen(); err != nil {
+		return err
+	}
+	if c := m.group.capacity; c != 0 && m.q.n >= c {
+		m.mu.Unlock()
+		return ErrFull
+	}
+	m.q.push(m.group, msg)
+	idle := m.state&scheduled == 0
+	m.state |= scheduled
+	m.mu.Unlock()
+	if idle {
+		b.add(m.group.pool, m)
+	}
+	return nil
+}
+
 // Do runs f on the entity's turn after every message accepted before it, and before any
 // accepted after it: a stop signal that lets queued messages through first. It is not
 // bounded by Capacity. If the mailbox is closed before f's turn comes, f never runs.

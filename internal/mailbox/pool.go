@@ -29,19 +29,28 @@ type Pool struct {
 const maxSpares = 256
 
 // Block tells the pool that the calling handler is about to wait (a store round, a remote
-// call) without using its CPU: while it waits, another worker takes its place, as the Go
-// runtime hands a processor on around a system call, so that blocking handlers do not starve
-// the others (with 2 × GOMAXPROCS workers, four entities waiting for an fsync used to stop
-// every entity of the member). Call Unblock when the wait is over; the spare worker returns
-// when it next finds no work.
+// call, a write) without using its CPU: while it waits, another worker takes its place, as
+// the Go runtime hands a processor on around a system call, so that blocking handlers do
+// not starve the others (with 2 × GOMAXPROCS workers, four entities waiting for an fsync
+// used to stop every entity of the member). The spare starts only when work waits and no
+// worker is free to take it — now or when the work comes — so a wait that turns out short
+// costs two locks. Call Unblock when the wait is over; a spare returns when it next finds
+// no work.
 func (p *Pool) Block() {
 	p.mu.Lock()
 	p.blocked++
-	if !p.stopped.Load() && p.live < p.workers+min(p.blocked, maxSpares) {
+	p.spareIfNeeded()
+	p.mu.Unlock()
+}
+
+// spareIfNeeded starts a spare worker when a mailbox waits on the run queue, no worker is
+// asleep to take it, and fewer workers live than the configured ones plus those blocked;
+// p.mu is held.
+func (p *Pool) spareIfNeeded() {
+	if p.queue.n > 0 && p.asleep == 0 && !p.stopped.Load() && p.live < p.workers+min(p.blocked, maxSpares) {
 		p.live++
 		go p.work()
 	}
-	p.mu.Unlock()
 }
 
 // Unblock ends what Block began.
@@ -106,9 +115,52 @@ func (p *Pool) schedule(r runner) {
 		if p.asleep > 0 {
 			p.asleep--
 			p.wake.Signal()
+		} else if p.blocked > 0 {
+			p.spareIfNeeded()
 		}
 	}
 	p.mu.Unlock()
+}
+
+// Batch gathers mailboxes made runnable by EnqueueTo, for Schedule to put on their Pool's
+// run queue with one lock (and to wake as many sleeping workers as they need) rather than
+// one lock per mailbox. A Batch belongs to one goroutine; its zero value is ready to use.
+type Batch struct {
+	pool    *Pool
+	runners []runner
+}
+
+func (b *Batch) add(p *Pool, r runner) {
+	if b.pool != p {
+		b.Schedule() // mailboxes of another pool: those gathered so far go first
+		b.pool = p
+	}
+	b.runners = append(b.runners, r)
+}
+
+// Schedule puts the gathered mailboxes at the tail of the run queue, in the order they
+// became runnable.
+func (b *Batch) Schedule() {
+	if len(b.runners) == 0 {
+		return
+	}
+	p := b.pool
+	p.mu.Lock()
+	if !p.stopped.Load() {
+		for _, r := range b.runners {
+			p.queue.push(r)
+		}
+		for wake := min(p.asleep, len(b.runners)); wake > 0; wake-- {
+			p.asleep--
+			p.wake.Signal()
+		}
+		if p.blocked > 0 {
+			p.spareIfNeeded()
+		}
+	}
+	p.mu.Unlock()
+	clear(b.runners)
+	b.runners = b.runners[:0]
 }
 
 // work is a worker: it takes the mailbox at the head of the run queue, runs its turn and, if

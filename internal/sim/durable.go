@@ -54,7 +54,7 @@ func (d *durable) book(k entityKey) *counterBook {
 
 // answered records what an asker heard.
 func (d *durable) answered(a *simAsk, r node.Reply) {
-	if !d.s.opts.Durable || r.Err != nil {
+	if _, registers := d.s.rem.register[a.msg]; !d.s.opts.Durable || r.Err != nil || registers {
 		return
 	}
 	d.book(a.key).answered[a.msg] = true
@@ -91,6 +91,15 @@ func (c *counterState) handle(e *simEntity, m *node.Message, next func()) {
 		}
 		r.n.Core.Answer(e.t, m, reply, err)
 		next()
+	}
+	if id := idOf(m, e.t); id&remindBit != 0 && m.Firing() == nil {
+		// A reminder's message is handled only on the home that fired it, as its firing.
+		r.s.fail("%s handles the increment of reminder r%d of %s without its firing: the message left the home that fired it",
+			r.n.ID, id&^remindBit, e.key)
+	}
+	if after, ok := r.s.rem.register[idOf(m, e.t)]; ok {
+		c.remind(e, idOf(m, e.t), after, done)
+		return
 	}
 	if !c.loaded {
 		c.load(e, func(err error) {
@@ -148,7 +157,11 @@ func (c *counterState) save(e *simEntity, m *node.Message, done func(any, error)
 	b := d.book(e.key)
 	id := idOf(m, e.t)
 	next := c.value + 1
-	b.saving[id] = true
+	if id&remindBit != 0 {
+		d.s.reminderSaveBegun(e, id)
+	} else {
+		b.saving[id] = true
+	}
 	w := remember.Write{Key: e.r.s.stateKey(e.key), Value: strconv.AppendInt(nil, next, 10), Epoch: uint64(e.epoch)}
 	var attempt func(again bool)
 	attempt = func(again bool) {
@@ -175,6 +188,9 @@ func (c *counterState) save(e *simEntity, m *node.Message, done func(any, error)
 			}
 			b.stored = max(b.stored, next)
 			c.value = next
+			if id&remindBit != 0 {
+				d.s.rem.saved[id&^remindBit]++
+			}
 			done(next, nil)
 		})
 	}
@@ -205,9 +221,10 @@ func (s *Sim) CheckCounters() error {
 			}
 		}
 		v := stored[s.stateKey(k)]
-		if int64(acked) > v || v > int64(acked+unknown) {
-			return fmt.Errorf("counter %s holds %d: want between %d acknowledged and %d acknowledged or unknown increments",
-				k, v, acked, acked+unknown)
+		remSaved, remBegun := s.reminderSums(k)
+		if int64(acked+remSaved) > v || v > int64(acked+unknown+remBegun) {
+			return fmt.Errorf("counter %s holds %d: want between %d acknowledged and %d acknowledged or unknown increments (%d and %d of them reminders')",
+				k, v, acked+remSaved, acked+unknown+remBegun, remSaved, remBegun)
 		}
 	}
 	return nil

@@ -41,15 +41,21 @@ func TestPartitionAtLeaderAction(t *testing.T) {
 	strategies := []struct {
 		strategy membership.Strategy
 		quorum   int
-	}{{membership.KeepMajority, 0}, {membership.KeepOldest, 0}, {membership.StaticQuorum, 3}, {membership.StaticQuorum, 4}}
+		cutLease bool // lease-majority: the first group cannot reach the resolver's lease
+	}{{membership.KeepMajority, 0, false}, {membership.KeepOldest, 0, false}, {membership.StaticQuorum, 3, false}, {membership.StaticQuorum, 4, false},
+		{membership.LeaseMajority, 0, false}, {membership.LeaseMajority, 0, true}}
 	runs := 0
 	for _, st := range strategies {
 		for _, c := range cuts {
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
-				s, err := partitionAtLeaderAction1(seed, st.strategy, st.quorum, c.action, c.node, c.groups, c.cause)
+				var cutLease []int
+				if st.cutLease {
+					cutLease = c.groups[0]
+				}
+				s, err := partitionAtLeaderAction1(seed, st.strategy, st.quorum, cutLease, c.action, c.node, c.groups, c.cause)
 				runs++
 				if err != nil {
-					t.Fatalf("%s (quorum %d), partition %v at %s, seed %d: %v\ntimeline:\n%s", st.strategy, st.quorum, c.groups, c.name, seed, err, timeline(s))
+					t.Fatalf("%s (quorum %d, lease cut from %v), partition %v at %s, seed %d: %v\ntimeline:\n%s", st.strategy, st.quorum, cutLease, c.groups, c.name, seed, err, timeline(s))
 				}
 			}
 		}
@@ -57,7 +63,7 @@ func TestPartitionAtLeaderAction(t *testing.T) {
 	t.Logf("%d runs: %d strategies × %d cuts × %d seeds", runs, len(strategies), len(cuts), seeds)
 }
 
-func partitionAtLeaderAction1(seed uint64, strategy membership.Strategy, quorum int, action LeaderAction, node int, groups [][]int, cause func(*Sim)) (*Sim, error) {
+func partitionAtLeaderAction1(seed uint64, strategy membership.Strategy, quorum int, cutLease []int, action LeaderAction, node int, groups [][]int, cause func(*Sim)) (*Sim, error) {
 	cfg := membership.DefaultConfig()
 	cfg.SplitBrainResolver.StableAfter = 5 * time.Second
 	cfg.SplitBrainResolver.ActiveStrategy = strategy
@@ -78,6 +84,7 @@ func partitionAtLeaderAction1(seed uint64, strategy membership.Strategy, quorum 
 	if !s.RunUntil(s.Fired, 20*time.Second) {
 		return s, fmt.Errorf("the leader did not take the action")
 	}
+	s.CutResolverLease(cutLease...) // as the partition falls: the action itself needs no decision
 	s.RunFor(60 * time.Second)
 	if s.Err() != nil {
 		return s, s.Err()

@@ -58,7 +58,7 @@ func newEntityRuntime(s *Sim, n *Node) *entityRuntime {
 
 // start starts an incarnation (Env.StartEntity).
 func (r *entityRuntime) start(t *node.EntityType, ctx node.EntityContext) node.Incarnation {
-	key := entityKey{ctx.Type, ctx.Entity}
+	key := entityKey{ctx.Type(), ctx.Entity}
 	if r.live[key] != nil {
 		r.s.fail("%s started %s while an incarnation of it is alive there", r.n.ID, key)
 	}
@@ -173,6 +173,11 @@ func (e *simEntity) LoadState(context.Context, *node.EntityContext) ([]byte, err
 func (e *simEntity) SaveState(context.Context, *node.EntityContext, []byte) error {
 	return errors.New("sim: entities keep state through the durable counter")
 }
+
+func (e *simEntity) Remind(context.Context, node.ReminderOp) ([]node.Reminder, error) {
+	return nil, errors.New("sim: entities register reminders through the durable counter")
+}
+func (e *simEntity) Timer(node.TimerOp) {}
 
 var _ node.Turns = (*simEntity)(nil)
 

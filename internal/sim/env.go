@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"bytes"
+	"encoding/binary"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -38,6 +40,32 @@ func (e *simEnv) Send(to membership.NodeID, proto protocol.ID, frame []byte, don
 	e.outbox = append(e.outbox, outFrame{to: to, proto: proto, frame: frame, done: done})
 }
 
+// SendFrames sends each of the frames on its own, as the simulated network carries frames;
+// done hears once, after the last, with the first error.
+func (e *simEnv) SendFrames(to membership.NodeID, proto protocol.ID, framed []byte, n int, done func(error)) {
+	var each func(error)
+	if done != nil {
+		left, first := n, error(nil)
+		each = func(err error) {
+			if first == nil {
+				first = err
+			}
+			if left--; left == 0 {
+				done(first)
+			}
+		}
+	}
+	for rest := bytes.Clone(framed); len(rest) > 0; {
+		size, m := binary.Uvarint(rest)
+		if m <= 0 || size > uint64(len(rest)-m) {
+			e.s.fail("%s: a batch of %d frames for %s is cut short", e.n.ID, n, to)
+			return
+		}
+		e.outbox = append(e.outbox, outFrame{to: to, proto: proto, frame: rest[m : m+int(size)], done: each})
+		rest = rest[m+int(size):]
+	}
+}
+
 func (e *simEnv) Gossip(frame []byte) {
 	e.outbox = append(e.outbox, outFrame{frame: frame, gossip: true})
 }
@@ -64,6 +92,9 @@ func (e *simEnv) gossip(frame []byte) {
 		return
 	}
 	se.Origin = e.n.ID
+	if e.s.meter != nil {
+		e.s.meter.gossip(e.n, frame, len(e.s.nodes)-2)
+	}
 	for _, to := range e.s.nodes[1:] {
 		if to == e.n || !to.Alive {
 			continue
@@ -83,6 +114,8 @@ func (e *simEnv) HostShard(u remember.Unit, epoch uint64, hosted bool) {
 
 func (e *simEnv) CareFor(units []remember.Unit) { e.n.store.care(units) }
 
+func (e *simEnv) ResolverLease(op membership.LeaseOp) { e.s.resolverLeaseOp(e.n, op) }
+
 func (e *simEnv) StartEntity(t *node.EntityType, ctx node.EntityContext) node.Incarnation {
 	return e.n.entities.start(t, ctx)
 }
@@ -93,6 +126,8 @@ func (e *simEnv) Publish(ev node.Event) {
 		e.s.observe(e.n, ev)
 	case engine.TypedEvent:
 		e.s.observeSharding(e.n, ev)
+	case node.RemindersClaimed, node.ReminderFired:
+		e.s.observeReminder(e.n, ev)
 	}
 }
 
@@ -103,5 +138,15 @@ func (e *simEnv) Serving(time.Time) {}
 func (e *simEnv) KeepClusterSize(size uint32) { e.n.LastClusterSize = size }
 
 func (e *simEnv) Stopped(st membership.Stopped) { e.n.Stopped = &st }
+
+// Refused counts what the core refused from a peer that is not an admitted member; a
+// message for an entity among it is lost with that cause.
+func (e *simEnv) Refused(from membership.NodeID, proto protocol.ID, in node.Input) {
+	e.s.refused(e.n, from, string(proto))
+	if d, ok := in.(node.Deliver); ok {
+		m := d.Envelope.Payload.(*node.Message)
+		e.s.traffic.lost(idOf(m, specOf(e.n, d.Type)), "refused: "+string(from)+" is not an admitted member of "+string(e.n.ID))
+	}
+}
 
 var _ node.Env = (*simEnv)(nil)

@@ -117,15 +117,7 @@ func externalSchedule(seed uint64) (*Sim, error) {
 		s.Start(i, 1)
 	}
 	s.RunFor(3 * time.Second)
-	running := func() []int {
-		var out []int
-		for _, n := range s.Nodes() {
-			if n.Running() {
-				out = append(out, n.Index)
-			}
-		}
-		return out
-	}
+	running := s.Running
 	pick := func(from []int) int { return from[r.IntN(len(from))] }
 	load := func(d time.Duration) {
 		for end := s.Now().Add(d); s.Now().Before(end); {

@@ -57,8 +57,9 @@ func (s *Sim) leaseOp(n *Node, op engine.LeaseOp) {
 	}
 }
 
-// tickLeases renews the leases node n holds and reports those it lost.
+// tickLeases renews the leases node n holds (the resolver's too) and reports those it lost.
 func (s *Sim) tickLeases(n *Node) {
+	s.renewResolverLease(n)
 	keys := slices.SortedFunc(maps.Keys(n.leases), func(a, b leaseKey) int {
 		return cmp.Or(strings.Compare(a.typ, b.typ), strings.Compare(string(a.shard), string(b.shard)))
 	})

@@ -87,6 +87,12 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 		cfg.SplitBrainResolver.QuorumSize = num("quorum", 0)
 		cfg.MinNrOfMembers = num("min-nr", 1)
 		cfg.Voters = num("voters", 0)
+		if v, ok := args["weakly-up"]; ok {
+			cfg.AllowWeaklyUpMembers = offOr(dur, v, "weakly-up")
+		}
+		if v, ok := args["unstable"]; ok {
+			cfg.SplitBrainResolver.DownAllWhenUnstable = offOr(dur, v, "unstable")
+		}
 		opts := Options{Seed: uint64(num("seed", 1)), Membership: cfg, NumberOfShards: num("shards", 30),
 			Durable: args["durable"] == "true", AntiEntropyInterval: dur("anti-entropy", 0)}
 		if typ, ok := args["type"]; ok {
@@ -142,6 +148,9 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 			return "not fired\n", nil
 		}
 		return "fired\n", nil
+	case "cut-lease":
+		// cut-lease nodes=1,2,3: the resolver's lease is out of their reach (lease-majority).
+		s.CutResolverLease(list("nodes")...)
 	case "heal":
 		s.logf("heal")
 		s.Net.Heal()
@@ -203,6 +212,14 @@ func runCommand(t *testing.T, sp **Sim, d *datadriven.TestData) (string, error) 
 		return "", fmt.Errorf("unknown command %q", d.Cmd)
 	}
 	return "", nil
+}
+
+// offOr reads "off" (membership.Off) or a duration for key.
+func offOr(dur func(string, time.Duration) time.Duration, v, key string) time.Duration {
+	if v == "off" {
+		return membership.Off
+	}
+	return dur(key, 0)
 }
 
 // groups parses partition groups: 1-2-3/4-5.

@@ -36,6 +36,7 @@ func (s *Sim) observeSharding(n *Node, ev engine.TypedEvent) {
 		s.logf("%s: %s coordinator (term %d) recovered %d regions, %d shards", n.ID, ev.Type, e.Term, e.Regions, e.Shards)
 	case coordinator.ShardAllocated:
 		s.logf("%s: %s shard %s allocated to %s (epoch %s, %s)", n.ID, ev.Type, e.Shard, e.Region, e.Epoch, e.Cause)
+		s.noteTerm(n, ev.Type, e.Epoch)
 		if e.From != "" {
 			s.Moves++
 		}
@@ -58,23 +59,64 @@ func (s *Sim) observeSharding(n *Node, ev engine.TypedEvent) {
 }
 
 // checkShardHomes: a shard runs on at most one running member (invariant 2 as the cluster
-// sees it: no shard allocated to two regions).
+// sees it: no shard allocated to two regions). It looks only at n's shards, against an index
+// of which members host each shard: a member's shards change only in steps that process it.
 func (s *Sim) checkShardHomes(n *Node) {
+	if s.homes == nil {
+		s.homes = newShardIndex()
+	}
+	s.homes.update(n)
 	if !n.Running() {
 		return
 	}
 	for _, typ := range n.E.Types() {
 		for id := range n.E.Shards(typ) {
-			for _, other := range s.nodes[1:] {
-				if other == n || !other.Alive || !other.Running() {
-					continue
-				}
-				if _, ok := other.E.Shards(typ)[id]; ok {
+			for other := range s.homes.hosts[shardKey{typ, id}] {
+				if other != n && other.Alive && other.Running() { // Running is the costly test
 					s.fail("%s shard %s runs on %s and on %s", typ, id, n.ID, other.ID)
 				}
 			}
 		}
 	}
+}
+
+type shardKey struct {
+	typ string
+	id  shard.ID
+}
+
+// shardIndex is which members host each shard, as of each member's last step.
+type shardIndex struct {
+	of    map[*Node]map[shardKey]bool
+	hosts map[shardKey]map[*Node]bool
+}
+
+func newShardIndex() *shardIndex {
+	return &shardIndex{of: map[*Node]map[shardKey]bool{}, hosts: map[shardKey]map[*Node]bool{}}
+}
+
+// update brings n's shards in the index up to date.
+func (x *shardIndex) update(n *Node) {
+	prev := x.of[n]
+	cur := make(map[shardKey]bool, len(prev))
+	for _, typ := range n.E.Types() {
+		for id := range n.E.Shards(typ) {
+			k := shardKey{typ, id}
+			cur[k] = true
+			if !prev[k] {
+				if x.hosts[k] == nil {
+					x.hosts[k] = map[*Node]bool{}
+				}
+				x.hosts[k][n] = true
+			}
+		}
+	}
+	for k := range prev {
+		if !cur[k] {
+			delete(x.hosts[k], n)
+		}
+	}
+	x.of[n] = cur
 }
 
 // checkActiveLimit: with an active-entity limit, a member never runs more entities of the

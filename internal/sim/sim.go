@@ -13,6 +13,7 @@ import (
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
+	"github.com/shardmesh/shardmesh/trust"
 )
 
 // Options configures a simulation.
@@ -41,6 +42,14 @@ type Options struct {
 	Durable bool
 	// Logger receives the members' logs (default: none).
 	Logger *slog.Logger
+	// Trust is what every member trusts (node.CoreConfig.Trust): with admins, a member
+	// follows only the directives one of them signed. Nil: no admins.
+	Trust *trust.Policy
+	// NodeName names node i and gives its address (default n01 and /sim/n01): the capacity
+	// simulator gives real libp2p peer ids and addresses, so that it measures real frames.
+	NodeName func(i int) (membership.NodeID, string)
+	// Quiet keeps no timeline: a run of a thousand members would write millions of lines.
+	Quiet bool
 }
 
 // Sim is one simulated cluster: the real member cores (node.Core) and their replicated
@@ -67,20 +76,30 @@ type Sim struct {
 	// Moves counts shard allocations that moved a shard from one member to another (after a
 	// handoff or the loss of its member).
 	Moves int
+	// Refused counts what members refused because its sender was not an admitted member of
+	// theirs, by protocol ("replica" for the stores).
+	Refused map[string]int
+	nonces  uint64 // the directives' nonces so far
 
 	fullRestarts int // whole-cluster restarts (restartAll)
 
-	traffic   *traffic // entity messages and their fate
-	durable   *durable // the durable counters and the store's invariants
-	extractor *shard.HashCodeExtractor
-	nextAsk   uint64
-	asks      map[uint64]*simAsk     // every ask sent, by id
-	started   map[entityKey]bool     // every entity an incarnation of which ever started
-	stored    map[string]*storedView // storedRecords by prefix, while the disks do not change
+	traffic *traffic   // entity messages and their fate
+	durable *durable   // the durable counters and the store's invariants
+	rem     *reminders // durable reminders on the durable counters
+	// TermRegressed: an allocation's coordinator term was below one seen before (noteTerm).
+	TermRegressed bool
+	extractor     *shard.HashCodeExtractor
+	nextAsk       uint64
+	asks          map[uint64]*simAsk     // every ask sent, by id
+	started       map[entityKey]bool     // every entity an incarnation of which ever started
+	stored        map[string]*storedView // storedRecords by prefix, while the disks do not change
 
 	leases map[leaseKey]*simLease // the shards' leases (use-lease), shared by every node
 
-	trigger *trigger // a partition armed to fall at a leader action
+	trigger  *trigger       // a partition armed to fall at a leader action
+	meter    *meter         // counts what members send, when measuring (meter.go)
+	homes    *shardIndex    // which members host each shard (checkShardHomes)
+	sbrLease *resolverLease // the split-brain resolver's lease (resolverlease.go)
 
 	// auxRng draws what the member's store, disk, leases and entities add to a run (apart
 	// from rng, so the membership draws of a run stay as they were without them).
@@ -95,6 +114,7 @@ type Sim struct {
 type Node struct {
 	Index       int
 	ID          membership.NodeID
+	Addr        string // its address, as its member record gives it
 	Incarnation uint64
 	Roles       []string
 	Version     membership.Version
@@ -167,8 +187,10 @@ func New(opts Options) *Sim {
 		started: map[entityKey]bool{},
 		stored:  map[string]*storedView{},
 		leases:  map[leaseKey]*simLease{},
+		Refused: map[string]int{},
 	}
 	s.durable = newDurable(s)
+	s.rem = newReminders()
 	return s
 }
 
@@ -187,6 +209,17 @@ func (s *Sim) Timeline() []string { return s.timeline }
 // Nodes returns every node created so far, by index order.
 func (s *Sim) Nodes() []*Node { return s.nodes[1:] }
 
+// Running returns the indexes of the nodes running now, in index order.
+func (s *Sim) Running() []int {
+	var out []int
+	for _, n := range s.Nodes() {
+		if n.Running() {
+			out = append(out, n.Index)
+		}
+	}
+	return out
+}
+
 // Node returns node i (1-based).
 func (s *Sim) Node(i int) *Node { return s.nodes[i] }
 
@@ -194,6 +227,10 @@ func (s *Sim) Node(i int) *Node { return s.nodes[i] }
 func (s *Sim) AddNode(roles []string, version membership.Version) *Node {
 	i := len(s.nodes)
 	n := &Node{Index: i, ID: membership.NodeID(fmt.Sprintf("n%02d", i)), Roles: roles, Version: version, sim: s}
+	n.Addr = "/sim/" + string(n.ID)
+	if s.opts.NodeName != nil {
+		n.ID, n.Addr = s.opts.NodeName(i)
+	}
 	n.store = newMemberStore(s, n)
 	s.nodes = append(s.nodes, n)
 	s.byID[n.ID] = n
@@ -212,7 +249,7 @@ func (s *Sim) Start(i int, seeds ...int) {
 	self := membership.Member{
 		Node:        n.ID,
 		Incarnation: n.Incarnation,
-		Addrs:       []string{"/sim/" + string(n.ID)},
+		Addrs:       []string{n.Addr},
 		Roles:       n.Roles,
 		AppVersion:  n.Version,
 
@@ -223,7 +260,7 @@ func (s *Sim) Start(i int, seeds ...int) {
 	n.leases = map[leaseKey]uint64{}
 	n.removed = map[membership.NodeID]uint64{}
 	n.Core = node.NewCore(node.CoreConfig{Membership: s.opts.Membership, ClusterName: "sim", Logger: s.opts.Logger.With("node", n.ID),
-		ReplicationFactor: s.opts.Store.ReplicationFactor}, self, n.env, s.now)
+		ReplicationFactor: s.opts.Store.ReplicationFactor, Trust: s.opts.Trust}, self, n.env, s.now)
 	n.E = n.Core.Engine()
 	n.M = n.E.Membership()
 	n.store.open()
@@ -292,6 +329,14 @@ func (s *Sim) flush(n *Node) {
 	s.checkActiveLimit(n)
 	if n.Stopped != nil && n.Alive {
 		s.die(n, "stopped")
+	}
+}
+
+// refused counts what member n refused from peer from, not an admitted member of its.
+func (s *Sim) refused(n *Node, from membership.NodeID, proto string) {
+	s.Refused[proto]++
+	if s.Refused[proto]&(s.Refused[proto]-1) == 0 { // 1, 2, 4, …: a line now and then, not one per frame
+		s.logf("%s refused a %s frame from %s, not an admitted member (%d so far)", n.ID, proto, from, s.Refused[proto])
 	}
 }
 
@@ -499,14 +544,18 @@ func (s *Sim) checkQuorum(n *Node, d membership.Downed) {
 		ok = side >= cfg.QuorumSize && side+others <= 2*cfg.QuorumSize-1
 	case membership.KeepOldest:
 		ok = side > 0
+	case membership.LeaseMajority: // only with the lease, unless it downs its own side
+		own := d.Decision == membership.DownReachable || d.Decision == membership.ReverseDownIndirectlyConnected
+		ok = own || (d.Lease && s.holdsResolverLease(n))
 	}
 	if !ok {
 		s.fail("%s downed %v without a quorum: side %v, others %v", n.ID, d.Nodes, d.Side, d.Others)
 	}
-	// The decider is counted on its side, unless keep-majority does not count it (not a
-	// voter) or it is still Joining.
+	// The decider is counted on its side, unless keep-majority (or lease-majority) does not
+	// count it (not a voter) or it is still Joining.
 	self := n.M.Self()
-	counted := self.Status != membership.Joining && (self.Voter || cfg.ActiveStrategy != membership.KeepMajority)
+	votersOnly := cfg.ActiveStrategy == membership.KeepMajority || cfg.ActiveStrategy == membership.LeaseMajority
+	counted := self.Status != membership.Joining && self.Status != membership.WeaklyUp && (self.Voter || !votersOnly)
 	if slices.Contains(d.Others, n.ID) || (counted && !slices.Contains(d.Side, n.ID)) {
 		s.fail("%s downed %v from a side it is not on: %v", n.ID, d.Nodes, d.Side)
 	}
@@ -522,6 +571,9 @@ func (s *Sim) fail(format string, args ...any) {
 }
 
 func (s *Sim) logf(format string, args ...any) {
+	if s.opts.Quiet {
+		return
+	}
 	s.timeline = append(s.timeline, fmtElapsed(s.Elapsed())+" "+fmt.Sprintf(format, args...))
 }
 

@@ -106,15 +106,7 @@ func soakSchedule(seed uint64, timed bool) (*Sim, error) {
 	// the losing side's members stop one by one, plus the removal margin.
 	detect := cfg.FailureDetector.AcceptableHeartbeatPause + 5*cfg.FailureDetector.HeartbeatInterval
 	settle := 2*(detect+cfg.SplitBrainResolver.StableAfter) + cfg.DownRemovalMargin
-	running := func() []int {
-		var out []int
-		for _, n := range s.Nodes() {
-			if n.Running() {
-				out = append(out, n.Index)
-			}
-		}
-		return out
-	}
+	running := s.Running
 	pick := func(from []int) int { return from[r.IntN(len(from))] }
 
 	for step := 0; step < 8+r.IntN(8); step++ {

@@ -35,6 +35,7 @@ type memberStore struct {
 	calls    map[remember.CallID]uint64 // machine call → the core's request id
 	own      map[remember.CallID]func(remember.Answer)
 	place    *remember.Placement // the last given to the machine
+	admitted []membership.NodeID // the last given to the machine
 	applies  []remember.DiskOp   // queued; the first one is in progress when applying
 	applying bool
 	wake     time.Time // when the machine's next tick is scheduled (zero: none)
@@ -54,7 +55,7 @@ func (st *memberStore) real() bool { return len(st.s.opts.Types) > 0 }
 func (st *memberStore) open() {
 	st.inc = st.n.Incarnation
 	st.calls, st.own = map[remember.CallID]uint64{}, map[remember.CallID]func(remember.Answer){}
-	st.place, st.applies, st.applying, st.wake = nil, nil, false, time.Time{}
+	st.place, st.admitted, st.applies, st.applying, st.wake = nil, nil, nil, false, time.Time{}
 	if !st.real() {
 		return
 	}
@@ -149,6 +150,10 @@ func (st *memberStore) sync() {
 			st.place = p
 			st.m.SetPlacement(st.s.now, p)
 		}
+		if a := v.Admitted(); !sameSlice(a, st.admitted) {
+			st.admitted = a
+			st.m.SetAdmitted(st.s.now, a)
+		}
 	}
 	s, n, inc := st.s, st.n, st.inc
 	for {
@@ -162,10 +167,16 @@ func (st *memberStore) sync() {
 				continue
 			}
 			frame := snd.Frame
+			if s.meter != nil {
+				s.meter.replica(n, frame)
+			}
 			s.send(n, to, s.auxRng, func(to *Node) { to.store.receive(n.ID, frame) }, nil)
 		}
 		for _, op := range rd.Disk {
 			st.diskOp(op)
+		}
+		for _, from := range rd.Refused {
+			s.refused(n, from, "replica")
 		}
 		for _, a := range rd.Answers {
 			if done := st.own[a.Call]; done != nil {
@@ -194,6 +205,10 @@ func (st *memberStore) sync() {
 			})
 		})
 	}
+}
+
+func sameSlice(a, b []membership.NodeID) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // when runs fn on the node's process inc while it runs its store; a paused process runs it

@@ -67,18 +67,27 @@ func idOf(m *node.Message, t *node.EntityType) msgID {
 func (t *traffic) handled(m *node.Message, typ *node.EntityType) { t.settle(idOf(m, typ), handled) }
 
 func (t *traffic) rejected(m msgID, err error) {
+	if m&remindBit != 0 {
+		return // a reminder's: its firing is tried again
+	}
 	t.causes["rejected: "+err.Error()]++
 	t.causeOf[m] = "rejected: " + err.Error()
 	t.settle(m, rejected)
 }
 
 func (t *traffic) lost(m msgID, cause string) {
+	if m&remindBit != 0 {
+		return // a reminder's: the shard's next home fires it again
+	}
 	t.causes["lost: "+cause]++
 	t.causeOf[m] = "lost: " + cause
 	t.settle(m, lostCause)
 }
 
 func (t *traffic) settle(m msgID, f fate) {
+	if m&remindBit != 0 {
+		return
+	}
 	if t.fates[m] == inFlight {
 		t.fates[m] = f
 	}
@@ -127,6 +136,11 @@ func heldBy(n *Node) []msgID {
 		add(typ, n.E.Region(typ).Held())
 		for _, sh := range n.E.Shards(typ) {
 			add(typ, sh.Waiting())
+		}
+	}
+	for _, in := range n.Core.Waiting() { // forwarded by a member not admitted here yet
+		if d, ok := in.(node.Deliver); ok {
+			out = append(out, idOf(d.Envelope.Payload.(*node.Message), specOf(n, d.Type)))
 		}
 	}
 	if n.entities != nil {
@@ -249,6 +263,9 @@ func (s *Sim) sendFrame(from *Node, toID membership.NodeID, proto protocol.ID, f
 			done(fmt.Errorf("no member %s", toID))
 		}
 		return
+	}
+	if s.meter != nil {
+		s.meter.frame(from, proto, frame)
 	}
 	deliver := func(to *Node) {
 		if err := to.Core.Receive(s.now, from.ID, proto, frame); err != nil {

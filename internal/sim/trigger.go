@@ -11,7 +11,7 @@ type LeaderAction uint8
 
 // Leader actions a partition can be timed to.
 const (
-	ActionUp      LeaderAction = iota + 1 // Joining → Up
+	ActionUp      LeaderAction = iota + 1 // Joining (or WeaklyUp) → Up
 	ActionExiting                         // Leaving → Exiting
 	ActionRemoved                         // Exiting or Down → Removed
 )
@@ -66,7 +66,7 @@ func (s *Sim) fire(n *Node, e membership.MemberChanged) {
 	}
 	var a LeaderAction
 	switch {
-	case e.Previous == membership.Joining && e.Member.Status == membership.Up:
+	case (e.Previous == membership.Joining || e.Previous == membership.WeaklyUp) && e.Member.Status == membership.Up:
 		a = ActionUp
 	case e.Previous == membership.Leaving && e.Member.Status == membership.Exiting:
 		a = ActionExiting

@@ -21,13 +21,13 @@ func TestShardsSpreadOverRegions(t *testing.T) {
 	for i := 0; len(order) < 4; i++ {
 		id := fmt.Sprint(i)
 		sh := extractor.ShardID(shard.EntityID(id))
-		if _, seen := s.location[sh]; !seen {
+		if _, seen := s.shardOf[sh]; !seen {
 			order = append(order, sh)
 		}
 		s.Access(id)
 	}
 	for k, sh := range order {
-		if got, want := s.location[sh], k%3; got != want {
+		if got, want := s.shardRegion[s.shardOf[sh]], k%3; got != want {
 			t.Fatalf("shard %s (seen %d-th) in region %d, want %d", sh, k+1, got, want)
 		}
 	}
@@ -61,9 +61,7 @@ func TestIdleStrategyInVirtualTime(t *testing.T) {
 	}
 	rareMisses, regularMisses := 0, 0
 	for _, id := range ids {
-		region := sim.regions[0]
-		p := region.Shard(sim.extractor.ShardID(shard.EntityID(id)))
-		miss := p == nil || !p.Contains(id)
+		miss := !sim.active(id)
 		switch {
 		case id == "rare" && miss:
 			rareMisses++
@@ -99,5 +97,34 @@ func TestActiveRate(t *testing.T) {
 	}
 	if got := (Stats{}).ActiveRate(); got != 0 {
 		t.Fatalf("ActiveRate of nothing = %v", got)
+	}
+}
+
+// A trace replayed by index (RunTrace, what shardctl does) counts what the same accesses
+// given one by one as strings (Access) count.
+func TestRunTraceMatchesAccess(t *testing.T) {
+	var ids []string
+	for i := range 50_000 {
+		ids = append(ids, fmt.Sprint(i*i%7919)) // 7,919 distinct ids, skewed
+	}
+	for _, settings := range []passivation.Settings{passivation.DefaultStrategy().WithActiveEntityLimit(500), passivation.Limited(300, passivation.LRU())} {
+		cfg := Config{Settings: settings, Regions: 3, Shards: 20}
+		got, err := RunTrace(cfg, NewTrace(ids))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			s.Access(id)
+		}
+		if want := s.Stats(); got != want {
+			t.Fatalf("%s: RunTrace %+v, Access %+v", settings, got, want)
+		}
+		if got.Activations == got.Accesses || got.Passivations == 0 {
+			t.Fatalf("%s: nothing was passivated: %+v", settings, got)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -60,6 +61,64 @@ const maxRun = 1 << 24
 // Surrounding white space (including a Windows line end) is not part of an id and blank
 // lines are skipped in every format.
 func ScanTrace(r io.Reader, format Format, fn func(id string) error) error {
+	return scanIDs(r, format, func(id []byte) error { return fn(string(id)) })
+}
+
+// ReadTrace reads all the accesses of a trace (see ScanTrace).
+func ReadTrace(r io.Reader, format Format) ([]string, error) {
+	var ids []string
+	err := ScanTrace(r, format, func(id string) error {
+		ids = append(ids, id)
+		return nil
+	})
+	return ids, err
+}
+
+// Trace is an access trace read once: each access as the index of its entity among the
+// distinct ids, so that replaying it (RunTrace) compares and hashes no strings, and so
+// that millions of accesses take 4 bytes each.
+type Trace struct {
+	// Accesses are the accessed entities, in order, as indexes into IDs.
+	Accesses []uint32
+	// IDs are the distinct entity ids, in the order of their first access.
+	IDs []string
+}
+
+// NewTrace returns the trace of the accesses ids.
+func NewTrace(ids []string) *Trace {
+	t := &Trace{Accesses: make([]uint32, 0, len(ids))}
+	index := map[string]uint32{}
+	for _, id := range ids {
+		t.add(index, []byte(id))
+	}
+	return t
+}
+
+func (t *Trace) add(index map[string]uint32, id []byte) {
+	i, ok := index[string(id)] // no allocation for an id seen before
+	if !ok {
+		s := string(id)
+		i = uint32(len(t.IDs))
+		t.IDs = append(t.IDs, s)
+		index[s] = i
+	}
+	t.Accesses = append(t.Accesses, i)
+}
+
+// LoadTrace reads a trace as ScanTrace does, into a Trace: one allocation per distinct id,
+// none per access.
+func LoadTrace(r io.Reader, format Format) (*Trace, error) {
+	t := &Trace{}
+	index := map[string]uint32{}
+	err := scanIDs(r, format, func(id []byte) error {
+		t.add(index, id)
+		return nil
+	})
+	return t, err
+}
+
+// scanIDs is ScanTrace with each id as bytes, valid only during the call to fn.
+func scanIDs(r io.Reader, format Format, fn func(id []byte) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if magic, err := br.Peek(2); err == nil && bytes.Equal(magic, []byte{0x1f, 0x8b}) {
 		zr, err := gzip.NewReader(br)
@@ -70,12 +129,13 @@ func ScanTrace(r io.Reader, format Format, fn func(id string) error) error {
 		br = bufio.NewReaderSize(zr, 1<<16)
 	}
 	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
 	line := 0
+	var arcID []byte
 	for sc.Scan() {
 		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
 			continue
 		}
 		switch format {
@@ -84,17 +144,18 @@ func ScanTrace(r io.Reader, format Format, fn func(id string) error) error {
 				return err
 			}
 		case LIRS:
-			if text == "*" {
+			if len(text) == 1 && text[0] == '*' {
 				continue
 			}
-			if _, err := strconv.ParseUint(text, 10, 64); err != nil {
+			if !isUint64(text) {
 				return fmt.Errorf("line %d: %q is not a LIRS block id (an unsigned integer, or * for a marker)", line, text)
 			}
 			if err := fn(text); err != nil {
 				return err
 			}
 		case ARC:
-			if err := scanARC(text, line, fn); err != nil {
+			var err error
+			if arcID, err = scanARC(string(text), line, arcID, fn); err != nil {
 				return err
 			}
 		default:
@@ -107,33 +168,45 @@ func ScanTrace(r io.Reader, format Format, fn func(id string) error) error {
 	return nil
 }
 
-func scanARC(text string, line int, fn func(id string) error) error {
+// isUint64 reports whether b is what strconv.ParseUint(b, 10, 64) accepts: decimal digits
+// only, at most 2^64-1.
+func isUint64(b []byte) bool {
+	if len(b) == 0 || len(b) > 20 {
+		return false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return false
+		}
+		v = v*10 + d
+	}
+	return true
+}
+
+// scanARC calls fn with each id of an ARC line, formatted into buf (returned for reuse).
+func scanARC(text string, line int, buf []byte, fn func(id []byte) error) ([]byte, error) {
 	fields := strings.Fields(text)
 	if len(fields) < 2 {
-		return fmt.Errorf("line %d: %q is not an ARC line (start count ignored ignored)", line, text)
+		return buf, fmt.Errorf("line %d: %q is not an ARC line (start count ignored ignored)", line, text)
 	}
 	start, err := strconv.ParseInt(fields[0], 10, 64)
 	if err != nil {
-		return fmt.Errorf("line %d: ARC start %q is not an integer", line, fields[0])
+		return buf, fmt.Errorf("line %d: ARC start %q is not an integer", line, fields[0])
 	}
 	count, err := strconv.Atoi(fields[1])
 	if err != nil || count < 0 || count > maxRun {
-		return fmt.Errorf("line %d: ARC count %q is not an integer from 0 to %d", line, fields[1], maxRun)
+		return buf, fmt.Errorf("line %d: ARC count %q is not an integer from 0 to %d", line, fields[1], maxRun)
 	}
 	for i := range int64(count) {
-		if err := fn(strconv.FormatInt(start+i, 10)); err != nil {
-			return err
+		buf = strconv.AppendInt(buf[:0], start+i, 10)
+		if err := fn(buf); err != nil {
+			return buf, err
 		}
 	}
-	return nil
-}
-
-// ReadTrace reads all the accesses of a trace (see ScanTrace).
-func ReadTrace(r io.Reader, format Format) ([]string, error) {
-	var ids []string
-	err := ScanTrace(r, format, func(id string) error {
-		ids = append(ids, id)
-		return nil
-	})
-	return ids, err
+	return buf, nil
 }

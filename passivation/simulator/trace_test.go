@@ -3,7 +3,9 @@ package simulator
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -79,4 +81,69 @@ func TestParseFormat(t *testing.T) {
 	if _, err := ParseFormat("csv"); err == nil || !strings.Contains(err.Error(), "want lirs, arc or simple") {
 		t.Errorf("ParseFormat(csv) = %v", err)
 	}
+}
+
+// LoadTrace reads what ReadTrace reads, as dense indexes: the same accesses in order, each
+// distinct id once, numbered by first access.
+func TestLoadTraceMatchesReadTrace(t *testing.T) {
+	in := "5\n3\n5\n*\n18446744073709551615\n3\n0\n"
+	trace, err := LoadTrace(bytes.NewReader(gzipped(t, in)), LIRS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"5", "3", "18446744073709551615", "0"}; !slices.Equal(trace.IDs, want) {
+		t.Fatalf("ids %q, want %q", trace.IDs, want)
+	}
+	if want := []uint32{0, 1, 0, 2, 1, 3}; !slices.Equal(trace.Accesses, want) {
+		t.Fatalf("accesses %v, want %v", trace.Accesses, want)
+	}
+	if _, err := LoadTrace(strings.NewReader("18446744073709551616\n"), LIRS); err == nil || !strings.Contains(err.Error(), "not a LIRS block id") {
+		t.Fatalf("a block id above 2^64-1: %v", err)
+	}
+}
+
+var errTooLong = errors.New("too long")
+
+// FuzzLoadTrace: for any input, LoadTrace and ReadTrace agree (the same accesses or both an
+// error), and every LIRS id LoadTrace accepts is what strconv.ParseUint accepts.
+func FuzzLoadTrace(f *testing.F) {
+	for _, s := range []string{"1\n2\n*\n1\n", "10 3 0 0\n7 1 0 0\n", "user-1\n user 2 \n", "99999999999999999999\n", "+1\n", "-0\n", "", "\r\n\r\n"} {
+		f.Add([]byte(s), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, format uint8) {
+		fm := Format(format%3 + 1) // LIRS, ARC or Simple
+		n := 0
+		if err := ScanTrace(bytes.NewReader(in), fm, func(string) error {
+			if n++; n > 100_000 {
+				return errTooLong
+			}
+			return nil
+		}); errors.Is(err, errTooLong) {
+			t.Skip("an ARC run of more than 100,000 accesses: slow, not more telling")
+		}
+		ids, rerr := ReadTrace(bytes.NewReader(in), fm)
+		trace, lerr := LoadTrace(bytes.NewReader(in), fm)
+		if (rerr == nil) != (lerr == nil) {
+			t.Fatalf("ReadTrace error %v, LoadTrace error %v", rerr, lerr)
+		}
+		if rerr != nil {
+			if rerr.Error() != lerr.Error() {
+				t.Fatalf("ReadTrace error %q, LoadTrace error %q", rerr, lerr)
+			}
+			return
+		}
+		if len(ids) != len(trace.Accesses) {
+			t.Fatalf("%d accesses read, %d loaded", len(ids), len(trace.Accesses))
+		}
+		for k, id := range ids {
+			if got := trace.IDs[trace.Accesses[k]]; got != id {
+				t.Fatalf("access %d: %q loaded, %q read", k, got, id)
+			}
+			if fm == LIRS {
+				if _, err := strconv.ParseUint(id, 10, 64); err != nil {
+					t.Fatalf("LIRS id %q accepted: %v", id, err)
+				}
+			}
+		}
+	})
 }

@@ -203,8 +203,12 @@ type Heartbeat struct {
 	Seq         uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	Digest      uint64                 `protobuf:"varint,4,opt,name=digest,proto3" json:"digest,omitempty"`
 	Ack         bool                   `protobuf:"varint,5,opt,name=ack,proto3" json:"ack,omitempty"`
-	// Per member: the seq of its latest regular heartbeat the sender's failure detector counted.
-	Echoes        []*Echo `protobuf:"bytes,6,rep,name=echoes,proto3" json:"echoes,omitempty"`
+	// The receiver's latest regular heartbeat the sender's failure detector counted
+	// (echo_seq 0: none).
+	EchoIncarnation uint64 `protobuf:"varint,7,opt,name=echo_incarnation,json=echoIncarnation,proto3" json:"echo_incarnation,omitempty"`
+	EchoSeq         uint64 `protobuf:"varint,8,opt,name=echo_seq,json=echoSeq,proto3" json:"echo_seq,omitempty"`
+	// Sent because the receiver heartbeated the sender, which does not watch it: not answered.
+	Answer        bool `protobuf:"varint,9,opt,name=answer,proto3" json:"answer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -274,71 +278,25 @@ func (x *Heartbeat) GetAck() bool {
 	return false
 }
 
-func (x *Heartbeat) GetEchoes() []*Echo {
+func (x *Heartbeat) GetEchoIncarnation() uint64 {
 	if x != nil {
-		return x.Echoes
-	}
-	return nil
-}
-
-type Echo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Incarnation   uint64                 `protobuf:"varint,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
-	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Echo) Reset() {
-	*x = Echo{}
-	mi := &file_membership_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Echo) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Echo) ProtoMessage() {}
-
-func (x *Echo) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Echo.ProtoReflect.Descriptor instead.
-func (*Echo) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *Echo) GetNode() string {
-	if x != nil {
-		return x.Node
-	}
-	return ""
-}
-
-func (x *Echo) GetIncarnation() uint64 {
-	if x != nil {
-		return x.Incarnation
+		return x.EchoIncarnation
 	}
 	return 0
 }
 
-func (x *Echo) GetSeq() uint64 {
+func (x *Heartbeat) GetEchoSeq() uint64 {
 	if x != nil {
-		return x.Seq
+		return x.EchoSeq
 	}
 	return 0
+}
+
+func (x *Heartbeat) GetAnswer() bool {
+	if x != nil {
+		return x.Answer
+	}
+	return false
 }
 
 type Member struct {
@@ -360,7 +318,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_membership_proto_msgTypes[3]
+	mi := &file_membership_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -372,7 +330,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[3]
+	mi := &file_membership_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -385,7 +343,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{3}
+	return file_membership_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Member) GetNode() string {
@@ -463,7 +421,7 @@ type ReachRow struct {
 
 func (x *ReachRow) Reset() {
 	*x = ReachRow{}
-	mi := &file_membership_proto_msgTypes[4]
+	mi := &file_membership_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +433,7 @@ func (x *ReachRow) String() string {
 func (*ReachRow) ProtoMessage() {}
 
 func (x *ReachRow) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[4]
+	mi := &file_membership_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +446,7 @@ func (x *ReachRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReachRow.ProtoReflect.Descriptor instead.
 func (*ReachRow) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{4}
+	return file_membership_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReachRow) GetObserver() string {
@@ -529,7 +487,7 @@ type State struct {
 
 func (x *State) Reset() {
 	*x = State{}
-	mi := &file_membership_proto_msgTypes[5]
+	mi := &file_membership_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +499,7 @@ func (x *State) String() string {
 func (*State) ProtoMessage() {}
 
 func (x *State) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[5]
+	mi := &file_membership_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +512,7 @@ func (x *State) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use State.ProtoReflect.Descriptor instead.
 func (*State) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{5}
+	return file_membership_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *State) GetMembers() []*Member {
@@ -584,7 +542,7 @@ type Gossip struct {
 
 func (x *Gossip) Reset() {
 	*x = Gossip{}
-	mi := &file_membership_proto_msgTypes[6]
+	mi := &file_membership_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +554,7 @@ func (x *Gossip) String() string {
 func (*Gossip) ProtoMessage() {}
 
 func (x *Gossip) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[6]
+	mi := &file_membership_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +567,7 @@ func (x *Gossip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Gossip.ProtoReflect.Descriptor instead.
 func (*Gossip) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{6}
+	return file_membership_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Gossip) GetFrom() string {
@@ -653,7 +611,7 @@ type GossipStatus struct {
 
 func (x *GossipStatus) Reset() {
 	*x = GossipStatus{}
-	mi := &file_membership_proto_msgTypes[7]
+	mi := &file_membership_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +623,7 @@ func (x *GossipStatus) String() string {
 func (*GossipStatus) ProtoMessage() {}
 
 func (x *GossipStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[7]
+	mi := &file_membership_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +636,7 @@ func (x *GossipStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GossipStatus.ProtoReflect.Descriptor instead.
 func (*GossipStatus) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{7}
+	return file_membership_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GossipStatus) GetFrom() string {
@@ -703,16 +661,19 @@ func (x *GossipStatus) GetBuckets() []uint64 {
 }
 
 type JoinRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Member        *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
-	Checks        map[string]string      `protobuf:"bytes,2,rep,name=checks,proto3" json:"checks,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Member *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	Checks map[string]string      `protobuf:"bytes,2,rep,name=checks,proto3" json:"checks,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The joining member's member credential (shardmesh.trust.v1.Credential), if it has one:
+	// a cluster with an authority admits only members presenting one of its credentials.
+	Credential    []byte `protobuf:"bytes,3,opt,name=credential,proto3" json:"credential,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_membership_proto_msgTypes[8]
+	mi := &file_membership_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +685,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[8]
+	mi := &file_membership_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +698,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{8}
+	return file_membership_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JoinRequest) GetMember() *Member {
@@ -754,6 +715,13 @@ func (x *JoinRequest) GetChecks() map[string]string {
 	return nil
 }
 
+func (x *JoinRequest) GetCredential() []byte {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
 type JoinReply struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	From    string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
@@ -761,14 +729,17 @@ type JoinReply struct {
 	State   *State                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
 	// The joiner's stop reason (membership.StopReason) when refused; 0 from an earlier
 	// release: a refusal of its settings.
-	Refusal       uint32 `protobuf:"varint,4,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	Refusal uint32 `protobuf:"varint,4,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	// The admitting member's credential: a joining member with an authority joins only a
+	// member holding one of its credentials.
+	Credential    []byte `protobuf:"bytes,5,opt,name=credential,proto3" json:"credential,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JoinReply) Reset() {
 	*x = JoinReply{}
-	mi := &file_membership_proto_msgTypes[9]
+	mi := &file_membership_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +751,7 @@ func (x *JoinReply) String() string {
 func (*JoinReply) ProtoMessage() {}
 
 func (x *JoinReply) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[9]
+	mi := &file_membership_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +764,7 @@ func (x *JoinReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinReply.ProtoReflect.Descriptor instead.
 func (*JoinReply) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{9}
+	return file_membership_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JoinReply) GetFrom() string {
@@ -824,6 +795,13 @@ func (x *JoinReply) GetRefusal() uint32 {
 	return 0
 }
 
+func (x *JoinReply) GetCredential() []byte {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
 type Probe struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
@@ -835,7 +813,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_membership_proto_msgTypes[10]
+	mi := &file_membership_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +825,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[10]
+	mi := &file_membership_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +838,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{10}
+	return file_membership_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Probe) GetFrom() string {
@@ -899,7 +877,7 @@ type ProbeAck struct {
 
 func (x *ProbeAck) Reset() {
 	*x = ProbeAck{}
-	mi := &file_membership_proto_msgTypes[11]
+	mi := &file_membership_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +889,7 @@ func (x *ProbeAck) String() string {
 func (*ProbeAck) ProtoMessage() {}
 
 func (x *ProbeAck) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[11]
+	mi := &file_membership_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +902,7 @@ func (x *ProbeAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeAck.ProtoReflect.Descriptor instead.
 func (*ProbeAck) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{11}
+	return file_membership_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProbeAck) GetFrom() string {
@@ -991,18 +969,16 @@ const file_membership_proto_rawDesc = "" +
 	"\x05probe\x18\x06 \x01(\v2\x18.shardmesh.wire.v1.ProbeH\x00R\x05probe\x12:\n" +
 	"\tprobe_ack\x18\a \x01(\v2\x1b.shardmesh.wire.v1.ProbeAckH\x00R\bprobeAck\x12F\n" +
 	"\rgossip_status\x18\b \x01(\v2\x1f.shardmesh.wire.v1.GossipStatusH\x00R\fgossipStatusB\x05\n" +
-	"\x03msg\"\xae\x01\n" +
+	"\x03msg\"\xe1\x01\n" +
 	"\tHeartbeat\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x16\n" +
 	"\x06digest\x18\x04 \x01(\x04R\x06digest\x12\x10\n" +
-	"\x03ack\x18\x05 \x01(\bR\x03ack\x12/\n" +
-	"\x06echoes\x18\x06 \x03(\v2\x17.shardmesh.wire.v1.EchoR\x06echoes\"N\n" +
-	"\x04Echo\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\tR\x04node\x12 \n" +
-	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\x82\x02\n" +
+	"\x03ack\x18\x05 \x01(\bR\x03ack\x12)\n" +
+	"\x10echo_incarnation\x18\a \x01(\x04R\x0fechoIncarnation\x12\x19\n" +
+	"\becho_seq\x18\b \x01(\x04R\aechoSeq\x12\x16\n" +
+	"\x06answer\x18\t \x01(\bR\x06answerJ\x04\b\x06\x10\a\"\x82\x02\n" +
 	"\x06Member\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x14\n" +
@@ -1030,18 +1006,24 @@ const file_membership_proto_rawDesc = "" +
 	"\fGossipStatus\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\x06R\x06digest\x12\x18\n" +
-	"\abuckets\x18\x03 \x03(\x06R\abuckets\"\xbf\x01\n" +
+	"\abuckets\x18\x03 \x03(\x06R\abuckets\"\xdf\x01\n" +
 	"\vJoinRequest\x121\n" +
 	"\x06member\x18\x01 \x01(\v2\x19.shardmesh.wire.v1.MemberR\x06member\x12B\n" +
-	"\x06checks\x18\x02 \x03(\v2*.shardmesh.wire.v1.JoinRequest.ChecksEntryR\x06checks\x1a9\n" +
+	"\x06checks\x18\x02 \x03(\v2*.shardmesh.wire.v1.JoinRequest.ChecksEntryR\x06checks\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x03 \x01(\fR\n" +
+	"credential\x1a9\n" +
 	"\vChecksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x83\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa3\x01\n" +
 	"\tJoinReply\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x18\n" +
 	"\arefused\x18\x02 \x01(\tR\arefused\x12.\n" +
 	"\x05state\x18\x03 \x01(\v2\x18.shardmesh.wire.v1.StateR\x05state\x12\x18\n" +
-	"\arefusal\x18\x04 \x01(\rR\arefusal\"O\n" +
+	"\arefusal\x18\x04 \x01(\rR\arefusal\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x05 \x01(\fR\n" +
+	"credential\"O\n" +
 	"\x05Probe\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
@@ -1068,42 +1050,40 @@ func file_membership_proto_rawDescGZIP() []byte {
 	return file_membership_proto_rawDescData
 }
 
-var file_membership_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_membership_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_membership_proto_goTypes = []any{
 	(*MemberEnvelope)(nil), // 0: shardmesh.wire.v1.MemberEnvelope
 	(*Heartbeat)(nil),      // 1: shardmesh.wire.v1.Heartbeat
-	(*Echo)(nil),           // 2: shardmesh.wire.v1.Echo
-	(*Member)(nil),         // 3: shardmesh.wire.v1.Member
-	(*ReachRow)(nil),       // 4: shardmesh.wire.v1.ReachRow
-	(*State)(nil),          // 5: shardmesh.wire.v1.State
-	(*Gossip)(nil),         // 6: shardmesh.wire.v1.Gossip
-	(*GossipStatus)(nil),   // 7: shardmesh.wire.v1.GossipStatus
-	(*JoinRequest)(nil),    // 8: shardmesh.wire.v1.JoinRequest
-	(*JoinReply)(nil),      // 9: shardmesh.wire.v1.JoinReply
-	(*Probe)(nil),          // 10: shardmesh.wire.v1.Probe
-	(*ProbeAck)(nil),       // 11: shardmesh.wire.v1.ProbeAck
-	nil,                    // 12: shardmesh.wire.v1.JoinRequest.ChecksEntry
+	(*Member)(nil),         // 2: shardmesh.wire.v1.Member
+	(*ReachRow)(nil),       // 3: shardmesh.wire.v1.ReachRow
+	(*State)(nil),          // 4: shardmesh.wire.v1.State
+	(*Gossip)(nil),         // 5: shardmesh.wire.v1.Gossip
+	(*GossipStatus)(nil),   // 6: shardmesh.wire.v1.GossipStatus
+	(*JoinRequest)(nil),    // 7: shardmesh.wire.v1.JoinRequest
+	(*JoinReply)(nil),      // 8: shardmesh.wire.v1.JoinReply
+	(*Probe)(nil),          // 9: shardmesh.wire.v1.Probe
+	(*ProbeAck)(nil),       // 10: shardmesh.wire.v1.ProbeAck
+	nil,                    // 11: shardmesh.wire.v1.JoinRequest.ChecksEntry
 }
 var file_membership_proto_depIdxs = []int32{
 	1,  // 0: shardmesh.wire.v1.MemberEnvelope.heartbeat:type_name -> shardmesh.wire.v1.Heartbeat
-	6,  // 1: shardmesh.wire.v1.MemberEnvelope.gossip:type_name -> shardmesh.wire.v1.Gossip
-	8,  // 2: shardmesh.wire.v1.MemberEnvelope.join_request:type_name -> shardmesh.wire.v1.JoinRequest
-	9,  // 3: shardmesh.wire.v1.MemberEnvelope.join_reply:type_name -> shardmesh.wire.v1.JoinReply
-	10, // 4: shardmesh.wire.v1.MemberEnvelope.probe:type_name -> shardmesh.wire.v1.Probe
-	11, // 5: shardmesh.wire.v1.MemberEnvelope.probe_ack:type_name -> shardmesh.wire.v1.ProbeAck
-	7,  // 6: shardmesh.wire.v1.MemberEnvelope.gossip_status:type_name -> shardmesh.wire.v1.GossipStatus
-	2,  // 7: shardmesh.wire.v1.Heartbeat.echoes:type_name -> shardmesh.wire.v1.Echo
-	3,  // 8: shardmesh.wire.v1.State.members:type_name -> shardmesh.wire.v1.Member
-	4,  // 9: shardmesh.wire.v1.State.reach:type_name -> shardmesh.wire.v1.ReachRow
-	5,  // 10: shardmesh.wire.v1.Gossip.state:type_name -> shardmesh.wire.v1.State
-	3,  // 11: shardmesh.wire.v1.JoinRequest.member:type_name -> shardmesh.wire.v1.Member
-	12, // 12: shardmesh.wire.v1.JoinRequest.checks:type_name -> shardmesh.wire.v1.JoinRequest.ChecksEntry
-	5,  // 13: shardmesh.wire.v1.JoinReply.state:type_name -> shardmesh.wire.v1.State
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	5,  // 1: shardmesh.wire.v1.MemberEnvelope.gossip:type_name -> shardmesh.wire.v1.Gossip
+	7,  // 2: shardmesh.wire.v1.MemberEnvelope.join_request:type_name -> shardmesh.wire.v1.JoinRequest
+	8,  // 3: shardmesh.wire.v1.MemberEnvelope.join_reply:type_name -> shardmesh.wire.v1.JoinReply
+	9,  // 4: shardmesh.wire.v1.MemberEnvelope.probe:type_name -> shardmesh.wire.v1.Probe
+	10, // 5: shardmesh.wire.v1.MemberEnvelope.probe_ack:type_name -> shardmesh.wire.v1.ProbeAck
+	6,  // 6: shardmesh.wire.v1.MemberEnvelope.gossip_status:type_name -> shardmesh.wire.v1.GossipStatus
+	2,  // 7: shardmesh.wire.v1.State.members:type_name -> shardmesh.wire.v1.Member
+	3,  // 8: shardmesh.wire.v1.State.reach:type_name -> shardmesh.wire.v1.ReachRow
+	4,  // 9: shardmesh.wire.v1.Gossip.state:type_name -> shardmesh.wire.v1.State
+	2,  // 10: shardmesh.wire.v1.JoinRequest.member:type_name -> shardmesh.wire.v1.Member
+	11, // 11: shardmesh.wire.v1.JoinRequest.checks:type_name -> shardmesh.wire.v1.JoinRequest.ChecksEntry
+	4,  // 12: shardmesh.wire.v1.JoinReply.state:type_name -> shardmesh.wire.v1.State
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_membership_proto_init() }
@@ -1126,7 +1106,7 @@ func file_membership_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_membership_proto_rawDesc), len(file_membership_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

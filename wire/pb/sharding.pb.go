@@ -909,8 +909,14 @@ type Deliver struct {
 	Entity        string                 `protobuf:"bytes,3,opt,name=entity,proto3" json:"entity,omitempty"`
 	Payload       []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"` // the entity type's codec output
 	Hops          uint32                 `protobuf:"varint,5,opt,name=hops,proto3" json:"hops,omitempty"`
-	AskId         uint64                 `protobuf:"varint,6,opt,name=ask_id,json=askId,proto3" json:"ask_id,omitempty"`      // 0: a tell
-	ReplyTo       string                 `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"` // the member waiting for the reply (an ask's origin)
+	AskId         uint64                 `protobuf:"varint,6,opt,name=ask_id,json=askId,proto3" json:"ask_id,omitempty"`                   // 0: a tell
+	ReplyTo       string                 `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`              // the member waiting for the reply (an ask's origin)
+	StartEntity   bool                   `protobuf:"varint,8,opt,name=start_entity,json=startEntity,proto3" json:"start_entity,omitempty"` // Akka's StartEntity: start the entity, deliver nothing (payload empty)
+	Epoch         uint64                 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`                                // the epoch of the home the sender forwarded it to (a fencing token)
+	NotHome       bool                   `protobuf:"varint,10,opt,name=not_home,json=notHome,proto3" json:"not_home,omitempty"`            // sent back: the receiver is no longer that home; route it again
+	Home          string                 `protobuf:"bytes,11,opt,name=home,proto3" json:"home,omitempty"`                                  // with not_home: the home the receiver knows ("" none)
+	HomeEpoch     uint64                 `protobuf:"varint,12,opt,name=home_epoch,json=homeEpoch,proto3" json:"home_epoch,omitempty"`      // ... and its epoch
+	Trace         []byte                 `protobuf:"bytes,13,opt,name=trace,proto3" json:"trace,omitempty"`                                // OpenTelemetry span context: trace id (16), span id (8), flags (1)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -992,6 +998,48 @@ func (x *Deliver) GetReplyTo() string {
 		return x.ReplyTo
 	}
 	return ""
+}
+
+func (x *Deliver) GetStartEntity() bool {
+	if x != nil {
+		return x.StartEntity
+	}
+	return false
+}
+
+func (x *Deliver) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Deliver) GetNotHome() bool {
+	if x != nil {
+		return x.NotHome
+	}
+	return false
+}
+
+func (x *Deliver) GetHome() string {
+	if x != nil {
+		return x.Home
+	}
+	return ""
+}
+
+func (x *Deliver) GetHomeEpoch() uint64 {
+	if x != nil {
+		return x.HomeEpoch
+	}
+	return 0
+}
+
+func (x *Deliver) GetTrace() []byte {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
 }
 
 // Reply answers an ask.
@@ -1277,7 +1325,7 @@ const file_sharding_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x126\n" +
 	"\adeliver\x18\x02 \x01(\v2\x1a.shardmesh.wire.v1.DeliverH\x00R\adeliver\x120\n" +
 	"\x05reply\x18\x03 \x01(\v2\x18.shardmesh.wire.v1.ReplyH\x00R\x05replyB\x05\n" +
-	"\x03msg\"\xb8\x01\n" +
+	"\x03msg\"\xd5\x02\n" +
 	"\aDeliver\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x14\n" +
@@ -1286,7 +1334,15 @@ const file_sharding_proto_rawDesc = "" +
 	"\apayload\x18\x04 \x01(\fR\apayload\x12\x12\n" +
 	"\x04hops\x18\x05 \x01(\rR\x04hops\x12\x15\n" +
 	"\x06ask_id\x18\x06 \x01(\x04R\x05askId\x12\x19\n" +
-	"\breply_to\x18\a \x01(\tR\areplyTo\"b\n" +
+	"\breply_to\x18\a \x01(\tR\areplyTo\x12!\n" +
+	"\fstart_entity\x18\b \x01(\bR\vstartEntity\x12\x14\n" +
+	"\x05epoch\x18\t \x01(\x04R\x05epoch\x12\x19\n" +
+	"\bnot_home\x18\n" +
+	" \x01(\bR\anotHome\x12\x12\n" +
+	"\x04home\x18\v \x01(\tR\x04home\x12\x1d\n" +
+	"\n" +
+	"home_epoch\x18\f \x01(\x04R\thomeEpoch\x12\x14\n" +
+	"\x05trace\x18\r \x01(\fR\x05trace\"b\n" +
 	"\x05Reply\x12\x15\n" +
 	"\x06ask_id\x18\x01 \x01(\x04R\x05askId\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x14\n" +

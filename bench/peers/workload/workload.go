@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -57,4 +58,42 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// AskPayloadSize is the payload of an ask and of its reply: a few bytes, as shardmesh's
+// BenchmarkRemoteAsk sends an int.
+const AskPayloadSize = 8
+
+// AskTargets is how many actors the ask workload asks in turn, as shardmesh's
+// BenchmarkRemoteAsk asks 100 entities.
+const AskTargets = 100
+
+// Latencies are the durations of the asks of one run.
+type Latencies []time.Duration
+
+// Percentile returns the p-th percentile (0 < p < 1) in microseconds.
+func (l Latencies) Percentile(p float64) float64 {
+	s := slices.Clone(l)
+	slices.Sort(s)
+	return float64(s[int(float64(len(s)-1)*p)].Nanoseconds()) / 1e3
+}
+
+// Asks makes w.Messages asks one after another with ask (target index), each waiting for
+// its reply, after 1,000 that warm the path, and returns their latencies: the request/
+// response counterpart of shardmesh's BenchmarkRemoteAsk.
+func (w Workload) Asks(ask func(target int) error) (Latencies, error) {
+	for i := range 1000 {
+		if err := ask(i % w.Targets); err != nil {
+			return nil, fmt.Errorf("warm-up ask %d: %w", i, err)
+		}
+	}
+	l := make(Latencies, 0, w.Messages)
+	for i := range w.Messages {
+		start := time.Now()
+		if err := ask(i % w.Targets); err != nil {
+			return nil, fmt.Errorf("ask %d: %w", i, err)
+		}
+		l = append(l, time.Since(start))
+	}
+	return l, nil
 }
