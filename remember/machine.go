@@ -99,6 +99,10 @@ type MachineConfig struct {
 	MetaStorage metaraft.Storage
 	// MetaTick is the metadata group's clock unit (metaraft.Config.Tick; 0: its default).
 	MetaTick time.Duration
+	// Admit, when set, is asked before this member's replica of the metadata group takes a
+	// proposal of about n bytes: an error (a *DiskFullError) refuses it at once rather
+	// than have the replica stop on a Save that fails (Store: its disk guard).
+	Admit func(n int) error
 	// OnMetaGroup, when set, is told each configuration of the metadata group this member's
 	// replica applies (logs, tests).
 	OnMetaGroup func(metaraft.Configuration)

@@ -35,7 +35,8 @@ type metaGroup struct {
 	joinAt  time.Time         // this member's next announcement (while it waits to be added)
 	// unknownSince: since when a voter of the placement has no replica the leader knows of
 	unknownSince time.Time
-	reset        bool // its replica was reset: it never founds
+	reset        bool      // its replica was reset: it never founds
+	restartAt    time.Time // when a stopped replica starts again (zero: not stopped, or not yet seen)
 }
 
 // metaJoinWait is how long the leader keeps voters the placement no longer names while a
@@ -165,7 +166,14 @@ func (m *Machine) callLocal(c *metaCall) {
 	g := &m.mg
 	var id uint64
 	if c.propose != nil {
-		id = g.member.Propose(m.now, wire.Marshal(c.propose))
+		data := wire.Marshal(c.propose)
+		if m.cfg.Admit != nil {
+			if err := m.cfg.Admit(len(data)); err != nil {
+				c.done(nil, &MetaError{Cause: err})
+				return
+			}
+		}
+		id = g.member.Propose(m.now, data)
 	} else {
 		id = g.member.ReadIndex(m.now)
 	}
@@ -281,6 +289,10 @@ func (m *Machine) tickMetaGroup() {
 		m.callMeta(c)
 	}
 	if g.member == nil {
+		return
+	}
+	if g.member.Err() != nil {
+		m.restartReplica()
 		return
 	}
 	g.member.Tick(m.now)
@@ -598,6 +610,33 @@ func (m *Machine) serveMetaCall(from NodeID, req uint64, call *pb.MetaCall) {
 			}
 			answer(a)
 		}})
+}
+
+// metaRestartEvery is how often a replica that stopped (its storage failed: a full disk)
+// is started again from its storage.
+const metaRestartEvery = 5 * time.Second
+
+// restartReplica starts this member's replica again from its storage once metaRestartEvery
+// passed since it stopped: a disk that had no room may have some now. Its calls were
+// answered when it stopped.
+func (m *Machine) restartReplica() {
+	g := &m.mg
+	if g.restartAt.IsZero() {
+		g.restartAt = m.now.Add(metaRestartEvery)
+		return
+	}
+	if m.now.Before(g.restartAt) {
+		return
+	}
+	g.restartAt = time.Time{}
+	recs := newMetaRecords(m.mirrorMeta)
+	member, err := metaraft.New(m.metaRaftConfig(false), m.cfg.MetaStorage, recs, m.now)
+	if err != nil {
+		g.restartAt = m.now.Add(metaRestartEvery)
+		return
+	}
+	g.member, g.recs, g.calls = member, recs, map[uint64]*metaCall{}
+	m.pumpMeta()
 }
 
 // errAnswerShape is a voter's answer that does not fit the call (a bug or a damaged frame).

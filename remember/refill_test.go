@@ -184,13 +184,17 @@ func TestNewReplicaCatchesUpOnTheMetadata(t *testing.T) {
 // It returns the machine, the read's call and its answer, if it has one.
 func refillRead(t *testing.T, set []NodeID, selfRefills bool, answered, refilling []NodeID) (*Machine, CallID, Answer, bool) {
 	t.Helper()
-	m, err := NewMachine(MachineConfig{Self: "a", Timeout: time.Second, AntiEntropyInterval: -1}, DiskState{}, t0)
+	m, err := NewMachine(MachineConfig{Self: "a", Layout: testLayout{}, Timeout: time.Second, AntiEntropyInterval: -1}, DiskState{}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.SetPlacement(t0, FixedPlacement(set...)())
-	m.rf.active = selfRefills
-	id := m.Get(t0, "k", 0)
+	us := m.units.get(Unit{Type: "t", Shard: "1"})
+	us.hosted, us.cfg = true, &UnitConfig{Set: set}
+	if selfRefills {
+		m.StartRefill(t0, "the test")
+	}
+	id := m.Get(t0, "u/1/k", 0)
 	rd := m.Ready()
 	if len(rd.Disk) != 1 || len(rd.Sends) != len(set)-1 {
 		t.Fatalf("one read: %d disk ops, %d sends", len(rd.Disk), len(rd.Sends))

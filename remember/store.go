@@ -123,7 +123,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	st, err := s.disk.state(cfg.Layout)
 	if err == nil {
 		// A voter's replica of the metadata group, in the same Badger (diskformat.go).
-		s.metaStorage, err = metaraft.OpenBadgerStorage(db, metaRaftPrefix)
+		var bs *metaraft.BadgerStorage
+		bs, err = metaraft.OpenBadgerStorage(db, metaRaftPrefix)
+		s.metaStorage = guardedStorage{BadgerStorage: bs, space: s.space}
 	}
 	if err == nil {
 		s.m, err = NewMachine(s.machineConfig(), st, time.Now())
@@ -168,6 +170,7 @@ func (s *Store) machineConfig() MachineConfig {
 		}
 	}
 	mc.MetaStorage = s.metaStorage
+	mc.Admit = s.space.admit
 	mc.OnMetaGroup = func(c metaraft.Configuration) {
 		s.log.Info("the metadata group's voters changed", "index", c.Index, "voters", c.Voters, "outgoing", c.Outgoing)
 	}
