@@ -327,7 +327,8 @@ func (m *Machine) resetReplica() {
 		g.err = fmt.Errorf("remember: reset the metadata group's storage: %w", err)
 	}
 	var recs []entry
-	for k, e := range g.recs.entries {
+	for _, k := range slices.Sorted(maps.Keys(g.recs.entries)) {
+		e := g.recs.entries[k]
 		e.rec.Key = k
 		recs = append(recs, e)
 	}
@@ -337,8 +338,8 @@ func (m *Machine) resetReplica() {
 	if len(recs) > 0 {
 		m.apply(applyOp{kind: opDiscard, recs: recs}, func(DiskResult) {})
 	}
-	for _, c := range calls {
-		m.retryMeta(c) // made again elsewhere
+	for _, id := range slices.Sorted(maps.Keys(calls)) { // in call order: runs replay by seed
+		m.retryMeta(calls[id]) // made again elsewhere
 	}
 	m.startMeta()
 }
