@@ -37,6 +37,8 @@ type metaGroup struct {
 	unknownSince time.Time
 	reset        bool      // its replica was reset: it never founds
 	restartAt    time.Time // when a stopped replica starts again (zero: not stopped, or not yet seen)
+	recording    bool      // the leader's record of the voters is being written (recordVoters)
+	recorded     uint64    // the configuration index whose voters it recorded
 }
 
 // metaJoinWait is how long the leader keeps voters the placement no longer names while a
@@ -297,6 +299,7 @@ func (m *Machine) tickMetaGroup() {
 	}
 	g.member.Tick(m.now)
 	m.driveVoters()
+	m.recordVoters()
 	m.announceReplica()
 	m.pumpMeta()
 	m.dropReplica()
@@ -335,6 +338,7 @@ func (m *Machine) resetReplica() {
 	calls := g.calls
 	g.member, g.recs, g.calls, g.joins, g.driving = nil, nil, nil, nil, 0
 	g.reset = true // a member that held a replica never founds the group
+	g.recorded = 0
 	if len(recs) > 0 {
 		m.apply(applyOp{kind: opDiscard, recs: recs}, func(DiskResult) {})
 	}
@@ -355,6 +359,44 @@ func (m *Machine) metaRemoved(from NodeID, id uint64) {
 		return // it follows another leader, which counts it
 	}
 	m.resetReplica()
+}
+
+// recordVoters has the leader keep the group's voters in the metadata, under the
+// metadata's configuration key (Layout.ConfigKey of the zero Unit) as a UnitConfig: Set
+// the voters (the outgoing ones while a change is under way), Next the incoming ones. A
+// leaving member reads it as it reads the units' (node/departure.go): it leaves once no
+// configuration, the group's included, names it. The write is fenced by the configuration's
+// log index, so an older leader's record never replaces a newer one.
+func (m *Machine) recordVoters() {
+	g := &m.mg
+	if g.recording {
+		return
+	}
+	if lead, _ := g.member.IsLeader(); !lead {
+		return
+	}
+	c := g.member.Configuration()
+	if c.Index == 0 || c.Index <= g.recorded {
+		return
+	}
+	names := func(vs []metaraft.Voter) []NodeID {
+		out := make([]NodeID, len(vs))
+		for i, v := range vs {
+			out[i] = NodeID(v.Name)
+		}
+		return out
+	}
+	uc := UnitConfig{Set: names(c.Voters)}
+	if c.Joint() {
+		uc = UnitConfig{Set: names(c.Outgoing), Next: names(c.Voters)}
+	}
+	g.recording = true
+	m.writeMeta(0, []Write{{Key: m.layout.ConfigKey(Unit{}), Value: uc.encode(), Epoch: c.Index}}, func(a Answer) {
+		g.recording = false
+		if a.Err == nil || errors.Is(a.Err, ErrFenced) {
+			g.recorded = max(g.recorded, c.Index)
+		}
+	})
 }
 
 // announceReplica has a member that the placement names a voter, and whose replica the
