@@ -118,8 +118,13 @@ func (m *Machine) careFor(u Unit, a Answer) {
 		return
 	}
 	present := func(id NodeID) bool { return m.place.May(u, id) }
-	if present(cfg.Set[0]) || (cfg.moving() && present(cfg.Next[0])) {
-		return // its home (a host, or the shard's next one) is there: it moves the set
+	// Its home (a host, or the shard's next one) may still host the shard while it is a
+	// member, leaving or away included (a leaving member hosts its shards until they are
+	// handed off, which a partition can delay): it moves the set itself. A caretaker that
+	// took over meanwhile would switch the set under writes the host still makes with the
+	// old one (runtime seed 61 lost an acknowledged increment so).
+	if m.place.Has(cfg.Set[0]) || (cfg.moving() && m.place.Has(cfg.Next[0])) {
+		return
 	}
 	first := slices.IndexFunc(cfg.Set, present)
 	// A replica that departs (it leaves: away, still answering) cares for the sets it is in

@@ -69,11 +69,11 @@ func NewPlacement(members []PlacedMember, replicationFactor, metadataReplicas in
 		p.byID[m.ID] = i
 	}
 	voters := slices.ContainsFunc(p.members, func(m PlacedMember) bool { return m.Voter })
+	// A member that is away (departing: it moves its replicas off before it leaves) is no
+	// voter of the metadata group either: the group's leader removes it, and it leaves once
+	// no configuration names it.
 	byAge := slices.DeleteFunc(slices.Clone(p.members), func(m PlacedMember) bool {
-		if voters {
-			return !m.Voter
-		}
-		return m.Away
+		return m.Away || voters && !m.Voter
 	})
 	if voters {
 		metadataReplicas = len(byAge)
