@@ -116,7 +116,7 @@ func (c *cluster) config(i int) Config {
 		Placement:           c.placement,
 		AntiEntropyInterval: 50 * time.Millisecond,
 		Timeout:             2 * time.Second,
-		MetaTick:            10 * time.Millisecond,
+		MetaTick:            20 * time.Millisecond,
 		Logger:              c.log.With("member", i),
 	}
 	if c.tune != nil {
