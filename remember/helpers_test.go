@@ -116,7 +116,6 @@ func (c *cluster) config(i int) Config {
 		Placement:           c.placement,
 		AntiEntropyInterval: 50 * time.Millisecond,
 		Timeout:             2 * time.Second,
-		MetaTick:            20 * time.Millisecond,
 		Logger:              c.log.With("member", i),
 	}
 	if c.tune != nil {

@@ -478,6 +478,16 @@ func (m *Machine) driveVoters() {
 		return
 	}
 	g.driveAt = m.now.Add(time.Second)
+	if id := g.member.ID(); !slices.ContainsFunc(target, func(v metaraft.Voter) bool { return v.ID == id }) {
+		// This leader is to go: it hands the group to a voter that stays, which drives the
+		// change, rather than have it wait out an election after its removal.
+		for _, v := range target {
+			if slices.Contains(c.Voters, v) {
+				g.member.TransferLeadership(v.ID)
+				return
+			}
+		}
+	}
 	g.driving = g.member.ChangeVoters(m.now, target)
 }
 

@@ -280,26 +280,31 @@ func TestTombstones(t *testing.T) {
 	}
 }
 
-// TestReadRepair: a read merges a quorum's answers and repairs the replica that lagged.
+// TestReadRepair: a read of a shard unit merges a quorum's answers and repairs the replica
+// that lagged. (The metadata needs none: the group brings its replicas up to date.)
 func TestReadRepair(t *testing.T) {
-	c := newCluster(t, 3, func(cfg *Config) {
+	c := unitCluster(t, 3, func(cfg *Config) {
 		cfg.AntiEntropyInterval = -1 // only read repair can fix it
 	})
 	ctx := testContext(t)
+	c.stores[0].Host(Unit{Type: "t", Shard: "1"}, 1)
+	if err := c.stores[0].Write(ctx, Write{Key: "u/1/warm", Value: []byte("up"), Epoch: 1}); err != nil {
+		t.Fatal(err) // the unit's configuration is stored
+	}
 	c.closeStore(2)
-	if err := c.stores[0].Write(ctx, Write{Key: "k", Value: []byte("v")}); err != nil {
+	if err := c.stores[0].Write(ctx, Write{Key: "u/1/k", Value: []byte("v"), Epoch: 1}); err != nil {
 		t.Fatal(err)
 	}
 	c.open(2)
-	if e := c.local(2, "k"); !e.absent() {
+	if e := c.local(2, "u/1/k"); !e.absent() {
 		t.Fatalf("member 2 has %+v without anti-entropy", e)
 	}
-	got, found, err := c.stores[2].Get(ctx, "k")
+	got, found, err := c.stores[2].Get(ctx, "u/1/k")
 	if err != nil || !found || string(got.Value) != "v" {
 		t.Fatalf("Get: %+v %v %v", got, found, err)
 	}
-	waitFor(t, "read repair", func() bool { return string(c.local(2, "k").rec.Value) == "v" })
-	recs, err := c.stores[2].Scan(ctx, "")
+	waitFor(t, "read repair", func() bool { return string(c.local(2, "u/1/k").rec.Value) == "v" })
+	recs, err := c.stores[2].Scan(ctx, "u/1/k")
 	if err != nil || len(recs) != 1 {
 		t.Errorf("Scan: %+v %v", recs, err)
 	}

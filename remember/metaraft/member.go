@@ -454,6 +454,19 @@ func (m *Member) reached(set []Voter) bool {
 	return !c.Joint() && slices.Equal(c.Voters, SortVoters(slices.Clone(set)))
 }
 
+// TransferLeadership asks the group to make to its leader (this member leads; to is a voter
+// of the configuration): it stops taking proposals until to has caught up and campaigned,
+// or an election timeout passed. A leader that the next configuration leaves out hands the
+// group on this way rather than have it wait out an election.
+func (m *Member) TransferLeadership(to uint64) {
+	if m.err != nil {
+		return
+	}
+	defer func() { m.recovered(recover()) }()
+	m.rn.TransferLeader(to)
+	m.process()
+}
+
 // ID returns this replica's id in the group (its storage's).
 func (m *Member) ID() uint64 { return m.id }
 
