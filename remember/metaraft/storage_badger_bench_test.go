@@ -10,17 +10,22 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// diskDB opens a Badger in a temporary directory with the store's options
-// (remember/config.go: synchronous writes, 8 MiB memtables, 16 MiB value log files).
-func diskDB(b *testing.B) *badger.DB {
-	b.Helper()
-	db, err := badger.Open(badger.DefaultOptions(b.TempDir()).WithSyncWrites(true).WithMemTableSize(8 << 20).WithNumMemtables(2).
+// storeOptions are the store's Badger options (remember/config.go: synchronous writes,
+// 8 MiB memtables, 16 MiB value log files) for a Badger in dir.
+func storeOptions(dir string) badger.Options {
+	return badger.DefaultOptions(dir).WithSyncWrites(true).WithMemTableSize(8 << 20).WithNumMemtables(2).
 		WithNumLevelZeroTables(2).WithNumLevelZeroTablesStall(8).WithValueLogFileSize(16 << 20).WithBlockCacheSize(8 << 20).
-		WithNumCompactors(2).WithDetectConflicts(false).WithMetricsEnabled(false).WithLogger(nil))
+		WithNumCompactors(2).WithDetectConflicts(false).WithMetricsEnabled(false).WithLogger(nil)
+}
+
+// diskDB opens a Badger in a temporary directory with the store's options.
+func diskDB(t testing.TB) *badger.DB {
+	t.Helper()
+	db, err := badger.Open(storeOptions(t.TempDir()))
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	b.Cleanup(func() { _ = db.Close() })
+	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
 
