@@ -83,6 +83,7 @@ type BadgerStorage struct {
 	log       logState
 	lastTerm  uint64 // the term of entry log.last: raft asks for it on every append
 	nextGen   uint64 // the generation of the next snapshot's chunks
+	orphans   bool   // chunks of no snapshot may be stored
 	resetting bool   // a Reset committed but left keys to delete (recReset)
 
 	afterCommit func() // tests: called after each transaction commits
@@ -163,10 +164,11 @@ func OpenBadgerStorage(db *badger.DB, prefix string) (*BadgerStorage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(orphans) > 0 {
+	if s.orphans = len(orphans) > 0; s.orphans {
 		if err := s.dropChunks(s.snap.gen); err != nil {
 			return nil, err
 		}
+		s.orphans = false
 	}
 	if s.id == 0 {
 		if err := s.newID(); err != nil {
@@ -566,15 +568,17 @@ func (s *BadgerStorage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) 
 	return &pb.Snapshot{Metadata: proto.Clone(md).(*pb.SnapshotMetadata), Data: bytes.Clone(data)}, nil
 }
 
-// keepSnapshot takes r, committed, for the last snapshot, and deletes the chunks of the
-// others. A failure to delete them is no failure of the write: what is left goes with the
-// next snapshot or at open.
+// keepSnapshot takes r, committed, for the last snapshot, and deletes orphan chunks if
+// there may be some. A failure to delete them is no failure of the write: they go with
+// the next snapshot or at open.
 func (s *BadgerStorage) keepSnapshot(r snapRecord) {
 	if r.gen == s.snap.gen {
 		return
 	}
 	s.snap = r
-	_ = s.dropChunks(r.gen)
+	if s.orphans && s.dropChunks(r.gen) == nil {
+		s.orphans = false
+	}
 }
 
 // Compact implements Storage.
@@ -641,8 +645,8 @@ func (w *write) delete(key []byte) {
 }
 
 // snapshot sets the record of a snapshot of metadata md and data, whose chunks, under a
-// new generation, commit writes before the transaction (which stays small whatever the
-// data's size). It returns the record.
+// new generation, commit writes (the transaction takes what it has room for, so it never
+// grows past Badger's limit whatever the data's size). It returns the record.
 func (w *write) snapshot(md *pb.SnapshotMetadata, data []byte) snapRecord {
 	s := w.s
 	r := newSnapRecord(md, data, s.nextGen, s.chunk)
@@ -700,9 +704,8 @@ func (w *write) append(ents []*pb.Entry) error {
 	return nil
 }
 
-// commit writes the log's bounds if they changed and commits, durably: a snapshot's
-// chunks first, durable before the transaction commits. If that fails, the chunks
-// written are orphans.
+// commit writes the log's bounds if they changed and commits, durably, with a snapshot's
+// chunks (putSnapshot). If that fails, the chunks written are orphans.
 func (w *write) commit() error {
 	if w.log != w.s.log {
 		w.set(w.s.key(recLog), w.log.encode())
@@ -716,14 +719,20 @@ func (w *write) commit() error {
 	if w.n == 0 {
 		return nil // a Ready with frames only: nothing to store
 	}
+	orphans := w.s.orphans
 	if w.snap != nil {
-		if err := w.s.putSnapshot(*w.snap, w.data); err != nil {
+		// Until the commit, a write that fails or is cut short leaves chunks of no record.
+		w.s.orphans = true
+		left, err := w.s.putSnapshot(w.txn, *w.snap, w.data)
+		if err != nil {
 			return err
 		}
+		orphans = orphans || left
 	}
 	if err := w.txn.Commit(); err != nil {
 		return fmt.Errorf("metaraft: commit the raft state under %q: %w", w.s.prefix, err)
 	}
+	w.s.orphans = orphans
 	if err := w.s.syncDB(); err != nil {
 		return err
 	}

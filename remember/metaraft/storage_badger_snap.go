@@ -15,11 +15,13 @@ import (
 // A snapshot's data is stored in chunks, its record apart: a snapshot of the cluster
 // metadata may reach tens of MiB, past what one Badger value (the value log file size;
 // 1 MiB in memory) or one transaction (15 % of a memtable) holds. The chunks of a new
-// snapshot are written under a generation of their own, in as many transactions as
-// Badger needs, and made durable before the one transaction that commits its record
-// (recSnapshot): a crash leaves the old snapshot or the new one whole, never a mix. The
-// older generation's chunks go once the record committed; chunks of no record's
-// generation (a crash before the commit, or after it but before they went) go at open.
+// snapshot go under a generation of their own. The transaction that commits its record
+// (recSnapshot; with the entries and the HardState of a Save) also deletes the older
+// generation's chunks and takes the last chunks, as many as it has room for; the others
+// are written before, in as many transactions as Badger needs, and made durable before
+// it commits. A crash leaves the old snapshot or the new one whole, never a mix, and
+// costs no more syncs than writing the data alone. Chunks of no record's generation (a
+// crash or a failure before the commit) go at the next snapshot or at open.
 
 // maxChunk is the most data one chunk holds: under Badger's value threshold, so chunks
 // stay in the LSM tree, where compaction reclaims them once deleted (the store never
@@ -204,26 +206,50 @@ func (s *BadgerStorage) readSnapshot() ([]byte, error) {
 	return data, nil
 }
 
-// putSnapshot stores data in the chunks of r, in as many transactions as Badger needs,
-// and returns once they are durable: the record can commit.
-func (s *BadgerStorage) putSnapshot(r snapRecord, data []byte) error {
+// putSnapshot prepares the commit of txn, which holds r's record: it deletes the last
+// snapshot's chunks in txn (those it has room for: left reports others left), sets the
+// last chunks of r in txn (those it has room for), and writes the others before, in as
+// many transactions as Badger needs, durably.
+func (s *BadgerStorage) putSnapshot(txn *badger.Txn, r snapRecord, data []byte) (left bool, err error) {
+	for i := range s.snap.chunks {
+		key := s.chunkKey(s.snap.gen, i)
+		if err := txn.Delete(key); errors.Is(err, badger.ErrTxnTooBig) {
+			left = true
+			break
+		} else if err != nil {
+			return left, fmt.Errorf("metaraft: delete %q: %w", key, err)
+		}
+	}
+	chunk := func(i uint32) []byte {
+		off := uint64(i) * uint64(r.chunk)
+		return data[off : off+uint64(r.chunkLen(i))]
+	}
+	first := r.chunks // chunks first.. go in txn
+	for ; first > 0; first-- {
+		key := s.chunkKey(r.gen, first-1)
+		if err := txn.Set(key, chunk(first-1)); errors.Is(err, badger.ErrTxnTooBig) {
+			break
+		} else if err != nil {
+			return left, fmt.Errorf("metaraft: write %q: %w", key, err)
+		}
+	}
+	if first == 0 {
+		return left, nil
+	}
 	b := s.batch()
 	defer b.discard()
-	for i := range r.chunks {
-		off := uint64(i) * uint64(r.chunk)
-		if err := b.set(s.chunkKey(r.gen, i), data[off:off+uint64(r.chunkLen(i))]); err != nil {
-			return err
+	for i := range first {
+		if err := b.set(s.chunkKey(r.gen, i), chunk(i)); err != nil {
+			return left, err
 		}
 	}
 	if err := b.flush(); err != nil {
-		return err
+		return left, err
 	}
-	return s.syncDB()
+	return left, s.syncDB()
 }
 
-// dropChunks deletes the chunks of every generation but keep. Called once a snapshot's
-// record committed, it may fail without harm: what it leaves goes at the next snapshot
-// or at open.
+// dropChunks deletes the chunks of every generation but keep.
 func (s *BadgerStorage) dropChunks(keep uint64) error {
 	return s.deleteUnder(s.key(recChunk), func(key []byte) bool {
 		gen, _, ok := s.chunkOf(key)

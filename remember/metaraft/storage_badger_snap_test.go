@@ -207,25 +207,30 @@ func crashDB(t testing.TB) *badger.DB {
 // TestBadgerStorageSnapshotCrash kills a snapshot's write (CreateSnapshot, and Save of a
 // Ready with a snapshot, entries and a hard state) after each of its transactions in
 // turn — after each chunk transaction, between the last one and the record's, after the
-// record's, after each deletion of the older chunks — then opens the storage again: it
-// holds the old state or the new one whole (the new one from the record's commit on),
-// and no chunk but its snapshot's. A storage whose write was killed before the record
-// carries on: its next snapshot does not reuse the killed one's generation.
+// record's, after each deletion of older chunks the record's transaction had no room for
+// (an old snapshot of 4,389 chunks of 7 bytes) — then opens the storage again: it holds
+// the old state or the new one whole (the new one from the record's commit on), and no
+// chunk but its snapshot's. A storage whose write was killed before the record carries
+// on: its next snapshot does not reuse the killed one's generation.
 func TestBadgerStorageSnapshotCrash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
-	old, next := randomBytes(rng, 300<<10), randomBytes(rng, 700<<10)
+	next := randomBytes(rng, 700<<10)
+	createSnapshot := func(s *BadgerStorage) error {
+		_, err := s.CreateSnapshot(8, &pb.ConfState{Voters: []uint64{1, 2, 3}}, next)
+		return err
+	}
 	for _, tc := range []struct {
-		name  string
-		write func(s *BadgerStorage) error
+		name     string
+		old      []byte
+		oldChunk int // the old snapshot's chunk size (0: chunkSize's)
+		write    func(s *BadgerStorage) error
 	}{
-		{"CreateSnapshot", func(s *BadgerStorage) error {
-			_, err := s.CreateSnapshot(8, &pb.ConfState{Voters: []uint64{1, 2, 3}}, next)
-			return err
-		}},
-		{"Save", func(s *BadgerStorage) error {
+		{"CreateSnapshot", randomBytes(rng, 300<<10), 0, createSnapshot},
+		{"Save", randomBytes(rng, 300<<10), 0, func(s *BadgerStorage) error {
 			snap := &pb.Snapshot{Data: next, Metadata: &pb.SnapshotMetadata{Index: new(uint64(12)), Term: new(uint64(2)), ConfState: &pb.ConfState{Voters: []uint64{1, 2}}}}
 			return s.Save(&pb.HardState{Term: new(uint64(2)), Commit: new(uint64(14))}, logOf(13, 3, 2), snap)
 		}},
+		{"CreateSnapshot over many chunks", randomBytes(rng, 30<<10), 7, createSnapshot},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := crashDB(t)
@@ -237,9 +242,13 @@ func TestBadgerStorageSnapshotCrash(t *testing.T) {
 				if err := s.Save(&pb.HardState{Term: new(uint64(1)), Commit: new(uint64(6))}, logOf(1, 10, 1), nil); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.CreateSnapshot(5, &pb.ConfState{Voters: []uint64{1}}, old); err != nil {
+				if tc.oldChunk > 0 {
+					s.chunk = tc.oldChunk
+				}
+				if _, err := s.CreateSnapshot(5, &pb.ConfState{Voters: []uint64{1}}, tc.old); err != nil {
 					t.Fatal(err)
 				}
+				s.chunk = chunkSize(db)
 				return s
 			}
 			// A run without a crash: the states before and after, how many transactions
@@ -263,10 +272,10 @@ func TestBadgerStorageSnapshotCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			after := storageState(t, s)
-			if recordAt < 3 || commits <= recordAt {
-				t.Fatalf("the write committed %d transactions, the record in the %d-th: want chunks in several before it, deletions after", commits, recordAt)
+			if recordAt < 3 || commits < recordAt || (commits > recordAt) != (tc.oldChunk > 0) {
+				t.Fatalf("the write committed %d transactions, the record in the %d-th: want chunks in several before it, deletions after only of an old snapshot of many chunks", commits, recordAt)
 			}
-			t.Logf("%d transactions: %d of chunks, the record's, %d deleting the old chunks", commits, recordAt-1, commits-recordAt)
+			t.Logf("%d transactions: %d of chunks, the record's (with more chunks), %d deleting old chunks", commits, recordAt-1, commits-recordAt)
 			for k := 1; k <= commits; k++ {
 				prefix := fmt.Sprintf("k%d\x00", k)
 				s := setup(prefix)
@@ -276,7 +285,7 @@ func TestBadgerStorageSnapshotCrash(t *testing.T) {
 				if k < recordAt {
 					// Killed before the record: the storage carries on (as after a
 					// failed write) with a smaller snapshot.
-					if _, err := s.CreateSnapshot(6, nil, old[:1000]); err != nil {
+					if _, err := s.CreateSnapshot(6, nil, tc.old[:1000]); err != nil {
 						t.Fatalf("k=%d: carry on: %v", k, err)
 					}
 					checkChunkKeys(t, s)
