@@ -96,7 +96,7 @@ var _ Storage = (*BadgerStorage)(nil)
 // and reads and checks every record: one that does not decode, or an entry or a snapshot
 // chunk missing or out of place, fails it with ErrDamaged and the key (the chunks' data
 // is checked by Snapshot). It deletes the chunks of no snapshot, which a crash during a
-// snapshot's write leaves.
+// snapshot's write leaves (should that fail, the next snapshot does).
 func OpenBadgerStorage(db *badger.DB, prefix string) (*BadgerStorage, error) {
 	if prefix == "" {
 		prefix = BadgerPrefix
@@ -116,7 +116,6 @@ func OpenBadgerStorage(db *badger.DB, prefix string) (*BadgerStorage, error) {
 			return nil, err
 		}
 	}
-	var orphans [][]byte
 	err = db.View(func(txn *badger.Txn) error {
 		hs := &pb.HardState{}
 		found, err := s.get(txn, s.key(recHardState), hs)
@@ -156,18 +155,12 @@ func OpenBadgerStorage(db *badger.DB, prefix string) (*BadgerStorage, error) {
 		if err := s.checkEntries(txn); err != nil {
 			return err
 		}
-		var top uint64
-		orphans, top, err = s.checkChunks(txn)
-		s.nextGen = top + 1
-		return err
+		return s.checkChunks(txn)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if s.orphans = len(orphans) > 0; s.orphans {
-		if err := s.dropChunks(s.snap.gen); err != nil {
-			return nil, err
-		}
+	if s.orphans && s.dropChunks(s.snap.gen) == nil { // else they go with the next snapshot
 		s.orphans = false
 	}
 	if s.id == 0 {
@@ -202,7 +195,7 @@ func (s *BadgerStorage) ID() (uint64, error) {
 // bounds go, a new id and recReset are written); the entries and chunks it leaves are
 // deleted in as many transactions as they take, then recReset. A crash in between leaves
 // recReset, and the next open finishes the work; so does the next write, should the
-// deletions fail.
+// deletions fail (an error then comes from that write).
 func (s *BadgerStorage) Reset() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -219,7 +212,8 @@ func (s *BadgerStorage) Reset() error {
 	}
 	s.id, s.hs, s.snap, s.log, s.lastTerm = id, nil, snapRecord{md: pb.EnsureSnapshotMetadata(nil)}, logState{}, 0
 	s.resetting = true
-	return s.finishReset()
+	_ = s.finishReset() // should it fail, the next write or open finishes it
+	return nil
 }
 
 // finishReset deletes what a Reset left: every key under the prefix but the id and the

@@ -28,17 +28,15 @@ import (
 // collects its value log), and several fit one transaction.
 const maxChunk = 256 << 10
 
-// minChunk is the least a chunk holds, whatever the DB's options.
-const minChunk = 1 << 10
-
 // chunkSize returns the chunk size for db: maxChunk, or less when a quarter of Badger's
-// transaction or its value threshold (the value limit of an in-memory DB) is smaller.
+// transaction is smaller, or its value threshold (on disk, unless tiny: chunks would go
+// to the value log anyway; in memory, the most a value holds).
 func chunkSize(db *badger.DB) int {
 	n := min(maxChunk, db.MaxBatchSize()/4)
-	if t := db.Opts().ValueThreshold; t > 0 {
+	if t := db.Opts().ValueThreshold; t > 4<<10 || db.Opts().InMemory {
 		n = min(n, t-1)
 	}
-	return int(max(n, minChunk))
+	return int(max(n, 1))
 }
 
 // snapRecord is the last snapshot's record (recSnapshot): its metadata and how its data is
@@ -125,34 +123,35 @@ func (s *BadgerStorage) chunkOf(key []byte) (gen uint64, i uint32, ok bool) {
 	return binary.BigEndian.Uint64(key[len(s.prefix)+1:]), binary.BigEndian.Uint32(key[len(s.prefix)+9:]), true
 }
 
-// checkChunks checks, keys only, that the stored snapshot's chunks are there, and returns
-// the keys of other generations' (orphans, to delete) and the highest generation found.
-func (s *BadgerStorage) checkChunks(txn *badger.Txn) (orphans [][]byte, top uint64, err error) {
+// checkChunks checks, keys only, that the stored snapshot's chunks are there. It notes
+// whether chunks of other generations (orphans) are, and sets nextGen past them all.
+func (s *BadgerStorage) checkChunks(txn *badger.Txn) error {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: s.key(recChunk)})
 	defer it.Close()
 	next := uint32(0)
-	top = s.snap.gen
+	top := s.snap.gen
 	for it.Rewind(); it.Valid(); it.Next() {
 		key := it.Item().KeyCopy(nil)
 		gen, i, ok := s.chunkOf(key)
 		switch {
 		case !ok:
-			return nil, 0, s.damaged(key, errors.New("not a snapshot chunk's key"))
+			return s.damaged(key, errors.New("not a snapshot chunk's key"))
 		case gen != s.snap.gen:
-			orphans = append(orphans, key)
+			s.orphans = true
 			top = max(top, gen)
 		case i >= s.snap.chunks:
-			return nil, 0, s.damaged(key, fmt.Errorf("out of place (the snapshot has %d chunks)", s.snap.chunks))
+			return s.damaged(key, fmt.Errorf("out of place (the snapshot has %d chunks)", s.snap.chunks))
 		case i > next:
-			return nil, 0, s.damaged(s.chunkKey(gen, next), fmt.Errorf("missing (the snapshot has %d chunks)", s.snap.chunks))
+			return s.damaged(s.chunkKey(gen, next), fmt.Errorf("missing (the snapshot has %d chunks)", s.snap.chunks))
 		default:
 			next++
 		}
 	}
 	if next != s.snap.chunks {
-		return nil, 0, s.damaged(s.chunkKey(s.snap.gen, next), fmt.Errorf("missing (the snapshot has %d chunks)", s.snap.chunks))
+		return s.damaged(s.chunkKey(s.snap.gen, next), fmt.Errorf("missing (the snapshot has %d chunks)", s.snap.chunks))
 	}
-	return orphans, top, nil
+	s.nextGen = top + 1
+	return nil
 }
 
 // readSnapshot reads the stored snapshot's data back and checks it against its record.
