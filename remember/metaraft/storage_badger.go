@@ -488,9 +488,9 @@ func (s *BadgerStorage) Snapshot() (*pb.Snapshot, error) {
 	return pb.EnsureSnapshot(&pb.Snapshot{Metadata: proto.Clone(s.snap.md).(*pb.SnapshotMetadata), Data: data}), nil
 }
 
-// Save implements Storage: the snapshot's chunks first (as many transactions as they
-// take), then the snapshot's record, the entries (the log's conflicting suffix goes) and
-// the HardState in one transaction, on disk when it returns. On an error nothing changed
+// Save implements Storage: the snapshot's record, the entries (the log's conflicting
+// suffix goes) and the HardState in one transaction, on disk when it returns; the
+// snapshot's chunks go with it or before (putSnapshot). On an error nothing changed
 // (chunks written are orphans, deleted by the next snapshot or open).
 func (s *BadgerStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error {
 	s.mu.Lock()
@@ -530,8 +530,9 @@ func (s *BadgerStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapsh
 	return nil
 }
 
-// CreateSnapshot implements Storage: the chunks (as many transactions as they take),
-// then the record in one transaction.
+// CreateSnapshot implements Storage: the record commits in one transaction, the data's
+// chunks with it or before (putSnapshot). The snapshot returned holds data itself, not
+// a copy (as raft.MemoryStorage keeps it).
 func (s *BadgerStorage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -559,7 +560,7 @@ func (s *BadgerStorage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) 
 		return nil, err
 	}
 	s.keepSnapshot(r)
-	return &pb.Snapshot{Metadata: proto.Clone(md).(*pb.SnapshotMetadata), Data: bytes.Clone(data)}, nil
+	return &pb.Snapshot{Metadata: proto.Clone(md).(*pb.SnapshotMetadata), Data: data}, nil
 }
 
 // keepSnapshot takes r, committed, for the last snapshot, and deletes orphan chunks if
