@@ -65,8 +65,8 @@ func decodeLogState(b []byte) (logState, error) {
 // store (it does not own nor close the DB): every key under its prefix. Save, CreateSnapshot
 // and Compact each commit in one transaction, on disk when they return (the DB's
 // SyncWrites, or a Sync after the commit when the DB does not sync its writes); a
-// snapshot's data goes before, in chunks (storage_badger_snap.go), so a snapshot of any
-// size fits. It answers raft exactly as raft.MemoryStorage does. The HardState, the log's
+// snapshot's data goes in chunks, with that commit or before it (storage_badger_snap.go),
+// so a snapshot of any size fits. It answers raft exactly as raft.MemoryStorage does. The HardState, the log's
 // bounds, the last entry's term and the snapshot's record are kept in memory; entries and
 // the snapshot's data are read from Badger (BenchmarkBadgerRead: 2–3 µs an entry, against
 // ~300 µs for a synced Save).
@@ -613,7 +613,7 @@ type write struct {
 	lastTerm uint64
 	n        int         // keys set or deleted
 	err      error       // the first failed Set or Delete
-	snap     *snapRecord // a snapshot's record set: its chunks go first
+	snap     *snapRecord // a snapshot's record set: its chunks go with it or before
 	data     []byte      // the snapshot's data
 }
 
