@@ -1,9 +1,11 @@
 package metaraft
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -24,9 +26,11 @@ var ErrDamaged = errors.New("metaraft: damaged raft storage")
 const (
 	recHardState = 'h' // the HardState (absent: none stored)
 	recLog       = 'l' // logState: the log's bounds
-	recSnapshot  = 's' // the last snapshot, metadata and data (absent: none)
+	recSnapshot  = 's' // snapRecord: the last snapshot's metadata and chunks (absent: none)
+	recChunk     = 'c' // + 8-byte generation + 4-byte index, big-endian: a snapshot's data chunk
 	recEntry     = 'e' // + 8-byte big-endian index: a log entry
 	recID        = 'i' // the replica id: 8 bytes, big-endian (drawn when first opened)
+	recReset     = 'x' // a Reset under way: the keys but the id, the bounds and this are left over
 )
 
 // logState is the log's bounds: the entry at Index is the last one compacted or covered by
@@ -59,36 +63,60 @@ func decodeLogState(b []byte) (logState, error) {
 
 // BadgerStorage keeps a member's part of the group in a Badger it shares with the member's
 // store (it does not own nor close the DB): every key under its prefix. Save, CreateSnapshot
-// and Compact are one transaction each, on disk when they return (the DB's SyncWrites, or
-// a Sync after the commit when the DB does not sync its writes). It answers raft exactly as
-// raft.MemoryStorage does. The HardState, the log's bounds, the last entry's term and the
-// snapshot's metadata are kept in memory; entries and the snapshot's data are read from
-// Badger (BenchmarkBadgerRead: 2–3 µs an entry, against ~300 µs for a synced Save).
+// and Compact each commit in one transaction, on disk when they return (the DB's
+// SyncWrites, or a Sync after the commit when the DB does not sync its writes); a
+// snapshot's data goes in chunks, with that commit or before it (storage_badger_snap.go),
+// so a snapshot of any size fits. It answers raft exactly as raft.MemoryStorage does. The HardState, the log's
+// bounds, the last entry's term and the snapshot's record are kept in memory; entries and
+// the snapshot's data are read from Badger (BenchmarkBadgerRead: 2–3 µs an entry, against
+// ~300 µs for a synced Save).
 type BadgerStorage struct {
 	mu     sync.Mutex
 	db     *badger.DB
 	prefix []byte
 	sync   bool // Sync after each commit: the DB does not sync its writes
+	chunk  int  // the data in a snapshot chunk written from now on (chunkSize)
 
-	id       uint64               // the replica id (recID)
-	hs       *pb.HardState        // nil: none stored
-	snap     *pb.SnapshotMetadata // the last snapshot's (index 0: none)
-	log      logState
-	lastTerm uint64 // the term of entry log.last: raft asks for it on every append
+	id        uint64        // the replica id (recID)
+	hs        *pb.HardState // nil: none stored
+	snap      snapRecord    // the last snapshot's (md index 0: none)
+	log       logState
+	lastTerm  uint64 // the term of entry log.last: raft asks for it on every append
+	nextGen   uint64 // the generation of the next snapshot's chunks
+	orphans   bool   // chunks of no snapshot may be stored
+	resetting bool   // a Reset committed but left keys to delete (recReset)
+
+	afterCommit func() // tests: called after each transaction commits
 }
 
 var _ Storage = (*BadgerStorage)(nil)
 
 // OpenBadgerStorage returns the storage under prefix in db ("": BadgerPrefix), carrying on
-// from what it holds (nothing: an empty storage). It reads and checks every record: one
-// that does not decode, or an entry missing or out of place, fails it with ErrDamaged and
-// the key.
+// from what it holds (nothing: an empty storage). It finishes a Reset a crash cut short,
+// and reads and checks every record: one that does not decode, or an entry or a snapshot
+// chunk missing or out of place, fails it with ErrDamaged and the key (the chunks' data
+// is checked by Snapshot). It deletes the chunks of no snapshot, which a crash during a
+// snapshot's write leaves (should that fail, the next snapshot does).
 func OpenBadgerStorage(db *badger.DB, prefix string) (*BadgerStorage, error) {
 	if prefix == "" {
 		prefix = BadgerPrefix
 	}
-	s := &BadgerStorage{db: db, prefix: []byte(prefix), sync: !db.Opts().SyncWrites, snap: pb.EnsureSnapshotMetadata(nil)}
+	s := &BadgerStorage{db: db, prefix: []byte(prefix), sync: !db.Opts().SyncWrites, chunk: chunkSize(db),
+		snap: snapRecord{md: pb.EnsureSnapshotMetadata(nil)}}
 	err := db.View(func(txn *badger.Txn) error {
+		_, found, err := s.value(txn, s.key(recReset))
+		s.resetting = found
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.resetting {
+		if err := s.finishReset(); err != nil {
+			return nil, err
+		}
+	}
+	err = db.View(func(txn *badger.Txn) error {
 		hs := &pb.HardState{}
 		found, err := s.get(txn, s.key(recHardState), hs)
 		if err != nil {
@@ -97,14 +125,16 @@ func OpenBadgerStorage(db *badger.DB, prefix string) (*BadgerStorage, error) {
 		if found {
 			s.hs = hs
 		}
-		snap := &pb.Snapshot{}
-		if found, err = s.get(txn, s.key(recSnapshot), snap); err != nil {
+		b, found, err := s.value(txn, s.key(recSnapshot))
+		if err != nil {
 			return err
 		}
 		if found {
-			s.snap = snap.GetMetadata()
+			if s.snap, err = decodeSnapRecord(b); err != nil {
+				return s.damaged(s.key(recSnapshot), err)
+			}
 		}
-		b, found, err := s.value(txn, s.key(recLog))
+		b, found, err = s.value(txn, s.key(recLog))
 		if err != nil {
 			return err
 		}
@@ -122,10 +152,16 @@ func OpenBadgerStorage(db *badger.DB, prefix string) (*BadgerStorage, error) {
 		case found:
 			s.id = binary.BigEndian.Uint64(b)
 		}
-		return s.checkEntries(txn)
+		if err := s.checkEntries(txn); err != nil {
+			return err
+		}
+		return s.checkChunks(txn)
 	})
 	if err != nil {
 		return nil, err
+	}
+	if s.orphans && s.dropChunks(s.snap.gen) == nil { // else they go with the next snapshot
+		s.orphans = false
 	}
 	if s.id == 0 {
 		if err := s.newID(); err != nil {
@@ -155,29 +191,59 @@ func (s *BadgerStorage) ID() (uint64, error) {
 }
 
 // Reset implements Storage: every record under the prefix goes, and a new id is drawn.
+// One transaction forgets the group (the HardState, the snapshot's record and the log's
+// bounds go, a new id and recReset are written); the entries and chunks it leaves are
+// deleted in as many transactions as they take, then recReset. A crash in between leaves
+// recReset, and the next open finishes the work; so does the next write, should the
+// deletions fail (an error then comes from that write).
 func (s *BadgerStorage) Reset() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.begin()
-	it := w.txn.NewIterator(badger.IteratorOptions{Prefix: s.prefix})
-	var keys [][]byte
-	for it.Rewind(); it.Valid(); it.Next() {
-		keys = append(keys, it.Item().KeyCopy(nil))
-	}
-	it.Close()
-	for _, k := range keys {
-		w.n++
-		if err := w.txn.Delete(k); err != nil && w.err == nil {
-			w.err = fmt.Errorf("metaraft: delete %q: %w", k, err)
-		}
-	}
+	defer w.txn.Discard()
+	w.delete(s.key(recHardState))
+	w.delete(s.key(recSnapshot))
 	w.log = logState{}
 	id := NewReplicaID()
 	w.set(s.key(recID), binary.BigEndian.AppendUint64(nil, id))
+	w.set(s.key(recReset), nil)
 	if err := w.commit(); err != nil {
 		return err
 	}
-	s.id, s.hs, s.snap, s.log, s.lastTerm = id, nil, pb.EnsureSnapshotMetadata(nil), logState{}, 0
+	s.id, s.hs, s.snap, s.log, s.lastTerm = id, nil, snapRecord{md: pb.EnsureSnapshotMetadata(nil)}, logState{}, 0
+	s.resetting = true
+	_ = s.finishReset() // should it fail, the next write or open finishes it
+	return nil
+}
+
+// finishReset deletes what a Reset left: every key under the prefix but the id and the
+// log's bounds, recReset last.
+func (s *BadgerStorage) finishReset() error {
+	keep := [][]byte{s.key(recID), s.key(recLog), s.key(recReset)}
+	err := s.deleteUnder(s.prefix, func(key []byte) bool {
+		return slices.ContainsFunc(keep, func(k []byte) bool { return bytes.Equal(k, key) })
+	})
+	if err == nil {
+		err = s.syncDB()
+	}
+	if err != nil {
+		return fmt.Errorf("metaraft: finish a reset: %w", err)
+	}
+	w := s.begin()
+	defer w.txn.Discard()
+	w.delete(s.key(recReset))
+	if err := w.commit(); err != nil {
+		return fmt.Errorf("metaraft: finish a reset: %w", err)
+	}
+	s.resetting = false
+	return nil
+}
+
+// writable finishes a Reset whose deletions failed before anything else is written.
+func (s *BadgerStorage) writable() error {
+	if s.resetting {
+		return s.finishReset()
+	}
 	return nil
 }
 
@@ -244,6 +310,9 @@ func (s *BadgerStorage) record(key []byte) string {
 	if i, ok := s.entryIndex(key); ok {
 		return fmt.Sprintf("log entry %d", i)
 	}
+	if gen, i, ok := s.chunkOf(key); ok {
+		return fmt.Sprintf("snapshot chunk %d of generation %d", i, gen)
+	}
 	switch string(key[len(s.prefix):]) {
 	case string(recHardState):
 		return "the hard state"
@@ -253,6 +322,8 @@ func (s *BadgerStorage) record(key []byte) string {
 		return "the snapshot"
 	case string(recID):
 		return "the replica id"
+	case string(recReset):
+		return "the reset marker"
 	}
 	return "a record"
 }
@@ -318,7 +389,7 @@ func (s *BadgerStorage) InitialState() (*pb.HardState, *pb.ConfState, error) {
 	if s.hs != nil {
 		hs = proto.Clone(s.hs).(*pb.HardState)
 	}
-	return hs, pb.EnsureConfState(proto.Clone(pb.EnsureConfState(s.snap.GetConfState())).(*pb.ConfState)), nil
+	return hs, pb.EnsureConfState(proto.Clone(pb.EnsureConfState(s.snap.md.GetConfState())).(*pb.ConfState)), nil
 }
 
 // Entries implements raft.Storage.
@@ -400,41 +471,45 @@ func (s *BadgerStorage) FirstIndex() (uint64, error) {
 	return s.log.index + 1, nil
 }
 
-// Snapshot implements raft.Storage.
+// Snapshot implements raft.Storage. It reads the data back from its chunks (raft asks
+// for it when a follower needs it) and checks it: a chunk missing, out of place or of
+// the wrong length, or data that does not match the record's checksum, fails it with
+// ErrDamaged and the key.
 func (s *BadgerStorage) Snapshot() (*pb.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap := &pb.Snapshot{}
-	err := s.db.View(func(txn *badger.Txn) error {
-		_, err := s.get(txn, s.key(recSnapshot), snap)
-		return err
-	})
+	if s.snap.gen == 0 {
+		return pb.EnsureSnapshot(nil), nil
+	}
+	data, err := s.readSnapshot()
 	if err != nil {
 		return nil, err
 	}
-	return pb.EnsureSnapshot(snap), nil
+	return pb.EnsureSnapshot(&pb.Snapshot{Metadata: proto.Clone(s.snap.md).(*pb.SnapshotMetadata), Data: data}), nil
 }
 
-// Save implements Storage: the snapshot, the entries (the log's conflicting suffix goes)
-// and the HardState in one transaction, on disk when it returns. On an error nothing
-// changed.
+// Save implements Storage: the snapshot's record, the entries (the log's conflicting
+// suffix goes) and the HardState in one transaction, on disk when it returns; the
+// snapshot's chunks go with it or before (putSnapshot). On an error nothing changed
+// (chunks written are orphans, deleted by the next snapshot or open).
 func (s *BadgerStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
 	w := s.begin()
 	defer w.txn.Discard()
 	newSnap := s.snap
 	if snap != nil && !raft.IsEmptySnap(snap) {
 		md := snap.GetMetadata()
-		if s.snap.GetIndex() != 0 && s.snap.GetIndex() >= md.GetIndex() {
+		if s.snap.md.GetIndex() != 0 && s.snap.md.GetIndex() >= md.GetIndex() {
 			return fmt.Errorf("metaraft: store snapshot at %d: %w", md.GetIndex(), raft.ErrSnapOutOfDate)
 		}
-		snap = pb.EnsureSnapshot(proto.Clone(snap).(*pb.Snapshot))
-		w.put(s.key(recSnapshot), snap)
+		newSnap = w.snapshot(pb.EnsureSnapshotMetadata(proto.Clone(md).(*pb.SnapshotMetadata)), snap.GetData())
 		w.drop(w.log.index+1, w.log.last)
 		w.log = logState{index: md.GetIndex(), term: md.GetTerm(), last: md.GetIndex()}
 		w.lastTerm = md.GetTerm()
-		newSnap = snap.GetMetadata()
 	}
 	if err := w.append(ents); err != nil {
 		return err
@@ -447,18 +522,24 @@ func (s *BadgerStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapsh
 	if err := w.commit(); err != nil {
 		return err
 	}
-	s.log, s.lastTerm, s.snap = w.log, w.lastTerm, newSnap
+	s.log, s.lastTerm = w.log, w.lastTerm
 	if newHS != nil {
 		s.hs = newHS
 	}
+	s.keepSnapshot(newSnap)
 	return nil
 }
 
-// CreateSnapshot implements Storage.
+// CreateSnapshot implements Storage: the record commits in one transaction, the data's
+// chunks with it or before (putSnapshot). The snapshot returned holds data itself, not
+// a copy (as raft.MemoryStorage keeps it).
 func (s *BadgerStorage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i <= s.snap.GetIndex() {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	if i <= s.snap.md.GetIndex() {
 		return nil, raft.ErrSnapOutOfDate
 	}
 	if i > s.log.last {
@@ -468,25 +549,40 @@ func (s *BadgerStorage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) 
 	if err != nil {
 		return nil, err
 	}
-	md := &pb.SnapshotMetadata{Index: new(i), Term: new(t), ConfState: pb.EnsureConfState(proto.Clone(s.snap.GetConfState()).(*pb.ConfState))}
+	md := &pb.SnapshotMetadata{Index: new(i), Term: new(t), ConfState: pb.EnsureConfState(proto.Clone(s.snap.md.GetConfState()).(*pb.ConfState))}
 	if cs != nil {
 		md.ConfState = proto.Clone(cs).(*pb.ConfState)
 	}
-	snap := &pb.Snapshot{Metadata: md, Data: data}
 	w := s.begin()
 	defer w.txn.Discard()
-	w.put(s.key(recSnapshot), snap)
+	r := w.snapshot(md, data)
 	if err := w.commit(); err != nil {
 		return nil, err
 	}
-	s.snap = md
-	return proto.Clone(snap).(*pb.Snapshot), nil
+	s.keepSnapshot(r)
+	return &pb.Snapshot{Metadata: proto.Clone(md).(*pb.SnapshotMetadata), Data: data}, nil
+}
+
+// keepSnapshot takes r, committed, for the last snapshot, and deletes orphan chunks if
+// there may be some. A failure to delete them is no failure of the write: they go with
+// the next snapshot or at open.
+func (s *BadgerStorage) keepSnapshot(r snapRecord) {
+	if r.gen == s.snap.gen {
+		return
+	}
+	s.snap = r
+	if s.orphans && s.dropChunks(r.gen) == nil {
+		s.orphans = false
+	}
 }
 
 // Compact implements Storage.
 func (s *BadgerStorage) Compact(i uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if i <= s.log.index {
 		return raft.ErrCompacted
 	}
@@ -515,8 +611,10 @@ type write struct {
 	txn      *badger.Txn
 	log      logState
 	lastTerm uint64
-	n        int   // keys set or deleted
-	err      error // the first failed Set or Delete
+	n        int         // keys set or deleted
+	err      error       // the first failed Set or Delete
+	snap     *snapRecord // a snapshot's record set: its chunks go with it or before
+	data     []byte      // the snapshot's data
 }
 
 func (s *BadgerStorage) begin() *write {
@@ -532,6 +630,31 @@ func (w *write) set(key, value []byte) {
 	}
 }
 
+func (w *write) delete(key []byte) {
+	if w.err == nil {
+		w.n++
+		if err := w.txn.Delete(key); err != nil {
+			w.err = fmt.Errorf("metaraft: delete %q: %w", key, err)
+		}
+	}
+}
+
+// snapshot sets the record of a snapshot of metadata md and data, whose chunks, under a
+// new generation, commit writes (the transaction takes what it has room for, so it never
+// grows past Badger's limit whatever the data's size). It returns the record.
+func (w *write) snapshot(md *pb.SnapshotMetadata, data []byte) snapRecord {
+	s := w.s
+	r := newSnapRecord(md, data, s.nextGen, s.chunk)
+	s.nextGen++ // never reused, even by a write that failed: its chunks may be left
+	b, err := r.encode()
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("metaraft: encode %q: %w", s.key(recSnapshot), err)
+	}
+	w.set(s.key(recSnapshot), b)
+	w.snap, w.data = &r, data
+	return r
+}
+
 func (w *write) put(key []byte, m proto.Message) {
 	b, err := proto.Marshal(m)
 	if err != nil && w.err == nil {
@@ -543,11 +666,7 @@ func (w *write) put(key []byte, m proto.Message) {
 // drop deletes entries lo..hi.
 func (w *write) drop(lo, hi uint64) {
 	for i := lo; i <= hi && w.err == nil; i++ {
-		key := w.s.entryKey(i)
-		w.n++
-		if err := w.txn.Delete(key); err != nil {
-			w.err = fmt.Errorf("metaraft: delete %q: %w", key, err)
-		}
+		w.delete(w.s.entryKey(i))
 	}
 }
 
@@ -580,7 +699,8 @@ func (w *write) append(ents []*pb.Entry) error {
 	return nil
 }
 
-// commit writes the log's bounds if they changed and commits, durably.
+// commit writes the log's bounds if they changed and commits, durably, with a snapshot's
+// chunks (putSnapshot). If that fails, the chunks written are orphans.
 func (w *write) commit() error {
 	if w.log != w.s.log {
 		w.set(w.s.key(recLog), w.log.encode())
@@ -594,13 +714,23 @@ func (w *write) commit() error {
 	if w.n == 0 {
 		return nil // a Ready with frames only: nothing to store
 	}
+	orphans := w.s.orphans
+	if w.snap != nil {
+		// Until the commit, a write that fails or is cut short leaves chunks of no record.
+		w.s.orphans = true
+		left, err := w.s.putSnapshot(w.txn, *w.snap, w.data)
+		if err != nil {
+			return err
+		}
+		orphans = orphans || left
+	}
 	if err := w.txn.Commit(); err != nil {
 		return fmt.Errorf("metaraft: commit the raft state under %q: %w", w.s.prefix, err)
 	}
-	if w.s.sync {
-		if err := w.s.db.Sync(); err != nil {
-			return fmt.Errorf("metaraft: sync the raft state under %q: %w", w.s.prefix, err)
-		}
+	w.s.orphans = orphans
+	if err := w.s.syncDB(); err != nil {
+		return err
 	}
+	w.s.committed()
 	return nil
 }

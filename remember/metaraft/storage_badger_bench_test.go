@@ -2,6 +2,9 @@ package metaraft
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -10,17 +13,22 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// diskDB opens a Badger in a temporary directory with the store's options
-// (remember/config.go: synchronous writes, 8 MiB memtables, 16 MiB value log files).
-func diskDB(b *testing.B) *badger.DB {
-	b.Helper()
-	db, err := badger.Open(badger.DefaultOptions(b.TempDir()).WithSyncWrites(true).WithMemTableSize(8 << 20).WithNumMemtables(2).
+// storeOptions are the store's Badger options (remember/config.go: synchronous writes,
+// 8 MiB memtables, 16 MiB value log files) for a Badger in dir.
+func storeOptions(dir string) badger.Options {
+	return badger.DefaultOptions(dir).WithSyncWrites(true).WithMemTableSize(8 << 20).WithNumMemtables(2).
 		WithNumLevelZeroTables(2).WithNumLevelZeroTablesStall(8).WithValueLogFileSize(16 << 20).WithBlockCacheSize(8 << 20).
-		WithNumCompactors(2).WithDetectConflicts(false).WithMetricsEnabled(false).WithLogger(nil))
+		WithNumCompactors(2).WithDetectConflicts(false).WithMetricsEnabled(false).WithLogger(nil)
+}
+
+// diskDB opens a Badger in a temporary directory with the store's options.
+func diskDB(t testing.TB) *badger.DB {
+	t.Helper()
+	db, err := badger.Open(storeOptions(t.TempDir()))
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	b.Cleanup(func() { _ = db.Close() })
+	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
 
@@ -119,6 +127,125 @@ func BenchmarkBadgerRead(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkBadgerCreateSnapshot measures CreateSnapshot of 1, 8 and 32 MiB on an on-disk
+// Badger with the store's options (synchronous writes), against the same bytes written
+// with Badger alone in the same run, alternating: as a WriteBatch of values of the chunk
+// size (Badger's bulk write: transactions as large as it takes, committed in a pipeline)
+// and as synchronous transactions as large as Badger takes, one after the other (what the
+// storage does). Each CreateSnapshot also deletes the previous snapshot's chunks; each raw
+// write overwrites the previous one's keys. Each of the three goes first in turn. ns/op
+// is the three writes and the two reads. Metrics: snap-ms, batch-ms, txns-ms, the ratios
+// snap/batch and snap/txns, and read-ms (Snapshot, which reads the chunks back and checks
+// them) against raw-read-ms (iterating the raw values).
+func BenchmarkBadgerCreateSnapshot(b *testing.B) {
+	for _, mib := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
+			db := diskDB(b)
+			st, err := OpenBadgerStorage(db, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			data := randomBytes(rand.New(rand.NewPCG(1, uint64(mib))), mib<<20)
+			chunks := make([][]byte, 0, len(data)/st.chunk+1)
+			for off := 0; off < len(data); off += st.chunk {
+				chunks = append(chunks, data[off:min(off+st.chunk, len(data))])
+			}
+			rawKey := func(what string, i int) []byte { return fmt.Appendf(nil, "raw\x00%s%08d", what, i) }
+			var snap, batch, txns, read, rawRead time.Duration
+			i := uint64(0)
+			timed := func(d *time.Duration, f func() error) func() {
+				return func() {
+					start := time.Now()
+					if err := f(); err != nil {
+						b.Fatal(err)
+					}
+					*d += time.Since(start)
+				}
+			}
+			writes := []func(){
+				timed(&snap, func() error {
+					_, err := st.CreateSnapshot(i, &pb.ConfState{Voters: []uint64{1, 2, 3}}, data)
+					return err
+				}),
+				timed(&batch, func() error {
+					wb := db.NewWriteBatch()
+					defer wb.Cancel()
+					for j, c := range chunks {
+						if err := wb.Set(rawKey("b", j), c); err != nil {
+							return err
+						}
+					}
+					return wb.Flush()
+				}),
+				timed(&txns, func() error {
+					txn := db.NewTransaction(true)
+					defer func() { txn.Discard() }()
+					for j, c := range chunks {
+						err := txn.Set(rawKey("t", j), c)
+						if errors.Is(err, badger.ErrTxnTooBig) {
+							if err = txn.Commit(); err == nil {
+								txn = db.NewTransaction(true)
+								err = txn.Set(rawKey("t", j), c)
+							}
+						}
+						if err != nil {
+							return err
+						}
+					}
+					return txn.Commit()
+				}),
+			}
+			reads := []func(){
+				timed(&read, func() error {
+					got, err := st.Snapshot()
+					if err == nil && len(got.GetData()) != len(data) {
+						err = fmt.Errorf("%d bytes read back", len(got.GetData()))
+					}
+					return err
+				}),
+				timed(&rawRead, func() error {
+					n := 0
+					return db.View(func(txn *badger.Txn) error {
+						it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("raw\x00t")})
+						defer it.Close()
+						for it.Rewind(); it.Valid(); it.Next() {
+							if err := it.Item().Value(func(v []byte) error { n += len(v); return nil }); err != nil {
+								return err
+							}
+						}
+						if n != len(data) {
+							return fmt.Errorf("%d raw bytes read", n)
+						}
+						return nil
+					})
+				}),
+			}
+			b.SetBytes(int64(len(data)))
+			b.ResetTimer()
+			for k := range b.N {
+				i++ // an entry to take the snapshot at, not timed
+				if err := st.Save(nil, []*pb.Entry{benchEntry(i)}, nil); err != nil {
+					b.Fatal(err)
+				}
+				for j := range writes { // each goes first in turn: the one after pays for the flushes the one before causes
+					writes[(j+k)%len(writes)]()
+				}
+				for j := range reads {
+					reads[(j+k)%len(reads)]()
+				}
+			}
+			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+			b.ReportMetric(ms(snap), "snap-ms")
+			b.ReportMetric(ms(batch), "batch-ms")
+			b.ReportMetric(ms(txns), "txns-ms")
+			b.ReportMetric(float64(snap)/float64(batch), "snap/batch")
+			b.ReportMetric(float64(snap)/float64(txns), "snap/txns")
+			b.ReportMetric(ms(read), "read-ms")
+			b.ReportMetric(ms(rawRead), "raw-read-ms")
 		})
 	}
 }

@@ -2,6 +2,7 @@ package metaraft
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -113,6 +114,25 @@ type conformance struct {
 	bad    *BadgerStorage
 	op     string // the operation, for failures
 	term   uint64 // the highest term handed out so far
+	stats  *conformanceStats
+}
+
+// conformanceStats counts the snapshots' data handed out.
+type conformanceStats struct {
+	data, chunked, overMiB int // in all, of two chunks or more, over 1 MiB
+	largest                int
+}
+
+func (st *conformanceStats) add(data []byte, chunk int) []byte {
+	st.data++
+	if len(data) > chunk {
+		st.chunked++
+	}
+	if len(data) > 1<<20 {
+		st.overMiB++
+	}
+	st.largest = max(st.largest, len(data))
+	return data
 }
 
 func (c *conformance) both(what string, f func(Storage) ([]any, error)) {
@@ -194,11 +214,30 @@ func (c *conformance) confState() *pb.ConfState {
 	return cs
 }
 
+// data returns a snapshot's data: nil, a few bytes, several chunks of the storage's size
+// (at, just under or just over a multiple of it), or now and then 0.25–1.25 MiB (in
+// chunks of chunkSize's).
 func (c *conformance) data() []byte {
-	if c.rng.IntN(5) == 0 {
-		return nil
+	var data []byte
+	switch r := c.rng.IntN(40); {
+	case r < 8:
+	case r < 14:
+		k := 1 + c.rng.IntN(5)
+		data = randomBytes(c.rng, max(k*c.bad.chunk+c.rng.IntN(3)-1, 0))
+	case r == 14 && c.bad.chunk == chunkSize(c.db):
+		data = randomBytes(c.rng, 256<<10+c.rng.IntN(1<<20))
+	default:
+		data = []byte(fmt.Sprintf("state %d", c.rng.Uint32()))
 	}
-	return []byte(fmt.Sprintf("state %d", c.rng.Uint32()))
+	return c.stats.add(data, c.bad.chunk)
+}
+
+func randomBytes(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n+7)
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
+	}
+	return b[:n:n]
 }
 
 func cloneEntries(ents []*pb.Entry) []*pb.Entry {
@@ -272,9 +311,12 @@ func (c *conformance) step() {
 		i := first - min(first, 2) + c.rng.Uint64N(last-first+4)
 		c.op = fmt.Sprintf("Compact(%d)", i)
 		c.both(c.op, func(s Storage) ([]any, error) { return nil, s.Compact(i) })
-	case r < 90: // a restart
+	case r < 89: // a restart
 		c.op = "reopen"
 		c.reopen()
+	case r < 90: // the group removed the member
+		c.op = "Reset"
+		c.both(c.op, func(s Storage) ([]any, error) { return nil, s.Reset() })
 	default: // the DB's other users write next to the storage
 		c.op = "other keys"
 		c.noise()
@@ -289,11 +331,16 @@ func index0(ents []*pb.Entry) uint64 {
 	return ents[0].GetIndex()
 }
 
+// reopen opens the storage again, which then writes chunks of one of a few sizes (from 7
+// bytes to chunkSize's): it reads back the snapshot stored with any other.
 func (c *conformance) reopen() {
 	c.t.Helper()
 	b, err := OpenBadgerStorage(c.db, c.prefix)
 	if err != nil {
 		c.t.Fatalf("reopen: %v", err)
+	}
+	if r := c.rng.IntN(4); r > 0 {
+		b.chunk = []int{7, 64, 1000}[r-1]
 	}
 	c.bad = b
 }
@@ -321,11 +368,12 @@ func noiseKeys(prefix string) [][]byte {
 }
 
 // TestBadgerStorageConformance runs random operations (appends that overlap, truncate and
-// skip compacted entries, snapshots applied and created, in order and out of date,
-// compactions, hard states, restarts, other users' keys around the prefix, calls out of
-// bounds) on a MemStorage and a BadgerStorage, and compares every answer and, after each
-// operation, every read. One Badger holds the storages of all seeds under prefixes of their
-// own.
+// skip compacted entries, snapshots applied and created, in order and out of date, of
+// one to hundreds of chunks, compactions, hard states, restarts, resets, other users' keys
+// around the prefix, calls out of bounds) on a MemStorage and a BadgerStorage, and
+// compares every answer and, after each operation, every read. One Badger holds the
+// storages of all seeds under prefixes of their own; each seed ends with a Reset, which
+// leaves only the replica id and the empty log's bounds under its prefix.
 func TestBadgerStorageConformance(t *testing.T) {
 	raft.SetLogger(logger) // MemoryStorage panics through raft's logger on calls out of bounds
 	t.Cleanup(raft.ResetDefaultLogger)
@@ -334,12 +382,13 @@ func TestBadgerStorageConformance(t *testing.T) {
 	if testing.Short() {
 		seeds = 50
 	}
+	stats := &conformanceStats{}
 	for seed := range uint64(seeds) {
 		prefix := BadgerPrefix
 		if seed > 0 {
 			prefix = "mr" + strconv.FormatUint(seed, 10) + "\x00"
 		}
-		c := &conformance{t: t, rng: rand.New(rand.NewPCG(seed, 1)), db: db, prefix: prefix, mem: NewMemStorage(), term: 1}
+		c := &conformance{t: t, rng: rand.New(rand.NewPCG(seed, 1)), db: db, prefix: prefix, mem: NewMemStorage(), term: 1, stats: stats}
 		c.op = "open"
 		c.reopen()
 		c.compare()
@@ -349,6 +398,12 @@ func TestBadgerStorageConformance(t *testing.T) {
 		c.op = "the last reopen"
 		c.reopen()
 		c.compare()
+		c.op = "the last Reset"
+		c.both(c.op, func(s Storage) ([]any, error) { return nil, s.Reset() })
+		c.compare()
+		if keys := keysUnder(t, db, prefix); len(keys) != 2 || keys[0] != prefix+"i" || keys[1] != prefix+"l" {
+			t.Fatalf("seed %d: reset, %q holds %q, want the id and the log's bounds", seed, prefix, keys)
+		}
 		err := db.View(func(txn *badger.Txn) error {
 			for _, k := range noiseKeys(prefix) {
 				item, err := txn.Get(k)
@@ -367,6 +422,10 @@ func TestBadgerStorageConformance(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
+	}
+	t.Logf("%d seeds: %d snapshots' data, %d of several chunks, %d over 1 MiB, the largest %d bytes", seeds, stats.data, stats.chunked, stats.overMiB, stats.largest)
+	if stats.chunked == 0 || stats.overMiB == 0 && seeds >= 50 {
+		t.Fatal("no snapshot of several chunks, or none over 1 MiB")
 	}
 }
 
@@ -509,4 +568,22 @@ func TestBadgerStorageOnDisk(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keysUnder lists the keys under prefix in db.
+func keysUnder(t testing.TB, db *badger.DB, prefix string) []string {
+	t.Helper()
+	var keys []string
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			keys = append(keys, string(it.Item().Key()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
