@@ -55,6 +55,19 @@ func stores(t *testing.T, n int) []*remember.Store {
 		t.Cleanup(func() { _ = s.Close() })
 		out = append(out, s)
 	}
+	// A new store joining the metadata's replicas refills them from the others before its
+	// answers count: the leases' reads would wait for it, and time out on a loaded machine.
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for _, s := range out {
+		for s.Refill().Active {
+			if time.Now().After(deadline) {
+				t.Fatal("the stores did not refill the metadata within 30 s")
+			}
+			<-tick.C
+		}
+	}
 	return out
 }
 

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -121,5 +122,23 @@ func TestReachabilityIndex(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestVoters: Voters lists the members marked Voter that are not Removed, sorted — not the
+// possible voters that VoterWhole adds for the lease's whole.
+func TestVoters(t *testing.T) {
+	v := newView()
+	for _, m := range []Member{
+		{Node: "c", Status: Up, UpNumber: 3, Voter: true},
+		{Node: "a", Status: Leaving, UpNumber: 1, Voter: true},
+		{Node: "b", Status: Removed, UpNumber: 2, Voter: true},
+		{Node: "d", Status: Joining},
+	} {
+		v.put(&m)
+	}
+	n := &Node{v: v}
+	if got := n.Voters(); !slices.Equal(got, []NodeID{"a", "c"}) {
+		t.Errorf("voters %v, want [a c]", got)
 	}
 }

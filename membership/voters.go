@@ -36,13 +36,25 @@ func (n *Node) voterWhole() []*Member {
 
 // VoterWhole returns the members a majority is taken of, as this member sees it (voterWhole):
 // the voters not Removed and the possible voters, sorted. Two sides of a partition cannot both
-// hold a majority of their wholes' grants (majorityLease); the replicated store keeps the
-// split-brain resolver's lease, with the rest of the cluster metadata, on them (node's
-// placementOf).
+// hold a majority of their wholes' grants (majorityLease).
 func (n *Node) VoterWhole() []NodeID {
 	out := make([]NodeID, len(n.whole))
 	for i, m := range n.whole {
 		out[i] = m.Node
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Voters returns the voters not Removed, sorted: the members whose grants make the serving
+// lease (majorityLease takes grants from the voters alone) and whose majority keep-majority
+// keeps. A side that holds a majority of the whole holds a majority of them. The replicated
+// store keeps the cluster metadata, the split-brain resolver's lease among it, on them (node's
+// placementOf): where the cluster may serve, a majority of the metadata's replicas is.
+func (n *Node) Voters() []NodeID {
+	out := make([]NodeID, 0, len(n.v.voters))
+	for id := range n.v.voters {
+		out = append(out, id)
 	}
 	slices.Sort(out)
 	return out

@@ -543,9 +543,9 @@ type View struct {
 	// up (the same map while the members admitted, and their number, do not change).
 	admitted []membership.NodeID
 	statuses map[membership.NodeID]membership.Status
-	// voters are the membership's whole of voters (membership.Node.VoterWhole): the members
-	// whose majority grants the serving lease and which keep-majority keeps, and so the ones
-	// that hold the cluster metadata (placementOf). The same slice while they do not change.
+	// voters are the membership's voters (membership.Node.Voters): the members whose grants
+	// make the serving lease and whose majority keep-majority keeps, and so the ones that
+	// hold the cluster metadata (placementOf). The same slice while they do not change.
 	voters []membership.NodeID
 }
 
@@ -610,7 +610,7 @@ func (c *Core) publishView() {
 		}
 		v.admitted, v.statuses = admittedOf(v.Members, prev)
 	}
-	v.voters = m.VoterWhole()
+	v.voters = m.Voters()
 	if prev != nil && slices.Equal(prev.voters, v.voters) {
 		v.voters = prev.voters
 	}

@@ -25,9 +25,9 @@ func ZoneOf(roles []string) string {
 
 // placementOf returns who holds what in the store among members: shards' records on
 // members that are not leaving, down or removed (by their types' roles and zones), the
-// metadata on the voters — the members whose majority grants the serving lease and which
-// keep-majority keeps (View.voters, membership.Node.VoterWhole): one set for both, so that
-// where the cluster may serve, a majority of the metadata's replicas is. Leaving, departing
+// metadata on the voters — the members whose grants make the serving lease and whose
+// majority keep-majority keeps (View.voters, membership.Node.Voters): one set for both, so
+// that where the cluster may serve, a majority of the metadata's replicas is. Leaving, departing
 // (departure.go) and Down members are in it, away: their replicas count until moves take
 // them out of the sets. prev's placement comes back when nothing it depends on changed.
 func (c *Core) placementOf(members []membership.Member, voters []membership.NodeID, prev *View) *remember.Placement {

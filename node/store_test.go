@@ -13,8 +13,7 @@ import (
 
 // The store's placement is the same pointer while nothing it depends on changes, and
 // follows every change: a member leaving holds no shard any more but stays a voter, a new
-// one comes in. The metadata is on the voters the view has (membership.Node.VoterWhole),
-// whatever the members' records say.
+// one comes in. The metadata is on the voters the view has (membership.Node.Voters).
 func TestPlacementFollowsMembers(t *testing.T) {
 	ids := make([]membership.NodeID, 3)
 	for i := range ids {
@@ -46,8 +45,8 @@ func TestPlacementFollowsMembers(t *testing.T) {
 	if slices.Contains(p2.Meta(), ids[0]) {
 		t.Errorf("a leaving voter still holds the metadata: %v", p2.Meta())
 	}
-	// A possible voter (the whole of a majority holds the members a leader could have made
-	// voters) holds the metadata too, though its record is no voter's yet.
+	// A member the membership made a voter holds the metadata (the leaving one no more).
+	members[2].Voter = true
 	if p3 := c.placementOf(members, ids, v); !slices.Equal(p3.Meta(), []membership.NodeID{ids[1], ids[2]}) {
 		t.Errorf("metadata with a possible voter on %v", p3.Meta())
 	}

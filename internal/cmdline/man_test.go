@@ -111,6 +111,7 @@ func TestRoffEscape(t *testing.T) {
 		`\fB`:                 `\efB`,
 		"…Xy3k":               `\[u2026]Xy3k`,
 		"2⁶³":                 `2\[u2076]\[u00B3]`,
+		"st␀TYPE":             `st\e0TYPE`,
 		"a\tb":                "a b",
 		"bell\a":              "bell",
 		`"quoted" and 'this'`: `"quoted" and 'this'`,

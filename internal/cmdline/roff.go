@@ -42,14 +42,17 @@ func (r *roff) String() string { return r.b.String() }
 
 // roffEscape makes s print as written: a backslash is \e, a dash \- (the ASCII minus that
 // options are typed with, which roff would otherwise print as a hyphen), a character outside
-// ASCII \[uXXXX] (roff reads bytes as Latin-1), a tab a space; other control characters
-// are dropped. The start of a line is text's concern.
+// ASCII \[uXXXX] (roff reads bytes as Latin-1) — but ␀, the store keys' separator, for which
+// groff's fonts have no glyph, is \0 as C writes the 0 byte —, a tab a space; other control
+// characters are dropped. The start of a line is text's concern.
 func roffEscape(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
 		case r == '\\':
 			b.WriteString(`\e`)
+		case r == '␀':
+			b.WriteString(`\e0`)
 		case r == '-':
 			b.WriteString(`\-`)
 		case r == '\t':
