@@ -217,9 +217,8 @@ func (m *Machine) metaAnswered(a metaraft.Answer) {
 		// then see what it was told is written.
 		m.apply(applyOp{kind: opMerge}, func(DiskResult) { c.done(ans, nil) })
 		return
-	} else {
-		ans.Records = m.readApplied(c.read)
 	}
+	ans.Records = m.readApplied(c.read)
 	c.done(ans, nil)
 }
 

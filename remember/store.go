@@ -532,13 +532,13 @@ func (s *Store) Units() []UnitStatus {
 	return out
 }
 
-// Holdings reports what this replica holds: the shard units it has records of, and how
 // MetaStatus returns this member's view of the metadata group.
 func (s *Store) MetaStatus() (st MetaStatus) {
 	s.onLoop(func() { st = s.m.MetaStatus() })
 	return st
 }
 
+// Holdings reports what this replica holds: the shard units it has records of, and how
 // many metadata keys.
 func (s *Store) Holdings() (units []Holding, metaKeys int) {
 	s.onLoop(func() { units, metaKeys = s.m.Holdings() })

@@ -573,7 +573,7 @@ func (s *sim) wipe(i int) {
 	s.down(i)
 	n := s.nodes[i]
 	id, _ := n.st.ID()
-	if err := n.st.Storage.Reset(); err != nil {
+	if err := n.st.Reset(); err != nil {
 		s.t.Fatalf("reset the storage of %s: %v", n.name, err)
 	}
 	if s.forgetful {
