@@ -142,6 +142,12 @@ func (r *Region) Update(now time.Time, m Members) {
 	for _, s := range slices.Sorted(maps.Keys(r.homes)) {
 		if h := r.homes[s]; h.node != r.self && !r.live(h.node) {
 			delete(r.homes, s) // its member is gone: ask again
+			if b := r.buffers[s]; b != nil {
+				// Messages held for that member (unreachable until now) need the next home
+				// at once, not at the next tick: after a member's removal this is what its
+				// shards' senders wait for.
+				r.requestHome(s, b)
+			}
 		}
 	}
 	r.flushAll() // homes, reachability or serving may have changed
@@ -421,6 +427,11 @@ func (r *Region) shardHome(s shard.ID, node membership.NodeID, epoch coordinator
 		if l := r.local[s]; l == nil || l.epoch < epoch {
 			return
 		}
+	}
+	if b := r.buffers[s]; b != nil && node != r.self && !r.live(node) {
+		// A home on a member this region already saw leave (the coordinator has not yet):
+		// ask again at the next tick rather than after retry-interval.
+		b.requested = time.Time{}
 	}
 	if r.setHome(s, node, epoch) {
 		r.flush(s)

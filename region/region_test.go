@@ -321,3 +321,54 @@ func TestNotTheHomeRefusesAndTheSenderRoutesAgain(t *testing.T) {
 		t.Fatal("the stale home is still known")
 	}
 }
+
+// TestMessagesHeldForARemovedHomeAskAtOnce: messages held while their home was unreachable
+// ask for the next home the moment its member is gone, not at the next tick (a failover's
+// senders wait for exactly this).
+func TestMessagesHeldForARemovedHomeAskAtOnce(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "1", Region: "c", Epoch: 5})
+	r.Update(t0, Members{Members: up("a", "b", "c"), Unreachable: map[membership.NodeID]bool{"c": true}, Serving: true, Coordinator: "a"})
+	r.Ready()
+	if d := r.Deliver(t0, env("1", "x")); d.Kind != Buffered {
+		t.Fatalf("a message for an unreachable home: %+v", d)
+	}
+	if got := render(r.Ready()); got != "" {
+		t.Fatalf("the home is known (unreachable): nothing to ask yet, got:\n%s", got)
+	}
+	at := t0.Add(time.Second)
+	r.Update(at, Members{Members: up("a", "b"), Serving: true, Coordinator: "a"}) // c removed
+	if got := render(r.Ready()); got != "to a coordinator.GetShardHome{Shard:1}" {
+		t.Fatalf("c removed: got:\n%s", got)
+	}
+	r.Step(at, "a", coordinator.ShardHome{Shard: "1", Region: "a", Epoch: 6})
+	if got := render(r.Ready()); got != "forward to a 1/x hops=1" {
+		t.Fatalf("the next home: got:\n%s", got)
+	}
+}
+
+// TestAHomeOnAGoneMemberIsAskedAgainAtTheNextTick: a coordinator that has not yet seen a
+// member go may still name it; the region asks again at its next tick, not after
+// retry-interval.
+func TestAHomeOnAGoneMemberIsAskedAgainAtTheNextTick(t *testing.T) {
+	r := newRegion(t, Config{RetryInterval: 2 * time.Second})
+	r.Update(t0, Members{Members: up("a", "b"), Serving: true, Coordinator: "a"}) // c gone
+	r.Ready()
+	r.Deliver(t0, env("1", "x"))
+	if got := render(r.Ready()); got != "to a coordinator.GetShardHome{Shard:1}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "1", Region: "c", Epoch: 5})
+	if got := render(r.Ready()); got != "" {
+		t.Fatalf("a home on a gone member is no home, got:\n%s", got)
+	}
+	next := t0.Add(100 * time.Millisecond)
+	r.Tick(next)
+	if got := render(r.Ready()); got != "to a coordinator.GetShardHome{Shard:1}" {
+		t.Fatalf("the next tick: got:\n%s", got)
+	}
+	r.Tick(next.Add(100 * time.Millisecond))
+	if got := render(r.Ready()); got != "" {
+		t.Fatalf("an answered request is asked again only after retry-interval, got:\n%s", got)
+	}
+}
