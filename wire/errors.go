@@ -26,7 +26,10 @@ import (
 // its sender to route again, and may carry a trace context. A member of version 5 would
 // hand a StartEntity to the entity as an empty message and would route a bounce as a new
 // message; epochs and traces alone it would ignore, harmlessly.
-const ProtocolVersion = 6
+// 7: a handoff names the shard's next home (HandOff and HostShard carry a peer), and the
+// old home tells it directly that the shard stopped (handed_over). A member of version 6
+// would take the naming HostShard for an order to start the shard at once.
+const ProtocolVersion = 7
 
 // Errors returned by the decoders.
 var (
