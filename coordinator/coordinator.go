@@ -329,7 +329,10 @@ func (c *Coordinator) adopt(r *region, h Hosted) {
 	c.shards[h.Shard] = &allocationState{region: r.node, epoch: h.Epoch, started: true}
 	r.shards[h.Shard] = true
 	if ho := c.handoffs[h.Shard]; ho != nil && ho.epoch != h.Epoch {
-		delete(c.handoffs, h.Shard) // handed off already: its next home reports it started
+		// The handoff of another allocation is over: its next home reports the shard
+		// started (or a newer home superseded it). Who asked meanwhile is answered now.
+		delete(c.handoffs, h.Shard)
+		c.await(h.Shard, ho.requesters...)
 	}
 	if h.State == HostedStopping {
 		// Stopping there already (a handoff of the previous coordinator): wait for it.
@@ -361,9 +364,7 @@ func (c *Coordinator) getShardHome(from membership.NodeID, s shard.ID) {
 		c.send(from, ShardHome{Shard: s, Region: a.region, Epoch: a.epoch})
 		return
 	}
-	if !slices.Contains(c.waiting[s], from) {
-		c.waiting[s] = append(c.waiting[s], from)
-	}
+	c.await(s, from)
 	c.allocateWaiting(s)
 }
 
@@ -632,11 +633,7 @@ func (c *Coordinator) shardStopped(from membership.NodeID, m ShardStopped) {
 		took := c.now.Sub(h.began)
 		c.emit(HandoffCompleted{Shard: m.Shard, From: from, Epoch: m.Epoch, Took: took, Entities: m.Entities})
 		c.moved[m.Shard] = moved{from: from, cause: h.cause, took: took, entities: m.Entities}
-		for _, req := range h.requesters {
-			if !slices.Contains(c.waiting[m.Shard], req) {
-				c.waiting[m.Shard] = append(c.waiting[m.Shard], req)
-			}
-		}
+		c.await(m.Shard, h.requesters...)
 		// A shard moved by a rebalance or a shutdown is allocated again at once, as
 		// Shardcake assigns it, rather than on its next message as in Akka: the new member
 		// takes its share now, and `rebalance plan` predicts where shards end up.
@@ -699,11 +696,7 @@ func (c *Coordinator) terminate(r *region, cause Cause) {
 			c.moved[s] = moved{from: r.node, cause: cause}
 			if h := c.handoffs[s]; h != nil {
 				delete(c.handoffs, s)
-				for _, req := range h.requesters {
-					if !slices.Contains(c.waiting[s], req) {
-						c.waiting[s] = append(c.waiting[s], req)
-					}
-				}
+				c.await(s, h.requesters...)
 				if h.next != "" {
 					handedOver[s] = h
 				}
@@ -826,9 +819,14 @@ func (c *Coordinator) ShardsLoaded(now time.Time, ids []shard.ID, err error) {
 }
 
 // want queues shard s for allocation on this coordinator's own behalf.
-func (c *Coordinator) want(s shard.ID) {
-	if !slices.Contains(c.waiting[s], c.self) {
-		c.waiting[s] = append(c.waiting[s], c.self)
+func (c *Coordinator) want(s shard.ID) { c.await(s, c.self) }
+
+// await queues regions for shard s's home, each once.
+func (c *Coordinator) await(s shard.ID, regions ...membership.NodeID) {
+	for _, id := range regions {
+		if !slices.Contains(c.waiting[s], id) {
+			c.waiting[s] = append(c.waiting[s], id)
+		}
 	}
 }
 
