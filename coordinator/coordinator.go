@@ -71,6 +71,13 @@ type handoff struct {
 	phaseStart time.Time
 	waiting    map[membership.NodeID]bool // regions whose acknowledgement is outstanding
 	requesters []membership.NodeID        // regions that asked for the shard meanwhile
+	// The shard's next home, named when the old home is told to stop (designate): the old
+	// home hands the shard over to it directly, and it is the shard's next allocation
+	// whatever happens to the old home. "" when none was named.
+	next      membership.NodeID
+	nextInc   uint64
+	nextEpoch Epoch
+	resent    time.Time // when HandOff was last sent again after handoff-timeout
 }
 
 // Coordinator is the shard coordinator of one entity type. It is not safe for concurrent use.
@@ -208,8 +215,16 @@ func (c *Coordinator) Tick(now time.Time) {
 	}
 	for _, id := range c.sortedHandoffs() {
 		h := c.handoffs[id]
-		if now.Sub(h.began) >= c.cfg.HandoffTimeout {
+		switch {
+		case now.Sub(h.began) < c.cfg.HandoffTimeout:
+		case h.next == "":
 			c.failHandoff(id, h)
+		case now.Sub(h.resent) >= c.cfg.HandoffTimeout:
+			// The next home may have started the shard on the old home's word: the shard
+			// cannot go back to the old home. The old home stops it in the end (its entities
+			// by force after the handoff's stop timeout), or its region terminates.
+			h.resent = now
+			c.orderHandOff(id, h)
 		}
 	}
 	c.loadShards()
@@ -313,6 +328,12 @@ func (c *Coordinator) adopt(r *region, h Hosted) {
 	}
 	c.shards[h.Shard] = &allocationState{region: r.node, epoch: h.Epoch, started: true}
 	r.shards[h.Shard] = true
+	if ho := c.handoffs[h.Shard]; ho != nil && ho.epoch != h.Epoch {
+		// The handoff of another allocation is over: its next home reports the shard
+		// started (or a newer home superseded it). Who asked meanwhile is answered now.
+		delete(c.handoffs, h.Shard)
+		c.await(h.Shard, ho.requesters...)
+	}
 	if h.State == HostedStopping {
 		// Stopping there already (a handoff of the previous coordinator): wait for it.
 		c.handoffs[h.Shard] = &handoff{epoch: h.Epoch, from: r.node, phase: PhaseStopping, cause: CauseRebalance,
@@ -323,6 +344,11 @@ func (c *Coordinator) adopt(r *region, h Hosted) {
 // getShardHome answers where a shard lives, allocating it if it has no home.
 func (c *Coordinator) getShardHome(from membership.NodeID, s shard.ID) {
 	if h := c.handoffs[s]; h != nil {
+		if h.next != "" {
+			// Its next home holds what it is sent until the shard starts there.
+			c.send(from, ShardHome{Shard: s, Region: h.next, Epoch: h.nextEpoch})
+			return
+		}
 		if !slices.Contains(h.requesters, from) {
 			h.requesters = append(h.requesters, from)
 		}
@@ -338,9 +364,7 @@ func (c *Coordinator) getShardHome(from membership.NodeID, s shard.ID) {
 		c.send(from, ShardHome{Shard: s, Region: a.region, Epoch: a.epoch})
 		return
 	}
-	if !slices.Contains(c.waiting[s], from) {
-		c.waiting[s] = append(c.waiting[s], from)
-	}
+	c.await(s, from)
 	c.allocateWaiting(s)
 }
 
@@ -378,22 +402,43 @@ func (c *Coordinator) allocateWaiting(s shard.ID) {
 		if r == nil || !c.candidate(r) {
 			return // the strategy named no usable region; try again on the next tick
 		}
-		target := r.node
-		a = &allocationState{region: target, epoch: c.nextEpoch(), hostSent: c.now}
-		c.shards[s] = a
-		r.shards[s] = true
-		c.send(target, HostShard{Shard: s, Epoch: a.epoch, Incarnation: r.incarnation})
-		mv, ok := c.moved[s]
-		if !ok {
-			mv.cause = CauseNew
-		}
-		delete(c.moved, s)
-		c.emit(ShardAllocated{Shard: s, Region: target, Epoch: a.epoch, From: mv.from, Cause: mv.cause, Took: mv.took, Entities: mv.entities})
+		a = c.place(s, r, c.nextEpoch())
 	}
 	delete(c.waiting, s)
 	for _, req := range requesters {
 		c.send(req, ShardHome{Shard: s, Region: a.region, Epoch: a.epoch})
 	}
+}
+
+// place allocates shard s to region r under epoch and tells r to host it.
+func (c *Coordinator) place(s shard.ID, r *region, epoch Epoch) *allocationState {
+	a := &allocationState{region: r.node, epoch: epoch, hostSent: c.now}
+	c.shards[s] = a
+	r.shards[s] = true
+	c.send(r.node, HostShard{Shard: s, Epoch: epoch, Incarnation: r.incarnation})
+	mv, ok := c.moved[s]
+	if !ok {
+		mv.cause = CauseNew
+	}
+	delete(c.moved, s)
+	c.emit(ShardAllocated{Shard: s, Region: r.node, Epoch: epoch, From: mv.from, Cause: mv.cause, Took: mv.took, Entities: mv.entities})
+	return a
+}
+
+// placeNext allocates shard s to the next home its handoff h named, if that region is still
+// registered (whatever else it is now: it may have started the shard on the old home's
+// word), and answers the regions waiting for s. It reports whether it did.
+func (c *Coordinator) placeNext(s shard.ID, h *handoff) bool {
+	r := c.regions[h.next]
+	if h.next == "" || r == nil || r.incarnation != h.nextInc {
+		return false
+	}
+	a := c.place(s, r, h.nextEpoch)
+	for _, req := range c.waiting[s] {
+		c.send(req, ShardHome{Shard: s, Region: a.region, Epoch: a.epoch})
+	}
+	delete(c.waiting, s)
+	return true
 }
 
 // nextEpoch issues the next epoch of this coordinator's term.
@@ -436,8 +481,18 @@ func (c *Coordinator) view() allocation.View {
 		v.Regions = append(v.Regions, allocation.Region{Node: id, Status: mem.Status, AppVersion: mem.AppVersion,
 			UpNumber: mem.UpNumber, Roles: mem.Roles, Shards: c.inAllocationOrder(r.shards)})
 	}
-	for s := range c.handoffs {
+	for s, h := range c.handoffs {
 		v.InProgress[s] = true
+		if h.next == "" {
+			continue
+		}
+		// A shard on its way to its next home counts there already, so that the next
+		// shards named in the same round spread as their allocations one by one would.
+		for i := range v.Regions {
+			if v.Regions[i].Node == h.next {
+				v.Regions[i].Shards = append(v.Regions[i].Shards, s)
+			}
+		}
 	}
 	for id, m := range c.members {
 		switch {
@@ -521,7 +576,48 @@ func (c *Coordinator) advanceHandoff(s shard.ID, h *handoff) {
 	}
 	h.phase, h.phaseStart = PhaseStopping, c.now
 	c.emit(HandoffPhase{Shard: s, Epoch: h.epoch, Phase: PhaseStopping})
-	c.send(h.from, HandOff{Shard: s, Epoch: h.epoch})
+	c.designate(s, h)
+	c.orderHandOff(s, h)
+}
+
+// designate names shard s's next home as its old home is told to stop, the region the
+// allocation after the stop would choose: the old home hands the shard over to it directly
+// (HandOff.Next, HandedOver), it takes the shard without waiting for the coordinator's
+// HostShard, and what the regions buffer goes there now (it holds it until the shard
+// starts) instead of after the stop. The allocation itself is still made, and recorded,
+// when the old home reports the stop (ShardStopped), as in Akka; only its target is chosen
+// before. None is named when the shard will not be allocated again at once (its type is
+// stopped) or no region other than the old home can take it now.
+func (c *Coordinator) designate(s shard.ID, h *handoff) {
+	if c.dir.Stopped || !c.active() {
+		return
+	}
+	r, ok := c.pinned(s)
+	if !ok {
+		requester := c.self
+		if len(h.requesters) > 0 {
+			requester = h.requesters[0]
+		}
+		r = c.regions[c.cfg.Strategy.Allocate(requester, s, c.view())]
+	}
+	if r == nil || r.node == h.from || !c.candidate(r) {
+		return
+	}
+	h.next, h.nextInc, h.nextEpoch = r.node, r.incarnation, c.nextEpoch()
+	c.send(r.node, HostShard{Shard: s, Epoch: h.nextEpoch, Incarnation: r.incarnation, After: h.from, AfterEpoch: h.epoch})
+	for _, req := range h.requesters {
+		c.send(req, ShardHome{Shard: s, Region: h.next, Epoch: h.nextEpoch})
+	}
+	h.requesters = nil
+}
+
+// orderHandOff tells shard s's old home to stop it (and, when named, hand it to its next
+// home).
+func (c *Coordinator) orderHandOff(s shard.ID, h *handoff) {
+	c.send(h.from, HandOff{Shard: s, Epoch: h.epoch, Next: h.next, NextEpoch: h.nextEpoch})
+	if h.next != "" && !h.resent.IsZero() { // sent again: its first went with the naming
+		c.send(h.next, HostShard{Shard: s, Epoch: h.nextEpoch, Incarnation: h.nextInc, After: h.from, AfterEpoch: h.epoch})
+	}
 }
 
 // shardStopped completes a handoff: the shard is deallocated and, if regions wait for it,
@@ -537,16 +633,15 @@ func (c *Coordinator) shardStopped(from membership.NodeID, m ShardStopped) {
 		took := c.now.Sub(h.began)
 		c.emit(HandoffCompleted{Shard: m.Shard, From: from, Epoch: m.Epoch, Took: took, Entities: m.Entities})
 		c.moved[m.Shard] = moved{from: from, cause: h.cause, took: took, entities: m.Entities}
-		for _, req := range h.requesters {
-			if !slices.Contains(c.waiting[m.Shard], req) {
-				c.waiting[m.Shard] = append(c.waiting[m.Shard], req)
-			}
-		}
+		c.await(m.Shard, h.requesters...)
 		// A shard moved by a rebalance or a shutdown is allocated again at once, as
 		// Shardcake assigns it, rather than on its next message as in Akka: the new member
 		// takes its share now, and `rebalance plan` predicts where shards end up.
 		if len(c.waiting[m.Shard]) == 0 && !c.dir.Stopped {
 			c.waiting[m.Shard] = []membership.NodeID{c.self}
+		}
+		if c.placeNext(m.Shard, h) {
+			return
 		}
 	}
 	c.allocateWaiting(m.Shard)
@@ -594,22 +689,25 @@ func terminateCause(r *region, mem membership.Member, ok bool) Cause {
 // (its lease ran out before it was removed, so nothing runs there any more).
 func (c *Coordinator) terminate(r *region, cause Cause) {
 	shards := slices.Sorted(maps.Keys(r.shards))
+	handedOver := map[shard.ID]*handoff{} // the handoffs of r's shards that named a next home
 	for _, s := range shards {
 		if a := c.shards[s]; a != nil && a.region == r.node {
 			delete(c.shards, s)
 			c.moved[s] = moved{from: r.node, cause: cause}
 			if h := c.handoffs[s]; h != nil {
 				delete(c.handoffs, s)
-				for _, req := range h.requesters {
-					if !slices.Contains(c.waiting[s], req) {
-						c.waiting[s] = append(c.waiting[s], req)
-					}
+				c.await(s, h.requesters...)
+				if h.next != "" {
+					handedOver[s] = h
 				}
 			}
 		}
 	}
 	for _, h := range c.handoffs {
 		delete(h.waiting, r.node)
+		if h.next == r.node {
+			h.next = "" // gone before the shard reached it: allocated after the stop as without one
+		}
 	}
 	delete(c.regions, r.node)
 	c.emit(RegionTerminated{Region: r.node, Shards: shards})
@@ -624,7 +722,11 @@ func (c *Coordinator) terminate(r *region, cause Cause) {
 		c.advanceHandoff(s, c.handoffs[s])
 	}
 	for _, s := range shards {
-		c.allocateWaiting(s)
+		// A shard whose next home was named goes there: it may have started there on the
+		// old home's word before the old home went.
+		if h := handedOver[s]; h == nil || !c.placeNext(s, h) {
+			c.allocateWaiting(s)
+		}
 	}
 }
 
@@ -717,9 +819,14 @@ func (c *Coordinator) ShardsLoaded(now time.Time, ids []shard.ID, err error) {
 }
 
 // want queues shard s for allocation on this coordinator's own behalf.
-func (c *Coordinator) want(s shard.ID) {
-	if !slices.Contains(c.waiting[s], c.self) {
-		c.waiting[s] = append(c.waiting[s], c.self)
+func (c *Coordinator) want(s shard.ID) { c.await(s, c.self) }
+
+// await queues regions for shard s's home, each once.
+func (c *Coordinator) await(s shard.ID, regions ...membership.NodeID) {
+	for _, id := range regions {
+		if !slices.Contains(c.waiting[s], id) {
+			c.waiting[s] = append(c.waiting[s], id)
+		}
 	}
 }
 
@@ -753,6 +860,8 @@ type Handoff struct {
 	PhaseElapsed time.Duration
 	// Waiting are the regions whose BeginHandOffAck is outstanding (PhaseBegun).
 	Waiting []membership.NodeID
+	// Next is the shard's next home, named when its old home was told to stop ("" none).
+	Next membership.NodeID
 }
 
 // Handoffs returns the handoffs in progress.
@@ -761,7 +870,7 @@ func (c *Coordinator) Handoffs() []Handoff {
 	for _, s := range c.sortedHandoffs() {
 		h := c.handoffs[s]
 		out = append(out, Handoff{Shard: s, From: h.from, Epoch: h.epoch, Phase: h.phase, Cause: h.cause, Elapsed: c.now.Sub(h.began),
-			PhaseElapsed: c.now.Sub(h.phaseStart), Waiting: slices.Sorted(maps.Keys(h.waiting))})
+			PhaseElapsed: c.now.Sub(h.phaseStart), Waiting: slices.Sorted(maps.Keys(h.waiting)), Next: h.next})
 	}
 	return out
 }

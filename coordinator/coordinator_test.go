@@ -112,7 +112,7 @@ func TestAllocationAnswersEveryRequester(t *testing.T) {
 	if !ok {
 		t.Fatal("not allocated")
 	}
-	want := fmt.Sprintf("%s coordinator.HostShard{Shard:1 Epoch:%v Incarnation:1}\nb coordinator.ShardHome{Shard:1 Region:%s Epoch:%v}", home, epoch, home, epoch)
+	want := fmt.Sprintf("%s coordinator.HostShard{Shard:1 Epoch:%v Incarnation:1 After: AfterEpoch:0.0}\nb coordinator.ShardHome{Shard:1 Region:%s Epoch:%v}", home, epoch, home, epoch)
 	if got := sent(rd); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
@@ -143,8 +143,20 @@ func TestHandoffProtocol(t *testing.T) {
 		t.Fatalf("HandOff before every region acknowledged: %s", out)
 	}
 	c.Step(t0, "b", BeginHandOffAck{Shard: "1", Epoch: epoch})
-	if out := sent(c.Ready()); out != fmt.Sprintf("%s coordinator.HandOff{Shard:1 Epoch:%v}", from, epoch) {
-		t.Fatalf("after all acks: %s", out)
+	// Every region buffers: the old home is told to stop, and the next home is named to it,
+	// to the next home itself (which takes the shard when the old home says it stopped) and
+	// to the regions that asked (which send it what they held).
+	next := NewEpoch(epoch.Term(), epoch.Seq()+1)
+	want := fmt.Sprintf("b coordinator.HostShard{Shard:1 Epoch:%v Incarnation:1 After:%s AfterEpoch:%v}\n"+
+		"b coordinator.ShardHome{Shard:1 Region:b Epoch:%v}\n"+
+		"%s coordinator.HandOff{Shard:1 Epoch:%v Next:b NextEpoch:%v}", next, from, epoch, next, from, epoch, next)
+	if out := sent(c.Ready()); out != want {
+		t.Fatalf("after all acks:\n%s\nwant\n%s", out, want)
+	}
+	// Asked now, the next home is the answer.
+	c.Step(t0, "a", GetShardHome{Shard: "1"})
+	if out := sent(c.Ready()); out != fmt.Sprintf("a coordinator.ShardHome{Shard:1 Region:b Epoch:%v}", next) {
+		t.Fatalf("asked after the naming: %s", out)
 	}
 	// A stale ShardStopped (older epoch) changes nothing.
 	c.Step(t0, from, ShardStopped{Shard: "1", Epoch: epoch - 1})
@@ -153,11 +165,11 @@ func TestHandoffProtocol(t *testing.T) {
 	}
 	c.Step(t0, from, ShardStopped{Shard: "1", Epoch: epoch})
 	to, newEpoch, ok := c.Allocation("1")
-	if !ok || to == from || newEpoch <= epoch {
-		t.Fatalf("after the handoff: %s %s %v (was %s %s)", to, newEpoch, ok, from, epoch)
+	if !ok || to != "b" || newEpoch != next {
+		t.Fatalf("after the handoff: %s %s %v (was %s %s, named b %s)", to, newEpoch, ok, from, epoch, next)
 	}
-	if out := sent(c.Ready()); !strings.Contains(out, fmt.Sprintf("b coordinator.ShardHome{Shard:1 Region:%s Epoch:%v}", to, newEpoch)) {
-		t.Fatalf("the waiting requester was not answered:\n%s", out)
+	if out := sent(c.Ready()); !strings.Contains(out, fmt.Sprintf("b coordinator.HostShard{Shard:1 Epoch:%v Incarnation:1 After: AfterEpoch:0.0}", next)) {
+		t.Fatalf("the next home was not told to host the shard:\n%s", out)
 	}
 }
 
@@ -177,7 +189,7 @@ func TestFailedHandoffRestamps(t *testing.T) {
 	if same != owner || newEpoch <= epoch {
 		t.Fatalf("after the timeout: %s %s (was %s %s)", same, newEpoch, owner, epoch)
 	}
-	if !strings.Contains(sent(rd), fmt.Sprintf("%s coordinator.HostShard{Shard:1 Epoch:%v Incarnation:1}", owner, newEpoch)) {
+	if !strings.Contains(sent(rd), fmt.Sprintf("%s coordinator.HostShard{Shard:1 Epoch:%v Incarnation:1 After: AfterEpoch:0.0}", owner, newEpoch)) {
 		t.Fatalf("the owner was not told the new epoch:\n%s", sent(rd))
 	}
 	if !slices.ContainsFunc(rd.Events, func(e Event) bool { _, ok := e.(HandoffFailed); return ok }) {
@@ -202,7 +214,7 @@ func TestAdoptedAllocationIsRestampedBeforeItIsServed(t *testing.T) {
 	c.Step(t0, "b", GetShardHome{Shard: "4"})
 	out := sent(c.Ready())
 	_, e, _ := c.Allocation("4")
-	if e.Term() != 2 || !strings.Contains(out, fmt.Sprintf("b coordinator.HostShard{Shard:4 Epoch:%v Incarnation:1}", e)) ||
+	if e.Term() != 2 || !strings.Contains(out, fmt.Sprintf("b coordinator.HostShard{Shard:4 Epoch:%v Incarnation:1 After: AfterEpoch:0.0}", e)) ||
 		!strings.Contains(out, fmt.Sprintf("b coordinator.ShardHome{Shard:4 Region:b Epoch:%v}", e)) {
 		t.Fatalf("epoch %s served as:\n%s", e, out)
 	}
@@ -342,5 +354,101 @@ func TestHomeOnADownMemberWaitsForItsRemoval(t *testing.T) {
 	}
 	if got, want := sent(c.Ready()), fmt.Sprintf("%s coordinator.ShardHome{Shard:9 Region:%s Epoch:%v}", asker, home, epoch); !strings.Contains(got, want) {
 		t.Fatalf("got\n%s\nwant a line\n%s", got, want)
+	}
+}
+
+// namedHandoff allocates shard 1 to a (of regions a, b, c), hands it off for a graceful
+// shutdown of a, and returns once every region acknowledged: b or c is named its next home.
+func namedHandoff(t *testing.T) (c *Coordinator, epoch Epoch, next membership.NodeID, nextEpoch Epoch) {
+	t.Helper()
+	c = recovered(t, "a", "b", "c")
+	c.Step(t0, "a", Register{Incarnation: 1, Hosted: []Hosted{{Shard: "1", Epoch: NewEpoch(1, 0)}}})
+	_, epoch, _ = c.Allocation("1")
+	c.Step(t0, "a", GracefulShutdownReq{})
+	for _, id := range []membership.NodeID{"a", "b", "c"} {
+		c.Step(t0, id, BeginHandOffAck{Shard: "1", Epoch: epoch})
+	}
+	c.Ready()
+	hs := c.Handoffs()
+	if len(hs) != 1 || hs[0].Next == "" || hs[0].Next == "a" {
+		t.Fatalf("handoffs after every acknowledgement: %+v", hs)
+	}
+	return c, epoch, hs[0].Next, NewEpoch(epoch.Term(), epoch.Seq()+1)
+}
+
+// TestNamedNextHomeTakesTheShardWhateverTheOldHome: once named, the next home gets the shard
+// under the named epoch when the old home stops it, and also when the old home's region
+// terminates first (it may have handed the shard over before it went).
+func TestNamedNextHomeTakesTheShardWhateverTheOldHome(t *testing.T) {
+	c, epoch, next, nextEpoch := namedHandoff(t)
+	c.Step(t0, "a", ShardStopped{Shard: "1", Epoch: epoch})
+	if r, e, _ := c.Allocation("1"); r != next || e != nextEpoch {
+		t.Fatalf("after the stop: %s %s, named %s %s", r, e, next, nextEpoch)
+	}
+
+	c, _, next, nextEpoch = namedHandoff(t)
+	c.Update(t0, Members{Members: members("b", "c"), Serving: true}) // a removed before it reported
+	if r, e, _ := c.Allocation("1"); r != next || e != nextEpoch {
+		t.Fatalf("after the old home's removal: %s %s, named %s %s", r, e, next, nextEpoch)
+	}
+	if hs := c.Handoffs(); len(hs) != 0 {
+		t.Fatalf("handoffs left: %+v", hs)
+	}
+}
+
+// TestANamedNextHomeThatGoesIsForgotten: when the named next home goes before the stop, the
+// shard is allocated after the stop as without a naming, never to the region that went.
+func TestANamedNextHomeThatGoesIsForgotten(t *testing.T) {
+	c, epoch, next, nextEpoch := namedHandoff(t)
+	rest := slices.DeleteFunc([]membership.NodeID{"a", "b", "c"}, func(id membership.NodeID) bool { return id == next })
+	c.Update(t0, Members{Members: members(rest...), Serving: true})
+	c.Step(t0, "a", ShardStopped{Shard: "1", Epoch: epoch})
+	r, e, ok := c.Allocation("1")
+	if !ok || r == next || e == nextEpoch {
+		t.Fatalf("after the stop: %s %s %v; the named home %s (%s) went", r, e, ok, next, nextEpoch)
+	}
+}
+
+// TestANamedHandoffIsNotFailedBack: a handoff that named a next home is not given up after
+// handoff-timeout (the next home may already run the shard on the old home's word): the
+// old home is told again, the next home named again, and the shard stays unallocated until
+// the stop.
+func TestANamedHandoffIsNotFailedBack(t *testing.T) {
+	c, epoch, next, nextEpoch := namedHandoff(t)
+	c.Tick(t0.Add(2 * time.Minute))
+	rd := c.Ready()
+	want := fmt.Sprintf("a coordinator.HandOff{Shard:1 Epoch:%v Next:%s NextEpoch:%v}\n"+
+		"%s coordinator.HostShard{Shard:1 Epoch:%v Incarnation:1 After:a AfterEpoch:%v}", epoch, next, nextEpoch, next, nextEpoch, epoch)
+	if got := sent(rd); got != want {
+		t.Fatalf("after handoff-timeout:\n%s\nwant\n%s", got, want)
+	}
+	if slices.ContainsFunc(rd.Events, func(e Event) bool { _, ok := e.(HandoffFailed); return ok }) {
+		t.Fatal("a named handoff failed back to the old home")
+	}
+	if r, e, _ := c.Allocation("1"); r != "a" || e != epoch {
+		t.Fatalf("restamped: %s %s", r, e)
+	}
+	c.Tick(t0.Add(2*time.Minute + time.Second))
+	if got := sent(c.Ready()); got != "" {
+		t.Fatalf("told again before another handoff-timeout: %s", got)
+	}
+}
+
+// TestNamingsSpreadAsAllocationsWould: the next homes named in one round count where they
+// go, so two shards leaving a region spread over the two others (as two allocations after
+// their stops would).
+func TestNamingsSpreadAsAllocationsWould(t *testing.T) {
+	c := recovered(t, "a", "b", "c")
+	c.Step(t0, "a", Register{Incarnation: 1, Hosted: []Hosted{{Shard: "1", Epoch: NewEpoch(1, 0)}, {Shard: "2", Epoch: NewEpoch(1, 1)}}})
+	c.Step(t0, "a", GracefulShutdownReq{})
+	for _, s := range []shard.ID{"1", "2"} {
+		_, e, _ := c.Allocation(s)
+		for _, id := range []membership.NodeID{"a", "b", "c"} {
+			c.Step(t0, id, BeginHandOffAck{Shard: s, Epoch: e})
+		}
+	}
+	hs := c.Handoffs()
+	if len(hs) != 2 || hs[0].Next == "" || hs[0].Next == hs[1].Next {
+		t.Fatalf("named: %+v", hs)
 	}
 }

@@ -93,10 +93,17 @@ type (
 	// HostShard asks the region of member incarnation Incarnation to start a shard; it
 	// answers ShardStarted. Another incarnation of the member (a restarted process that got
 	// a message meant for the one before) ignores it; 0 names none.
+	//
+	// With After set it names the shard's next home during a handoff: the region starts the
+	// shard once the old home After tells it that the shard's allocation AfterEpoch stopped
+	// (HandedOver), or on a HostShard without After, whichever comes first. Until then it
+	// holds the shard's messages.
 	HostShard struct {
 		Shard       shard.ID
 		Epoch       Epoch
 		Incarnation uint64
+		After       membership.NodeID
+		AfterEpoch  Epoch
 	}
 	// BeginHandOff tells every region that the shard's allocation Epoch is being handed
 	// off: forget its home and buffer its messages.
@@ -105,13 +112,28 @@ type (
 		Epoch Epoch
 	}
 	// HandOff asks the owner to stop every entity of the shard; it answers ShardStopped.
+	// Next, when set, is the shard's next home (its allocation NextEpoch): once stopped the
+	// owner tells it so directly (HandedOver) and sends it what it held for the shard.
 	HandOff struct {
-		Shard shard.ID
-		Epoch Epoch
+		Shard     shard.ID
+		Epoch     Epoch
+		Next      membership.NodeID
+		NextEpoch Epoch
 	}
 	// RequestRegister asks a member to register its region (answered by Register) or to
 	// say it runs none (NoRegion). A recovering coordinator asks every member with the role.
 	RequestRegister struct{}
+)
+
+// Messages from a region to another.
+type (
+	// HandedOver tells a shard's next home (HandOff.Next) that the old home stopped the
+	// shard's allocation Epoch: the next home starts it without waiting for the
+	// coordinator's HostShard, which follows.
+	HandedOver struct {
+		Shard shard.ID
+		Epoch Epoch
+	}
 )
 
 func (Register) isMessage()            {}
@@ -127,6 +149,7 @@ func (ShardHome) isMessage()           {}
 func (HostShard) isMessage()           {}
 func (BeginHandOff) isMessage()        {}
 func (HandOff) isMessage()             {}
+func (HandedOver) isMessage()          {}
 
 // Envelope is a coordinator protocol message to send to a member's region (or, from a
 // region, to the member running the coordinator).

@@ -66,6 +66,7 @@ type Node struct {
 	resolvedAt     time.Time      // when the resolver last looked (resolveSplitBrain)
 	ticking        bool           // a tick is under way: the resolver looks on ticks
 	viewAt         time.Time      // when the view last changed (its digest)
+	decidedAt      time.Time      // when the unreachable set or a status last changed: what restarts stable-after
 	observations   uint64         // a hash of who cannot reach whom when it last changed (down-all-when-unstable)
 	unstableSince  time.Time      // its first change since the last decision or calm
 	leaseWait      *leaseDecision // a decision waiting for the resolver's lease (lease-majority)
@@ -1073,6 +1074,7 @@ func (n *Node) emitChanges(touched []NodeID) {
 			p = reported{}
 		}
 		n.emit(MemberChanged{Member: *m.clone(), Previous: p.status, New: !p.known})
+		n.decidedAt = n.now
 		n.reported[id] = reported{known: true, incarnation: m.Incarnation, status: m.Status}
 		if id != n.self.Node && n.leader == n.self.Node && p.known && !n.unreachable[id] {
 			// The leader tells a member of its own move at once (Up, Exiting, Removed):
@@ -1093,11 +1095,13 @@ func (n *Node) emitChanges(touched []NodeID) {
 	for id := range u {
 		if !n.unreachable[id] {
 			n.emit(ReachabilityChanged{Node: id, Reachable: false})
+			n.decidedAt = n.now
 		}
 	}
 	for id := range n.unreachable {
 		if !u[id] {
 			n.emit(ReachabilityChanged{Node: id, Reachable: true})
+			n.decidedAt = n.now
 		}
 	}
 	n.unreachable = u

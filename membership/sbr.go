@@ -60,8 +60,14 @@ func (n *Node) resolveSplitBrain() {
 	}
 	if sig := p.signature(); sig != n.sbrSignature {
 		n.sbrSignature, n.sbrSince = sig, n.now
-		if n.viewAt.After(n.resolvedAt) {
-			n.sbrSince = n.viewAt // the view changed since the last look: then
+		switch {
+		case n.decidedAt.After(n.resolvedAt):
+			// Since the last look, a member became unreachable or reachable or changed
+			// status: the wait starts then, not at a later change of the view that does not
+			// count (another detector confirming an unreachable member).
+			n.sbrSince = n.decidedAt
+		case n.viewAt.After(n.resolvedAt):
+			n.sbrSince = n.viewAt // the view changed since the last look (who is indirectly connected): then
 		}
 		n.resolvedAt = n.now
 		return
@@ -127,6 +133,22 @@ func (n *Node) resolveSplitBrain() {
 		n.setStatus(id, Down)
 	}
 	n.unstableSince = time.Time{}
+}
+
+// DecisionDue returns when the split-brain resolver's next decision falls due: the
+// unreachability it waits on will then have been stable for stable-after. A tick at that
+// moment decides, rather than the first periodic tick after it (up to a tick interval later,
+// which a failover waits for). Zero when no decision is pending, or it is due already (the
+// periodic ticks look again: a member of this side may be late).
+func (n *Node) DecisionDue() time.Time {
+	if n.sbrSignature == "" || len(n.unreachable) == 0 || n.leaseWait != nil || n.stopped != nil {
+		return time.Time{}
+	}
+	due := n.sbrSince.Add(n.cfg.SplitBrainResolver.StableAfter)
+	if !due.After(n.now) {
+		return time.Time{}
+	}
+	return due
 }
 
 // unstable applies down-all-when-unstable: when the observations of unreachability have kept

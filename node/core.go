@@ -343,6 +343,11 @@ func (c *Core) Tick(now time.Time) {
 	c.sampleMetrics()
 }
 
+// TickDue returns when a tick is due before the periodic ones (zero: none): the split-brain
+// resolver's decision, so that a downed member's shards move at stable-after, not up to a
+// tick interval later. The driver ticks the core then.
+func (c *Core) TickDue() time.Time { return c.eng.Membership().DecisionDue() }
+
 // Flush carries out what the machines asked for since the last Flush.
 func (c *Core) Flush() {
 	now := c.now

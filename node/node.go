@@ -199,6 +199,10 @@ type Node struct {
 	servingCh    chan struct{} // closed when serving may have started
 
 	tickDue atomic.Bool // a tick is due: the ticker set it and woke the loop
+	// A tick the core wants before the periodic ones (Core.TickDue), owned by the loop: when,
+	// and the timer that wakes the loop then.
+	tickAt    time.Time
+	tickTimer *time.Timer
 
 	// The size of the cluster this member is Up in, kept on disk (clustersize.go): the size
 	// to write (stored by the loop only), and a write due.
@@ -683,6 +687,11 @@ func (n *Node) post(in Input) {
 // load: the ticker and the member's stop set a flag and wake it through the deliveries.
 func (n *Node) loop() {
 	defer n.wg.Done()
+	defer func() {
+		if n.tickTimer != nil {
+			n.tickTimer.Stop()
+		}
+	}()
 	n.wg.Add(1)
 	go n.ticks()
 	c := n.core
@@ -720,7 +729,24 @@ func (n *Node) loop() {
 		}
 		n.flush()
 		n.syncGate()
+		n.armTick(c.TickDue())
 	}
+}
+
+// armTick wakes the loop for a tick at due (Core.TickDue), once for each due time.
+func (n *Node) armTick(due time.Time) {
+	if due.IsZero() || due.Equal(n.tickAt) {
+		return
+	}
+	n.tickAt = due
+	if n.tickTimer == nil {
+		n.tickTimer = time.AfterFunc(time.Until(due), func() {
+			n.tickDue.Store(true)
+			n.deliveries.signal()
+		})
+		return
+	}
+	n.tickTimer.Reset(time.Until(due))
 }
 
 // syncGate gives the gate the membership when the members admitted changed, and tells the

@@ -24,6 +24,23 @@ type buffer struct {
 type local struct {
 	epoch    coordinator.Epoch
 	stopping bool
+	// next is the shard's next home the coordinator named with HandOff: once stopped, this
+	// region tells it (HandedOver) and sends it what it holds for the shard.
+	next      membership.NodeID
+	nextEpoch coordinator.Epoch
+}
+
+// awaited is a shard this region is named the next home of (HostShard with After): it
+// starts it under epoch once member after reports afterEpoch stopped (HandedOver).
+type awaited struct {
+	epoch, afterEpoch coordinator.Epoch
+	after             membership.NodeID
+}
+
+// handedOver is a HandedOver that came before its naming (HostShard with After).
+type handedOver struct {
+	from  membership.NodeID
+	epoch coordinator.Epoch
 }
 
 // Region is the shard region of one entity type on one member. It is not safe for
@@ -51,6 +68,8 @@ type Region struct {
 	buffered   int
 	handingOff map[shard.ID]coordinator.Epoch
 	local      map[shard.ID]*local
+	awaited    map[shard.ID]awaited    // shards named here as their next home, not yet started
+	handed     map[shard.ID]handedOver // HandedOver notes that came before their naming
 
 	shuttingDown    bool
 	shutdownDone    bool
@@ -81,6 +100,8 @@ func New(cfg Config, self membership.NodeID, incarnation uint64, now time.Time) 
 		buffers:     map[shard.ID]*buffer{},
 		handingOff:  map[shard.ID]coordinator.Epoch{},
 		local:       map[shard.ID]*local{},
+		awaited:     map[shard.ID]awaited{},
+		handed:      map[shard.ID]handedOver{},
 		now:         now,
 	}
 }
@@ -137,11 +158,18 @@ func (r *Region) Update(now time.Time, m Members) {
 	}
 	if m.Coordinator != r.coordinator {
 		r.coordinator, r.registered = m.Coordinator, false
+		r.forgetNamings()
 		r.register()
 	}
 	for _, s := range slices.Sorted(maps.Keys(r.homes)) {
 		if h := r.homes[s]; h.node != r.self && !r.live(h.node) {
 			delete(r.homes, s) // its member is gone: ask again
+			if b := r.buffers[s]; b != nil {
+				// Messages held for that member (unreachable until now) need the next home
+				// at once, not at the next tick: after a member's removal this is what its
+				// shards' senders wait for.
+				r.requestHome(s, b)
+			}
 		}
 	}
 	r.flushAll() // homes, reachability or serving may have changed
@@ -202,7 +230,11 @@ func (r *Region) route(env Envelope, front bool) Routed {
 		// coordinator for the home, while it has one to ask.
 		switch {
 		case env.Epoch != 0:
-			return Routed{Kind: Refused, Envelope: env, Err: &NotHomeError{Shard: env.Shard, Epoch: env.Epoch}}
+			nh := &NotHomeError{Shard: env.Shard, Epoch: env.Epoch}
+			if h, ok := r.homes[env.Shard]; ok && h.node != r.self {
+				nh.Home, nh.HomeEpoch = h.node, h.epoch // the next home it handed the shard to
+			}
+			return Routed{Kind: Refused, Envelope: env, Err: nh}
 		case !r.registered:
 			return Routed{Kind: Refused, Envelope: env, Err: ErrShuttingDown}
 		}
@@ -215,6 +247,11 @@ func (r *Region) route(env Envelope, front bool) Routed {
 	if len(r.handingOff) > 0 {
 		if _, handing := r.handingOff[s]; handing {
 			return r.buffer(env, front)
+		}
+	}
+	if len(r.awaited) > 0 {
+		if _, ok := r.awaited[s]; ok {
+			return r.buffer(env, front) // the next home of s: held until the shard starts here
 		}
 	}
 	if !front && len(r.buffers) > 0 && r.buffers[s] != nil {
@@ -319,6 +356,9 @@ func (r *Region) usable(s shard.ID) bool {
 	if _, handing := r.handingOff[s]; handing {
 		return false
 	}
+	if _, ok := r.awaited[s]; ok {
+		return false
+	}
 	h, ok := r.homes[s]
 	switch {
 	case !ok:
@@ -350,6 +390,10 @@ func (r *Region) flushAll() {
 // Step feeds a coordinator protocol message from member from.
 func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Message) {
 	r.now = now
+	if m, ok := msg.(coordinator.HandedOver); ok {
+		r.handedOver(from, m)
+		return
+	}
 	if _, ask := msg.(coordinator.RequestRegister); !ask && from != r.coordinator {
 		// Only the coordinator this region follows may give homes and handoff orders: a
 		// previous coordinator that has not stopped yet must not allocate behind the back of
@@ -380,10 +424,11 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 		if r.proxy || (m.Incarnation != 0 && m.Incarnation != r.incarnation) {
 			return // for another process of this member: a restarted one must not obey it
 		}
-		r.host(m.Shard, m.Epoch)
-		if l := r.local[m.Shard]; l != nil && l.epoch == m.Epoch {
-			r.send(from, coordinator.ShardStarted{Shard: m.Shard, Epoch: m.Epoch})
+		if m.After != "" {
+			r.await(m)
+			return
 		}
+		r.hostStarted(m.Shard, m.Epoch)
 	case coordinator.BeginHandOff:
 		if h, ok := r.homes[m.Shard]; !ok || h.epoch <= m.Epoch {
 			delete(r.homes, m.Shard)
@@ -401,10 +446,13 @@ func (r *Region) Step(now time.Time, from membership.NodeID, msg coordinator.Mes
 			// A newer epoch than the local one is this same allocation re-stamped by the
 			// coordinator (the HostShard that told so may still be on its way): stop it.
 			l.epoch, l.stopping = m.Epoch, true
+			l.next, l.nextEpoch = m.Next, m.NextEpoch
 			if h, ok := r.homes[m.Shard]; ok && h.node == r.self {
 				delete(r.homes, m.Shard)
 			}
 			r.emit(StopShard{Shard: m.Shard, Epoch: m.Epoch})
+		case l.epoch == m.Epoch && l.next == "":
+			l.next, l.nextEpoch = m.Next, m.NextEpoch // sent again after handoff-timeout, now naming the next home
 		}
 	default:
 		panic(fmt.Sprintf("region: unexpected coordinator message %T", msg))
@@ -422,13 +470,31 @@ func (r *Region) shardHome(s shard.ID, node membership.NodeID, epoch coordinator
 			return
 		}
 	}
+	if b := r.buffers[s]; b != nil && node != r.self && !r.live(node) {
+		// A home on a member this region already saw leave (the coordinator has not yet):
+		// ask again at the next tick rather than after retry-interval.
+		b.requested = time.Time{}
+	}
 	if r.setHome(s, node, epoch) {
 		r.flush(s)
 	}
 }
 
+// hostStarted starts shard s here under epoch (host) and tells the coordinator once it runs
+// under that epoch.
+func (r *Region) hostStarted(s shard.ID, epoch coordinator.Epoch) {
+	r.host(s, epoch)
+	if l := r.local[s]; l != nil && l.epoch == epoch {
+		r.toCoordinator(coordinator.ShardStarted{Shard: s, Epoch: epoch})
+	}
+}
+
 // host starts shard s here under epoch (HostShard), unless it is stale.
 func (r *Region) host(s shard.ID, epoch coordinator.Epoch) {
+	if a, ok := r.awaited[s]; ok && a.epoch <= epoch {
+		delete(r.awaited, s)
+	}
+	delete(r.handed, s)
 	if !r.setHome(s, r.self, epoch) {
 		return
 	}
@@ -468,11 +534,78 @@ func (r *Region) LocalShardStopped(now time.Time, s shard.ID, entities int) {
 		delete(r.homes, s)
 	}
 	r.toCoordinator(coordinator.ShardStopped{Shard: s, Epoch: l.epoch, Entities: entities})
+	if l.next != "" {
+		// Straight to the next home: it takes the shard on this word, and what this region
+		// held for the shard goes on there now (one hop, not back to its senders as "not
+		// the home", nor after the coordinator answers). A sender's later messages, sent to
+		// the next home directly, may arrive there first, as in Akka, where both wait for
+		// the coordinator's answer and race to the new home.
+		r.send(l.next, coordinator.HandedOver{Shard: s, Epoch: l.epoch})
+		if r.setHome(s, l.next, l.nextEpoch) {
+			if b := r.takeBuffer(s); b != nil {
+				for _, env := range b.envs {
+					if env.Hops > 0 {
+						// Forwarded here: on to the next home, not refused as sent to a
+						// former one. A message of this member's own stamped with the
+						// shard's epoch (a reminder's firing) must not leave it: refused.
+						env.Epoch = 0
+					}
+					r.emitRouted(r.route(env, false))
+				}
+			}
+		}
+	}
 	if b := r.buffers[s]; b != nil {
 		b.requested = time.Time{}
 		r.requestHome(s, b)
 	}
 	r.checkShutdown()
+}
+
+// await records that the coordinator named this region the next home of a shard (HostShard
+// with After): its messages are held here until the old home reports the shard stopped
+// (HandedOver), or the coordinator's own HostShard comes.
+func (r *Region) await(m coordinator.HostShard) {
+	if l := r.local[m.Shard]; l != nil && l.epoch >= m.Epoch {
+		return // started already (the coordinator's HostShard overtook this one)
+	}
+	if h, ok := r.homes[m.Shard]; ok && h.epoch >= m.Epoch {
+		return
+	}
+	delete(r.homes, m.Shard) // an older home: what comes for the shard now waits here
+	a := awaited{epoch: m.Epoch, after: m.After, afterEpoch: m.AfterEpoch}
+	if h, ok := r.handed[m.Shard]; ok && h.from == a.after && h.epoch == a.afterEpoch {
+		r.hostStarted(m.Shard, m.Epoch) // the old home's word came first
+		return
+	}
+	r.awaited[m.Shard] = a
+}
+
+// handedOver takes the word of member from that it stopped a shard's allocation (the
+// shard's old home, after a HandOff naming this region the next home): the shard starts
+// here if the coordinator this region follows named it so. A word that comes before the
+// naming is kept for it; any other is ignored.
+func (r *Region) handedOver(from membership.NodeID, m coordinator.HandedOver) {
+	a, ok := r.awaited[m.Shard]
+	switch {
+	case !ok:
+		if _, handing := r.handingOff[m.Shard]; handing && !r.proxy {
+			// Kept while the shard's handoff runs here (so never more than the shards).
+			r.handed[m.Shard] = handedOver{from: from, epoch: m.Epoch}
+		}
+	case a.after == from && a.afterEpoch == m.Epoch:
+		r.hostStarted(m.Shard, a.epoch)
+	}
+}
+
+// forgetNamings drops the next homes named by the coordinator this region followed until
+// now: a new coordinator allocates on its own (what this region hosts, it reports).
+func (r *Region) forgetNamings() {
+	clear(r.awaited)
+	clear(r.handed)
+	for _, l := range r.local {
+		l.next, l.nextEpoch = "", 0
+	}
 }
 
 // GracefulShutdown hands off every local shard and then reports ShutdownComplete.

@@ -321,3 +321,144 @@ func TestNotTheHomeRefusesAndTheSenderRoutesAgain(t *testing.T) {
 		t.Fatal("the stale home is still known")
 	}
 }
+
+// TestMessagesHeldForARemovedHomeAskAtOnce: messages held while their home was unreachable
+// ask for the next home the moment its member is gone, not at the next tick (a failover's
+// senders wait for exactly this).
+func TestMessagesHeldForARemovedHomeAskAtOnce(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "1", Region: "c", Epoch: 5})
+	r.Update(t0, Members{Members: up("a", "b", "c"), Unreachable: map[membership.NodeID]bool{"c": true}, Serving: true, Coordinator: "a"})
+	r.Ready()
+	if d := r.Deliver(t0, env("1", "x")); d.Kind != Buffered {
+		t.Fatalf("a message for an unreachable home: %+v", d)
+	}
+	if got := render(r.Ready()); got != "" {
+		t.Fatalf("the home is known (unreachable): nothing to ask yet, got:\n%s", got)
+	}
+	at := t0.Add(time.Second)
+	r.Update(at, Members{Members: up("a", "b"), Serving: true, Coordinator: "a"}) // c removed
+	if got := render(r.Ready()); got != "to a coordinator.GetShardHome{Shard:1}" {
+		t.Fatalf("c removed: got:\n%s", got)
+	}
+	r.Step(at, "a", coordinator.ShardHome{Shard: "1", Region: "a", Epoch: 6})
+	if got := render(r.Ready()); got != "forward to a 1/x hops=1" {
+		t.Fatalf("the next home: got:\n%s", got)
+	}
+}
+
+// TestAHomeOnAGoneMemberIsAskedAgainAtTheNextTick: a coordinator that has not yet seen a
+// member go may still name it; the region asks again at its next tick, not after
+// retry-interval.
+func TestAHomeOnAGoneMemberIsAskedAgainAtTheNextTick(t *testing.T) {
+	r := newRegion(t, Config{RetryInterval: 2 * time.Second})
+	r.Update(t0, Members{Members: up("a", "b"), Serving: true, Coordinator: "a"}) // c gone
+	r.Ready()
+	r.Deliver(t0, env("1", "x"))
+	if got := render(r.Ready()); got != "to a coordinator.GetShardHome{Shard:1}" {
+		t.Fatalf("got:\n%s", got)
+	}
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "1", Region: "c", Epoch: 5})
+	if got := render(r.Ready()); got != "" {
+		t.Fatalf("a home on a gone member is no home, got:\n%s", got)
+	}
+	next := t0.Add(100 * time.Millisecond)
+	r.Tick(next)
+	if got := render(r.Ready()); got != "to a coordinator.GetShardHome{Shard:1}" {
+		t.Fatalf("the next tick: got:\n%s", got)
+	}
+	r.Tick(next.Add(100 * time.Millisecond))
+	if got := render(r.Ready()); got != "" {
+		t.Fatalf("an answered request is asked again only after retry-interval, got:\n%s", got)
+	}
+}
+
+// TestTheNamedNextHomeStartsOnTheOldHomesWord: named the next home of shard 1 while c hands
+// it off, this region holds the shard's messages and starts it when c reports the stop,
+// without waiting for the coordinator's HostShard. Words from anyone else, or about another
+// allocation, start nothing.
+func TestTheNamedNextHomeStartsOnTheOldHomesWord(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.ShardHome{Shard: "1", Region: "c", Epoch: 5})
+	r.Step(t0, "a", coordinator.BeginHandOff{Shard: "1", Epoch: 5})
+	r.Step(t0, "a", coordinator.HostShard{Shard: "1", Epoch: 6, Incarnation: 1, After: "c", AfterEpoch: 5})
+	r.Ready()
+	// A sender told the next home (ShardHome during the handoff) forwards here at once.
+	if d := r.Deliver(t0, Envelope{Shard: "1", Entity: "x", Epoch: 6, Hops: 1}); d.Kind != Buffered {
+		t.Fatalf("a message for the named shard before its start: %+v", d)
+	}
+	r.Ready()
+	r.Step(t0, "a", coordinator.HandedOver{Shard: "1", Epoch: 5}) // not the old home
+	r.Step(t0, "c", coordinator.HandedOver{Shard: "1", Epoch: 4}) // another allocation
+	if got := render(r.Ready()); got != "" {
+		t.Fatalf("started on another word:\n%s", got)
+	}
+	r.Step(t0, "c", coordinator.HandedOver{Shard: "1", Epoch: 5})
+	if got := render(r.Ready()); got != "region.StartShard{Shard:1 Epoch:0.6}\ndeliver 1/x\nto a coordinator.ShardStarted{Shard:1 Epoch:0.6}" {
+		t.Fatalf("the old home's word:\n%s", got)
+	}
+	// The coordinator's own HostShard, after the stop, finds it started.
+	r.Step(t0, "a", coordinator.HostShard{Shard: "1", Epoch: 6, Incarnation: 1})
+	if got := render(r.Ready()); got != "to a coordinator.ShardStarted{Shard:1 Epoch:0.6}" {
+		t.Fatalf("HostShard after the start:\n%s", got)
+	}
+}
+
+// TestAnOldHomesWordBeforeTheNamingIsKept: the old home's word may overtake the
+// coordinator's naming (they come from different members); the shard starts when the naming
+// comes.
+func TestAnOldHomesWordBeforeTheNamingIsKept(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.BeginHandOff{Shard: "1", Epoch: 5})
+	r.Step(t0, "c", coordinator.HandedOver{Shard: "1", Epoch: 5})
+	if got := render(r.Ready()); got != "to a coordinator.BeginHandOffAck{Shard:1 Epoch:0.5}" {
+		t.Fatalf("a word without a naming starts nothing:\n%s", got)
+	}
+	r.Step(t0, "a", coordinator.HostShard{Shard: "1", Epoch: 6, Incarnation: 1, After: "c", AfterEpoch: 5})
+	if got := render(r.Ready()); got != "region.StartShard{Shard:1 Epoch:0.6}\nto a coordinator.ShardStarted{Shard:1 Epoch:0.6}" {
+		t.Fatalf("the naming after the word:\n%s", got)
+	}
+}
+
+// TestTheOldHomeHandsOverToTheNextHome: told the next home with HandOff, the old home tells
+// it when the shard stopped and sends it what it held meanwhile; a sender that still takes
+// this member for the home is bounced with the next home named.
+func TestTheOldHomeHandsOverToTheNextHome(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.HostShard{Shard: "1", Epoch: 5})
+	r.Step(t0, "a", coordinator.BeginHandOff{Shard: "1", Epoch: 5})
+	r.Step(t0, "a", coordinator.HandOff{Shard: "1", Epoch: 5, Next: "c", NextEpoch: 6})
+	r.Ready()
+	if d := r.Deliver(t0, Envelope{Shard: "1", Entity: "x", Epoch: 5, Hops: 1}); d.Kind != Buffered {
+		t.Fatalf("during the stop: %+v", d)
+	}
+	// A message of this member's own stamped with the shard's epoch (a reminder's firing)
+	// must not leave the member: it is refused, not handed over.
+	r.Deliver(t0, Envelope{Shard: "1", Entity: "f", Epoch: 5})
+	r.Ready()
+	r.LocalShardStopped(t0, "1", 3)
+	want := "to a coordinator.ShardStopped{Shard:1 Epoch:0.5 Entities:3}\nto c coordinator.HandedOver{Shard:1 Epoch:0.5}\nforward to c 1/x hops=2\n" +
+		"rejected 1/f: not the home of shard 1 with epoch 0.5: c is, with epoch 0.6"
+	if got := render(r.Ready()); got != want {
+		t.Fatalf("stopped:\n%s\nwant\n%s", got, want)
+	}
+	d := r.Deliver(t0, Envelope{Shard: "1", Entity: "y", Epoch: 5, Hops: 1})
+	var nh *NotHomeError
+	if d.Kind != Refused || !errors.As(d.Err, &nh) || nh.Home != "c" || nh.HomeEpoch != 6 {
+		t.Fatalf("a late message for the old home: %+v", d)
+	}
+}
+
+// TestANewCoordinatorVoidsTheNaming: a naming holds only under the coordinator that made
+// it; under a new one the old home's word starts nothing.
+func TestANewCoordinatorVoidsTheNaming(t *testing.T) {
+	r := newRegion(t, Config{})
+	r.Step(t0, "a", coordinator.BeginHandOff{Shard: "1", Epoch: 5})
+	r.Step(t0, "a", coordinator.HostShard{Shard: "1", Epoch: 6, Incarnation: 1, After: "c", AfterEpoch: 5})
+	r.Update(t0, Members{Members: up("b", "c"), Serving: true, Coordinator: "b"}) // a gone: b coordinates
+	r.Ready()
+	r.Step(t0, "c", coordinator.HandedOver{Shard: "1", Epoch: 5})
+	if got := render(r.Ready()); strings.Contains(got, "StartShard") {
+		t.Fatalf("started on a naming of the previous coordinator:\n%s", got)
+	}
+}

@@ -45,11 +45,16 @@ func AppendCoord(dst []byte, typ string, msg coordinator.Message) []byte {
 	case coordinator.HostShard:
 		host := se(m.Shard, m.Epoch)
 		host.Incarnation = m.Incarnation
+		host.Peer, host.PeerEpoch = string(m.After), uint64(m.AfterEpoch)
 		env.Msg = &pb.CoordEnvelope_HostShard{HostShard: host}
 	case coordinator.BeginHandOff:
 		env.Msg = &pb.CoordEnvelope_BeginHandOff{BeginHandOff: se(m.Shard, m.Epoch)}
 	case coordinator.HandOff:
-		env.Msg = &pb.CoordEnvelope_HandOff{HandOff: se(m.Shard, m.Epoch)}
+		handOff := se(m.Shard, m.Epoch)
+		handOff.Peer, handOff.PeerEpoch = string(m.Next), uint64(m.NextEpoch)
+		env.Msg = &pb.CoordEnvelope_HandOff{HandOff: handOff}
+	case coordinator.HandedOver:
+		env.Msg = &pb.CoordEnvelope_HandedOver{HandedOver: se(m.Shard, m.Epoch)}
 	case coordinator.RequestRegister:
 		env.Msg = &pb.CoordEnvelope_RequestRegister{RequestRegister: &pb.Empty{}}
 	default:
@@ -82,6 +87,16 @@ func DecodeCoord(frame []byte) (typ string, msg coordinator.Message, err error) 
 			return "", 0, err
 		}
 		return shard.ID(se.Shard), coordinator.Epoch(se.Epoch), nil
+	}
+	// peer returns a message's optional member (a next or old home), checked when set.
+	peer := func(field string, se *pb.ShardEpoch) (membership.NodeID, error) {
+		if se.Peer == "" {
+			return "", nil
+		}
+		if err := checkID(field+".peer", se.Peer); err != nil {
+			return "", err
+		}
+		return membership.NodeID(se.Peer), nil
 	}
 	switch m := env.Msg.(type) {
 	case *pb.CoordEnvelope_Register:
@@ -162,7 +177,11 @@ func DecodeCoord(frame []byte) (typ string, msg coordinator.Message, err error) 
 		if err != nil {
 			return "", nil, err
 		}
-		msg = coordinator.HostShard{Shard: s, Epoch: e, Incarnation: m.HostShard.GetIncarnation()}
+		after, err := peer("host_shard", m.HostShard)
+		if err != nil {
+			return "", nil, err
+		}
+		msg = coordinator.HostShard{Shard: s, Epoch: e, Incarnation: m.HostShard.GetIncarnation(), After: after, AfterEpoch: coordinator.Epoch(m.HostShard.PeerEpoch)}
 	case *pb.CoordEnvelope_BeginHandOff:
 		s, e, err := shardEpoch("begin_hand_off", m.BeginHandOff)
 		if err != nil {
@@ -174,7 +193,17 @@ func DecodeCoord(frame []byte) (typ string, msg coordinator.Message, err error) 
 		if err != nil {
 			return "", nil, err
 		}
-		msg = coordinator.HandOff{Shard: s, Epoch: e}
+		next, err := peer("hand_off", m.HandOff)
+		if err != nil {
+			return "", nil, err
+		}
+		msg = coordinator.HandOff{Shard: s, Epoch: e, Next: next, NextEpoch: coordinator.Epoch(m.HandOff.PeerEpoch)}
+	case *pb.CoordEnvelope_HandedOver:
+		s, e, err := shardEpoch("handed_over", m.HandedOver)
+		if err != nil {
+			return "", nil, err
+		}
+		msg = coordinator.HandedOver{Shard: s, Epoch: e}
 	case *pb.CoordEnvelope_RequestRegister:
 		msg = coordinator.RequestRegister{}
 	case nil:

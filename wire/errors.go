@@ -26,13 +26,16 @@ import (
 // its sender to route again, and may carry a trace context. A member of version 5 would
 // hand a StartEntity to the entity as an empty message and would route a bounce as a new
 // message; epochs and traces alone it would ignore, harmlessly.
-// 7: replica sets (issue 19). A shard's records live on a replica set of
-// replication-factor members and the cluster metadata on the voters, each quorum a majority
-// of its set; the replica protocol carries unit configurations, moves, unit digests, drops,
-// tombstone collection and the metadata's configuration (meta_gen, meta_ballot), and the
-// sharding events a departure (STORE_DEPARTING). A member of version 6 would store every key
-// and count every member.
-const ProtocolVersion = 7
+// 7: a handoff names the shard's next home (HandOff and HostShard carry a peer), and the
+// old home tells it directly that the shard stopped (handed_over). A member of version 6
+// would take the naming HostShard for an order to start the shard at once.
+// 8: replica sets (issue 19). A shard's records live on a replica set of
+// replication-factor members and the cluster metadata is one Raft group over the voters
+// (remember/metaraft); the replica protocol carries unit configurations, moves, unit
+// digests, drops, tombstone collection and the group's frames (raft, meta_call,
+// meta_answer, meta_join, meta_removed), and the sharding events a departure
+// (STORE_DEPARTING). A member of version 7 would store every key and count every member.
+const ProtocolVersion = 8
 
 // Errors returned by the decoders.
 var (

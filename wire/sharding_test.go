@@ -27,6 +27,9 @@ func sampleCoord() []coordinator.Message {
 		coordinator.HostShard{Shard: "3", Epoch: 11},
 		coordinator.BeginHandOff{Shard: "3", Epoch: 11},
 		coordinator.HandOff{Shard: "3", Epoch: 11},
+		coordinator.HostShard{Shard: "3", Epoch: 12, Incarnation: 2, After: "12D3KooWA", AfterEpoch: 11},
+		coordinator.HandOff{Shard: "3", Epoch: 11, Next: "12D3KooWB", NextEpoch: 12},
+		coordinator.HandedOver{Shard: "3", Epoch: 11},
 		coordinator.RequestRegister{},
 	}
 }

@@ -134,6 +134,7 @@ type Node struct {
 	servingAt    uint64
 	servingUntil time.Time
 
+	tickAt   time.Time                    // the extra tick scheduled last (tickWhenDue)
 	held     []func()                     // deliveries that arrived while paused
 	removed  map[membership.NodeID]uint64 // the incarnation of each member its machine has reported Removed
 	sim      *Sim
@@ -298,6 +299,26 @@ func (s *Sim) scheduleTick(n *Node, inc uint64, after time.Duration) {
 	})
 }
 
+// tickWhenDue ticks node n once more at its core's TickDue, ahead of the periodic ticks,
+// as the real driver does (node.Node's loop).
+func (s *Sim) tickWhenDue(n *Node) {
+	due := n.Core.TickDue()
+	if due.IsZero() || due.Equal(n.tickAt) {
+		return
+	}
+	n.tickAt = due
+	inc := n.Incarnation
+	s.schedule(due.Sub(s.now), func() {
+		if !n.Alive || n.Incarnation != inc || n.Paused {
+			return
+		}
+		s.tickLeases(n)
+		n.Core.Tick(s.now)
+		s.flush(n)
+		n.entities.resume()
+	})
+}
+
 // input steps node n's core with in and carries out what follows, unless n is dead; a
 // paused node takes it when it resumes.
 func (s *Sim) input(n *Node, inc uint64, in node.Input) {
@@ -329,7 +350,9 @@ func (s *Sim) flush(n *Node) {
 	s.checkActiveLimit(n)
 	if n.Stopped != nil && n.Alive {
 		s.die(n, "stopped")
+		return
 	}
+	s.tickWhenDue(n)
 }
 
 // refused counts what member n refused from peer from, not an admitted member of its.

@@ -69,6 +69,51 @@ func TestFailureDetectionTime(t *testing.T) {
 	}
 }
 
+// TestDownedAtStableAfter: the split-brain resolver downs a killed member stable-after after
+// its own view changed, not at the first periodic tick after that (up to a tick interval
+// later, which every failover waited for): the member ticks once more when the decision
+// falls due (Core.TickDue).
+func TestDownedAtStableAfter(t *testing.T) {
+	const stableAfter = 2 * time.Second
+	for seed := uint64(1); seed <= 10; seed++ {
+		cfg := membership.DefaultConfig()
+		cfg.SplitBrainResolver.StableAfter = stableAfter
+		s := convergedCluster(t, seed, cfg, 3, 3, 3*time.Second)
+		s.RunFor(time.Duration(3+seed%3) * time.Second)
+		victim := 1 + int(seed%3)
+		id := s.Node(victim).ID
+		s.Kill(victim)
+		// When each member first took the victim for unreachable, until one downs it.
+		saw := map[int]time.Time{}
+		var downed time.Time
+		var decider int
+		if !s.RunUntil(func() bool {
+			for _, n := range s.Nodes() {
+				if n.Index == victim || !n.Alive {
+					continue
+				}
+				if _, ok := saw[n.Index]; !ok && n.M.Unreachable(id) {
+					saw[n.Index] = s.Now()
+				}
+				if m, _ := n.M.Member(id); m.Status >= membership.Down {
+					downed, decider = s.Now(), n.Index
+					return true
+				}
+			}
+			return false
+		}, 15*time.Second) {
+			t.Fatalf("seed %d: %s not downed 15 s after kill -9", seed, id)
+		}
+		waited := downed.Sub(saw[decider])
+		if waited < stableAfter || waited > stableAfter+time.Millisecond {
+			t.Errorf("seed %d: %s downed by %s %v after its view changed, want stable-after (%v)", seed, id, s.Node(decider).ID, waited, stableAfter)
+		}
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+	}
+}
+
 // observes reports whether member n's own failure detector finds member id unreachable.
 func observes(n *Node, id membership.NodeID) bool {
 	for _, r := range n.M.State().Reach {

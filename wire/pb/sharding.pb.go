@@ -129,6 +129,7 @@ type CoordEnvelope struct {
 	//	*CoordEnvelope_BeginHandOff
 	//	*CoordEnvelope_HandOff
 	//	*CoordEnvelope_RequestRegister
+	//	*CoordEnvelope_HandedOver
 	Msg           isCoordEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -302,6 +303,15 @@ func (x *CoordEnvelope) GetRequestRegister() *Empty {
 	return nil
 }
 
+func (x *CoordEnvelope) GetHandedOver() *ShardEpoch {
+	if x != nil {
+		if x, ok := x.Msg.(*CoordEnvelope_HandedOver); ok {
+			return x.HandedOver
+		}
+	}
+	return nil
+}
+
 type isCoordEnvelope_Msg interface {
 	isCoordEnvelope_Msg()
 }
@@ -358,6 +368,11 @@ type CoordEnvelope_RequestRegister struct {
 	RequestRegister *Empty `protobuf:"bytes,15,opt,name=request_register,json=requestRegister,proto3,oneof"`
 }
 
+type CoordEnvelope_HandedOver struct {
+	// From a shard's old home to its next home (HandOff.next): it stopped the allocation.
+	HandedOver *ShardEpoch `protobuf:"bytes,16,opt,name=handed_over,json=handedOver,proto3,oneof"`
+}
+
 func (*CoordEnvelope_Register) isCoordEnvelope_Msg() {}
 
 func (*CoordEnvelope_GetShardHome) isCoordEnvelope_Msg() {}
@@ -383,6 +398,8 @@ func (*CoordEnvelope_BeginHandOff) isCoordEnvelope_Msg() {}
 func (*CoordEnvelope_HandOff) isCoordEnvelope_Msg() {}
 
 func (*CoordEnvelope_RequestRegister) isCoordEnvelope_Msg() {}
+
+func (*CoordEnvelope_HandedOver) isCoordEnvelope_Msg() {}
 
 type Empty struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -595,11 +612,15 @@ func (x *GetShardHome) GetShard() string {
 }
 
 type ShardEpoch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Shard         string                 `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
-	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Entities      uint32                 `protobuf:"varint,3,opt,name=entities,proto3" json:"entities,omitempty"`       // ShardStopped: incarnations the handoff stopped
-	Incarnation   uint64                 `protobuf:"varint,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"` // HostShard: the region's member incarnation it is meant for
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Shard       string                 `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Epoch       uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Entities    uint32                 `protobuf:"varint,3,opt,name=entities,proto3" json:"entities,omitempty"`       // ShardStopped: incarnations the handoff stopped
+	Incarnation uint64                 `protobuf:"varint,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"` // HostShard: the region's member incarnation it is meant for
+	// HandOff: the shard's next home and its allocation there; HostShard: the old home whose
+	// word (HandedOver of that allocation) starts the shard.
+	Peer          string `protobuf:"bytes,5,opt,name=peer,proto3" json:"peer,omitempty"`
+	PeerEpoch     uint64 `protobuf:"varint,6,opt,name=peer_epoch,json=peerEpoch,proto3" json:"peer_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -658,6 +679,20 @@ func (x *ShardEpoch) GetEntities() uint32 {
 func (x *ShardEpoch) GetIncarnation() uint64 {
 	if x != nil {
 		return x.Incarnation
+	}
+	return 0
+}
+
+func (x *ShardEpoch) GetPeer() string {
+	if x != nil {
+		return x.Peer
+	}
+	return ""
+}
+
+func (x *ShardEpoch) GetPeerEpoch() uint64 {
+	if x != nil {
+		return x.PeerEpoch
 	}
 	return 0
 }
@@ -1274,7 +1309,7 @@ var File_sharding_proto protoreflect.FileDescriptor
 
 const file_sharding_proto_rawDesc = "" +
 	"\n" +
-	"\x0esharding.proto\x12\x11shardmesh.wire.v1\"\xcf\a\n" +
+	"\x0esharding.proto\x12\x11shardmesh.wire.v1\"\x91\b\n" +
 	"\rCoordEnvelope\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\ventity_type\x18\x02 \x01(\tR\n" +
@@ -1293,7 +1328,9 @@ const file_sharding_proto_rawDesc = "" +
 	"host_shard\x18\f \x01(\v2\x1d.shardmesh.wire.v1.ShardEpochH\x00R\thostShard\x12E\n" +
 	"\x0ebegin_hand_off\x18\r \x01(\v2\x1d.shardmesh.wire.v1.ShardEpochH\x00R\fbeginHandOff\x12:\n" +
 	"\bhand_off\x18\x0e \x01(\v2\x1d.shardmesh.wire.v1.ShardEpochH\x00R\ahandOff\x12E\n" +
-	"\x10request_register\x18\x0f \x01(\v2\x18.shardmesh.wire.v1.EmptyH\x00R\x0frequestRegisterB\x05\n" +
+	"\x10request_register\x18\x0f \x01(\v2\x18.shardmesh.wire.v1.EmptyH\x00R\x0frequestRegister\x12@\n" +
+	"\vhanded_over\x18\x10 \x01(\v2\x1d.shardmesh.wire.v1.ShardEpochH\x00R\n" +
+	"handedOverB\x05\n" +
 	"\x03msg\"\a\n" +
 	"\x05Empty\"P\n" +
 	"\x06Hosted\x12\x14\n" +
@@ -1306,13 +1343,16 @@ const file_sharding_proto_rawDesc = "" +
 	"\x06hosted\x18\x03 \x03(\v2\x19.shardmesh.wire.v1.HostedR\x06hosted\x12\"\n" +
 	"\rno_new_shards\x18\x04 \x01(\bR\vnoNewShards\"$\n" +
 	"\fGetShardHome\x12\x14\n" +
-	"\x05shard\x18\x01 \x01(\tR\x05shard\"v\n" +
+	"\x05shard\x18\x01 \x01(\tR\x05shard\"\xa9\x01\n" +
 	"\n" +
 	"ShardEpoch\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\tR\x05shard\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
 	"\bentities\x18\x03 \x01(\rR\bentities\x12 \n" +
-	"\vincarnation\x18\x04 \x01(\x04R\vincarnation\",\n" +
+	"\vincarnation\x18\x04 \x01(\x04R\vincarnation\x12\x12\n" +
+	"\x04peer\x18\x05 \x01(\tR\x04peer\x12\x1d\n" +
+	"\n" +
+	"peer_epoch\x18\x06 \x01(\x04R\tpeerEpoch\",\n" +
 	"\bNoRegion\x12 \n" +
 	"\vincarnation\x18\x01 \x01(\x04R\vincarnation\"!\n" +
 	"\vRegisterAck\x12\x12\n" +
@@ -1429,15 +1469,16 @@ var file_sharding_proto_depIdxs = []int32{
 	6,  // 10: shardmesh.wire.v1.CoordEnvelope.begin_hand_off:type_name -> shardmesh.wire.v1.ShardEpoch
 	6,  // 11: shardmesh.wire.v1.CoordEnvelope.hand_off:type_name -> shardmesh.wire.v1.ShardEpoch
 	2,  // 12: shardmesh.wire.v1.CoordEnvelope.request_register:type_name -> shardmesh.wire.v1.Empty
-	3,  // 13: shardmesh.wire.v1.Register.hosted:type_name -> shardmesh.wire.v1.Hosted
-	11, // 14: shardmesh.wire.v1.RegionEnvelope.deliver:type_name -> shardmesh.wire.v1.Deliver
-	12, // 15: shardmesh.wire.v1.RegionEnvelope.reply:type_name -> shardmesh.wire.v1.Reply
-	0,  // 16: shardmesh.wire.v1.ShardingEvent.kind:type_name -> shardmesh.wire.v1.ShardingEvent.Kind
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	6,  // 13: shardmesh.wire.v1.CoordEnvelope.handed_over:type_name -> shardmesh.wire.v1.ShardEpoch
+	3,  // 14: shardmesh.wire.v1.Register.hosted:type_name -> shardmesh.wire.v1.Hosted
+	11, // 15: shardmesh.wire.v1.RegionEnvelope.deliver:type_name -> shardmesh.wire.v1.Deliver
+	12, // 16: shardmesh.wire.v1.RegionEnvelope.reply:type_name -> shardmesh.wire.v1.Reply
+	0,  // 17: shardmesh.wire.v1.ShardingEvent.kind:type_name -> shardmesh.wire.v1.ShardingEvent.Kind
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_sharding_proto_init() }
@@ -1459,6 +1500,7 @@ func file_sharding_proto_init() {
 		(*CoordEnvelope_BeginHandOff)(nil),
 		(*CoordEnvelope_HandOff)(nil),
 		(*CoordEnvelope_RequestRegister)(nil),
+		(*CoordEnvelope_HandedOver)(nil),
 	}
 	file_sharding_proto_msgTypes[9].OneofWrappers = []any{
 		(*RegionEnvelope_Deliver)(nil),
