@@ -8,13 +8,20 @@ import (
 )
 
 // guardedStorage is a replica's storage of the metadata group behind the store's disk
-// guard: a Save that stores entries or a snapshot is refused (a *DiskFullError) when it
-// would leave less than the reserve, as the store's own commits are. The replica stops on
-// it, and the machine starts it again later (restartReplica).
+// guard: every write to Badger (a Ready's, a snapshot, a compaction, a reset) is admitted
+// by the guard first, as the store's own commits are — refused (a *DiskFullError) when it
+// would leave less than the reserve, and never written into a write-ahead log the guard has
+// not preallocated (on a full tmpfs Badger dies of SIGBUS writing into one that is not:
+// TestFullTmpfsIsAnErrorNotACrash). The replica stops on a refusal, and the machine starts
+// it again later (restartReplica).
 type guardedStorage struct {
 	*metaraft.BadgerStorage
 	space *diskGuard
 }
+
+// recordOverheadBytes is what the guard counts for a write without a payload (a HardState,
+// a compaction's deletions, a reset).
+const recordOverheadBytes = 256
 
 // Save implements metaraft.Storage.
 func (s guardedStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error {
@@ -25,10 +32,34 @@ func (s guardedStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapsh
 	if snap != nil && !raft.IsEmptySnap(snap) {
 		n += len(snap.GetData())
 	}
-	if n > 0 {
-		if err := s.space.admit(n); err != nil {
+	if n > 0 || hs != nil && !raft.IsEmptyHardState(hs) {
+		if err := s.space.admit(n + recordOverheadBytes); err != nil {
 			return err
 		}
 	}
 	return s.BadgerStorage.Save(hs, ents, snap)
+}
+
+// CreateSnapshot implements metaraft.Storage.
+func (s guardedStorage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Snapshot, error) {
+	if err := s.space.admit(len(data) + recordOverheadBytes); err != nil {
+		return nil, err
+	}
+	return s.BadgerStorage.CreateSnapshot(i, cs, data)
+}
+
+// Compact implements metaraft.Storage.
+func (s guardedStorage) Compact(i uint64) error {
+	if err := s.space.admit(recordOverheadBytes); err != nil {
+		return err
+	}
+	return s.BadgerStorage.Compact(i)
+}
+
+// Reset implements metaraft.Storage.
+func (s guardedStorage) Reset() error {
+	if err := s.space.admit(recordOverheadBytes); err != nil {
+		return err
+	}
+	return s.BadgerStorage.Reset()
 }

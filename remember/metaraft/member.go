@@ -150,6 +150,8 @@ type Member struct {
 	sm       StateMachine
 	applied  uint64
 	snapped  uint64 // the index of the last snapshot taken
+	snapNext uint64 // the applied index from which the next one is taken (after a failed one: sooner)
+	snapErr  error  // why the last snapshot or compaction failed (nil: it did not)
 	conf     *pb.ConfState
 	lastTick time.Time
 
@@ -667,18 +669,20 @@ func (m *Member) serveReads() {
 
 // compact takes a snapshot every SnapshotEvery applied entries.
 func (m *Member) compact() {
-	if m.applied < m.snapped+m.cfg.SnapshotEvery {
+	if m.applied < max(m.snapped+m.cfg.SnapshotEvery, m.snapNext) {
 		return
 	}
 	if !m.snapshot() {
 		return
 	}
 	if err := m.st.Compact(m.applied); err != nil {
-		m.stop(fmt.Errorf("compact the log to %d: %w", m.applied, err))
+		m.snapFailed(fmt.Errorf("compact the log to %d: %w", m.applied, err))
 	}
 }
 
-// snapshot keeps a snapshot of the applied state (false: it could not, and stopped).
+// snapshot keeps a snapshot of the applied state (false: it could not). A snapshot and a
+// compaction only keep the log short: one that fails (a full disk) leaves the member
+// running on its log, and it tries again a quarter of SnapshotEvery entries later.
 func (m *Member) snapshot() bool {
 	data, err := m.sm.Snapshot()
 	if err == nil {
@@ -688,9 +692,19 @@ func (m *Member) snapshot() bool {
 		_, err = m.st.CreateSnapshot(m.applied, m.conf, data)
 	}
 	if err != nil {
-		m.stop(fmt.Errorf("snapshot at %d: %w", m.applied, err))
+		m.snapFailed(fmt.Errorf("snapshot at %d: %w", m.applied, err))
 		return false
 	}
-	m.snapped = m.applied
+	m.snapped, m.snapErr = m.applied, nil
 	return true
 }
+
+// snapFailed notes a snapshot or compaction that failed.
+func (m *Member) snapFailed(err error) {
+	m.snapErr = err
+	m.snapNext = m.applied + max(m.cfg.SnapshotEvery/4, 1)
+}
+
+// SnapshotErr says why the last snapshot or compaction failed (nil: it did not): the
+// member runs on, its log longer until one succeeds.
+func (m *Member) SnapshotErr() error { return m.snapErr }

@@ -151,16 +151,45 @@ func soloMember(t *testing.T, cfg Config, st Storage, n int) (*Member, time.Time
 	return m, now
 }
 
-// TestMemberStopsOnStorageErrors: a snapshot or a compaction that fails, a Badger that
-// closes under the member, stop it with the cause; it never panics.
+// TestSnapshotFailuresLeaveTheMemberRunning: a snapshot or a compaction that fails (a full
+// disk) only keeps the log longer: the member commits on, reports the cause
+// (SnapshotErr), and takes one once it can.
+func TestSnapshotFailuresLeaveTheMemberRunning(t *testing.T) {
+	for _, name := range []string{"snapshot", "compact"} {
+		t.Run(name, func(t *testing.T) {
+			st := &trackedStorage{Storage: NewMemStorage()}
+			m, now := soloMember(t, Config{SnapshotEvery: 10}, st, 5)
+			st.failSnap, st.failCompact = name == "snapshot", name == "compact"
+			for i := range 30 {
+				m.Propose(now, encodeKV(fmt.Sprintf("x%d", i), []byte("v")))
+			}
+			for _, a := range m.Ready().Answers {
+				if a.Err != nil {
+					t.Fatalf("a write failed: %v", a.Err)
+				}
+			}
+			if m.Err() != nil || !errors.Is(m.SnapshotErr(), syscall.ENOSPC) {
+				t.Fatalf("Err() = %v, SnapshotErr() = %v", m.Err(), m.SnapshotErr())
+			}
+			st.failSnap, st.failCompact = false, false
+			for i := range 10 {
+				m.Propose(now, encodeKV(fmt.Sprintf("y%d", i), []byte("v")))
+			}
+			if m.SnapshotErr() != nil {
+				t.Fatalf("no snapshot taken once the disk has room: %v", m.SnapshotErr())
+			}
+		})
+	}
+}
+
+// TestMemberStopsOnStorageErrors: a Badger that closes under the member stops it with the
+// cause; it never panics.
 func TestMemberStopsOnStorageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		fail  func(*trackedStorage, *badger.DB)
 		cause error
 	}{
-		{"snapshot", func(st *trackedStorage, _ *badger.DB) { st.failSnap = true }, syscall.ENOSPC},
-		{"compact", func(st *trackedStorage, _ *badger.DB) { st.failCompact = true }, syscall.ENOSPC},
 		{"badger closed", func(_ *trackedStorage, db *badger.DB) { _ = db.Close() }, badger.ErrBlockedWrites},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
