@@ -32,13 +32,21 @@ func (s guardedStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapsh
 	if snap != nil && !raft.IsEmptySnap(snap) {
 		n += len(snap.GetData())
 	}
-	if n > 0 || hs != nil && !raft.IsEmptyHardState(hs) {
+	switch {
+	case n > 0:
 		if err := s.space.admit(n + recordOverheadBytes); err != nil {
 			return err
 		}
+	case hs != nil && !raft.IsEmptyHardState(hs):
+		s.small()
 	}
 	return s.BadgerStorage.Save(hs, ents, snap)
 }
+
+// small has the guard see a small write of the group's own (a HardState, a compaction, a
+// reset): the reserve is there for such writes, so it is made below it too, but only into
+// write-ahead logs the guard preallocated.
+func (s guardedStorage) small() { _ = s.space.admit(recordOverheadBytes) }
 
 // CreateSnapshot implements metaraft.Storage.
 func (s guardedStorage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Snapshot, error) {
@@ -50,16 +58,12 @@ func (s guardedStorage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) 
 
 // Compact implements metaraft.Storage.
 func (s guardedStorage) Compact(i uint64) error {
-	if err := s.space.admit(recordOverheadBytes); err != nil {
-		return err
-	}
+	s.small()
 	return s.BadgerStorage.Compact(i)
 }
 
 // Reset implements metaraft.Storage.
 func (s guardedStorage) Reset() error {
-	if err := s.space.admit(recordOverheadBytes); err != nil {
-		return err
-	}
+	s.small()
 	return s.BadgerStorage.Reset()
 }
