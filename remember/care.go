@@ -76,8 +76,7 @@ func (m *Machine) tickCare() {
 		if us := m.units[u]; us != nil && (us.hosted || us.caretaker || us.resolving) {
 			continue
 		}
-		call := m.Get(m.now, m.layout.ConfigKey(u), 0)
-		m.own(call, func(a Answer) { m.careFor(u, a) })
+		m.ownGet(m.layout.ConfigKey(u), 0, func(a Answer) { m.careFor(u, a) })
 	}
 }
 

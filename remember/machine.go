@@ -452,8 +452,38 @@ func (m *Machine) answerCall(a Answer) {
 	m.out.Answers = append(m.out.Answers, a)
 }
 
-// own makes call a call of the machine's own: its answer goes to done.
+// newCall returns the id of a new call.
+func (m *Machine) newCall() CallID {
+	m.nextCall++
+	return m.nextCall
+}
+
+// own makes call a call of the machine's own: its answer goes to done. It is registered
+// before the call starts (ownGet, ownScan, ownWrite): a call may be answered before it
+// returns (a metadata read on the group's only voter, a refusal), and an answer with no
+// owner yet would go to the machine's caller, which knows no such call.
 func (m *Machine) own(call CallID, done func(Answer)) { m.internal[call] = done }
+
+// ownGet makes a Get of the machine's own; done gets its answer.
+func (m *Machine) ownGet(key string, fence uint64, done func(Answer)) {
+	id := m.newCall()
+	m.own(id, done)
+	m.get(id, key, fence)
+}
+
+// ownScan makes a Scan of the machine's own; done gets its answer.
+func (m *Machine) ownScan(prefix string, done func(Answer)) {
+	id := m.newCall()
+	m.own(id, done)
+	m.scan(id, prefix)
+}
+
+// ownWrite makes a Write of the machine's own; done gets its answer.
+func (m *Machine) ownWrite(ws []Write, done func(Answer)) {
+	id := m.newCall()
+	m.own(id, done)
+	m.write(id, ws)
+}
 
 // tick returns the next counter of this member's clock.
 func (m *Machine) tick() uint64 {

@@ -28,12 +28,18 @@ const maxServing = 8
 // Calls made while rounds are in flight go out together in the next round.
 func (m *Machine) Get(now time.Time, key string, fence uint64) CallID {
 	m.now = now
-	m.nextCall++
+	id := m.newCall()
+	m.get(id, key, fence)
+	return id
+}
+
+// get makes call id, a Get.
+func (m *Machine) get(id CallID, key string, fence uint64) {
 	m.stats.Reads++
-	c := &readCall{id: m.nextCall, key: key, fence: fence}
+	c := &readCall{id: id, key: key, fence: fence}
 	if m.layout.UnitOf(key).Meta() {
 		m.getMeta(c.id, key, fence)
-		return c.id
+		return
 	}
 	m.prepare([]Unit{m.layout.UnitOf(key)}, false, func(qs []quorum, err error) {
 		if err != nil {
@@ -44,7 +50,6 @@ func (m *Machine) Get(now time.Time, key string, fence uint64) CallID {
 		m.readQueue = append(m.readQueue, c)
 		m.startReads()
 	})
-	return c.id
 }
 
 // Scan reads the live records of every key starting with prefix, sorted by key, merged
@@ -53,17 +58,23 @@ func (m *Machine) Get(now time.Time, key string, fence uint64) CallID {
 // ErrSpansUnits: ScanAll reads those.
 func (m *Machine) Scan(now time.Time, prefix string) CallID {
 	m.now = now
-	m.nextCall++
+	id := m.newCall()
+	m.scan(id, prefix)
+	return id
+}
+
+// scan makes call id, a Scan.
+func (m *Machine) scan(id CallID, prefix string) {
 	m.stats.Scans++
-	c := &readCall{id: m.nextCall, key: prefix, scan: true}
+	c := &readCall{id: id, key: prefix, scan: true}
 	u, ok := m.layout.UnitOfPrefix(prefix)
 	if !ok {
 		m.answerCall(Answer{Call: c.id, Err: fmt.Errorf("remember: scan of %q: %w", prefix, ErrSpansUnits)})
-		return c.id
+		return
 	}
 	if u.Meta() {
 		m.scanMeta(c.id, prefix)
-		return c.id
+		return
 	}
 	m.prepare([]Unit{u}, false, func(qs []quorum, err error) {
 		if err != nil {
@@ -73,7 +84,6 @@ func (m *Machine) Scan(now time.Time, prefix string) CallID {
 		c.q = qs[0]
 		m.startReadRound([]*readCall{c}, false)
 	})
-	return c.id
 }
 
 // ScanAll reads the live records of every key starting with prefix from every member
@@ -83,9 +93,8 @@ func (m *Machine) Scan(now time.Time, prefix string) CallID {
 // they hold are left out). It repairs nothing.
 func (m *Machine) ScanAll(now time.Time, prefix string) CallID {
 	m.now = now
-	m.nextCall++
 	m.stats.Scans++
-	c := &readCall{id: m.nextCall, key: prefix, scan: true, all: true}
+	c := &readCall{id: m.newCall(), key: prefix, scan: true, all: true}
 	members := []NodeID{m.self}
 	if m.place != nil {
 		members = append(members, m.place.Members()...)

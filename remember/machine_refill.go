@@ -107,8 +107,7 @@ func (m *Machine) tickRefill() {
 		return
 	}
 	rf.scanning = true
-	call := m.Scan(m.now, configPrefix(m.layout))
-	m.own(call, func(a Answer) {
+	m.ownScan(configPrefix(m.layout), func(a Answer) {
 		rf.scanning = false
 		rf.scanAt = m.now.Add(refillScanEvery)
 		if a.Err != nil || !rf.active {

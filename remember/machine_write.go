@@ -44,9 +44,14 @@ const clockRestartGap = 1 << 24
 // there).
 func (m *Machine) Write(now time.Time, ws []Write) CallID {
 	m.now = now
-	m.nextCall++
+	id := m.newCall()
+	m.write(id, ws)
+	return id
+}
+
+// write makes call id, a Write.
+func (m *Machine) write(id CallID, ws []Write) {
 	m.stats.Writes += uint64(len(ws))
-	id := m.nextCall
 	var meta, units []Write
 	for _, w := range ws {
 		if m.layout.UnitOf(w.Key).Meta() {
@@ -72,12 +77,11 @@ func (m *Machine) Write(now time.Time, ws []Write) CallID {
 				m.answerCall(Answer{Call: id, Err: first})
 			}
 		}
-		m.nextCall++
-		m.own(m.nextCall, both)
-		m.writeUnits(m.nextCall, units)
+		part := m.newCall()
+		m.own(part, both)
+		m.writeUnits(part, units)
 		m.writeMeta(id, meta, both)
 	}
-	return id
 }
 
 // writeUnits makes call id, writes of shard units' keys only, in quorum rounds.

@@ -224,8 +224,7 @@ func (m *Machine) resolve(u Unit, us *unitState) {
 	if us.hosted {
 		fence = us.epoch
 	}
-	call := m.Get(m.now, m.layout.ConfigKey(u), fence)
-	m.own(call, func(a Answer) { m.resolved(u, fence, a) })
+	m.ownGet(m.layout.ConfigKey(u), fence, func(a Answer) { m.resolved(u, fence, a) })
 }
 
 // resolved takes the answer of u's configuration read with fence.
@@ -324,8 +323,7 @@ func (m *Machine) failWaiting(u Unit, us *unitState, err error) {
 
 // writeConfig stores u's configuration with epoch; done gets the outcome.
 func (m *Machine) writeConfig(u Unit, cfg UnitConfig, epoch uint64, done func(error)) {
-	call := m.Write(m.now, []Write{{Key: m.layout.ConfigKey(u), Value: cfg.encode(), Epoch: epoch}})
-	m.own(call, func(a Answer) { done(a.Err) })
+	m.ownWrite([]Write{{Key: m.layout.ConfigKey(u), Value: cfg.encode(), Epoch: epoch}}, func(a Answer) { done(a.Err) })
 }
 
 // UnitStatus is a shard unit this member hosts, as Store.Units reports it.
