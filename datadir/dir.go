@@ -24,7 +24,19 @@ const (
 	RefillFile      = "store-refill"      // present while the store refills from its peers (why, inside); removed once it holds what they hold
 	DamagedPrefix   = "store.damaged-"    // a damaged store moved aside (kept) as store.damaged-<time>
 	LayoutFile      = "store-layout"      // the layout of the store's keys (StoreLayoutVersion); absent in stores from before replica sets
+	MetaSeedFile    = "metadata-seed"     // present while the store's metadata is in no metadata group yet (why, inside): restored, or from a release before the group
 )
+
+// MarkMetaSeed writes MetaSeedFile in data directory dir: the metadata of its store is in
+// no metadata group (why says how it came), so the daemon merges it into the group (and
+// founds the group with it as the oldest voter, when there is none), then removes the file.
+func MarkMetaSeed(dir, why string) error {
+	path := filepath.Join(dir, MetaSeedFile)
+	if err := os.WriteFile(path, []byte(why+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
 
 // StoreLayoutVersion is the layout of the store's keys this release writes: 2, entity state
 // under its shard (st␀TYPE␀SHARD␀ENTITY). Stores without a LayoutFile hold layout 1

@@ -133,6 +133,15 @@ func Restore(d *Dir, r io.Reader, replace bool) (Restored, error) {
 		return res, fmt.Errorf("open the restored store: %w", err)
 	}
 	d.Store = l
+	// The backup's replica of the metadata group is out of date: the member comes back as
+	// a new replica, and its metadata merges into the group (founding it when a whole
+	// cluster is restored).
+	if err := l.ForgetMetaGroup(); err != nil {
+		return res, err
+	}
+	if err := datadir.MarkMetaSeed(d.Path, "restored from a backup at "+time.Now().UTC().Format(time.RFC3339)); err != nil {
+		return res, err
+	}
 	err = l.Entries("", func(e remember.Entry) error {
 		res.Keys++
 		res.Bytes += e.Bytes

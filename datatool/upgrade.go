@@ -87,6 +87,12 @@ func Upgrade(d *Dir, shardOf ShardOf, dryRun bool, progress func(moved, found in
 			return res, fmt.Errorf("%s: %w (run the upgrade again: it moves what is left)", d.Path, err)
 		}
 	}
+	if layout == 0 && d.Store != nil {
+		// A store from before replica sets keeps its metadata on every member, in no group.
+		if err := datadir.MarkMetaSeed(d.Path, "upgraded from a release before replica sets"); err != nil {
+			return res, err
+		}
+	}
 	if err := os.WriteFile(d.dir.File(datadir.LayoutFile), []byte(strconv.Itoa(datadir.StoreLayoutVersion)+"\n"), 0o600); err != nil {
 		return res, fmt.Errorf("write %s: %w", d.dir.File(datadir.LayoutFile), err)
 	}

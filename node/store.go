@@ -61,20 +61,21 @@ func (n *Node) openStore(ctx context.Context) error {
 	}
 	st, err := n.openStoreRebuilding(func() (*remember.Store, error) {
 		return remember.Open(ctx, remember.Config{
-			Dir:          n.dir.Store(),
-			Host:         n.host,
-			Placement:    n.placement,
-			Layout:       mc.Layout,
-			MaxMoves:     mc.MaxMoves,
-			Timeout:      mc.Timeout,
-			Logger:       n.log, // the store adds component=store
-			Metrics:      n.cfg.Metrics,
-			MinFreeSpace: reserve,
-			RefillMarker: n.dir.File(datadir.RefillFile),
-			Returning:    n.self.Incarnation > 1,
-			Broken:       n.fail,
-			Admitted:     n.admittedMembers,
-			Refused:      func(from membership.NodeID) { n.refused(from, remember.Protocol) },
+			Dir:            n.dir.Store(),
+			Host:           n.host,
+			Placement:      n.placement,
+			Layout:         mc.Layout,
+			MaxMoves:       mc.MaxMoves,
+			Timeout:        mc.Timeout,
+			Logger:         n.log, // the store adds component=store
+			Metrics:        n.cfg.Metrics,
+			MinFreeSpace:   reserve,
+			RefillMarker:   n.dir.File(datadir.RefillFile),
+			MetaSeedMarker: n.dir.File(datadir.MetaSeedFile),
+			Returning:      n.self.Incarnation > 1,
+			Broken:         n.fail,
+			Admitted:       n.admittedMembers,
+			Refused:        func(from membership.NodeID) { n.refused(from, remember.Protocol) },
 		})
 	})
 	if err != nil {

@@ -43,6 +43,10 @@ func (n *Node) upgradeStoreLayout() error {
 			return fmt.Errorf("%w: %d keys of entity types %s in %s; stop every member and run `shardctl data upgrade --data-dir DIR` on each member's data directory, then start them: %s",
 				ErrOldStoreLayout, keys, strings.Join(types, ", "), n.dir.Store(), "the state moves under its shards")
 		}
+		// Its metadata is on every member, in no metadata group: it seeds the group.
+		if err := datadir.MarkMetaSeed(n.dir.Path(), "upgraded from a release before replica sets"); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(path, []byte(strconv.Itoa(datadir.StoreLayoutVersion)+"\n"), 0o600)
 }

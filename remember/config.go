@@ -108,6 +108,13 @@ type Config struct {
 	// and removes it once refilled. Empty: a refill does not survive a restart.
 	RefillMarker string
 
+	// MetaSeedMarker is a file whose presence says the metadata on this store's disk is in
+	// no metadata group yet: `shardctl data restore` and the upgrade from a release before
+	// the group write it; the store merges that metadata into the group (founding the
+	// group with it as the oldest voter, when there is none) and then removes the file.
+	// Empty: no seed.
+	MetaSeedMarker string
+
 	// Returning says the member ran before with this store (it is not new): once a peer
 	// answers, the store compares how many keys it opened with to what the peer holds, and
 	// refills when it holds far fewer (refill.go). A new member's empty store is not

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/shardmesh/shardmesh/remember/metaraft"
 )
 
 // Local is a stopped member's store directory opened offline, for `shardctl data inspect`,
@@ -133,6 +135,23 @@ func (l *Local) DeletePrefix(prefix string, progress func(done int)) (n int, err
 		return n, fmt.Errorf("remember: delete %q in %s: %w", prefix, l.dir, err)
 	}
 	return n, nil
+}
+
+// ForgetMetaGroup resets this store's replica of the metadata group (a new replica id,
+// nothing of the group's log kept): a store restored from a backup must not carry on as
+// the replica it was when the backup was taken, since the group went on after it (a voter
+// that forgot what it acknowledged breaks the group's promises). Its metadata records stay:
+// the daemon merges them into the group (MetaSeedMarker).
+func (l *Local) ForgetMetaGroup() (err error) {
+	defer recovered(l.dir, &err)
+	st, err := metaraft.OpenBadgerStorage(l.db, metaRaftPrefix)
+	if err != nil {
+		return fmt.Errorf("remember: open the metadata group's storage in %s: %w", l.dir, err)
+	}
+	if err := st.Reset(); err != nil {
+		return fmt.Errorf("remember: reset the metadata group's storage in %s: %w", l.dir, err)
+	}
+	return nil
 }
 
 // Rekey moves every entry under prefix that rekey maps to another key, as it is (record,

@@ -106,6 +106,13 @@ type MachineConfig struct {
 	// OnMetaGroup, when set, is told each configuration of the metadata group this member's
 	// replica applies (logs, tests).
 	OnMetaGroup func(metaraft.Configuration)
+	// MetaSeed: the metadata on this disk is in no group (a store restored from a backup,
+	// or written by a release before the metadata group): the machine merges it into the
+	// group, and may found the group with it as its oldest voter (metaseed.go).
+	MetaSeed bool
+	// OnMetaSeeded, when set, is told when the seed is in the group (the store removes its
+	// marker).
+	OnMetaSeeded func()
 	// Returning: the member ran before with this disk (it is not new): at its first
 	// anti-entropy round it compares how many keys it opened with to what the peer holds,
 	// and refills when it holds far fewer (machine_refill.go).

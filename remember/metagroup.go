@@ -39,6 +39,7 @@ type metaGroup struct {
 	restartAt    time.Time // when a stopped replica starts again (zero: not stopped, or not yet seen)
 	recording    bool      // the leader's record of the voters is being written (recordVoters)
 	recorded     uint64    // the configuration index whose voters it recorded
+	seed         *metaSeed // merging the metadata of its disk into the group (metaseed.go)
 }
 
 // metaJoinWait is how long the leader keeps voters the placement no longer names while a
@@ -57,6 +58,7 @@ type metaCall struct {
 	lastErr  error
 	retryAt  time.Time           // when it is made again (in retries)
 	paged    []*pb.ReplicaRecord // a forwarded scan's pages so far
+	seed     bool                // a seed's merge (metaseed.go): not held while seeding
 }
 
 // metaTry is how long a forwarded call waits for one voter before it asks the next.
@@ -85,9 +87,10 @@ func holdsGroup(st metaraft.Storage) (bool, error) {
 // voter (it starts empty and the leader adds it). A member founds the group — a group of
 // itself, which grows as the leader adds the other voters — only as the oldest voter on
 // an empty disk that never ran: the member that forms a new cluster (a member that joins
-// one is younger than its voters). A member that ran before never founds, so a cluster
-// restarting without its voters waits for them rather than start a second, empty
-// metadata.
+// one is younger than its voters), or as the oldest voter of a seed (metaseed.go: a store
+// restored from a backup, or from a release before the group, founds with its metadata). A
+// member that ran before never founds otherwise, so a cluster restarting without its
+// voters waits for them rather than start a second, empty metadata.
 func (m *Machine) startMeta() {
 	g := &m.mg
 	if g.member != nil || g.err != nil || m.cfg.MetaStorage == nil {
@@ -102,7 +105,8 @@ func (m *Machine) startMeta() {
 	if !held && !voter {
 		return
 	}
-	found := !held && !g.reset && !m.cfg.Returning && m.keys == 0 && voter && m.place.Meta()[0] == m.self
+	fresh := !m.cfg.Returning && m.keys == 0
+	found := !held && !g.reset && (fresh || m.cfg.MetaSeed) && voter && m.place.Meta()[0] == m.self
 	g.recs = newMetaRecords(m.mirrorMeta)
 	member, err := metaraft.New(m.metaRaftConfig(found), m.cfg.MetaStorage, g.recs, m.now)
 	if err != nil {
@@ -110,6 +114,9 @@ func (m *Machine) startMeta() {
 		return
 	}
 	g.member, g.calls = member, map[uint64]*metaCall{}
+	if found {
+		m.startSeed(true)
+	}
 	m.pumpMeta()
 }
 
@@ -166,6 +173,10 @@ func (g *metaGroup) leads() bool {
 // callLocal makes c on this member's replica.
 func (m *Machine) callLocal(c *metaCall) {
 	g := &m.mg
+	if g.seeding() && !c.seed {
+		g.seed.held = append(g.seed.held, c)
+		return
+	}
 	var id uint64
 	if c.propose != nil {
 		data := wire.Marshal(c.propose)
@@ -289,6 +300,7 @@ func (m *Machine) tickMetaGroup() {
 	for _, c := range due {
 		m.callMeta(c)
 	}
+	m.startSeed(false)
 	if g.member == nil {
 		return
 	}
@@ -706,16 +718,18 @@ type MetaStatus struct {
 	Applied uint64 // the log index its replica applied
 	Voters  []metaraft.Voter
 	Err     error // why it holds no replica though it should (a damaged storage)
+	Seeding bool  // the metadata of its disk is not in the group yet (metaseed.go)
 }
 
 // MetaStatus returns this member's view of the metadata group.
 func (m *Machine) MetaStatus() MetaStatus {
 	g := &m.mg
-	st := MetaStatus{Err: g.err}
+	seeding := m.cfg.MetaSeed && (g.seed == nil || !g.seed.done)
+	st := MetaStatus{Err: g.err, Seeding: seeding}
 	if g.member == nil {
 		return st
 	}
 	lead, term := g.member.Leader()
 	c := g.member.Configuration()
-	return MetaStatus{Replica: true, Voter: g.inGroup(), Leader: NodeID(lead), Term: term, Applied: c.Index, Voters: c.Voters, Err: g.err}
+	return MetaStatus{Replica: true, Voter: g.inGroup(), Leader: NodeID(lead), Term: term, Applied: c.Index, Voters: c.Voters, Err: g.err, Seeding: seeding}
 }

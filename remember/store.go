@@ -162,6 +162,11 @@ func (s *Store) machineConfig() MachineConfig {
 	mc := s.cfg.machine(s.self)
 	mc.Seed = binary.LittleEndian.Uint64(seed[:])
 	mc.Returning = s.cfg.Returning
+	if s.cfg.MetaSeedMarker != "" {
+		_, err := os.Stat(s.cfg.MetaSeedMarker)
+		mc.MetaSeed = err == nil
+	}
+	mc.OnMetaSeeded = s.metaSeeded
 	mc.OnRound = func(kind string, n int) {
 		if kind == "write" {
 			s.met.writeRound(n)
@@ -175,6 +180,18 @@ func (s *Store) machineConfig() MachineConfig {
 		s.log.Info("the metadata group's voters changed", "index", c.Index, "voters", c.Voters, "outgoing", c.Outgoing)
 	}
 	return mc
+}
+
+// metaSeeded removes the seed's marker (Config.MetaSeedMarker): the metadata of this disk
+// is in the metadata group (metaseed.go).
+func (s *Store) metaSeeded() {
+	s.log.Info("the metadata on this disk is in the metadata group", "dir", s.cfg.Dir)
+	if s.cfg.MetaSeedMarker == "" {
+		return
+	}
+	if err := os.Remove(s.cfg.MetaSeedMarker); err != nil && !os.IsNotExist(err) {
+		s.log.Error("cannot remove the metadata seed marker: the next start merges this disk's metadata again (harmless)", "err", err)
+	}
 }
 
 // openBadger opens the Badger database in dir with the store's options, turning Badger's
