@@ -276,10 +276,15 @@ func TestOldLayoutIsRefusedThenUpgraded(t *testing.T) {
 			t.Errorf("%s = %s after the upgrade, want %d", id, got, i+1)
 		}
 	}
+	// Its metadata (the coordinator's terms, the shards' replica sets) founded the group.
+	if _, err := os.Stat(filepath.Join(m1.dir, datadir.MetaSeedFile)); !os.IsNotExist(err) {
+		t.Errorf("%s is still there after the upgrade: %v", datadir.MetaSeedFile, err)
+	}
 }
 
 // toOldLayout rewrites the entity state keys of the stopped member's store in dir to the
-// layout before replica sets, as a release of then left them, and removes the layout file.
+// layout before replica sets, as a release of then left them: no metadata group, no layout
+// file.
 func toOldLayout(t *testing.T, dir string, want int) {
 	t.Helper()
 	l, err := remember.OpenLocal(datadir.StorePath(dir))
@@ -297,6 +302,9 @@ func toOldLayout(t *testing.T, dir string, want int) {
 		}
 		return datadir.Key(datadir.FamilyState, parts[0], parts[2]), true
 	}, nil)
+	if err == nil {
+		err = l.ForgetMetaGroup() // those releases had no metadata group
+	}
 	if cerr := l.Close(); err == nil {
 		err = cerr
 	}
