@@ -85,9 +85,11 @@ func holdsGroup(st metaraft.Storage) (bool, error) {
 // startMeta starts this member's replica of the group when it should hold one: its storage
 // holds a part of the group (it was a voter: it carries on), or the placement names it a
 // voter (it starts empty and the leader adds it). A member founds the group — a group of
-// itself, which grows as the leader adds the other voters — only as the oldest voter on
-// an empty disk that never ran: the member that forms a new cluster (a member that joins
-// one is younger than its voters), or as the oldest voter of a seed (metaseed.go: a store
+// itself, which grows as the leader adds the other voters — only as the first member moved
+// Up (up-number 1; not merely the oldest it sees: while a cluster forms, a Joining member
+// may see itself the oldest of one) on an empty disk that never ran: the member that forms
+// a new cluster (a member that joins one is younger than its voters), or as the first of a
+// seed (metaseed.go: a store
 // restored from a backup, or from a release before the group, founds with its metadata). A
 // member that ran before never founds otherwise, so a cluster restarting without its
 // voters waits for them rather than start a second, empty metadata.
@@ -102,11 +104,11 @@ func (m *Machine) startMeta() {
 		return
 	}
 	voter := m.place != nil && slices.Contains(m.place.Meta(), m.self)
-	if !held && !voter {
-		return
+	if !held && (!voter || m.place.Age(m.self) == 0) {
+		return // a voter not Up yet waits: whether it founds is known once it is
 	}
 	fresh := !m.cfg.Returning && m.keys == 0
-	found := !held && !g.reset && (fresh || m.cfg.MetaSeed) && voter && m.place.Meta()[0] == m.self
+	found := !held && !g.reset && (fresh || m.cfg.MetaSeed) && voter && m.place.Age(m.self) == 1
 	g.recs = newMetaRecords(m.mirrorMeta)
 	member, err := metaraft.New(m.metaRaftConfig(found), m.cfg.MetaStorage, g.recs, m.now)
 	if err != nil {

@@ -104,6 +104,17 @@ func (p *Placement) Members() []NodeID {
 	return out
 }
 
+// Age returns id's age: its up-number (1 for the first member moved Up in the cluster, the
+// one member that may found the metadata group of a new cluster); 0 while it is not Up, or
+// not a member. While a cluster forms, members see each other Joining and in different
+// orders; the up-numbers the membership leader gives are the same in every view.
+func (p *Placement) Age(id NodeID) uint64 {
+	if i, ok := p.byID[id]; ok {
+		return p.members[i].Age
+	}
+	return 0
+}
+
 // Has reports whether id is one of the members.
 func (p *Placement) Has(id NodeID) bool { _, ok := p.byID[id]; return ok }
 
@@ -119,7 +130,7 @@ func (p *Placement) Equal(o *Placement) bool {
 	}
 	for i := range p.members {
 		a, b := &p.members[i], &o.members[i]
-		if a.ID != b.ID || a.Zone != b.Zone || a.Away != b.Away || !slices.Equal(a.Roles, b.Roles) {
+		if a.ID != b.ID || a.Zone != b.Zone || a.Away != b.Away || a.Age != b.Age || a.Voter != b.Voter || !slices.Equal(a.Roles, b.Roles) {
 			return false
 		}
 	}
