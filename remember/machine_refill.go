@@ -2,6 +2,8 @@ package remember
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -45,6 +47,7 @@ type RefillState struct {
 
 // refill is the machine's refill state.
 type refill struct {
+	syncing  map[Unit]bool // units this replica syncs itself (refillSync)
 	active   bool
 	reason   string
 	since    time.Time
@@ -58,7 +61,7 @@ type refill struct {
 // or asked for): its answers to reads of units stop counting until each is synced.
 func (m *Machine) StartRefill(now time.Time, reason string) {
 	m.now = now
-	m.rf = refill{active: true, reason: reason, since: now, unitOK: map[string]bool{}, need: -1, scanAt: now}
+	m.rf = refill{active: true, reason: reason, since: now, unitOK: map[string]bool{}, need: -1, scanAt: now, syncing: map[Unit]bool{}}
 }
 
 // counts reports whether this replica's answers count in reads of u.
@@ -85,6 +88,19 @@ func (m *Machine) countsKeys(keys []string, msg interface {
 		}
 	}
 	return true
+}
+
+// refillSync has this refilling replica sync unit u itself, as its host would
+// (machine_unitsync.go): a unit nobody hosts (its shard idle since its host went) has no
+// host to do it, and the refill would wait for the shard's next message.
+func (m *Machine) refillSync(u Unit, set []NodeID) {
+	if m.rf.syncing[u] || m.us.syncing >= maxUnitSyncs {
+		return
+	}
+	m.rf.syncing[u] = true
+	m.us.syncing++
+	m.stats.UnitSyncs++
+	m.syncPage(&unitSyncRun{u: u, refill: true, set: slices.Clone(set), unread: map[NodeID]bool{}, unpushed: map[NodeID]bool{}})
 }
 
 // unitSynced notes that u's host synced it with this replica.
@@ -121,6 +137,9 @@ func (m *Machine) tickRefill() {
 			cfg, err := DecodeUnitConfig(r.Value)
 			if err == nil && cfg.Votes(m.self) && !rf.unitOK[r.Key] {
 				need++
+				if u, ok := unitOfConfigKey(m.layout, r.Key); ok && !cfg.moving() {
+					m.refillSync(u, cfg.Set)
+				}
 			}
 		}
 		rf.need = need
@@ -148,4 +167,22 @@ func configPrefix(l Layout) string {
 		n++
 	}
 	return a[:n]
+}
+
+// unitOfConfigKey returns the unit whose configuration is kept under key, as l names it
+// (the type and the shard, in the order and with the separator ConfigKey puts them).
+func unitOfConfigKey(l Layout, key string) (Unit, bool) {
+	p := configPrefix(l)
+	ab := l.ConfigKey(Unit{Type: "a", Shard: "b"})
+	if !strings.HasPrefix(ab, p+"a") || !strings.HasSuffix(ab, "b") || len(ab) < len(p)+2 {
+		return Unit{}, false
+	}
+	sep := ab[len(p)+1 : len(ab)-1]
+	rest, ok := strings.CutPrefix(key, p)
+	if !ok || sep == "" {
+		return Unit{}, false
+	}
+	typ, shard, ok := strings.Cut(rest, sep)
+	u := Unit{Type: typ, Shard: shard}
+	return u, ok && typ != "" && l.ConfigKey(u) == key
 }

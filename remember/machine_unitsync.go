@@ -269,7 +269,8 @@ func (m *Machine) startUnitSyncs() {
 // written back to each what it lacks.
 type unitSyncRun struct {
 	u        Unit
-	us       *unitState
+	us       *unitState // the host's state of u (nil for a refill's own sync)
+	refill   bool       // a refilling replica's sync of a unit that names it (machine_refill.go)
 	set      []NodeID
 	prefix   int
 	after    string
@@ -280,7 +281,7 @@ type unitSyncRun struct {
 // syncPage syncs the next page of s.
 func (m *Machine) syncPage(s *unitSyncRun) {
 	prefixes := m.layout.Prefixes(s.u)
-	if s.prefix >= len(prefixes) || m.units[s.u] != s.us || !s.us.hosted {
+	if s.prefix >= len(prefixes) || !s.refill && (m.units[s.u] != s.us || !s.us.hosted) {
 		m.endUnitSync(s)
 		return
 	}
@@ -290,6 +291,9 @@ func (m *Machine) syncPage(s *unitSyncRun) {
 	r.done = func(_ []entry, _ string, _ bool, err error) {
 		if err != nil {
 			m.us.syncing--
+			if s.refill {
+				delete(m.rf.syncing, s.u) // again at the refill's next scan
+			}
 			m.startUnitSyncs()
 			return
 		}
@@ -360,7 +364,10 @@ func (m *Machine) syncMerged(s *unitSyncRun, r *pageRound) {
 // unit, when enough others were read (as a refill needs, machine_refill.go).
 func (m *Machine) endUnitSync(s *unitSyncRun) {
 	m.us.syncing--
-	if m.units[s.u] == s.us {
+	if s.refill {
+		delete(m.rf.syncing, s.u)
+	}
+	if s.refill || m.units[s.u] == s.us {
 		n := len(s.set)
 		if n-len(s.unread) >= n-majority(n)+1 {
 			for _, p := range s.set {

@@ -244,3 +244,35 @@ func TestReadsDoWithoutARefillingReplica(t *testing.T) {
 		t.Errorf("names replicas that answered as silent: %v", a.Err)
 	}
 }
+
+// TestRefillOfAUnitNobodyHosts: a replica rebuilt while its unit's shard runs nowhere (its
+// host stopped hosting it, and no message came since) syncs the unit itself from the
+// other replicas: its refill ends without a host, holding every acknowledged write.
+// Without that the refill waited for the shard's next message (e2e
+// TestDamagedStoreIsRebuiltFromThePeers: the rebuilt member never became ready).
+func TestRefillOfAUnitNobodyHosts(t *testing.T) {
+	markers := t.TempDir()
+	returning := false
+	c := unitCluster(t, 3, func(cfg *Config) {
+		majorities(markers)(cfg)
+		cfg.Returning = returning
+	})
+	u := Unit{Type: "t", Shard: "1"}
+	c.stores[0].Host(u, 1)
+	keys := writeUnitKeys(t, c.stores[0], "u/1/a", 300)
+	c.stores[0].Unhost(u)
+	const rebuilt = 2
+	returning = true
+	c.closeStore(rebuilt)
+	if err := os.Rename(c.dirs[rebuilt], c.dirs[rebuilt]+".damaged"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.config(rebuilt).RefillMarker, []byte("rebuilt by the test"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := c.open(rebuilt)
+	waitUntil(t, "the replica refilled with no host", func() bool { return !s.Refill().Active })
+	if !holdsAll(t, s, keys) {
+		t.Fatal("refilled replica lacks acknowledged writes")
+	}
+}
