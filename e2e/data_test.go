@@ -169,13 +169,15 @@ func TestRemoveInternalData(t *testing.T) {
 	// addrs file stays behind, and nothing answers there any more.
 	m1.kill()
 
-	// Stopped: both directories hold both types.
+	// Stopped: m1's directory holds both types; m2 moved its replicas to m1 before it left
+	// (every shard's replica set is {m1} now), so its directory holds none of their records.
 	before := inspectData(t, dirs...)
-	for i, inv := range before {
-		for _, typ := range []string{"counter", "register"} {
-			if td := inv[typ]; td.RememberedEntities != n || td.EntityStates != n || td.RememberedShards == 0 {
-				t.Fatalf("%s before removal: %s: %+v", dirs[i], typ, td)
-			}
+	for _, typ := range []string{"counter", "register"} {
+		if td := before[0][typ]; td.RememberedEntities != n || td.EntityStates != n || td.RememberedShards == 0 {
+			t.Fatalf("%s before removal: %s: %+v", dirs[0], typ, td)
+		}
+		if td := before[1][typ]; td.RememberedEntities != 0 || td.EntityStates != 0 {
+			t.Fatalf("%s, left gracefully, still holds records: %s: %+v", dirs[1], typ, td)
 		}
 	}
 	dryOut, errOut, code := shardctl("remove-internal-data", "--data-dir", m1.dir, "--data-dir", m2.dir, "--include-state", "--dry-run", "--json", "counter")

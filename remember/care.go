@@ -9,9 +9,10 @@ import (
 // records when members come and go (units.go); a shard that is not allocated anywhere (its
 // type stopped, its host gone and the shard not yet started elsewhere) has none. If its
 // replicas then leave one by one, nothing would replace them, and the records would be lost
-// with the last of a majority. So when members depart, each replica of a shard whose home
-// departed with them reads the shard's configuration; the first of its set still present
-// repairs it: it stores the joint configuration with the configuration's own epoch, copies,
+// with the last of a majority. So when members depart, each replica of a shard reads the
+// shard's configuration; when the member that wrote it departed too, the first of its set
+// still present repairs it (when the writer is still a member, the writer does, once it
+// hosts the shard no more): it stores the joint configuration with the configuration's own epoch, copies,
 // and stores the repaired set, as a host does — but drops nothing, and keeps the other
 // survivors (Placement.Repair). A host that starts meanwhile reads the configuration
 // fenced by its higher epoch: the caretaker's next write is refused, and the host finishes
@@ -117,12 +118,21 @@ func (m *Machine) careFor(u Unit, a Answer) {
 		return
 	}
 	present := func(id NodeID) bool { return m.place.May(u, id) }
-	// Its home (a host, or the shard's next one) may still host the shard while it is a
+	// The member that wrote the configuration may still host the shard while it is a
 	// member, leaving or away included (a leaving member hosts its shards until they are
-	// handed off, which a partition can delay): it moves the set itself. A caretaker that
-	// took over meanwhile would switch the set under writes the host still makes with the
-	// old one (runtime seed 61 lost an acknowledged increment so).
-	if m.place.Has(cfg.Set[0]) || (cfg.moving() && m.place.Has(cfg.Next[0])) {
+	// handed off, which a partition can delay): it moves the set itself. A caretaker writes
+	// with the configuration's own epoch, which fences every other host (a host reads the
+	// configuration fenced by its newer epoch before it uses it) but not the writer: a
+	// caretaker that took over would switch the set under writes the writer still makes
+	// with the old one (runtime seed 61 lost an acknowledged increment so). The writer
+	// itself, when it hosts the shard no more (tickCare skips the units it hosts), is its
+	// caretaker: the home of a shard handed off and not allocated since, or a caretaker
+	// again. Before, the set's home (its first member, or the next set's) had to be gone,
+	// and a set whose home was a member hosting nothing (a move cut short by a handoff:
+	// {home L} joint with {other}) was moved by nobody: a departing L waited out its
+	// shutdown timeout (e2e TestAdmin/leave).
+	writer := NodeID(a.Record.Version.Writer)
+	if writer != m.self && m.place.Has(writer) {
 		return
 	}
 	first := slices.IndexFunc(cfg.Set, present)
@@ -130,7 +140,7 @@ func (m *Machine) careFor(u Unit, a Answer) {
 	// whose home is gone too: it is still there to copy from, and its vote must go before
 	// it does (Care).
 	departing := !present(m.self) && (slices.Contains(cfg.Set, m.self) || slices.Contains(cfg.Next, m.self))
-	if !departing && (first < 0 || cfg.Set[first] != m.self) {
+	if writer != m.self && !departing && (first < 0 || cfg.Set[first] != m.self) {
 		return // lost (no survivor), or another survivor cares for it
 	}
 	repaired := m.place.Keep(m.place.Repair(u, cfg.Set), cfg.Set)

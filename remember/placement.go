@@ -151,14 +151,23 @@ func (p *Placement) Target(u Unit, home NodeID) []NodeID {
 	return p.target(u, []NodeID{home})
 }
 
-// Keep returns target, or — when it is smaller than a majority of set, the set u has now —
-// target filled up to the replication factor with the members of set that are away but
-// still members (leaving, departing, down). A set never shrinks below a majority of itself
-// onto the few members left present: when most of its members leave at once (the cluster
-// scaled down below the replication factor, every member leaving), the away ones keep
-// their copies and votes until others can take them. 3 → 2 members moves {a b L} to {a b}.
+// Keep returns target, or — when it is smaller than half of the members of set (the set u
+// has now) that are still members — target filled up to the replication factor with the
+// members of set that are away but still members (leaving, departing, down). A set never
+// shrinks to fewer than half of itself onto the few members left present: when most of its
+// members leave at once (the cluster scaled down below the replication factor, every member
+// leaving), the away ones keep their copies and votes until others can take them. 3 → 2
+// members moves {a b L} to {a b}, and 2 → 1 {a L} to {a} (members leaving one by one: the
+// last one holds the records); {a L L'} stays while L and L' leave together. Members of
+// set already removed count for nothing: {a L R} with R removed moves to {a}.
 func (p *Placement) Keep(target, set []NodeID) []NodeID {
-	if len(target) >= majority(len(set)) {
+	members := 0
+	for _, id := range set {
+		if p.Has(id) {
+			members++
+		}
+	}
+	if 2*len(target) >= members {
 		return target
 	}
 	for _, id := range set {

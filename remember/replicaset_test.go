@@ -1,6 +1,7 @@
 package remember
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -328,4 +329,82 @@ func (c *cluster) setRoles(without map[int]bool) {
 		}
 	}
 	c.place = NewPlacement(ms, 0, 0, map[string]string{"t": "r"})
+}
+
+// setAway marks members away (departing: they may hold no shard's records), by index.
+func (c *cluster) setAway(away map[int]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ms := make([]PlacedMember, len(c.members))
+	for i, id := range c.members {
+		ms[i] = PlacedMember{ID: id, Age: uint64(i + 1), Away: away[i]}
+	}
+	c.place = NewPlacement(ms, 0, 0, nil)
+}
+
+// TestOneOfTwoLeaves: in a cluster of two, the member that departs is taken out of every
+// set — those it hosts, those its peer hosts, and those of shards no member hosts (their
+// home, the first of the set, cares for them as any survivor would) — so that it can
+// leave: the one member left holds every record (2 → 1, as 3 → 2). Before, Placement.Keep
+// kept the departing member in each set of two (one member left is less than a majority
+// of two), a caretaker did nothing while the set's home was a member, even when the home
+// hosted nothing, and the leave waited out the shutdown timeout (e2e TestAdmin/leave).
+func TestOneOfTwoLeaves(t *testing.T) {
+	c := unitCluster(t, 2, nil)
+	ctx := testContext(t)
+	both := []NodeID{c.id(0), c.id(1)}
+	// Shard 1 hosted by the member that stays, 2 by the one that departs; 3 and 4 were,
+	// and are hosted by no member now.
+	host := map[string]int{"1": 0, "2": 1, "3": 0, "4": 1}
+	for shard, i := range host {
+		u := Unit{Type: "t", Shard: shard}
+		c.stores[i].Host(u, 1)
+		for e := range 10 {
+			if err := c.stores[i].Write(ctx, Write{Key: fmt.Sprintf("u/%s/e%d", shard, e), Value: []byte(shard), Epoch: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cfg := c.unitConfig(ctx, 0, u); !equalSets(cfg.Set, both) {
+			t.Fatalf("%v before: %+v, want a set of both", u, cfg)
+		}
+	}
+	c.stores[0].Unhost(Unit{Type: "t", Shard: "3"})
+	c.stores[1].Unhost(Unit{Type: "t", Shard: "4"})
+	c.setAway(map[int]bool{1: true})
+	for shard := range host {
+		u := Unit{Type: "t", Shard: shard}
+		waitFor(t, fmt.Sprintf("%v's set to leave the departing member out", u), func() bool {
+			cfg := c.unitConfig(ctx, 0, u)
+			return !cfg.moving() && slices.Equal(cfg.Set, []NodeID{c.id(0)})
+		})
+		for _, key := range []string{"u/" + shard + "/e0", "u/" + shard + "/e9"} {
+			if h := c.holders(key); !slices.Contains(h, 0) {
+				t.Errorf("%s held by members %v, not by the member that stays", key, h)
+			}
+		}
+	}
+	// The stayer hosts the departing member's shards and reads every record.
+	for _, shard := range []string{"2", "4"} {
+		c.stores[0].Host(Unit{Type: "t", Shard: shard}, 2)
+		for e := range 10 {
+			if rec, found, err := c.stores[0].Get(ctx, fmt.Sprintf("u/%s/e%d", shard, e)); err != nil || !found || string(rec.Value) != shard {
+				t.Fatalf("u/%s/e%d on the member left: %+v %v %v", shard, e, rec, found, err)
+			}
+		}
+	}
+}
+
+// unitConfig reads u's replica configuration through member i's store (the zero one when
+// the read fails: the metadata group may be changing its voters).
+func (c *cluster) unitConfig(ctx context.Context, i int, u Unit) UnitConfig {
+	c.t.Helper()
+	rec, found, err := c.stores[i].Get(ctx, testLayout{}.ConfigKey(u))
+	if err != nil || !found {
+		return UnitConfig{}
+	}
+	cfg, err := DecodeUnitConfig(rec.Value)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cfg
 }

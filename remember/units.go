@@ -156,6 +156,11 @@ func (m *Machine) Unhost(now time.Time, u Unit) {
 	if us == nil || !us.hosted {
 		return
 	}
+	if us.move != nil && m.cfg.AntiEntropyInterval > 0 {
+		// A move cut short leaves its joint configuration: if no member hosts the shard
+		// next, this replica finishes it as the set's caretaker (care.go).
+		m.queueCare(u, m.now.Add(careRetry))
+	}
 	m.abandonMove(us)
 	us.hosted, us.cfg, us.retryAt = false, nil, time.Time{}
 	m.units.release(u)
@@ -249,6 +254,7 @@ func (m *Machine) resolved(u Unit, fence uint64, a Answer) {
 			return
 		}
 		m.configured(u, us, &cfg)
+		m.stampConfig(u, us, cfg, a.Record.Version)
 		return
 	}
 	// Never written: the set it should have. (A cluster from before replica sets held
@@ -283,6 +289,22 @@ func (m *Machine) resolved(u Unit, fence uint64, a Answer) {
 		}
 		m.configured(u, us, cfg)
 	})
+}
+
+// stampConfig has a host that found u's configuration written by another member, or with
+// an older epoch, write it again as it is, with its own epoch, unless a move of its own
+// (which writes it) is under way or queued: the configuration then names its host as its
+// writer, which caretakers leave it to (care.go), and holds the epoch of the key's fence,
+// which a caretaker writes with once the host is gone. Without it, a host that fenced the
+// configuration and was killed before it moved the set left a configuration whose epoch
+// was below the fence: every caretaker's write was refused, and a member the set named
+// could never leave (e2e TestAdmin/leave). It costs one metadata write per allocation;
+// nothing waits for it.
+func (m *Machine) stampConfig(u Unit, us *unitState, cfg UnitConfig, v Version) {
+	if !us.hosted || us.move != nil || us.queued || (v.Epoch >= us.epoch && NodeID(v.Writer) == m.self) {
+		return
+	}
+	m.writeConfig(u, cfg, us.epoch, func(error) {}) // refused: a newer host fenced it, and moves it
 }
 
 // target returns the set u should have with home first, this member alone without a
