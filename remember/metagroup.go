@@ -619,7 +619,9 @@ func (f *forwarded) answer(m *Machine, _ NodeID, env *pb.ReplicaEnvelope) {
 		m.nextPage(f.call, f.to)
 		return
 	default:
-		m.mg.ask = slices.Index(m.place.Meta(), f.to) // ask it first next time
+		if i := slices.Index(m.place.Meta(), f.to); i >= 0 {
+			m.mg.ask = i // ask it first next time (while it is a voter)
+		}
 		if len(f.call.paged) > 0 {
 			a.MetaAnswer.Records = append(f.call.paged, a.MetaAnswer.Records...)
 		}

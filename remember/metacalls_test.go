@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/shardmesh/shardmesh/remember/metaraft"
+	"github.com/shardmesh/shardmesh/wire"
+	"github.com/shardmesh/shardmesh/wire/pb"
 )
 
 // TestOwnCallsAnsweredAtOnce: the machine's own calls — a unit's configuration read before
@@ -57,4 +59,50 @@ func TestOwnCallsAnsweredAtOnce(t *testing.T) {
 	// A refill reads which units name this member: none, so it ends.
 	m.StartRefill(now, "test")
 	run("the refill ended", func() bool { return !m.Refill().Active })
+}
+
+// TestForwardedCallAnsweredByAFormerVoter: a member that is no voter forwards its metadata
+// calls; when the voter that answers one is no voter any more by then (the placement
+// changed meanwhile), the next call goes to a voter of the placement (reminder soak seed 72
+// panicked on an index of -1).
+func TestForwardedCallAnsweredByAFormerVoter(t *testing.T) {
+	m, err := NewMachine(MachineConfig{Self: "c", Layout: testLayout{}, Timeout: time.Second, AntiEntropyInterval: -1,
+		MetaStorage: metaraft.NewMemStorage()}, DiskState{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := func(voters ...NodeID) *Placement {
+		ms := []PlacedMember{{ID: "c", Age: 9}}
+		for i, v := range voters {
+			ms = append(ms, PlacedMember{ID: v, Age: uint64(i + 1)})
+		}
+		return NewPlacement(ms, 3, len(voters), nil)
+	}
+	forwarded := func() (NodeID, uint64) {
+		t.Helper()
+		for _, s := range m.Ready().Sends {
+			env, err := wire.DecodeReplica(s.Frame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := env.Msg.(*pb.ReplicaEnvelope_MetaCall); ok {
+				return s.To, env.RequestId
+			}
+		}
+		t.Fatal("no metadata call forwarded")
+		return "", 0
+	}
+	m.SetPlacement(t0, placed("a", "b"))
+	get := m.Get(t0, "meta-key", 0)
+	to, req := forwarded()
+	m.SetPlacement(t0, placed("d", "e")) // to is no voter any more
+	m.ReceiveEnvelope(t0, to, &pb.ReplicaEnvelope{RequestId: req, Msg: &pb.ReplicaEnvelope_MetaAnswer{
+		MetaAnswer: &pb.MetaAnswer{Records: []*pb.ReplicaRecord{{Key: []byte("meta-key")}}}}})
+	if a := answers(m)[get]; a.Err != nil {
+		t.Fatalf("the forwarded read: %v", a.Err)
+	}
+	m.Get(t0, "meta-key", 0)
+	if to, _ := forwarded(); to != "d" && to != "e" {
+		t.Fatalf("the next call went to %s, not a voter of the placement", to)
+	}
 }
