@@ -4,8 +4,11 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
+
+	raftpb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/shardmesh/shardmesh/remember/metaraft"
 	"github.com/shardmesh/shardmesh/wire"
@@ -122,6 +125,7 @@ type groupNode struct {
 	m    *Machine
 	disk *MemDisk
 	meta *metaraft.MemStorage
+	st   metaraft.Storage // the machine's storage of the group: meta, or a wrapper of it
 }
 
 // open starts member id's machine on its disks (new ones the first time) with placement p.
@@ -133,8 +137,12 @@ func (n *groupNet) open(id NodeID, p *Placement) *Machine {
 		g = &groupNode{disk: NewMemDisk(), meta: metaraft.NewMemStorage()}
 		n.nodes[id] = g
 	}
+	st := g.st
+	if st == nil {
+		st = g.meta
+	}
 	m, err := NewMachine(MachineConfig{Self: id, Layout: testLayout{}, Timeout: time.Second, AntiEntropyInterval: -1,
-		MetaStorage: g.meta, Returning: returning}, g.disk.State(testLayout{}), n.now)
+		MetaStorage: st, Returning: returning}, g.disk.State(testLayout{}), n.now)
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -144,9 +152,11 @@ func (n *groupNet) open(id NodeID, p *Placement) *Machine {
 }
 
 // run delivers frames and disk operations and ticks the machines of ticked until cond
-// holds (30 s of virtual time at most).
+// holds (30 s of virtual time at most). A machine that asks to be ticked again at once,
+// over and over, fails it: a driver would spin and a simulation's time stand still.
 func (n *groupNet) run(what string, cond func() bool, ticked ...NodeID) {
 	n.t.Helper()
+	same := 0
 	for end := n.now.Add(30 * time.Second); !cond(); {
 		busy := false
 		for _, id := range slices.Sorted(maps.Keys(n.nodes)) {
@@ -176,7 +186,11 @@ func (n *groupNet) run(what string, cond func() bool, ticked ...NodeID) {
 		if next.IsZero() || next.After(end) {
 			n.t.Fatalf("%s: not within 30 s", what)
 		}
-		n.now = next
+		if same++; next.After(n.now) {
+			n.now, same = next, 0
+		} else if same > 100 {
+			n.t.Fatalf("%s: the machines ask to be ticked again at once, for ever (at %v)", what, n.now.Sub(t0))
+		}
 		for _, id := range ticked {
 			n.nodes[id].m.Tick(n.now)
 		}
@@ -240,4 +254,45 @@ func TestRemovedReplicaNeverRejoins(t *testing.T) {
 	n.run("the group adds b's new replica", func() bool {
 		return bID() != removedID && group(aID, bID())() && b.MetaStatus().Voter && b.MetaStatus().Leader == "a"
 	}, "a", "b")
+}
+
+// fullStorage is a storage of the group whose disk may be full: Save fails while full.
+type fullStorage struct {
+	*metaraft.MemStorage
+	full bool
+}
+
+func (s *fullStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot) error {
+	if s.full {
+		return syscall.ENOSPC
+	}
+	return s.MemStorage.Save(hs, ents, snap)
+}
+
+// TestStoppedReplicaWaitsToRestart: a replica of the group that stopped (its disk was full)
+// starts again from its storage after metaRestartEvery, and meanwhile its machine asks to
+// be ticked at the replica's pace, not again at once (it asked for a tick at the same
+// instant for ever: a Store would spin until the restart, a simulation's time stand still).
+func TestStoppedReplicaWaitsToRestart(t *testing.T) {
+	alone := NewPlacement([]PlacedMember{{ID: "a", Age: 1}}, 3, 0, nil)
+	n := &groupNet{t: t, now: t0, nodes: map[NodeID]*groupNode{}}
+	a := n.open("a", alone)
+	leads := func() bool { return a.MetaStatus().Leader == "a" }
+	n.run("a founds the group", leads, "a")
+
+	// Started again on a disk that may fill up.
+	full := &fullStorage{MemStorage: n.nodes["a"].meta}
+	n.nodes["a"].st = full
+	a = n.open("a", alone)
+	n.run("a leads again", leads, "a")
+
+	full.full = true
+	a.Write(n.now, []Write{{Key: "meta-key", Value: []byte("v")}})
+	n.run("the replica stops on the full disk", func() bool { return a.mg.member.Err() != nil }, "a")
+	stopped := n.now
+	full.full = false
+	n.run("the replica starts again and leads", leads, "a")
+	if took := n.now.Sub(stopped); took < metaRestartEvery {
+		t.Fatalf("started again after %v, not %v", took, metaRestartEvery)
+	}
 }

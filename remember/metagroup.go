@@ -293,6 +293,10 @@ func (m *Machine) tickMetaGroup() {
 		return
 	}
 	if g.member.Err() != nil {
+		// A stopped replica does nothing, but its Tick moves its deadline on: without it the
+		// machine asks to be ticked again at once until the restart (a Store spins for
+		// metaRestartEvery; a simulation's time stands still).
+		g.member.Tick(m.now)
 		m.restartReplica()
 		return
 	}
