@@ -119,6 +119,7 @@ type groupNet struct {
 	t     *testing.T
 	now   time.Time
 	nodes map[NodeID]*groupNode
+	sent  func(from, to NodeID, env *pb.ReplicaEnvelope) // sees every frame sent (nil: none)
 }
 
 type groupNode struct {
@@ -166,6 +167,13 @@ func (n *groupNet) run(what string, cond func() bool, ticked ...NodeID) {
 				g.m.DiskDone(n.now, g.disk.Do(op))
 			}
 			for _, s := range rd.Sends {
+				if n.sent != nil {
+					env, err := wire.DecodeReplica(s.Frame)
+					if err != nil {
+						n.t.Fatal(err)
+					}
+					n.sent(id, s.To, env)
+				}
 				if to := n.nodes[s.To]; to != nil {
 					if err := to.m.Receive(n.now, id, s.Frame); err != nil {
 						n.t.Fatal(err)
@@ -197,18 +205,20 @@ func (n *groupNet) run(what string, cond func() bool, ticked ...NodeID) {
 	}
 }
 
+// placed returns the placement of ids, oldest first: every one a voter of the metadata.
+func placed(ids ...NodeID) *Placement {
+	var ms []PlacedMember
+	for i, id := range ids {
+		ms = append(ms, PlacedMember{ID: id, Age: uint64(i + 1)})
+	}
+	return NewPlacement(ms, 3, 0, nil)
+}
+
 // TestRemovedReplicaNeverRejoins: a member restarted on the replica the group removed (it
 // applied its removal and stopped before it dropped it) joins as a new replica; it never
 // announces the removed one, which the leader would add back (runtime soak seed 198: the
 // group went joint with a voter that no longer existed and never elected a leader again).
 func TestRemovedReplicaNeverRejoins(t *testing.T) {
-	placed := func(ids ...NodeID) *Placement {
-		var ms []PlacedMember
-		for i, id := range ids {
-			ms = append(ms, PlacedMember{ID: id, Age: uint64(i + 1)})
-		}
-		return NewPlacement(ms, 3, 0, nil)
-	}
 	n := &groupNet{t: t, now: t0, nodes: map[NodeID]*groupNode{}}
 	a := n.open("a", placed("a", "b"))
 	n.open("b", placed("a", "b"))
@@ -294,5 +304,43 @@ func TestStoppedReplicaWaitsToRestart(t *testing.T) {
 	n.run("the replica starts again and leads", leads, "a")
 	if took := n.now.Sub(stopped); took < metaRestartEvery {
 		t.Fatalf("started again after %v, not %v", took, metaRestartEvery)
+	}
+}
+
+// TestForwardedCallNotRelayed: a voter that knows no leader makes a call forwarded to it
+// itself, or answers it with an error; it never forwards it on to another voter. Runtime
+// soak seed 771: while the group elected, voters relayed each other's calls, each relay a
+// new call that relayed again: 14,000 calls in flight on a member after 2 s.
+func TestForwardedCallNotRelayed(t *testing.T) {
+	three := placed("a", "b", "c")
+	n := &groupNet{t: t, now: t0, nodes: map[NodeID]*groupNode{}}
+	a, b, c := n.open("a", three), n.open("b", three), n.open("c", three)
+	n.run("a leads a group of three", func() bool {
+		return a.MetaStatus().Leader == "a" && len(a.MetaStatus().Voters) == 3 && b.MetaStatus().Voter && c.MetaStatus().Voter
+	}, "a", "b", "c")
+
+	// b is cut off from the others: after an election timeout it knows no leader.
+	delete(n.nodes, "a")
+	delete(n.nodes, "c")
+	n.run("b knows no leader", func() bool { return b.MetaStatus().Leader == "" }, "b")
+
+	// A member that is no voter forwards a write to b.
+	var answer *pb.MetaAnswer
+	n.sent = func(from, to NodeID, env *pb.ReplicaEnvelope) {
+		switch msg := env.Msg.(type) {
+		case *pb.ReplicaEnvelope_MetaCall:
+			t.Fatalf("%s forwarded the call on to %s", from, to)
+		case *pb.ReplicaEnvelope_MetaAnswer:
+			if to == "x" && env.RequestId == 7 {
+				answer = msg.MetaAnswer
+			}
+		}
+	}
+	b.ReceiveEnvelope(n.now, "x", &pb.ReplicaEnvelope{RequestId: 7, Msg: &pb.ReplicaEnvelope_MetaCall{MetaCall: &pb.MetaCall{
+		Propose: &pb.MetaProposal{Writes: []*pb.ReplicaRecord{toPB(&entry{rec: Record{Key: "meta-key", Value: []byte("v"),
+			Version: Version{Epoch: 1, Counter: 1, Writer: "x"}}}, false)}}}}})
+	n.run("b answers the call", func() bool { return answer != nil }, "b")
+	if answer.Error == "" {
+		t.Fatalf("b, which knows no leader, answered the write without an error: %+v", answer)
 	}
 }

@@ -51,6 +51,7 @@ const metaJoinWait = 10 * time.Second
 type metaCall struct {
 	propose  *pb.MetaProposal
 	read     *pb.ReplicaRead
+	served   bool // a member forwarded it here (serveMetaCall): it is not forwarded on
 	deadline time.Time
 	done     func(*pb.MetaAnswer, error)
 	tried    []NodeID // the voters a forwarded call went to
@@ -144,8 +145,15 @@ func (m *Machine) callMeta(c *metaCall) {
 	switch {
 	case g.err != nil:
 		c.done(nil, g.err)
-	case g.inGroup() && g.leads():
+	case g.inGroup() && (g.leads() || c.served):
 		m.callLocal(c)
+	case c.served:
+		// A call a member forwarded here is made here or refused, never forwarded on: its
+		// forwarder asks the next voter itself. Voters that knew no leader relayed each
+		// other's calls, each relay a new call that relayed again while the group elected:
+		// runtime soak seed 771 held 14,000 calls in flight after 2 s, and its time stood
+		// nearly still.
+		c.done(nil, &MetaError{Cause: errNotVoter})
 	case m.place == nil:
 		c.done(nil, ErrNoPlacement)
 	case g.inGroup() && !slices.ContainsFunc(m.place.Meta(), func(p NodeID) bool { return p != m.self }):
@@ -657,7 +665,7 @@ func (m *Machine) serveMetaCall(from NodeID, req uint64, call *pb.MetaCall) {
 		answer(&pb.MetaAnswer{NotVoter: true})
 		return
 	}
-	m.callLocal(&metaCall{propose: call.Propose, read: call.Read, deadline: m.now.Add(m.metaTry() - m.metaTry()/8),
+	m.callLocal(&metaCall{propose: call.Propose, read: call.Read, served: true, deadline: m.now.Add(m.metaTry() - m.metaTry()/8),
 		done: func(a *pb.MetaAnswer, err error) {
 			if err != nil {
 				answer(&pb.MetaAnswer{Error: truncate(err.Error(), 4000)})
@@ -701,6 +709,9 @@ func (m *Machine) restartReplica() {
 	g.member, g.recs, g.calls = member, recs, map[uint64]*metaCall{}
 	m.pumpMeta()
 }
+
+// errNotVoter refuses a forwarded call on a member whose replica is no voter any more.
+var errNotVoter = errors.New("remember: this member holds no part of the metadata group")
 
 // errAnswerShape is a voter's answer that does not fit the call (a bug or a damaged frame).
 var errAnswerShape = errors.New("remember: a voter's answer does not match the call")
