@@ -226,3 +226,44 @@ func TestForwardedCallNotRelayed(t *testing.T) {
 		t.Fatalf("b, which knows no leader, answered the write without an error: %+v", answer)
 	}
 }
+
+// TestRemovedReplicaNotAddedFromItsAnnouncement: the leader adds a replica by the id it
+// announced; once the group removed it, that old announcement never brings it back
+// (runtime soak seed 741: a member that left and came back was added under the id of its
+// first replica, which it had reset; the group went joint with a voter that no longer
+// existed).
+func TestRemovedReplicaNotAddedFromItsAnnouncement(t *testing.T) {
+	n := &groupNet{t: t, now: t0, nodes: map[NodeID]*groupNode{}}
+	a := n.open("a", placed("a", "b"))
+	n.open("b", placed("a", "b"))
+	aID, _ := n.nodes["a"].meta.ID()
+	bID, _ := n.nodes["b"].meta.ID()
+	voters := func(ids ...uint64) func() bool {
+		return func() bool {
+			c := a.mg.member.Configuration()
+			var got []uint64
+			for _, v := range c.Voters {
+				got = append(got, v.ID)
+			}
+			return a.MetaStatus().Leader == "a" && !c.Joint() && slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(ids)))
+		}
+	}
+	n.run("b is added", voters(aID, bID), "a", "b")
+	a.SetPlacement(n.now, placed("a"))
+	n.run("b is removed", voters(aID), "a", "b")
+
+	// b is away (its next replica has not announced itself) when the placement names it a
+	// voter again: the group waits for its announcement, and stays as it is meanwhile.
+	delete(n.nodes, "b")
+	a.SetPlacement(n.now, placed("a", "b"))
+	until := n.now.Add(5 * time.Second)
+	n.run("5 s pass", func() bool {
+		if c := a.mg.member.Configuration(); c.Joint() || len(c.Voters) != 1 {
+			t.Fatalf("the group changed to %+v without b's announcement", c)
+		}
+		return !n.now.Before(until)
+	}, "a")
+	if !voters(aID)() {
+		t.Fatalf("a does not lead the group of itself: %+v", a.MetaStatus())
+	}
+}

@@ -309,6 +309,7 @@ func (m *Machine) tickMetaGroup() {
 		return
 	}
 	g.member.Tick(m.now)
+	g.forgetJoins()
 	m.driveVoters()
 	m.recordVoters()
 	m.announceReplica()
@@ -442,6 +443,19 @@ func (m *Machine) metaJoined(from NodeID, id uint64) {
 	}
 	m.mg.joins[from] = id
 	maps.DeleteFunc(m.mg.joins, func(p NodeID, _ uint64) bool { return !slices.Contains(m.place.Meta(), p) })
+}
+
+// forgetJoins drops the announcements of replicas the group counts: an announcement has
+// done its part once the replica is added, and kept it would bring the id back after the
+// group removed it (runtime soak seed 741: a member that left and came back was added
+// again under the id of its first replica, which the group had removed and the member
+// reset; the group went joint with a voter that no longer existed).
+func (g *metaGroup) forgetJoins() {
+	c := g.member.Configuration()
+	maps.DeleteFunc(g.joins, func(_ NodeID, id uint64) bool {
+		is := func(v metaraft.Voter) bool { return v.ID == id }
+		return slices.ContainsFunc(c.Voters, is) || slices.ContainsFunc(c.Outgoing, is)
+	})
 }
 
 // driveVoters has the group's leader change its voters to the placement's (the oldest Up
