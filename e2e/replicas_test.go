@@ -154,7 +154,8 @@ func TestStoreStatusAndPartialReads(t *testing.T) {
 		t.Fatal("m1 never found m2 and m3 unreachable")
 	}
 	out, errOut, code = shardctl("history", "--data-dir", m1.dir, "--timeout", "20s")
-	if code != 3 || !strings.Contains(errOut, "partial result") || !strings.Contains(errOut, m2.peerID()) || !strings.Contains(errOut, m3.peerID()) || !strings.Contains(out, "counter") {
+	if code != 3 || !strings.Contains(errOut, "partial result") || !strings.Contains(errOut, "possibly stale") || !strings.Contains(errOut, m2.peerID()) ||
+		!strings.Contains(errOut, m3.peerID()) || !strings.Contains(out, "counter") {
 		t.Errorf("history with two of three stopped: exit %d\n%s%s", code, out, errOut)
 	}
 	if out, errOut, code := shardctl("stats", "--data-dir", m1.dir, "--timeout", "20s"); code != 3 || !strings.Contains(errOut, "partial result") || !strings.Contains(out, "DID NOT ANSWER") {

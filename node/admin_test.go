@@ -87,3 +87,31 @@ func TestAdminQueries(t *testing.T) {
 		t.Errorf("ping after close: %v", err)
 	}
 }
+
+// TestReadDirectives: ReadDirectives reads the directives from the store when called, so a
+// member that just started answers with them (its own copy may not be read yet), and a
+// change stored before the call is in the answer.
+func TestReadDirectives(t *testing.T) {
+	n, err := Start(context.Background(), Config{DataDir: t.TempDir(), Membership: membership.DefaultConfig(), TickInterval: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(testLog{t}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := n.ReadDirectives(ctx)
+	if err != nil || len(d.Pins) != 0 {
+		t.Fatalf("directives of a new member: %+v %v", d, err)
+	}
+	if _, known, _ := n.Directives(ctx); !known {
+		t.Error("directives read, yet not known")
+	}
+	if err := n.ChangeDirective(ctx, DirectiveChange{Kind: directivePin, Type: "echo", Shard: "3", Node: n.ID()}); err != nil {
+		t.Fatal(err)
+	}
+	d, err = n.ReadDirectives(ctx)
+	if err != nil || d.Pins["echo"]["3"] != n.ID() {
+		t.Fatalf("directives after a pin: %+v %v", d, err)
+	}
+}

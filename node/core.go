@@ -281,6 +281,8 @@ func (c *Core) Step(now time.Time, in Input) {
 		in.Done(c.eng.Down(now, in.Node))
 	case ChangeDirective:
 		c.changeDirective(in.Signed, in.Done)
+	case ReadDirectives:
+		c.readDirectives(in.Done)
 	case StoreSpace:
 		c.eng.SetStoreFull(now, in.Full)
 	case ReminderOp:

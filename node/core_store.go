@@ -414,6 +414,16 @@ type directiveState struct {
 // wantDirectives asks for a read of the directives now.
 func (c *Core) wantDirectives() { c.directives.due = true }
 
+// readDirectives asks for a read of the directives that starts now and tells done the
+// directives as that read found them, or its error.
+func (c *Core) readDirectives(done func(engine.Directives, error)) {
+	c.directives.nextWaiters = append(c.directives.nextWaiters, func(err error) {
+		d, _ := c.eng.Directives() // the read just given to the engine (directivesRead)
+		done(d, err)
+	})
+	c.wantDirectives()
+}
+
 // refreshDirectivesIfDue starts a read of the directives when one is due.
 func (c *Core) refreshDirectivesIfDue(now time.Time) {
 	d := &c.directives

@@ -150,6 +150,29 @@ func (n *Node) StoreDirective(ctx context.Context, signed []byte) error {
 	}
 }
 
+// ReadDirectives reads the directives from the store now and returns them: unlike
+// Directives, never a copy older than a change stored before the call, nor none at all. It
+// fails when the store does not answer (the metadata group has no leader, or this member
+// reaches none of its voters).
+func (n *Node) ReadDirectives(ctx context.Context) (engine.Directives, error) {
+	type read struct {
+		d   engine.Directives
+		err error
+	}
+	res := make(chan read, 1)
+	if err := n.input(ctx, ReadDirectives{Done: func(d engine.Directives, err error) { res <- read{d, err} }}); err != nil {
+		return engine.Directives{}, err
+	}
+	select {
+	case r := <-res:
+		return r.d, r.err
+	case <-ctx.Done():
+		return engine.Directives{}, ctx.Err()
+	case <-n.done:
+		return engine.Directives{}, ErrStopped
+	}
+}
+
 // Directives returns the directives in force on this member, as last read from the store;
 // ok is false before they were read once.
 func (n *Node) Directives(ctx context.Context) (d engine.Directives, ok bool, err error) {

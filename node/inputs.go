@@ -100,6 +100,11 @@ type (
 		Signed []byte
 		Done   func(error)
 	}
+	// ReadDirectives reads the operator's directives from the store now (a read that
+	// starts after this input) and tells Done the directives as read, or why they were not.
+	ReadDirectives struct {
+		Done func(engine.Directives, error)
+	}
 	// StoreSpace says whether the member's store refuses writes for want of disk space: its
 	// regions then take no new shards (StoreSpace{Full: false} takes them again).
 	StoreSpace struct{ Full bool }
@@ -155,6 +160,7 @@ func (JoinVia) isInput()             {}
 func (Leave) isInput()               {}
 func (Down) isInput()                {}
 func (ChangeDirective) isInput()     {}
+func (ReadDirectives) isInput()      {}
 func (StoreSpace) isInput()          {}
 func (ReminderOp) isInput()          {}
 func (TimerOp) isInput()             {}

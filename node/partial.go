@@ -5,15 +5,19 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/remember"
 )
 
-// scanMetaOrPartial reads the live records of the cluster metadata under prefix from a
-// quorum of the metadata's replicas. When no quorum answers (or the failure detector finds
-// a majority of them unreachable, when it does not wait for the quorum's timeout first), an
-// administrator's read (history) still gets what the members that answer hold
-// (remember.Store.ScanAll): the records, with a *PartialError naming what and the members
-// missing. Any other failure is the error.
+// scanMetaOrPartial reads the live records of the cluster metadata under prefix through the
+// metadata group (a read index: what the group committed). When the group cannot answer
+// (no majority of its voters: the failure detector finds them unreachable, or the read
+// timed out), an administrator's read (history, audit) still gets the copies of the
+// metadata the members hold on their disks (remember.Store.ScanAll): this member's, when it
+// is a voter (what its replica applied), and those of the others that answer. They may be
+// stale (a copy lacks what the group committed after its member last applied), so the
+// records come with a *PartialError naming what and the voters that did not answer. Any
+// other failure is the error.
 func (n *Node) scanMetaOrPartial(ctx context.Context, prefix, what string) ([]remember.Record, error) {
 	if !n.metaUnreachable() {
 		recs, err := n.store.Scan(ctx, prefix)
@@ -24,6 +28,11 @@ func (n *Node) scanMetaOrPartial(ctx context.Context, prefix, what string) ([]re
 	recs, missing, err := n.store.ScanAll(ctx, prefix)
 	if err != nil {
 		return nil, err
+	}
+	if v := n.View(); v != nil && v.placement != nil {
+		// Only the voters hold the metadata: a member that is not one has nothing to add.
+		voters := v.placement.Meta()
+		missing = slices.DeleteFunc(missing, func(id membership.NodeID) bool { return !slices.Contains(voters, id) })
 	}
 	if len(missing) > 0 {
 		return recs, &PartialError{What: what, Missing: missing}

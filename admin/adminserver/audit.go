@@ -158,7 +158,7 @@ func (s *Server) auditRecords(ctx context.Context, req *adminpb.AuditRequest) *a
 	if partial != nil {
 		out.Missing = nodeIDs(partial.Missing)
 		resp.Code = adminpb.Code_PARTIAL
-		resp.Error = fmt.Sprintf("partial audit log: no quorum of the metadata's replicas answered; the records of %s are missing", strings.Join(out.Missing, ", "))
+		resp.Error = fmt.Sprintf("partial audit log: %s", metaCopies(out.Missing))
 	}
 	return resp
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardmesh/shardmesh/admin/adminpb"
 	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/engine"
 	"github.com/shardmesh/shardmesh/membership"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
@@ -51,6 +52,9 @@ type Backend interface {
 	ChangeDirective(ctx context.Context, signed []byte) error
 	// Directives returns the directives in force on this member.
 	Directives(ctx context.Context) (*adminpb.DirectivesResponse, error)
+	// ReadDirectives reads the directives from the store now (never a copy older than a
+	// change stored before the call); it fails when the store does not answer.
+	ReadDirectives(ctx context.Context) (*adminpb.DirectivesResponse, error)
 	// Plan is the dry run of a rebalance of type typ by its coordinator, which must run
 	// here (else a *node.NotCoordinatorError); the moves come without entity counts.
 	Plan(ctx context.Context, typ string, join int, leave string) (*adminpb.PlanResponse, error)
@@ -249,6 +253,18 @@ func (b *nodeBackend) Directives(ctx context.Context) (*adminpb.DirectivesRespon
 	if err != nil {
 		return nil, err
 	}
+	return b.directivesResponse(d, known), nil
+}
+
+func (b *nodeBackend) ReadDirectives(ctx context.Context) (*adminpb.DirectivesResponse, error) {
+	d, err := b.n.ReadDirectives(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.directivesResponse(d, true), nil
+}
+
+func (b *nodeBackend) directivesResponse(d engine.Directives, known bool) *adminpb.DirectivesResponse {
 	resp := &adminpb.DirectivesResponse{Node: b.Self(), Known: known, RebalancePaused: d.RebalancePaused}
 	for _, id := range slices.Sorted(maps.Keys(d.Draining)) {
 		resp.Draining = append(resp.Draining, string(id))
@@ -259,7 +275,7 @@ func (b *nodeBackend) Directives(ctx context.Context) (*adminpb.DirectivesRespon
 		}
 	}
 	resp.StoppedTypes = slices.Sorted(maps.Keys(d.Stopped))
-	return resp, nil
+	return resp
 }
 
 func (b *nodeBackend) Plan(ctx context.Context, typ string, join int, leave string) (*adminpb.PlanResponse, error) {

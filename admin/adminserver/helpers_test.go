@@ -55,6 +55,7 @@ type fakeBackend struct {
 	draining []string
 	paused   bool
 	pins     []*adminpb.Pin
+	readErr  error // ReadDirectives' error (the store does not answer)
 
 	mu         sync.Mutex
 	audit      [][]byte
@@ -244,6 +245,13 @@ func (b *fakeBackend) Directives(context.Context) (*adminpb.DirectivesResponse, 
 	defer b.mu.Unlock()
 	return &adminpb.DirectivesResponse{Node: b.self, Known: true, StoppedTypes: slices.Clone(b.stopped), Draining: slices.Clone(b.draining),
 		RebalancePaused: b.paused, Pins: slices.Clone(b.pins)}, nil
+}
+
+func (b *fakeBackend) ReadDirectives(ctx context.Context) (*adminpb.DirectivesResponse, error) {
+	if b.readErr != nil {
+		return nil, b.readErr
+	}
+	return b.Directives(ctx)
 }
 
 func (b *fakeBackend) Plan(context.Context, string, int, string) (*adminpb.PlanResponse, error) {

@@ -46,6 +46,14 @@ func (s *Server) reminders(ctx context.Context, req *adminpb.RemindersRequest) *
 	return out
 }
 
+// metaCopies says where a partial read of the cluster metadata (history, audit) comes from:
+// the copies the members that answered hold, not the metadata group.
+func metaCopies(missing []string) string {
+	return fmt.Sprintf("the cluster metadata did not answer (no majority of its members; %s did not answer): "+
+		"shown are the copies the members that answered hold, this one's included, possibly stale "+
+		"(changes made since they last applied are missing)", strings.Join(missing, ", "))
+}
+
 // defaultHistoryLimit caps a history answer when the request sets no limit.
 const defaultHistoryLimit = 1000
 
@@ -71,7 +79,7 @@ func (s *Server) history(ctx context.Context, req *adminpb.HistoryRequest) *admi
 	resp := &adminpb.Response{Result: &adminpb.Response_History{History: h}}
 	if len(h.Missing) > 0 {
 		resp.Code = adminpb.Code_PARTIAL
-		resp.Error = fmt.Sprintf("partial placement history: no quorum of the metadata's replicas answered; the records of %s are missing", strings.Join(h.Missing, ", "))
+		resp.Error = fmt.Sprintf("partial placement history: %s", metaCopies(h.Missing))
 	}
 	return resp
 }

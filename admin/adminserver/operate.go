@@ -26,7 +26,14 @@ func (s *Server) directive(ctx context.Context, req *adminpb.DirectiveRequest, s
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	if req.Kind == "pin" && req.Undo {
-		if d, err := s.backend.Directives(ctx); err == nil && d.Known && !pinned(d, req.EntityType, req.Shard) {
+		// Read now, not this member's last copy: that may not be read yet (a member that
+		// just started) or predate a pin stored a moment ago by another member.
+		d, err := s.backend.ReadDirectives(ctx)
+		if err != nil {
+			return refuse(adminpb.Code_FAILED, "nothing changed: whether shard %s of %s is pinned is unknown, as the directives could not be read (%v); "+
+				"try again once the cluster metadata answers (shardctl store status names the members that hold it)", req.Shard, req.EntityType, err)
+		}
+		if !pinned(d, req.EntityType, req.Shard) {
 			return refuse(adminpb.Code_REFUSED, "refused: shard %s of %s is not pinned: nothing to unpin (shardctl rebalance status lists the pins)", req.Shard, req.EntityType)
 		}
 	}

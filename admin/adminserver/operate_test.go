@@ -1,6 +1,7 @@
 package adminserver
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -56,5 +57,23 @@ func TestOperationsNeedAnAdminAndValidInput(t *testing.T) {
 	}
 	if b.removals != 0 {
 		t.Errorf("refused data removals removed something (%d calls)", b.removals)
+	}
+}
+
+// An unpin while the directives cannot be read is refused and stores nothing: it would
+// otherwise succeed whether or not the shard is pinned.
+func TestUnpinRefusedWhileDirectivesUnread(t *testing.T) {
+	self, adminID := newID(t), newID(t)
+	b := newFakeBackend(self.String())
+	b.readErr = errors.New("remember: the metadata group did not answer: no quorum")
+	s := newTestServer(t, b, Config{Admins: []peer.ID{adminID}})
+	out := s.call(t, adminID, directiveCall(&adminpb.DirectiveRequest{Kind: "pin", EntityType: "counter", Shard: "7", Undo: true}))
+	last := out[len(out)-1]
+	if last.Code != adminpb.Code_FAILED || !strings.Contains(last.Error, "nothing changed") || !strings.Contains(last.Error, "did not answer") ||
+		!strings.Contains(last.Error, "try again") {
+		t.Errorf("unpin with unreadable directives: %v %q", last.Code, last.Error)
+	}
+	if b.directives != 0 {
+		t.Errorf("%d directives stored, want none", b.directives)
 	}
 }

@@ -145,14 +145,16 @@ func TestStoreStatusAddsUpAndNamesMembersThatDidNotAnswer(t *testing.T) {
 }
 
 // TestHistoryPartial: a history read that reached only some replicas is answered with the
-// records it has, PARTIAL, naming the missing replicas.
+// records it has (the copies of the members that answered), PARTIAL, naming the missing
+// replicas and saying the copies may be stale.
 func TestHistoryPartial(t *testing.T) {
 	self := newID(t)
 	b := newFakeBackend(self.String())
 	b.history = &adminpb.HistoryResponse{Records: []*adminpb.PlacementRecord{{EntityType: "counter", Shard: "1"}}, Missing: []string{"12D3KooWgone"}}
 	s := newTestServer(t, b, Config{QueryTimeout: 50 * time.Millisecond, ReadOnlyOpen: true})
 	resp := s.one(t, newID(t), &adminpb.Request{Call: &adminpb.Request_History{History: &adminpb.HistoryRequest{}}})
-	if resp.Code != adminpb.Code_PARTIAL || len(resp.GetHistory().GetRecords()) != 1 || !strings.Contains(resp.Error, "12D3KooWgone") {
+	if resp.Code != adminpb.Code_PARTIAL || len(resp.GetHistory().GetRecords()) != 1 || !strings.Contains(resp.Error, "12D3KooWgone") ||
+		!strings.Contains(resp.Error, "possibly stale") {
 		t.Fatalf("%v", resp)
 	}
 }

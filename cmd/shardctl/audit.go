@@ -34,8 +34,9 @@ request again against its own admin set: VERIFIED no marks a call that member wo
 have followed (a member with another admin set took it; the members that follow only
 their admins ignored it, and logged so). Oldest first; --limit keeps the newest. Records
 are kept 90 days, at most 10,000. The log is cluster metadata, read from a majority of the
-members that hold it; when no majority answers, the records of those that do are printed,
-a line names the members missing, and the exit code is 3 (a partial result).
+members that hold it; when no majority answers, the copies of those that do (the member
+asked included) are printed, possibly stale, a line names the members missing, and the
+exit code is 3 (a partial result).
 Example:
    shardctl audit --data-dir /tmp/a --since 24h
    shardctl audit --data-dir /tmp/a --json`,

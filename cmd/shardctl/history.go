@@ -37,8 +37,8 @@ rebalance, graceful-shutdown, drain, operator-move, type-stopped, member-downed,
 member-left, member-removed, member-restarted, conflict — the handoff's duration and the
 entities it stopped. Oldest first; --limit keeps the newest. The history is cluster
 metadata, read from a majority of the members that hold it; when no majority answers, the
-records of those that do are printed, a line names the members missing, and the exit code
-is 3 (a partial result).
+copies of those that do (the member asked included) are printed, possibly stale, a line
+names the members missing, and the exit code is 3 (a partial result).
 Example:
    shardctl history --data-dir /tmp/a --type counter --shard 17
    shardctl history --data-dir /tmp/a --since 1h --json`,
@@ -106,13 +106,16 @@ func printHistory(w io.Writer, recs []historyJSON, truncated bool) {
 	t.Flush()
 }
 
-// partialMetaRead is exit code 3, naming the replicas missing, when a read of the metadata
-// (history, audit) reached no majority of the metadata's replicas.
+// partialMetaRead is exit code 3, naming the members missing, when a read of the metadata
+// (history, audit) reached no majority of the members that hold it: what was printed are
+// the copies of those that answered, possibly stale.
 func partialMetaRead(missing []string) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return cli.Exit(fmt.Sprintf("partial result: no majority of the metadata's replicas answered; records only %s hold are missing", strings.Join(missing, ", ")), exitPartial)
+	return cli.Exit(fmt.Sprintf("partial result: the cluster metadata did not answer (no majority of its members; %s did not answer): "+
+		"printed are the copies of the members that answered, possibly stale (changes made since they last applied are missing)",
+		strings.Join(missing, ", ")), exitPartial)
 }
 
 // sinceAndLimit checks the --since and --limit flags of a listing of records (history, audit)

@@ -289,7 +289,9 @@ Example:
 				Usage:     "let the allocation strategy place a shard again",
 				ArgsUsage: "TYPE SHARD",
 				Description: `Removes the pin of shard SHARD of entity type TYPE; it stays where it is until the
-strategy's next rebalance moves it.
+strategy's next rebalance moves it. A shard that is not pinned is refused (exit 4); while
+the cluster metadata does not answer, whether it is pinned is unknown and nothing changes
+(exit 1: try again once 'shardctl store status' shows the metadata's members reachable).
 Example:
    shardctl shard unpin --data-dir /tmp/a --identity admin.key counter 17`,
 				Action: directiveAction("TYPE SHARD", 2, func(_ *cli.Context, s *session, args []string) (*adminpb.DirectivesResponse, error) {
