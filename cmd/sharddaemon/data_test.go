@@ -229,8 +229,11 @@ func TestDryRunIsTheRunsRemovalSet(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("after removing count: %+v, want %+v", got, want)
 	}
-	if len(inv.DataDirs[0].Other) != 1 || inv.DataDirs[0].Other[0].Keys != 1 {
-		t.Errorf("other data: %+v", inv.DataDirs[0].Other)
+	// Data not kept per type stays: the coordinator's notes, and the metadata group's record
+	// of its voters (rc␀␀, the metadata unit's configuration), which no type's removal touches.
+	other := inv.DataDirs[0].Other
+	if len(other) != 2 || other[0].Prefix != `"coordinator-notes"` || other[1].Prefix != `"rc"` || other[0].Keys != 1 || other[1].Keys != 1 {
+		t.Errorf("other data: %+v, want 1 key of coordinator-notes and 1 of rc (rc␀␀)", other)
 	}
 }
 
