@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardmesh/shardmesh/coordinator"
+	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/node"
 	"github.com/shardmesh/shardmesh/shard"
 )
@@ -183,4 +184,33 @@ func (s *Sim) reminderSums(k entityKey) (saved, begun int) {
 		}
 	}
 	return saved, begun
+}
+
+// checkRemindersRemoved: once the faults stopped, every reminder fires and its record is
+// removed within d (the reminders are due within seconds of their registration), as the
+// stores read together see it: no record of a reminder that fired may stay, nor come back.
+func (s *Sim) checkRemindersRemoved(d time.Duration) error {
+	prefix := datadir.Prefix(datadir.FamilyReminder)
+	if s.RunUntil(func() bool { return len(s.storedRecords(prefix, false)) == 0 }, d) {
+		return nil
+	}
+	var why []string
+	for _, rec := range s.storedRecords(prefix, false) {
+		var on []string
+		for _, n := range s.nodes[1:] {
+			if !n.Alive {
+				continue
+			}
+			for _, r := range n.store.disk.Records() {
+				if r.Key == rec.Key {
+					on = append(on, fmt.Sprintf("%s(%s del=%v)", n.ID, r.Version, r.Deleted))
+				}
+			}
+		}
+		why = append(why, fmt.Sprintf("%q on %v", rec.Key, on))
+		if len(why) == 5 {
+			break
+		}
+	}
+	return fmt.Errorf("%d reminder records still stored %v after the faults stopped: %v (pending %v, fired by %v)", len(s.storedRecords(prefix, false)), d, why, s.RemindersPending(), s.rem.firedBy)
 }

@@ -171,6 +171,12 @@ func runtimeSchedule(t *testing.T, seed uint64, reminders bool) (*Sim, error) {
 			s.Resume(n.Index)
 		}
 	}
+	if reminders {
+		supervise(s, r, running(), true)
+		if err := s.checkRemindersRemoved(90 * time.Second); err != nil {
+			return s, err
+		}
+	}
 	s.restartAll(r)
 	settle := 60 * time.Second
 	if !s.RunUntil(s.Converged, settle) {
