@@ -111,9 +111,17 @@ func (m *Machine) considerMove(u Unit) {
 	m.startMoves()
 }
 
-// droppable returns the former replicas of cfg still to drop their copies.
+// droppable returns the former replicas of cfg that owe a drop of their copies and can be
+// asked now: those no longer members stay in cfg.Gone (see dropGone) until they come back.
 func (m *Machine) droppable(cfg *UnitConfig) []NodeID {
-	return slices.DeleteFunc(slices.Clone(cfg.Gone), func(p NodeID) bool { return slices.Contains(cfg.Set, p) || slices.Contains(cfg.Next, p) })
+	return slices.DeleteFunc(slices.Clone(cfg.Gone), func(p NodeID) bool {
+		return slices.Contains(cfg.Set, p) || slices.Contains(cfg.Next, p) || p != m.self && m.place != nil && !m.place.Has(p)
+	})
+}
+
+// owesDrop reports whether one of target still owes a drop of its copies of cfg's unit.
+func (m *Machine) owesDrop(cfg *UnitConfig, target []NodeID) bool {
+	return slices.ContainsFunc(m.droppable(cfg), func(p NodeID) bool { return slices.Contains(target, p) })
 }
 
 // startMoves starts queued moves while slots are free.
@@ -165,6 +173,12 @@ func (m *Machine) startMove(u Unit, us *unitState) {
 		})
 	}
 	switch {
+	case m.owesDrop(&cfg, target):
+		// A former replica that comes back (a member downed, or restarted, keeps its id and
+		// its disk) still holds its copies, and live records among them may be ones whose
+		// tombstones the set collected since: copied to, it would merge them back by
+		// anti-entropy. It drops them before it joins the set again.
+		m.drain(mv, moveDropDraining)
 	case cfg.moving() && (len(target) == 0 || equalSets(cfg.Next, target)):
 		m.drain(mv, moveDraining) // finish it
 	case len(target) > 0 && !equalSets(cfg.Set, target):
@@ -305,16 +319,24 @@ func (m *Machine) switchSet(mv *unitMove) {
 	})
 }
 
-// dropGone has the former replicas drop their copies, and stores which did.
+// dropGone has the former replicas drop their copies, and stores which did. A former
+// replica that is no longer a member is not counted as dropped: a member downed or
+// restarted comes back with its id and its disk, copies included. It stays in Gone, owing
+// the drop, until it is back and acknowledges it. (The other way — a returning member drops
+// by itself the copies of units whose sets do not name it — would race with a move that
+// names it again: its drop, decided on the configuration it read, would remove the new
+// copies; and a crash between its read and its drop leaves nothing that says it owes one.
+// Gone is in the metadata group, written only after the drop was acknowledged.)
 func (m *Machine) dropGone(mv *unitMove) {
 	cfg := mv.us.cfg
 	gone := m.droppable(cfg)
 	if len(gone) == 0 {
-		m.finishMove(mv)
+		m.droppedAll(mv)
 		return
 	}
 	left := len(gone)
-	var kept []NodeID
+	absent := minus(minus(cfg.Gone, gone), append(slices.Clone(cfg.Set), cfg.Next...))
+	kept := slices.Clone(absent)
 	for _, p := range gone {
 		p := p
 		done := func(err error) {
@@ -327,12 +349,13 @@ func (m *Machine) dropGone(mv *unitMove) {
 			if left--; left > 0 {
 				return
 			}
-			if len(kept) == len(gone) {
-				m.moveFailed(mv, fmt.Errorf("drop the copies of %s on %s: no answer", mv.u, peerList(kept)))
+			failed := minus(kept, absent)
+			if len(failed) == len(gone) {
+				m.moveFailed(mv, fmt.Errorf("drop the copies of %s on %s: no answer", mv.u, peerList(failed)))
 				return
 			}
 			slices.Sort(kept)
-			next := UnitConfig{Set: cfg.Set, Gone: kept}
+			next := UnitConfig{Set: cfg.Set, Next: cfg.Next, Gone: kept}
 			m.writeConfig(mv.u, next, mv.mark.epoch, func(err error) {
 				if !m.current(mv) {
 					return
@@ -342,16 +365,14 @@ func (m *Machine) dropGone(mv *unitMove) {
 					return
 				}
 				mv.us.cfg = &next
-				if len(kept) > 0 {
-					m.moveFailed(mv, fmt.Errorf("drop the copies of %s on %s: no answer", mv.u, peerList(kept)))
+				if len(failed) > 0 {
+					m.moveFailed(mv, fmt.Errorf("drop the copies of %s on %s: no answer", mv.u, peerList(failed)))
 					return
 				}
-				m.finishMove(mv)
+				m.droppedAll(mv)
 			})
 		}
 		switch {
-		case m.place != nil && !m.place.Has(p) && p != m.self:
-			done(nil) // no longer a member: its copies left with it
 		case p == m.self:
 			m.dropLocal(mv.u, mv.mark, func(bool, error) { done(nil) })
 		default:
@@ -360,6 +381,17 @@ func (m *Machine) dropGone(mv *unitMove) {
 				Unit: unitPB(mv.u), MoveEpoch: mv.mark.epoch, MoveSeq: mv.mark.seq}}})
 		}
 	}
+}
+
+// droppedAll ends a move whose former replicas dropped their copies. A caretaker that
+// dropped before its repair (startMove) looks at the unit again to repair it.
+func (m *Machine) droppedAll(mv *unitMove) {
+	if mv.us.caretaker {
+		m.endCare(mv, nil)
+		m.queueCare(mv.u, m.now)
+		return
+	}
+	m.finishMove(mv)
 }
 
 // finishMove ends a move; the unit may move again at once if the members changed meanwhile.

@@ -408,3 +408,70 @@ func (c *cluster) unitConfig(ctx context.Context, i int, u Unit) UnitConfig {
 	}
 	return cfg
 }
+
+// TestReturningReplicaDropsFirst: a replica taken out of a set while it was no member (its
+// store stopped, the member downed) still holds its copies when it comes back with the
+// same id and disk — live records among them whose deletes the set has collected since.
+// It owes a drop (it stays in the configuration's Gone) and drops them before it joins
+// the set again: nothing deleted comes back. Before, the host counted a former replica
+// that was no member as dropped ("its copies left with it"); back in the set, its stale
+// live records were merged back by anti-entropy.
+func TestReturningReplicaDropsFirst(t *testing.T) {
+	c := unitCluster(t, 6, nil) // the metadata on the oldest five: member 5 is no voter
+	ctx := testContext(t)
+	const victim = 5
+	var u Unit
+	for i := range 1000 {
+		u = Unit{Type: "t", Shard: fmt.Sprint(i)}
+		if slices.Contains(c.placement().Target(u, c.id(0)), c.id(victim)) {
+			break
+		}
+	}
+	c.stores[0].Host(u, 1)
+	key := func(i int) string { return fmt.Sprintf("u/%s/e%d", u.Shard, i) }
+	for i := range 10 {
+		if err := c.stores[0].Write(ctx, Write{Key: key(i), Value: []byte("v"), Epoch: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the victim to hold the records", func() bool { return slices.Contains(c.holders(key(9)), victim) })
+
+	c.closeStore(victim) // it stops, and is downed
+	c.stores[victim] = nil
+	c.setMembers(0, 1, 2, 3, 4)
+	for _, s := range c.stores[:victim] {
+		s.MembersChanged()
+	}
+	waitFor(t, "the set to move off the victim", func() bool {
+		us := c.stores[0].Units()
+		return len(us) == 1 && !us[0].Moving && us[0].Phase == "" && len(us[0].Config.Set) == 3 && !slices.Contains(us[0].Config.Set, c.id(victim))
+	})
+	if cfg := c.unitConfig(ctx, 0, u); !slices.Contains(cfg.Gone, c.id(victim)) {
+		t.Errorf("configuration %+v: the victim, no member, does not owe a drop", cfg)
+	}
+	for i := range 5 {
+		if err := c.stores[0].Write(ctx, Write{Key: key(i), Delete: true, Epoch: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the tombstones to be collected", func() bool { return len(c.holders(key(0))) == 0 && len(c.holders(key(4))) == 0 })
+
+	c.open(victim) // back with the same id and disk: it still holds e0…e9
+	c.setMembers(0, 1, 2, 3, 4, 5)
+	for _, s := range c.stores {
+		s.MembersChanged()
+	}
+	waitFor(t, "the set to take the victim back", func() bool {
+		us := c.stores[0].Units()
+		return len(us) == 1 && !us[0].Moving && us[0].Phase == "" && slices.Contains(us[0].Config.Set, c.id(victim)) && len(us[0].Config.Gone) == 0
+	})
+	for i := range 10 {
+		if e := c.local(victim, key(i)); i < 5 && !e.absent() && !e.rec.Deleted {
+			t.Errorf("%s, deleted and collected, is live again on the returning replica", key(i))
+		}
+		rec, found, err := c.stores[0].Get(ctx, key(i))
+		if err != nil || found != (i >= 5) || (found && string(rec.Value) != "v") {
+			t.Errorf("%s after the victim's return: %+v found %v, %v", key(i), rec, found, err)
+		}
+	}
+}
