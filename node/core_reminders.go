@@ -60,15 +60,24 @@ type reminderShard struct {
 	retryAt  time.Time // remLoading: the next scan
 	failures int
 	items    map[reminderID]*reminderItem
-	waiting  []ReminderOp // until ready
-	wake     time.Time    // remReady: nothing is due before (zero: look now)
-	due      int          // reminders whose time has come, not yet handled and stored
+	changes  map[reminderID]*reminderChanges // registers and cancels in flight
+	waiting  []ReminderOp                    // until ready
+	wake     time.Time                       // remReady: nothing is due before (zero: look now)
+	due      int                             // reminders whose time has come, not yet handled and stored
 }
 
 // reminderID names a reminder within its shard.
 type reminderID struct {
 	entity shard.EntityID
 	name   string
+}
+
+// reminderChanges are the registers and cancels of one reminder in flight: how many, and
+// the last one whose outcome the home took (their outcomes may come out of order: a failure
+// comes at its timeout).
+type reminderChanges struct {
+	inFlight int
+	taken    uint64
 }
 
 // reminderItem is one reminder of a shard hosted here.
@@ -300,35 +309,81 @@ func (c *Core) reminderOp(now time.Time, op ReminderOp) {
 		}
 		opc := op
 		opc.Reminder = r
-		c.request(StoreRequest{Writes: ws}, storeWait{kind: waitReminderChange, typ: r.Type, shard: r.Shard, up: r.Epoch, reminder: &opc})
+		c.rem.seq++
+		id := reminderID{r.Entity, r.Name}
+		if rs.changes == nil {
+			rs.changes = map[reminderID]*reminderChanges{}
+		}
+		if rs.changes[id] == nil {
+			rs.changes[id] = &reminderChanges{}
+		}
+		rs.changes[id].inFlight++
+		c.request(StoreRequest{Writes: ws}, storeWait{kind: waitReminderChange, typ: r.Type, shard: r.Shard, up: r.Epoch, reminder: &opc, seq: c.rem.seq})
 	default:
 		panic(fmt.Sprintf("node: unknown reminder operation %d", op.Kind))
 	}
 }
 
-// reminderChanged takes the outcome of a register or a cancel.
+// reminderChanged takes the outcome of a register or a cancel. A register that failed may
+// have been stored all the same (a write the replicas took but did not acknowledge in time):
+// the home holds it as registered, so that the record, if stored, fires and is removed
+// (or rescheduled) by the update of its firing, fenced by the shard's epoch, rather than
+// wait for the shard's next home — which a home that keeps the shard never gives it. Before,
+// such a record stayed stored and unfired (reminder soak seed 1: r228 and r546 of c17 on
+// every replica at the home's own epoch). A failed cancel changes nothing here: the reminder
+// may fire once more, and its update stores it as the home holds it. Only the operation of a
+// reminder issued after those whose outcomes were taken changes what the home holds: an
+// earlier one's outcome, which may come later (a failure at its timeout), is older than what
+// the store keeps.
 func (c *Core) reminderChanged(w storeWait, err error) {
 	op := w.reminder
+	rs := c.current(w.typ, w.shard, w.up)
+	id := reminderID{op.Reminder.Entity, op.Reminder.Name}
+	if ch := rs.changesOf(id); ch != nil {
+		if ch.inFlight--; ch.inFlight == 0 {
+			delete(rs.changes, id)
+		}
+		if w.seq < ch.taken {
+			rs = nil
+		}
+		ch.taken = max(ch.taken, w.seq)
+	}
 	if err != nil {
+		if rs != nil && op.Kind == RemindRegister && !errors.Is(err, remember.ErrFenced) {
+			c.reminderHeld(rs, op, id)
+			err = fmt.Errorf("%w (the reminder may have been stored: then it fires)", err)
+		}
 		op.Done(nil, fmt.Errorf("reminder %s of %s %s: %w", op.Reminder.Name, op.Reminder.Type, op.Reminder.Entity, err))
 		return
 	}
-	if rs := c.current(w.typ, w.shard, w.up); rs != nil {
-		rs.wake = time.Time{}
-		id := reminderID{op.Reminder.Entity, op.Reminder.Name}
-		_, had := rs.items[id]
-		switch {
-		case op.Kind == RemindCancel && had:
-			delete(rs.items, id)
-			c.metrics.remindersHeld(w.typ, -1)
-		case op.Kind == RemindRegister:
-			rs.items[id] = &reminderItem{r: op.Reminder} // a firing in flight of the one it replaces is dropped
-			if !had {
-				c.metrics.remindersHeld(w.typ, 1)
-			}
-		}
+	if rs != nil {
+		c.reminderHeld(rs, op, id)
 	}
 	op.Done(nil, nil)
+}
+
+// changesOf returns the registers and cancels of id in flight (nil for a nil rs).
+func (rs *reminderShard) changesOf(id reminderID) *reminderChanges {
+	if rs == nil {
+		return nil
+	}
+	return rs.changes[id]
+}
+
+// reminderHeld makes the home hold what a register or a cancel of reminder id stored.
+func (c *Core) reminderHeld(rs *reminderShard, op *ReminderOp, id reminderID) {
+	rs.wake = time.Time{}
+	_, had := rs.items[id]
+	switch {
+	case op.Kind == RemindCancel && had:
+		delete(rs.items, id)
+		c.metrics.remindersHeld(rs.key.typ, -1)
+	case op.Kind == RemindRegister:
+		rs.items[id] = &reminderItem{r: op.Reminder} // a firing in flight of the one it replaces is dropped
+		if !had {
+			c.metrics.remindersHeld(rs.key.typ, 1)
+		}
+	}
 }
 
 // tickReminders takes the firings' answers, then fires what is due and retries what
