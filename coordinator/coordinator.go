@@ -505,7 +505,13 @@ func (c *Coordinator) view() allocation.View {
 	return v
 }
 
-// inAllocationOrder lists shards oldest allocation first (by epoch, then id).
+// inAllocationOrder lists shards oldest allocation first (by epoch, then id), those whose
+// start the region has not yet reported last. The strategies give up a region's first
+// shards, and a shard not started is not handed off (rebalance skips it): first in the
+// list, it wasted the whole round — Akka's algorithm takes one shard from a region just
+// above the optimum, and took the unstarted one again at every round until its start came
+// (a HostShard lost to the network is sent again only after shard-start-timeout, 10 s).
+// When every shard is started, the order is Akka's.
 func (c *Coordinator) inAllocationOrder(set map[shard.ID]bool) []shard.ID {
 	ids := slices.Sorted(maps.Keys(set))
 	slices.SortStableFunc(ids, func(a, b shard.ID) int {
@@ -513,6 +519,11 @@ func (c *Coordinator) inAllocationOrder(set map[shard.ID]bool) []shard.ID {
 		switch {
 		case ea == nil || eb == nil:
 			return 0
+		case ea.started != eb.started:
+			if ea.started {
+				return -1
+			}
+			return 1
 		case ea.epoch < eb.epoch:
 			return -1
 		case ea.epoch > eb.epoch:
