@@ -36,6 +36,12 @@ var (
 	// ErrTooLarge: a key, value or Write call exceeds the limits (MaxKeySize,
 	// MaxValueSize, MaxWriteBytes, MaxWrites).
 	ErrTooLarge = errors.New("too large")
+
+	// ErrStaleConfig: a replica refused a write routed by a replica configuration that no
+	// longer names it (it dropped its copy of the unit under a later one: dropfence.go).
+	// Only a replica's answer carries it; the write's quorum counts it as that replica's
+	// failure.
+	ErrStaleConfig = errors.New("stale replica configuration")
 )
 
 // FencedError is the ErrFenced of a write of Key with Epoch that a replica refused because

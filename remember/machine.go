@@ -68,6 +68,7 @@ type Machine struct {
 	moveQueue []Unit
 	moveSeq   uint64
 	marks     map[Unit]moveMark
+	dropped   map[Unit]dropFence // units this replica dropped, and under which configuration (dropfence.go)
 	care      map[Unit]time.Time // units to look after, by when (care.go)
 	us        unitSync
 	rf        refill
@@ -208,6 +209,7 @@ func NewMachine(cfg MachineConfig, st DiskState, now time.Time) (*Machine, error
 		internal: map[CallID]func(Answer){},
 		units:    unitTable{},
 		marks:    map[Unit]moveMark{},
+		dropped:  map[Unit]dropFence{},
 	}
 	// Counters this member handed out just before a crash may have reached other replicas
 	// without reaching its own disk: the gap keeps its next writes ordered after them.
@@ -302,6 +304,9 @@ func (m *Machine) receive(from NodeID, env *pb.ReplicaEnvelope) {
 	case *pb.ReplicaEnvelope_Repair:
 		recs := fromPBs(msg.Repair.Records, false)
 		m.observe(recs)
+		if m.staleRepair(recs) {
+			return
+		}
 		m.apply(applyOp{kind: opMerge, recs: recs}, func(DiskResult) {})
 	case *pb.ReplicaEnvelope_UnitDigest:
 		m.serveUnitDigests(from, env.RequestId, msg.UnitDigest.Units)

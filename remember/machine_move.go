@@ -187,10 +187,10 @@ func (m *Machine) startMove(u Unit, us *unitState) {
 		// a majority of the old set, which stays. Members of the abandoned new set may hold
 		// copies: they are dropped later.
 		gone := append(slices.Clone(cfg.Gone), minus(cfg.Next, append(slices.Clone(cfg.Set), target...))...)
-		joint(UnitConfig{Set: cfg.Set, Next: target, Gone: minus(gone, target)})
+		joint(cfg.then(UnitConfig{Set: cfg.Set, Next: target, Gone: minus(gone, target)}))
 	case cfg.moving():
 		// The set it should have is the old one again: the move is called off.
-		joint(UnitConfig{Set: cfg.Set, Gone: minus(append(slices.Clone(cfg.Gone), cfg.Next...), cfg.Set)})
+		joint(cfg.then(UnitConfig{Set: cfg.Set, Gone: minus(append(slices.Clone(cfg.Gone), cfg.Next...), cfg.Set)}))
 	default:
 		m.drain(mv, moveDropDraining)
 	}
@@ -299,7 +299,7 @@ func cloneEntries(es []entry) []entry {
 // switchSet stores the new set alone, the old members that left it to drop their copies.
 func (m *Machine) switchSet(mv *unitMove) {
 	cfg := mv.us.cfg
-	final := UnitConfig{Set: cfg.Next, Gone: minus(append(slices.Clone(cfg.Gone), minus(cfg.Set, cfg.Next)...), cfg.Next)}
+	final := cfg.then(UnitConfig{Set: cfg.Next, Gone: minus(append(slices.Clone(cfg.Gone), minus(cfg.Set, cfg.Next)...), cfg.Next)})
 	mv.phase = moveSwitching
 	m.writeConfig(mv.u, final, mv.mark.epoch, func(err error) {
 		if !m.current(mv) {
@@ -355,7 +355,7 @@ func (m *Machine) dropGone(mv *unitMove) {
 				return
 			}
 			slices.Sort(kept)
-			next := UnitConfig{Set: cfg.Set, Next: cfg.Next, Gone: kept}
+			next := cfg.then(UnitConfig{Set: cfg.Set, Next: cfg.Next, Gone: kept})
 			m.writeConfig(mv.u, next, mv.mark.epoch, func(err error) {
 				if !m.current(mv) {
 					return
@@ -374,11 +374,11 @@ func (m *Machine) dropGone(mv *unitMove) {
 		}
 		switch {
 		case p == m.self:
-			m.dropLocal(mv.u, mv.mark, func(bool, error) { done(nil) })
+			m.dropLocal(mv.u, mv.mark, cfg.Gen, func(bool, error) { done(nil) })
 		default:
 			r := m.newAckRound("drop", single(mv.u, []NodeID{p}), done)
 			m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Drop{Drop: &pb.ReplicaDrop{
-				Unit: unitPB(mv.u), MoveEpoch: mv.mark.epoch, MoveSeq: mv.mark.seq}}})
+				Unit: unitPB(mv.u), MoveEpoch: mv.mark.epoch, MoveSeq: mv.mark.seq, ConfigGen: cfg.Gen}}})
 		}
 	}
 }
@@ -450,13 +450,14 @@ func (m *Machine) markCopy(u Unit, mark moveMark) {
 	if mark.after(m.marks[u]) {
 		m.marks[u] = mark
 	}
+	m.liftDropFence(u, mark)
 }
 
 // serveDrop drops this replica's copy of a unit for its host, unless a later move copied
 // it here (or this member hosts the unit and is one of its replicas).
 func (m *Machine) serveDrop(from NodeID, req uint64, msg *pb.ReplicaDrop) {
 	u := unitOf(msg.Unit)
-	m.dropLocal(u, moveMark{epoch: msg.MoveEpoch, seq: msg.MoveSeq}, func(kept bool, err error) {
+	m.dropLocal(u, moveMark{epoch: msg.MoveEpoch, seq: msg.MoveSeq}, msg.ConfigGen, func(kept bool, err error) {
 		ack := &pb.ReplicaDropAck{Kept: kept}
 		if err != nil {
 			ack.Error = truncate(err.Error(), 1024)
@@ -465,8 +466,9 @@ func (m *Machine) serveDrop(from NodeID, req uint64, msg *pb.ReplicaDrop) {
 	})
 }
 
-// dropLocal removes every record of u from this replica, as of move mark.
-func (m *Machine) dropLocal(u Unit, mark moveMark, done func(kept bool, err error)) {
+// dropLocal removes every record of u from this replica, as of move mark and configuration
+// generation gen (the one that no longer names it: dropfence.go).
+func (m *Machine) dropLocal(u Unit, mark moveMark, gen uint64, done func(kept bool, err error)) {
 	keep := func() bool {
 		if us := m.units[u]; us != nil && us.hosted && us.cfg != nil && (slices.Contains(us.cfg.Set, m.self) || slices.Contains(us.cfg.Next, m.self)) {
 			return true
@@ -478,24 +480,36 @@ func (m *Machine) dropLocal(u Unit, mark moveMark, done func(kept bool, err erro
 		return
 	}
 	m.markCopy(u, mark)
-	m.scanUnit(u, func(es []entry, err error) {
-		if err != nil {
-			done(false, err)
-			return
-		}
-		if keep() {
-			done(true, nil)
-			return
-		}
-		if len(es) == 0 {
-			done(false, nil)
-			return
-		}
-		m.apply(applyOp{kind: opDiscard, recs: es}, func(res DiskResult) {
-			if res.err == nil {
-				m.stats.Dropped++
-			}
+	m.fenceDropped(u, gen, mark)
+	// The unit's records are read once every apply queued so far is on disk (an empty
+	// apply is the barrier: applies commit in order, reads do not wait for them): a write
+	// taken just before the drop is dropped with the rest. Before, the read could miss one
+	// still queued, and the discard (of the entries as read) kept it: a record on a member
+	// no set names (reminder soak seed 20).
+	m.apply(applyOp{kind: opMerge}, func(res DiskResult) {
+		if res.err != nil {
 			done(false, res.err)
+			return
+		}
+		m.scanUnit(u, func(es []entry, err error) {
+			if err != nil {
+				done(false, err)
+				return
+			}
+			if keep() {
+				done(true, nil)
+				return
+			}
+			if len(es) == 0 {
+				done(false, nil)
+				return
+			}
+			m.apply(applyOp{kind: opDiscard, recs: es}, func(res DiskResult) {
+				if res.err == nil {
+					m.stats.Dropped++
+				}
+				done(false, res.err)
+			})
 		})
 	})
 }

@@ -220,6 +220,7 @@ func (m *Machine) startWrite(calls []*writeCall) {
 		us.writeGen++
 	}
 	r.req = m.request(r)
+	gens := roundGens(calls)
 	var all []byte // the frame of every record, encoded once for the replicas that get all
 	for _, p := range r.asked {
 		if p == m.self {
@@ -229,13 +230,13 @@ func (m *Machine) startWrite(calls []*writeCall) {
 		if len(idx) == len(r.recs) {
 			if all == nil {
 				all = wire.AppendReplica(nil, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{
-					Records: toPBs(r.recs, false)}}})
+					Records: toPBs(r.recs, false), UnitGens: gens}}})
 			}
 			m.sendFrame(p, all)
 			continue
 		}
 		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{
-			Records: toPBs(pick(r.recs, idx), false)}}})
+			Records: toPBs(pick(r.recs, idx), false), UnitGens: gens}}})
 	}
 	if idx, ok := r.dest[m.self]; ok {
 		recs := pick(r.recs, idx)
@@ -285,6 +286,9 @@ func (m *Machine) serveWrite(from NodeID, req uint64, w *pb.ReplicaWrite) {
 	if w.Merge {
 		kind = opMerge
 		m.markCopy(m.layout.UnitOf(recs[0].rec.Key), moveMark{epoch: w.MoveEpoch, seq: w.MoveSeq})
+	} else if err := m.staleWrite(recs, w.UnitGens); err != nil {
+		m.send(from, &pb.ReplicaEnvelope{RequestId: req, Msg: &pb.ReplicaEnvelope_WriteAck{WriteAck: &pb.ReplicaWriteAck{Error: truncate(err.Error(), 1024)}}})
+		return
 	}
 	m.apply(applyOp{kind: kind, recs: recs}, func(res DiskResult) {
 		ack := &pb.ReplicaWriteAck{}

@@ -12,6 +12,7 @@ func majority(n int) int { return max(n, 0)/2 + 1 }
 type quorum struct {
 	unit Unit
 	sets [][]NodeID
+	gen  uint64 // the unit's configuration generation (UnitConfig.Gen)
 }
 
 // single returns the quorum of one set.

@@ -20,6 +20,17 @@ type UnitConfig struct {
 	Next []NodeID `json:"next,omitempty"`
 	// Gone are former replicas that may still hold copies of the records, to be dropped.
 	Gone []NodeID `json:"gone,omitempty"`
+	// Gen counts the configurations of the unit: each one written is one more than the
+	// one it follows (then), 1 for the first. Writes carry the generation they were routed
+	// by, and a former replica that dropped its copy under generation g refuses writes of
+	// the unit under an earlier one (Machine.dropped). 0: written before generations.
+	Gen uint64 `json:"gen,omitempty"`
+}
+
+// then returns next as the configuration that follows c.
+func (c *UnitConfig) then(next UnitConfig) UnitConfig {
+	next.Gen = c.Gen + 1
+	return next
 }
 
 // moving reports whether the records move to Next.
@@ -33,6 +44,7 @@ func (c *UnitConfig) moving() bool { return len(c.Next) > 0 }
 // the same count, and for an even one it no longer meets every old majority.
 func (c *UnitConfig) quorum(u Unit) quorum {
 	q := single(u, c.Set)
+	q.gen = c.Gen
 	if c.moving() {
 		q.sets = append(q.sets, c.Next)
 	}

@@ -263,7 +263,7 @@ func (m *Machine) resolved(u Unit, fence uint64, a Answer) {
 	if us.hosted {
 		home = m.self
 	}
-	cfg := &UnitConfig{Set: m.target(u, home)}
+	cfg := &UnitConfig{Set: m.target(u, home), Gen: 1}
 	write := us.hosted
 	for _, w := range us.waiting {
 		write = write || w.write

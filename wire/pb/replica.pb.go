@@ -835,8 +835,13 @@ type ReplicaWrite struct {
 	// The metadata's configuration the writer routed the request by (its generation and
 	// ballot; 0: none stored): a replica that holds a newer one refuses the request's
 	// metadata writes (stale_meta) and answers with it.
-	MetaGen       uint64 `protobuf:"varint,5,opt,name=meta_gen,json=metaGen,proto3" json:"meta_gen,omitempty"`
-	MetaBallot    uint64 `protobuf:"varint,6,opt,name=meta_ballot,json=metaBallot,proto3" json:"meta_ballot,omitempty"`
+	MetaGen    uint64 `protobuf:"varint,5,opt,name=meta_gen,json=metaGen,proto3" json:"meta_gen,omitempty"`
+	MetaBallot uint64 `protobuf:"varint,6,opt,name=meta_ballot,json=metaBallot,proto3" json:"meta_ballot,omitempty"`
+	// The generation of each unit's replica configuration the writer routed the records
+	// by (none for merges): a replica that dropped its copy of a unit under a later
+	// generation refuses the frame — a write of a configuration since replaced, or one
+	// that arrives after the drop, would leave records on a member no set names.
+	UnitGens      []*UnitGen `protobuf:"bytes,7,rep,name=unit_gens,json=unitGens,proto3" json:"unit_gens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -913,6 +918,66 @@ func (x *ReplicaWrite) GetMetaBallot() uint64 {
 	return 0
 }
 
+func (x *ReplicaWrite) GetUnitGens() []*UnitGen {
+	if x != nil {
+		return x.UnitGens
+	}
+	return nil
+}
+
+// UnitGen is a unit's replica configuration generation.
+type UnitGen struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Unit          *ReplicaUnit           `protobuf:"bytes,1,opt,name=unit,proto3" json:"unit,omitempty"`
+	Gen           uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnitGen) Reset() {
+	*x = UnitGen{}
+	mi := &file_replica_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnitGen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnitGen) ProtoMessage() {}
+
+func (x *UnitGen) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnitGen.ProtoReflect.Descriptor instead.
+func (*UnitGen) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *UnitGen) GetUnit() *ReplicaUnit {
+	if x != nil {
+		return x.Unit
+	}
+	return nil
+}
+
+func (x *UnitGen) GetGen() uint64 {
+	if x != nil {
+		return x.Gen
+	}
+	return 0
+}
+
 type ReplicaWriteAck struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The writes refused for fencing; every other write of the request is stored.
@@ -928,7 +993,7 @@ type ReplicaWriteAck struct {
 
 func (x *ReplicaWriteAck) Reset() {
 	*x = ReplicaWriteAck{}
-	mi := &file_replica_proto_msgTypes[8]
+	mi := &file_replica_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1005,7 @@ func (x *ReplicaWriteAck) String() string {
 func (*ReplicaWriteAck) ProtoMessage() {}
 
 func (x *ReplicaWriteAck) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[8]
+	mi := &file_replica_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1018,7 @@ func (x *ReplicaWriteAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaWriteAck.ProtoReflect.Descriptor instead.
 func (*ReplicaWriteAck) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{8}
+	return file_replica_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReplicaWriteAck) GetRefused() []*ReplicaRefusal {
@@ -992,7 +1057,7 @@ type ReplicaRefusal struct {
 
 func (x *ReplicaRefusal) Reset() {
 	*x = ReplicaRefusal{}
-	mi := &file_replica_proto_msgTypes[9]
+	mi := &file_replica_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1069,7 @@ func (x *ReplicaRefusal) String() string {
 func (*ReplicaRefusal) ProtoMessage() {}
 
 func (x *ReplicaRefusal) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[9]
+	mi := &file_replica_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1082,7 @@ func (x *ReplicaRefusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRefusal.ProtoReflect.Descriptor instead.
 func (*ReplicaRefusal) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{9}
+	return file_replica_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReplicaRefusal) GetIndex() uint32 {
@@ -1067,7 +1132,7 @@ type ReplicaRead struct {
 
 func (x *ReplicaRead) Reset() {
 	*x = ReplicaRead{}
-	mi := &file_replica_proto_msgTypes[10]
+	mi := &file_replica_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1144,7 @@ func (x *ReplicaRead) String() string {
 func (*ReplicaRead) ProtoMessage() {}
 
 func (x *ReplicaRead) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[10]
+	mi := &file_replica_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1157,7 @@ func (x *ReplicaRead) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRead.ProtoReflect.Descriptor instead.
 func (*ReplicaRead) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{10}
+	return file_replica_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReplicaRead) GetKeys() [][]byte {
@@ -1178,7 +1243,7 @@ type ReplicaRecords struct {
 
 func (x *ReplicaRecords) Reset() {
 	*x = ReplicaRecords{}
-	mi := &file_replica_proto_msgTypes[11]
+	mi := &file_replica_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1255,7 @@ func (x *ReplicaRecords) String() string {
 func (*ReplicaRecords) ProtoMessage() {}
 
 func (x *ReplicaRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[11]
+	mi := &file_replica_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1268,7 @@ func (x *ReplicaRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRecords.ProtoReflect.Descriptor instead.
 func (*ReplicaRecords) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{11}
+	return file_replica_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReplicaRecords) GetRecords() []*ReplicaRecord {
@@ -1258,7 +1323,7 @@ type ReplicaDigest struct {
 
 func (x *ReplicaDigest) Reset() {
 	*x = ReplicaDigest{}
-	mi := &file_replica_proto_msgTypes[12]
+	mi := &file_replica_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1335,7 @@ func (x *ReplicaDigest) String() string {
 func (*ReplicaDigest) ProtoMessage() {}
 
 func (x *ReplicaDigest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[12]
+	mi := &file_replica_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1348,7 @@ func (x *ReplicaDigest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaDigest.ProtoReflect.Descriptor instead.
 func (*ReplicaDigest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{12}
+	return file_replica_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReplicaDigest) GetBuckets() []uint64 {
@@ -1317,7 +1382,7 @@ type ReplicaSummaries struct {
 
 func (x *ReplicaSummaries) Reset() {
 	*x = ReplicaSummaries{}
-	mi := &file_replica_proto_msgTypes[13]
+	mi := &file_replica_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1394,7 @@ func (x *ReplicaSummaries) String() string {
 func (*ReplicaSummaries) ProtoMessage() {}
 
 func (x *ReplicaSummaries) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[13]
+	mi := &file_replica_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1407,7 @@ func (x *ReplicaSummaries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSummaries.ProtoReflect.Descriptor instead.
 func (*ReplicaSummaries) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{13}
+	return file_replica_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReplicaSummaries) GetBuckets() []uint32 {
@@ -1405,7 +1470,7 @@ type ReplicaUnit struct {
 
 func (x *ReplicaUnit) Reset() {
 	*x = ReplicaUnit{}
-	mi := &file_replica_proto_msgTypes[14]
+	mi := &file_replica_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1417,7 +1482,7 @@ func (x *ReplicaUnit) String() string {
 func (*ReplicaUnit) ProtoMessage() {}
 
 func (x *ReplicaUnit) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[14]
+	mi := &file_replica_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1430,7 +1495,7 @@ func (x *ReplicaUnit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaUnit.ProtoReflect.Descriptor instead.
 func (*ReplicaUnit) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{14}
+	return file_replica_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReplicaUnit) GetType() string {
@@ -1456,7 +1521,7 @@ type ReplicaUnits struct {
 
 func (x *ReplicaUnits) Reset() {
 	*x = ReplicaUnits{}
-	mi := &file_replica_proto_msgTypes[15]
+	mi := &file_replica_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1533,7 @@ func (x *ReplicaUnits) String() string {
 func (*ReplicaUnits) ProtoMessage() {}
 
 func (x *ReplicaUnits) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[15]
+	mi := &file_replica_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1546,7 @@ func (x *ReplicaUnits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaUnits.ProtoReflect.Descriptor instead.
 func (*ReplicaUnits) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{15}
+	return file_replica_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReplicaUnits) GetUnits() []*ReplicaUnit {
@@ -1507,7 +1572,7 @@ type ReplicaUnitDigest struct {
 
 func (x *ReplicaUnitDigest) Reset() {
 	*x = ReplicaUnitDigest{}
-	mi := &file_replica_proto_msgTypes[16]
+	mi := &file_replica_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1584,7 @@ func (x *ReplicaUnitDigest) String() string {
 func (*ReplicaUnitDigest) ProtoMessage() {}
 
 func (x *ReplicaUnitDigest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[16]
+	mi := &file_replica_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1597,7 @@ func (x *ReplicaUnitDigest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaUnitDigest.ProtoReflect.Descriptor instead.
 func (*ReplicaUnitDigest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{16}
+	return file_replica_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReplicaUnitDigest) GetUnit() *ReplicaUnit {
@@ -1579,7 +1644,7 @@ type ReplicaUnitDigests struct {
 
 func (x *ReplicaUnitDigests) Reset() {
 	*x = ReplicaUnitDigests{}
-	mi := &file_replica_proto_msgTypes[17]
+	mi := &file_replica_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1591,7 +1656,7 @@ func (x *ReplicaUnitDigests) String() string {
 func (*ReplicaUnitDigests) ProtoMessage() {}
 
 func (x *ReplicaUnitDigests) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[17]
+	mi := &file_replica_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +1669,7 @@ func (x *ReplicaUnitDigests) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaUnitDigests.ProtoReflect.Descriptor instead.
 func (*ReplicaUnitDigests) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{17}
+	return file_replica_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReplicaUnitDigests) GetDigests() []*ReplicaUnitDigest {
@@ -1619,15 +1684,18 @@ type ReplicaDrop struct {
 	Unit  *ReplicaUnit           `protobuf:"bytes,1,opt,name=unit,proto3" json:"unit,omitempty"`
 	// The dropping host's allocation epoch and move sequence number: a replica that took a
 	// copy of a later move keeps the records.
-	MoveEpoch     uint64 `protobuf:"varint,2,opt,name=move_epoch,json=moveEpoch,proto3" json:"move_epoch,omitempty"`
-	MoveSeq       uint64 `protobuf:"varint,3,opt,name=move_seq,json=moveSeq,proto3" json:"move_seq,omitempty"`
+	MoveEpoch uint64 `protobuf:"varint,2,opt,name=move_epoch,json=moveEpoch,proto3" json:"move_epoch,omitempty"`
+	MoveSeq   uint64 `protobuf:"varint,3,opt,name=move_seq,json=moveSeq,proto3" json:"move_seq,omitempty"`
+	// The generation of the configuration that no longer names the replica: from then on it
+	// refuses writes of the unit under an earlier one.
+	ConfigGen     uint64 `protobuf:"varint,4,opt,name=config_gen,json=configGen,proto3" json:"config_gen,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReplicaDrop) Reset() {
 	*x = ReplicaDrop{}
-	mi := &file_replica_proto_msgTypes[18]
+	mi := &file_replica_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1707,7 @@ func (x *ReplicaDrop) String() string {
 func (*ReplicaDrop) ProtoMessage() {}
 
 func (x *ReplicaDrop) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[18]
+	mi := &file_replica_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1720,7 @@ func (x *ReplicaDrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaDrop.ProtoReflect.Descriptor instead.
 func (*ReplicaDrop) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{18}
+	return file_replica_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReplicaDrop) GetUnit() *ReplicaUnit {
@@ -1676,6 +1744,13 @@ func (x *ReplicaDrop) GetMoveSeq() uint64 {
 	return 0
 }
 
+func (x *ReplicaDrop) GetConfigGen() uint64 {
+	if x != nil {
+		return x.ConfigGen
+	}
+	return 0
+}
+
 type ReplicaDropAck struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The replica kept the records: a later move copied them to it.
@@ -1687,7 +1762,7 @@ type ReplicaDropAck struct {
 
 func (x *ReplicaDropAck) Reset() {
 	*x = ReplicaDropAck{}
-	mi := &file_replica_proto_msgTypes[19]
+	mi := &file_replica_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1699,7 +1774,7 @@ func (x *ReplicaDropAck) String() string {
 func (*ReplicaDropAck) ProtoMessage() {}
 
 func (x *ReplicaDropAck) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[19]
+	mi := &file_replica_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1712,7 +1787,7 @@ func (x *ReplicaDropAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaDropAck.ProtoReflect.Descriptor instead.
 func (*ReplicaDropAck) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{19}
+	return file_replica_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReplicaDropAck) GetKept() bool {
@@ -1739,7 +1814,7 @@ type ReplicaCollect struct {
 
 func (x *ReplicaCollect) Reset() {
 	*x = ReplicaCollect{}
-	mi := &file_replica_proto_msgTypes[20]
+	mi := &file_replica_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +1826,7 @@ func (x *ReplicaCollect) String() string {
 func (*ReplicaCollect) ProtoMessage() {}
 
 func (x *ReplicaCollect) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[20]
+	mi := &file_replica_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1839,7 @@ func (x *ReplicaCollect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCollect.ProtoReflect.Descriptor instead.
 func (*ReplicaCollect) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{20}
+	return file_replica_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReplicaCollect) GetUnit() *ReplicaUnit {
@@ -1843,7 +1918,7 @@ const file_replica_proto_rawDesc = "" +
 	"\adeleted\x18\x06 \x01(\bR\adeleted\x12\x14\n" +
 	"\x05floor\x18\a \x01(\x04R\x05floor\x12\x1d\n" +
 	"\n" +
-	"value_hash\x18\b \x01(\x04R\tvalueHash\"\xd6\x01\n" +
+	"value_hash\x18\b \x01(\x04R\tvalueHash\"\x8f\x02\n" +
 	"\fReplicaWrite\x12:\n" +
 	"\arecords\x18\x01 \x03(\v2 .shardmesh.wire.v1.ReplicaRecordR\arecords\x12\x14\n" +
 	"\x05merge\x18\x02 \x01(\bR\x05merge\x12\x1d\n" +
@@ -1852,7 +1927,11 @@ const file_replica_proto_rawDesc = "" +
 	"\bmove_seq\x18\x04 \x01(\x04R\amoveSeq\x12\x19\n" +
 	"\bmeta_gen\x18\x05 \x01(\x04R\ametaGen\x12\x1f\n" +
 	"\vmeta_ballot\x18\x06 \x01(\x04R\n" +
-	"metaBallot\"\x85\x01\n" +
+	"metaBallot\x127\n" +
+	"\tunit_gens\x18\a \x03(\v2\x1a.shardmesh.wire.v1.UnitGenR\bunitGens\"O\n" +
+	"\aUnitGen\x122\n" +
+	"\x04unit\x18\x01 \x01(\v2\x1e.shardmesh.wire.v1.ReplicaUnitR\x04unit\x12\x10\n" +
+	"\x03gen\x18\x02 \x01(\x04R\x03gen\"\x85\x01\n" +
 	"\x0fReplicaWriteAck\x12;\n" +
 	"\arefused\x18\x01 \x03(\v2!.shardmesh.wire.v1.ReplicaRefusalR\arefused\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +
@@ -1907,12 +1986,14 @@ const file_replica_proto_rawDesc = "" +
 	"tombstones\x12\x1c\n" +
 	"\trefilling\x18\x05 \x01(\bR\trefilling\"T\n" +
 	"\x12ReplicaUnitDigests\x12>\n" +
-	"\adigests\x18\x01 \x03(\v2$.shardmesh.wire.v1.ReplicaUnitDigestR\adigests\"{\n" +
+	"\adigests\x18\x01 \x03(\v2$.shardmesh.wire.v1.ReplicaUnitDigestR\adigests\"\x9a\x01\n" +
 	"\vReplicaDrop\x122\n" +
 	"\x04unit\x18\x01 \x01(\v2\x1e.shardmesh.wire.v1.ReplicaUnitR\x04unit\x12\x1d\n" +
 	"\n" +
 	"move_epoch\x18\x02 \x01(\x04R\tmoveEpoch\x12\x19\n" +
-	"\bmove_seq\x18\x03 \x01(\x04R\amoveSeq\":\n" +
+	"\bmove_seq\x18\x03 \x01(\x04R\amoveSeq\x12\x1d\n" +
+	"\n" +
+	"config_gen\x18\x04 \x01(\x04R\tconfigGen\":\n" +
 	"\x0eReplicaDropAck\x12\x12\n" +
 	"\x04kept\x18\x01 \x01(\bR\x04kept\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"X\n" +
@@ -1932,7 +2013,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 	return file_replica_proto_rawDescData
 }
 
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_replica_proto_goTypes = []any{
 	(*ReplicaEnvelope)(nil),    // 0: shardmesh.wire.v1.ReplicaEnvelope
 	(*MetaProposal)(nil),       // 1: shardmesh.wire.v1.MetaProposal
@@ -1942,59 +2023,62 @@ var file_replica_proto_goTypes = []any{
 	(*MetaSnapshot)(nil),       // 5: shardmesh.wire.v1.MetaSnapshot
 	(*ReplicaRecord)(nil),      // 6: shardmesh.wire.v1.ReplicaRecord
 	(*ReplicaWrite)(nil),       // 7: shardmesh.wire.v1.ReplicaWrite
-	(*ReplicaWriteAck)(nil),    // 8: shardmesh.wire.v1.ReplicaWriteAck
-	(*ReplicaRefusal)(nil),     // 9: shardmesh.wire.v1.ReplicaRefusal
-	(*ReplicaRead)(nil),        // 10: shardmesh.wire.v1.ReplicaRead
-	(*ReplicaRecords)(nil),     // 11: shardmesh.wire.v1.ReplicaRecords
-	(*ReplicaDigest)(nil),      // 12: shardmesh.wire.v1.ReplicaDigest
-	(*ReplicaSummaries)(nil),   // 13: shardmesh.wire.v1.ReplicaSummaries
-	(*ReplicaUnit)(nil),        // 14: shardmesh.wire.v1.ReplicaUnit
-	(*ReplicaUnits)(nil),       // 15: shardmesh.wire.v1.ReplicaUnits
-	(*ReplicaUnitDigest)(nil),  // 16: shardmesh.wire.v1.ReplicaUnitDigest
-	(*ReplicaUnitDigests)(nil), // 17: shardmesh.wire.v1.ReplicaUnitDigests
-	(*ReplicaDrop)(nil),        // 18: shardmesh.wire.v1.ReplicaDrop
-	(*ReplicaDropAck)(nil),     // 19: shardmesh.wire.v1.ReplicaDropAck
-	(*ReplicaCollect)(nil),     // 20: shardmesh.wire.v1.ReplicaCollect
+	(*UnitGen)(nil),            // 8: shardmesh.wire.v1.UnitGen
+	(*ReplicaWriteAck)(nil),    // 9: shardmesh.wire.v1.ReplicaWriteAck
+	(*ReplicaRefusal)(nil),     // 10: shardmesh.wire.v1.ReplicaRefusal
+	(*ReplicaRead)(nil),        // 11: shardmesh.wire.v1.ReplicaRead
+	(*ReplicaRecords)(nil),     // 12: shardmesh.wire.v1.ReplicaRecords
+	(*ReplicaDigest)(nil),      // 13: shardmesh.wire.v1.ReplicaDigest
+	(*ReplicaSummaries)(nil),   // 14: shardmesh.wire.v1.ReplicaSummaries
+	(*ReplicaUnit)(nil),        // 15: shardmesh.wire.v1.ReplicaUnit
+	(*ReplicaUnits)(nil),       // 16: shardmesh.wire.v1.ReplicaUnits
+	(*ReplicaUnitDigest)(nil),  // 17: shardmesh.wire.v1.ReplicaUnitDigest
+	(*ReplicaUnitDigests)(nil), // 18: shardmesh.wire.v1.ReplicaUnitDigests
+	(*ReplicaDrop)(nil),        // 19: shardmesh.wire.v1.ReplicaDrop
+	(*ReplicaDropAck)(nil),     // 20: shardmesh.wire.v1.ReplicaDropAck
+	(*ReplicaCollect)(nil),     // 21: shardmesh.wire.v1.ReplicaCollect
 }
 var file_replica_proto_depIdxs = []int32{
 	7,  // 0: shardmesh.wire.v1.ReplicaEnvelope.write:type_name -> shardmesh.wire.v1.ReplicaWrite
-	8,  // 1: shardmesh.wire.v1.ReplicaEnvelope.write_ack:type_name -> shardmesh.wire.v1.ReplicaWriteAck
-	10, // 2: shardmesh.wire.v1.ReplicaEnvelope.read:type_name -> shardmesh.wire.v1.ReplicaRead
-	11, // 3: shardmesh.wire.v1.ReplicaEnvelope.records:type_name -> shardmesh.wire.v1.ReplicaRecords
-	11, // 4: shardmesh.wire.v1.ReplicaEnvelope.repair:type_name -> shardmesh.wire.v1.ReplicaRecords
-	12, // 5: shardmesh.wire.v1.ReplicaEnvelope.digest:type_name -> shardmesh.wire.v1.ReplicaDigest
-	13, // 6: shardmesh.wire.v1.ReplicaEnvelope.summaries:type_name -> shardmesh.wire.v1.ReplicaSummaries
-	15, // 7: shardmesh.wire.v1.ReplicaEnvelope.unit_digest:type_name -> shardmesh.wire.v1.ReplicaUnits
-	17, // 8: shardmesh.wire.v1.ReplicaEnvelope.unit_digests:type_name -> shardmesh.wire.v1.ReplicaUnitDigests
-	18, // 9: shardmesh.wire.v1.ReplicaEnvelope.drop:type_name -> shardmesh.wire.v1.ReplicaDrop
-	19, // 10: shardmesh.wire.v1.ReplicaEnvelope.drop_ack:type_name -> shardmesh.wire.v1.ReplicaDropAck
-	20, // 11: shardmesh.wire.v1.ReplicaEnvelope.collect:type_name -> shardmesh.wire.v1.ReplicaCollect
-	14, // 12: shardmesh.wire.v1.ReplicaEnvelope.synced:type_name -> shardmesh.wire.v1.ReplicaUnit
+	9,  // 1: shardmesh.wire.v1.ReplicaEnvelope.write_ack:type_name -> shardmesh.wire.v1.ReplicaWriteAck
+	11, // 2: shardmesh.wire.v1.ReplicaEnvelope.read:type_name -> shardmesh.wire.v1.ReplicaRead
+	12, // 3: shardmesh.wire.v1.ReplicaEnvelope.records:type_name -> shardmesh.wire.v1.ReplicaRecords
+	12, // 4: shardmesh.wire.v1.ReplicaEnvelope.repair:type_name -> shardmesh.wire.v1.ReplicaRecords
+	13, // 5: shardmesh.wire.v1.ReplicaEnvelope.digest:type_name -> shardmesh.wire.v1.ReplicaDigest
+	14, // 6: shardmesh.wire.v1.ReplicaEnvelope.summaries:type_name -> shardmesh.wire.v1.ReplicaSummaries
+	16, // 7: shardmesh.wire.v1.ReplicaEnvelope.unit_digest:type_name -> shardmesh.wire.v1.ReplicaUnits
+	18, // 8: shardmesh.wire.v1.ReplicaEnvelope.unit_digests:type_name -> shardmesh.wire.v1.ReplicaUnitDigests
+	19, // 9: shardmesh.wire.v1.ReplicaEnvelope.drop:type_name -> shardmesh.wire.v1.ReplicaDrop
+	20, // 10: shardmesh.wire.v1.ReplicaEnvelope.drop_ack:type_name -> shardmesh.wire.v1.ReplicaDropAck
+	21, // 11: shardmesh.wire.v1.ReplicaEnvelope.collect:type_name -> shardmesh.wire.v1.ReplicaCollect
+	15, // 12: shardmesh.wire.v1.ReplicaEnvelope.synced:type_name -> shardmesh.wire.v1.ReplicaUnit
 	3,  // 13: shardmesh.wire.v1.ReplicaEnvelope.meta_call:type_name -> shardmesh.wire.v1.MetaCall
 	4,  // 14: shardmesh.wire.v1.ReplicaEnvelope.meta_answer:type_name -> shardmesh.wire.v1.MetaAnswer
 	6,  // 15: shardmesh.wire.v1.MetaProposal.writes:type_name -> shardmesh.wire.v1.ReplicaRecord
 	6,  // 16: shardmesh.wire.v1.MetaProposal.merges:type_name -> shardmesh.wire.v1.ReplicaRecord
-	9,  // 17: shardmesh.wire.v1.MetaResult.refused:type_name -> shardmesh.wire.v1.ReplicaRefusal
+	10, // 17: shardmesh.wire.v1.MetaResult.refused:type_name -> shardmesh.wire.v1.ReplicaRefusal
 	6,  // 18: shardmesh.wire.v1.MetaResult.fenced:type_name -> shardmesh.wire.v1.ReplicaRecord
 	1,  // 19: shardmesh.wire.v1.MetaCall.propose:type_name -> shardmesh.wire.v1.MetaProposal
-	10, // 20: shardmesh.wire.v1.MetaCall.read:type_name -> shardmesh.wire.v1.ReplicaRead
+	11, // 20: shardmesh.wire.v1.MetaCall.read:type_name -> shardmesh.wire.v1.ReplicaRead
 	2,  // 21: shardmesh.wire.v1.MetaAnswer.result:type_name -> shardmesh.wire.v1.MetaResult
 	6,  // 22: shardmesh.wire.v1.MetaAnswer.records:type_name -> shardmesh.wire.v1.ReplicaRecord
 	6,  // 23: shardmesh.wire.v1.MetaSnapshot.records:type_name -> shardmesh.wire.v1.ReplicaRecord
 	6,  // 24: shardmesh.wire.v1.ReplicaWrite.records:type_name -> shardmesh.wire.v1.ReplicaRecord
-	9,  // 25: shardmesh.wire.v1.ReplicaWriteAck.refused:type_name -> shardmesh.wire.v1.ReplicaRefusal
-	6,  // 26: shardmesh.wire.v1.ReplicaRecords.records:type_name -> shardmesh.wire.v1.ReplicaRecord
-	6,  // 27: shardmesh.wire.v1.ReplicaSummaries.records:type_name -> shardmesh.wire.v1.ReplicaRecord
-	14, // 28: shardmesh.wire.v1.ReplicaUnits.units:type_name -> shardmesh.wire.v1.ReplicaUnit
-	14, // 29: shardmesh.wire.v1.ReplicaUnitDigest.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
-	16, // 30: shardmesh.wire.v1.ReplicaUnitDigests.digests:type_name -> shardmesh.wire.v1.ReplicaUnitDigest
-	14, // 31: shardmesh.wire.v1.ReplicaDrop.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
-	14, // 32: shardmesh.wire.v1.ReplicaCollect.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	8,  // 25: shardmesh.wire.v1.ReplicaWrite.unit_gens:type_name -> shardmesh.wire.v1.UnitGen
+	15, // 26: shardmesh.wire.v1.UnitGen.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
+	10, // 27: shardmesh.wire.v1.ReplicaWriteAck.refused:type_name -> shardmesh.wire.v1.ReplicaRefusal
+	6,  // 28: shardmesh.wire.v1.ReplicaRecords.records:type_name -> shardmesh.wire.v1.ReplicaRecord
+	6,  // 29: shardmesh.wire.v1.ReplicaSummaries.records:type_name -> shardmesh.wire.v1.ReplicaRecord
+	15, // 30: shardmesh.wire.v1.ReplicaUnits.units:type_name -> shardmesh.wire.v1.ReplicaUnit
+	15, // 31: shardmesh.wire.v1.ReplicaUnitDigest.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
+	17, // 32: shardmesh.wire.v1.ReplicaUnitDigests.digests:type_name -> shardmesh.wire.v1.ReplicaUnitDigest
+	15, // 33: shardmesh.wire.v1.ReplicaDrop.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
+	15, // 34: shardmesh.wire.v1.ReplicaCollect.unit:type_name -> shardmesh.wire.v1.ReplicaUnit
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -2028,7 +2112,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
