@@ -64,6 +64,14 @@ type reminderShard struct {
 	waiting  []ReminderOp                    // until ready
 	wake     time.Time                       // remReady: nothing is due before (zero: look now)
 	due      int                             // reminders whose time has come, not yet handled and stored
+
+	// The reads again (core_reminders_rescan.go): the next one, how many were done, and
+	// while one is under way the reminders changed here since it began and those it claims.
+	rescanAt   time.Time
+	rescans    int
+	rescanning bool
+	touched    map[reminderID]bool
+	adopting   map[reminderID]Reminder
 }
 
 // reminderID names a reminder within its shard.
@@ -240,6 +248,7 @@ func (c *Core) reminderShardFailed(now time.Time, rs *reminderShard, what string
 // operations that waited for them.
 func (c *Core) remindersReady(now time.Time, rs *reminderShard) {
 	rs.phase, rs.failures = remReady, 0
+	rs.rescanAt = now.Add(reminderRescan)
 	c.env.Publish(RemindersClaimed{Type: rs.key.typ, Shard: rs.key.shard, Epoch: rs.epoch, Reminders: len(rs.items)})
 	ops := rs.waiting
 	rs.waiting = nil
@@ -373,6 +382,7 @@ func (rs *reminderShard) changesOf(id reminderID) *reminderChanges {
 // reminderHeld makes the home hold what a register or a cancel of reminder id stored.
 func (c *Core) reminderHeld(rs *reminderShard, op *ReminderOp, id reminderID) {
 	rs.wake = time.Time{}
+	rs.touch(id)
 	_, had := rs.items[id]
 	switch {
 	case op.Kind == RemindCancel && had:
@@ -407,10 +417,15 @@ func (c *Core) tickReminders(now time.Time) {
 				c.loadReminders(rs)
 			}
 			continue
-		case rs.phase == remClaiming, now.Before(rs.wake), !serving, !c.hostsWith(k, rs.epoch):
+		case rs.phase == remClaiming, now.Before(rs.wake) && !rs.rescanDue(now), !serving, !c.hostsWith(k, rs.epoch):
 			continue
 		}
-		c.runReminders(now, rs)
+		if rs.rescanDue(now) {
+			c.rescanReminders(rs)
+		}
+		if !now.Before(rs.wake) {
+			c.runReminders(now, rs)
+		}
 	}
 }
 
@@ -550,6 +565,7 @@ func (c *Core) reminderUpdated(now time.Time, w storeWait, err error) {
 		return
 	}
 	it.writing = false
+	rs.touch(w.remID)
 	switch {
 	case errors.Is(err, remember.ErrFenced):
 		c.log.Info("a reminder's update was fenced off: the shard has a newer home", "type", w.typ, "shard", w.shard, "epoch", rs.epoch.String())

@@ -63,6 +63,8 @@ const (
 	waitRemindersClaim                           // a shard's reminders claimed with its epoch
 	waitReminderChange                           // an entity's reminder registered or cancelled
 	waitReminderUpdate                           // a fired reminder rescheduled or removed
+	waitRemindersRescan                          // a shard's reminders read again
+	waitRemindersAdopt                           // reminders found by a read again, claimed
 )
 
 // storeWait is what waits on one store request.
@@ -158,6 +160,10 @@ func (c *Core) storeDone(now time.Time, id uint64, res StoreResult) {
 		c.reminderChanged(w, err)
 	case waitReminderUpdate:
 		c.reminderUpdated(now, w, err)
+	case waitRemindersRescan:
+		c.remindersRescanned(now, w, res)
+	case waitRemindersAdopt:
+		c.remindersAdopted(now, w, err)
 	}
 }
 

@@ -13,6 +13,7 @@ type reminderMetrics struct {
 	fired    *prometheus.CounterVec
 	late     *prometheus.CounterVec
 	lateness *prometheus.HistogramVec
+	adopted  *prometheus.CounterVec
 }
 
 // Buckets of reminders' lateness, in seconds: 1 ms to 10 min.
@@ -31,11 +32,13 @@ func newReminderMetrics() *reminderMetrics {
 			Help: "Firings of durable reminders at least 1 s after their scheduled time."}, typ),
 		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "shardmesh_reminder_lateness_seconds",
 			Help: "Time from a reminder's scheduled time to its firing.", Buckets: latenessBuckets}, typ),
+		adopted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardmesh_reminders_adopted_total",
+			Help: "Durable reminders a home found stored when it read its shard's reminders again, not among those it held: writes that landed after its load (core_reminders_rescan.go)."}, typ),
 	}
 }
 
 func (r *reminderMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.held, r.due, r.fired, r.late, r.lateness}
+	return []prometheus.Collector{r.held, r.due, r.fired, r.late, r.lateness, r.adopted}
 }
 
 // remindersHeld adds delta to the reminders held for typ.
@@ -44,6 +47,14 @@ func (m *metrics) remindersHeld(typ string, delta int) {
 		return
 	}
 	m.rem.held.WithLabelValues(typ).Add(float64(delta))
+}
+
+// remindersAdopted counts a reminder adopted by a read again.
+func (m *metrics) remindersAdopted(typ string) {
+	if m == nil {
+		return
+	}
+	m.rem.adopted.WithLabelValues(typ).Inc()
 }
 
 // reminderFired counts a firing, late by late.
