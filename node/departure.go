@@ -2,6 +2,7 @@ package node
 
 import (
 	"cmp"
+	"slices"
 	"strings"
 	"time"
 
@@ -132,11 +133,18 @@ func (c *Core) departureChecked(now time.Time, res StoreResult) {
 			return
 		}
 	}
+	// The metadata's voters keep this member while the others would be an even number
+	// (remember.NewPlacement): it leaves while their configuration still names it, and
+	// they remove it once it is gone from the membership.
+	keptVoter := false
+	if v := c.view.Load(); v != nil && v.placement != nil {
+		keptVoter = slices.Contains(v.placement.Meta(), c.self.Node)
+	}
 	var named []remember.Unit
 	for _, r := range res.Records {
 		cfg, err := remember.DecodeUnitConfig(r.Value)
 		u, ok := unitOfConfigKey(r.Key)
-		if err != nil || !ok || !cfg.Votes(c.self.Node) {
+		if err != nil || !ok || !cfg.Votes(c.self.Node) || u.Meta() && keptVoter {
 			continue
 		}
 		named = append(named, u)

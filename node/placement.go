@@ -38,7 +38,7 @@ func (c *Core) placementOf(members []membership.Member, voters []membership.Node
 		}
 		away := m.Status >= membership.Leaving || c.departing(m.Node) // a member still, holding no new shard
 		placed = append(placed, remember.PlacedMember{ID: m.Node, Zone: ZoneOf(m.Roles), Roles: m.Roles, Age: m.UpNumber,
-			Voter: slices.Contains(voters, m.Node), Away: away})
+			Voter: slices.Contains(voters, m.Node), Away: away, Down: m.Status == membership.Down})
 	}
 	roles := make(map[string]string, len(c.types))
 	for name, t := range c.types {

@@ -49,6 +49,9 @@ type PlacedMember struct {
 	// Away: the member may hold no shard's records (it is leaving, or down); it is listed
 	// only as a voter.
 	Away bool
+	// Down: the member is downed (away, and not coming back as it is): never a metadata
+	// voter.
+	Down bool
 }
 
 // NewPlacement returns the placement over members with replicationFactor replicas per
@@ -71,14 +74,37 @@ func NewPlacement(members []PlacedMember, replicationFactor, metadataReplicas in
 	voters := slices.ContainsFunc(p.members, func(m PlacedMember) bool { return m.Voter })
 	// A member that is away (departing: it moves its replicas off before it leaves) is no
 	// voter of the metadata group either: the group's leader removes it, and it leaves once
-	// no configuration names it.
-	byAge := slices.DeleteFunc(slices.Clone(p.members), func(m PlacedMember) bool {
-		return m.Away || voters && !m.Voter
+	// no configuration names it — unless that leaves an even number of voters, and it still
+	// runs (leaving, not downed): then the oldest such one stays a voter until it is gone
+	// from the membership. An even group tolerates no more failures than the odd one below
+	// it, and the running member's vote is what lets the group change at all should another
+	// voter die meanwhile: with three members, one leaving, the group of the other two lost
+	// its majority for good when one of them was killed (reminder soak seed 68; the
+	// three-member group, its leaving member's vote included, moves to the last one).
+	candidates := slices.DeleteFunc(slices.Clone(p.members), func(m PlacedMember) bool {
+		return voters && !m.Voter
 	})
+	sortByAge(candidates)
+	byAge := slices.DeleteFunc(slices.Clone(candidates), func(m PlacedMember) bool { return m.Away })
 	if voters {
 		metadataReplicas = len(byAge)
 	}
-	slices.SortStableFunc(byAge, func(a, b PlacedMember) int {
+	byAge = byAge[:min(metadataReplicas, len(byAge))]
+	if len(byAge)%2 == 0 {
+		if i := slices.IndexFunc(candidates, func(m PlacedMember) bool { return m.Away && !m.Down }); i >= 0 {
+			byAge = append(byAge, candidates[i])
+			sortByAge(byAge)
+		}
+	}
+	for _, m := range byAge {
+		p.meta = append(p.meta, m.ID)
+	}
+	return p
+}
+
+// sortByAge sorts members oldest first, those not Up yet last.
+func sortByAge(ms []PlacedMember) {
+	slices.SortStableFunc(ms, func(a, b PlacedMember) int {
 		switch {
 		case a.Age == b.Age:
 			return 0
@@ -89,10 +115,6 @@ func NewPlacement(members []PlacedMember, replicationFactor, metadataReplicas in
 		}
 		return cmp.Compare(a.Age, b.Age)
 	})
-	for _, m := range byAge[:min(metadataReplicas, len(byAge))] {
-		p.meta = append(p.meta, m.ID)
-	}
-	return p
 }
 
 // Members returns the members, by id.
@@ -130,7 +152,7 @@ func (p *Placement) Equal(o *Placement) bool {
 	}
 	for i := range p.members {
 		a, b := &p.members[i], &o.members[i]
-		if a.ID != b.ID || a.Zone != b.Zone || a.Away != b.Away || a.Age != b.Age || a.Voter != b.Voter || !slices.Equal(a.Roles, b.Roles) {
+		if a.ID != b.ID || a.Zone != b.Zone || a.Away != b.Away || a.Down != b.Down || a.Age != b.Age || a.Voter != b.Voter || !slices.Equal(a.Roles, b.Roles) {
 			return false
 		}
 	}
