@@ -374,7 +374,7 @@ func (m *Machine) dropGone(mv *unitMove) {
 		}
 		switch {
 		case p == m.self:
-			m.dropLocal(mv.u, mv.mark, cfg.Gen, func(bool, error) { done(nil) })
+			m.dropLocal(mv.u, mv.mark, cfg.Gen, func(_ bool, err error) { done(err) }) // a disk fault: it still owes the drop
 		default:
 			r := m.newAckRound("drop", single(mv.u, []NodeID{p}), done)
 			m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Drop{Drop: &pb.ReplicaDrop{
