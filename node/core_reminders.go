@@ -62,6 +62,8 @@ type reminderShard struct {
 	items    map[reminderID]*reminderItem
 	changes  map[reminderID]*reminderChanges // registers and cancels in flight
 	waiting  []ReminderOp                    // until ready
+	marked   bool                            // the shard is stored as one that must run (markReminderShard)
+	marking  []ReminderOp                    // registers waiting for that
 	wake     time.Time                       // remReady: nothing is due before (zero: look now)
 	due      int                             // reminders whose time has come, not yet handled and stored
 
@@ -156,6 +158,7 @@ func (c *Core) remindersStopped(typ string, s shard.ID) {
 	k := shardKey{typ, s}
 	if rs := c.rem.shards[k]; rs != nil {
 		failOps(rs.waiting, ErrNotHome)
+		failOps(rs.marking, ErrNotHome)
 		delete(c.rem.shards, k)
 		if i, ok := slices.BinarySearchFunc(c.rem.order, k, compareShardKeys); ok {
 			c.rem.order = slices.Delete(c.rem.order, i, i+1)
@@ -309,12 +312,12 @@ func (c *Core) reminderOp(now time.Time, op ReminderOp) {
 				op.Done(nil, fmt.Errorf("reminder %s: negative period %v", r.Name, r.Every))
 				return
 			}
+			if !rs.marked {
+				c.markReminderShard(rs, op)
+				return
+			}
 			r.Payload, r.Due = nonNil(r.Payload), now.Add(max(op.After, 0))
 			ws[0] = remember.Write{Key: key, Value: encodeReminder(&r), Epoch: r.Epoch}
-			// The shard is one that must run: its coordinator starts it again when its home
-			// is lost (coordinator.Config.DurableShards). Unfenced, as the remembered
-			// entities write it.
-			ws = append(ws, remember.Write{Key: datadir.Key(datadir.FamilyShard, r.Type, string(r.Shard))})
 		}
 		opc := op
 		opc.Reminder = r
@@ -330,6 +333,41 @@ func (c *Core) reminderOp(now time.Time, op ReminderOp) {
 		c.request(StoreRequest{Writes: ws}, storeWait{kind: waitReminderChange, typ: r.Type, shard: r.Shard, up: r.Epoch, reminder: &opc, seq: c.rem.seq})
 	default:
 		panic(fmt.Sprintf("node: unknown reminder operation %d", op.Kind))
+	}
+}
+
+// markReminderShard stores, before the shard's first register here, that the shard is one
+// that must run: its coordinator starts it again when its home is lost
+// (coordinator.Config.DurableShards), and the home fires its reminders. The register waits
+// for it: written together, a register whose write failed could land on a replica without
+// the mark, and a shard nobody starts fires nothing (reminder soak seed 118: a register
+// made in a minority partition stayed on its home's replica, unfired, after the full
+// restart). A failed mark fails the register with nothing stored. Unfenced, as the
+// remembered entities write it; once per shard and epoch.
+func (c *Core) markReminderShard(rs *reminderShard, op ReminderOp) {
+	rs.marking = append(rs.marking, op)
+	if len(rs.marking) > 1 {
+		return
+	}
+	c.request(StoreRequest{Writes: []remember.Write{{Key: datadir.Key(datadir.FamilyShard, rs.key.typ, string(rs.key.shard))}}},
+		storeWait{kind: waitReminderShardMark, typ: rs.key.typ, shard: rs.key.shard, up: uint64(rs.epoch)})
+}
+
+// reminderShardMarked takes the outcome of markReminderShard.
+func (c *Core) reminderShardMarked(now time.Time, w storeWait, err error) {
+	rs := c.current(w.typ, w.shard, w.up)
+	if rs == nil {
+		return
+	}
+	ops := rs.marking
+	rs.marking = nil
+	if err != nil {
+		failOps(ops, fmt.Errorf("the shard is not stored as one that must run, so nothing was registered: %w", err))
+		return
+	}
+	rs.marked = true
+	for _, op := range ops {
+		c.reminderOp(now, op)
 	}
 }
 

@@ -47,24 +47,25 @@ type StoreResult struct {
 type storeWaitKind uint8
 
 const (
-	waitRemember        storeWaitKind = iota + 1 // remembered entities (engine StoreRemember ops)
-	waitForget                                   // passivated entities forgotten
-	waitLoadEntities                             // a shard's remembered entities
-	waitLoadShards                               // a type's remembered shards
-	waitTermRead                                 // a coordinator's term: the last one claimed
-	waitTermWrite                                // a coordinator's term: the claim
-	waitTermSpread                               // a claimed term, written again as the cluster grew
-	waitDirectives                               // the operator's directives, read
-	waitDeparture                                // the units' configurations, read by a leaving member
-	waitDirectiveChange                          // a change of a directive, written
-	waitHistory                                  // placement records written
-	waitHistoryScan                              // a type's history read, to prune it
-	waitRemindersLoad                            // a shard's reminders read
-	waitRemindersClaim                           // a shard's reminders claimed with its epoch
-	waitReminderChange                           // an entity's reminder registered or cancelled
-	waitReminderUpdate                           // a fired reminder rescheduled or removed
-	waitRemindersRescan                          // a shard's reminders read again
-	waitRemindersAdopt                           // reminders found by a read again, claimed
+	waitRemember          storeWaitKind = iota + 1 // remembered entities (engine StoreRemember ops)
+	waitForget                                     // passivated entities forgotten
+	waitLoadEntities                               // a shard's remembered entities
+	waitLoadShards                                 // a type's remembered shards
+	waitTermRead                                   // a coordinator's term: the last one claimed
+	waitTermWrite                                  // a coordinator's term: the claim
+	waitTermSpread                                 // a claimed term, written again as the cluster grew
+	waitDirectives                                 // the operator's directives, read
+	waitDeparture                                  // the units' configurations, read by a leaving member
+	waitDirectiveChange                            // a change of a directive, written
+	waitHistory                                    // placement records written
+	waitHistoryScan                                // a type's history read, to prune it
+	waitRemindersLoad                              // a shard's reminders read
+	waitRemindersClaim                             // a shard's reminders claimed with its epoch
+	waitReminderChange                             // an entity's reminder registered or cancelled
+	waitReminderUpdate                             // a fired reminder rescheduled or removed
+	waitRemindersRescan                            // a shard's reminders read again
+	waitRemindersAdopt                             // reminders found by a read again, claimed
+	waitReminderShardMark                          // a shard with reminders stored as one that must run
 )
 
 // storeWait is what waits on one store request.
@@ -164,6 +165,8 @@ func (c *Core) storeDone(now time.Time, id uint64, res StoreResult) {
 		c.remindersRescanned(now, w, res)
 	case waitRemindersAdopt:
 		c.remindersAdopted(now, w, err)
+	case waitReminderShardMark:
+		c.reminderShardMarked(now, w, err)
 	}
 }
 
