@@ -41,6 +41,7 @@ type Store struct {
 	admitted []NodeID           // the last Config.Admitted given to it
 
 	inbox    chan storeInput
+	results  diskResults   // the disk's results, for the loop
 	changed  chan struct{} // MembersChanged: the loop syncs the members now
 	loopDone chan struct{}
 
@@ -65,13 +66,43 @@ type Store struct {
 	met *storeMetrics // nil without Config.Metrics
 }
 
-// storeInput is one thing for the store's loop: a call, a peer's frame, a disk result.
+// storeInput is one thing for the store's loop: a call, or a peer's frame. Disk results
+// come in diskResults.
 type storeInput struct {
 	fn   func() // runs on the loop (inspection)
 	call *apiCall
 	from NodeID
 	env  *pb.ReplicaEnvelope
-	disk *DiskResult
+}
+
+// diskResults queues the disk's results for the loop without a bound: the loop hands the
+// disk its operations and the disk hands back their results, so neither may wait for the
+// other (a full inbox and a full queue of applies deadlocked the store on a full disk,
+// where every refused apply is tried again).
+type diskResults struct {
+	mu    sync.Mutex
+	queue []DiskResult
+	ready chan struct{} // a token while queue holds something
+}
+
+// put queues res; it never blocks.
+func (q *diskResults) put(res DiskResult) {
+	q.mu.Lock()
+	q.queue = append(q.queue, res)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the queued results, in the order they came.
+func (q *diskResults) take() []DiskResult {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.queue
+	q.queue = nil
+	return out
 }
 
 // apiCall is a Write, Get or Scan of the Store's API; done hears its answer on the loop.
@@ -108,6 +139,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		waiting:  map[CallID]func(Answer){},
 		peers:    map[NodeID]peer.ID{},
 		inbox:    make(chan storeInput, 4096),
+		results:  diskResults{ready: make(chan struct{}, 1)},
 		changed:  make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
 	}
@@ -223,6 +255,11 @@ func (s *Store) loop() {
 			s.m.Tick(now)
 		case <-s.changed:
 			s.syncMembers(time.Now())
+		case <-s.results.ready:
+			now := time.Now()
+			for _, res := range s.results.take() {
+				s.m.DiskDone(now, res)
+			}
 		}
 		s.execute()
 		timer.Reset(s.untilDeadline())
@@ -304,8 +341,6 @@ func (s *Store) step(now time.Time, in storeInput) {
 			id = s.m.Write(now, c.writes)
 		}
 		s.waiting[id] = c.done
-	case in.disk != nil:
-		s.m.DiskDone(now, *in.disk)
 	case in.env != nil:
 		s.m.ReceiveEnvelope(now, in.from, in.env)
 	}
@@ -368,13 +403,8 @@ func (s *Store) peerID(id NodeID) (peer.ID, bool) {
 	return p, true
 }
 
-// diskDone hands a disk result to the loop; it never blocks once the loop has ended.
-func (s *Store) diskDone(res DiskResult) {
-	select {
-	case s.inbox <- storeInput{disk: &res}:
-	case <-s.loopDone:
-	}
-}
+// diskDone hands a disk result to the loop; it never blocks.
+func (s *Store) diskDone(res DiskResult) { s.results.put(res) }
 
 // submit hands a call to the loop; false once the store is closing.
 func (s *Store) submit(c *apiCall) bool {
