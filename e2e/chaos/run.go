@@ -179,13 +179,6 @@ func (r *Report) String() string {
 	for _, l := range r.Timeline {
 		b.WriteString("  " + l + "\n")
 	}
-	for i, v := range r.Violations {
-		if i == 50 {
-			fmt.Fprintf(&b, "  … %d more violations\n", len(r.Violations)-50)
-			break
-		}
-		b.WriteString("VIOLATION: " + v + "\n")
-	}
 	for _, k := range r.KnownBugs {
 		b.WriteString("KNOWN BUG (not failing this run): " + k + "\n")
 	}
@@ -206,6 +199,18 @@ func (r *Report) String() string {
 		for _, e := range r.TopErrors {
 			b.WriteString("  " + e + "\n")
 		}
+	}
+	// The violations come last: a log cut to its tail (CI keeps only that) still shows
+	// what failed and the seed that repeats it.
+	for i, v := range r.Violations {
+		if i == 50 {
+			fmt.Fprintf(&b, "… %d more violations\n", len(r.Violations)-50)
+			break
+		}
+		b.WriteString("VIOLATION: " + v + "\n")
+	}
+	if r.Failed() {
+		fmt.Fprintf(&b, "FAILED: %d violations above (repeat with -chaos.seed %d)\n", len(r.Violations), r.Seed)
 	}
 	return b.String()
 }
