@@ -372,14 +372,13 @@ func (m *Machine) dropGone(mv *unitMove) {
 				m.droppedAll(mv)
 			})
 		}
-		switch {
-		case p == m.self:
+		if p == m.self {
 			m.dropLocal(mv.u, mv.mark, cfg.Gen, func(_ bool, err error) { done(err) }) // a disk fault: it still owes the drop
-		default:
-			r := m.newAckRound("drop", single(mv.u, []NodeID{p}), done)
-			m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Drop{Drop: &pb.ReplicaDrop{
-				Unit: unitPB(mv.u), MoveEpoch: mv.mark.epoch, MoveSeq: mv.mark.seq, ConfigGen: cfg.Gen}}})
+			continue
 		}
+		r := m.newAckRound("drop", single(mv.u, []NodeID{p}), done)
+		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Drop{Drop: &pb.ReplicaDrop{
+			Unit: unitPB(mv.u), MoveEpoch: mv.mark.epoch, MoveSeq: mv.mark.seq, ConfigGen: cfg.Gen}}})
 	}
 }
 
