@@ -23,8 +23,12 @@ const testTimeout = 20 * time.Second
 // testLogLevel is the level of test logs; lower it to debug a test.
 var testLogLevel = slog.LevelWarn
 
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+func testContext(t testing.TB) context.Context { return testContextFor(t, testTimeout) }
+
+// testContextFor is testContext for a test whose calls take longer in all than testTimeout
+// on a loaded machine under the race detector (thousands of calls one after the other).
+func testContextFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }

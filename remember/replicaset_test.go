@@ -204,7 +204,7 @@ func TestReadNamesMissingReplicas(t *testing.T) {
 // and fence floor — and the former replica drops its copy.
 func TestMoveWhenAReplicaLeaves(t *testing.T) {
 	c := unitCluster(t, 5, nil)
-	ctx := testContext(t)
+	ctx := testContextFor(t, 3*time.Minute) // 6,000 calls one after the other: 17 s alone under -race
 	c.setRoles(map[int]bool{})
 	u := Unit{Type: "t", Shard: "9"}
 	c.stores[0].Host(u, 4)
