@@ -5,6 +5,9 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/shardmesh/shardmesh/config"
+	"github.com/shardmesh/shardmesh/shard"
 )
 
 // TestSixMembersHoldHalf: 6 real daemons with 600 durable counters (replication factor 3):
@@ -12,12 +15,25 @@ import (
 // on exactly three members, and each member holds at most 60 % of the 600 state records
 // (the ideal is 50 %: three replicas of six). Before replica sets every member held all of
 // them.
+//
+// The daemons run with the product's default number of shards (1000), as a user's do: with
+// shardingFlags' 100 shards, six counters to a shard, a member's share spreads with σ ≈ 4.7
+// points around 50 % and the largest of six crosses 60 % in about one run in ten; with 1000
+// (458 of them hold the 600 counters) σ ≈ 2.3 points, and 60 % is more than 4σ away.
 func TestSixMembersHoldHalf(t *testing.T) {
 	if testing.Short() {
 		t.Skip("6 daemons and 600 counters: run without -short")
 	}
 	const counters = 600
-	c := newCluster(t, shardingFlags...)
+	ex, err := shard.NewHashCodeExtractor(config.Default().Sharding.NumberOfShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	touched := map[shard.ID]bool{}
+	for _, id := range ids(counters) {
+		touched[ex.ShardID(shard.EntityID(id))] = true
+	}
+	c := newCluster(t, withoutSet(shardingFlags, "sharding.number-of-shards")...)
 	seed := c.start("m1")
 	ds := []*daemon{seed}
 	for i := 2; i <= 6; i++ {
@@ -32,8 +48,8 @@ func TestSixMembersHoldHalf(t *testing.T) {
 	var st storeStatus
 	var why string
 	settled := waitFor(2*time.Minute, func() bool {
-		if counts := shardCounts(ds); spread(counts) > 1 || total(counts) != 100 {
-			why = fmt.Sprintf("shards not balanced: %v", shardCounts(ds))
+		if counts := shardCounts(ds); spread(counts) > 1 || total(counts) != len(touched) {
+			why = fmt.Sprintf("the %d shards not balanced: %v", len(touched), counts)
 			return false
 		}
 		var code int
@@ -61,7 +77,7 @@ func TestSixMembersHoldHalf(t *testing.T) {
 				continue
 			}
 			worst = max(worst, h.Records)
-			t.Logf("%s holds %d of the %d counters' state records (%.0f %%)", m.Node, h.Records, counters, 100*float64(h.Records)/counters)
+			t.Logf("%s holds %d of the %d counters' state records (%.1f %%)", m.Node, h.Records, counters, 100*float64(h.Records)/counters)
 		}
 	}
 	if worst > counters*60/100 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +25,19 @@ var shardingFlags = []string{
 	"--set", "sharding.least-shard-allocation-strategy.rebalance-absolute-limit=1000",
 	"--set", "sharding.least-shard-allocation-strategy.rebalance-relative-limit=1",
 	"--set", "cluster.split-brain-resolver.stable-after=2s",
+}
+
+// withoutSet returns flags without their --set of key: the daemons take key's default.
+func withoutSet(flags []string, key string) []string {
+	out := make([]string, 0, len(flags))
+	for i := 0; i < len(flags); i++ {
+		if flags[i] == "--set" && i+1 < len(flags) && strings.HasPrefix(flags[i+1], key+"=") {
+			i++
+			continue
+		}
+		out = append(out, flags[i])
+	}
+	return out
 }
 
 // client connects an admin client to d.

@@ -518,7 +518,7 @@ func (c *Core) shardingEvent(now time.Time, se wire.ShardingEvent) {
 		c.wantDirectives()
 	case pb.ShardingEvent_STORE_DEPARTING:
 		if se.Origin != c.self.Node {
-			c.markDeparting(se.Origin, now)
+			c.markDeparting(se.Origin, se.Incarnation, now)
 		}
 	case pb.ShardingEvent_SHARD_ALLOCATED:
 		c.eng.StepCoordination(now, se.Origin, se.Type, coordinator.ShardHome{Shard: se.Shard, Region: se.To, Epoch: se.Epoch})

@@ -35,7 +35,13 @@ import (
 //     224: a handoff that took handoff-timeout outlasted the mark, and sets moved back).
 //
 // The marks are soft state: a member that restarts forgets them and hears the next
-// announcement; a member that rejoins after leaving is placed again once its mark expired.
+// announcement. A mark is the departing incarnation's: a member that left and joined again
+// (a new incarnation: a rolling restart) is placed again at once. Marked until the mark
+// expired, it held no replica and was no voter of the metadata for up to departTTL after it
+// was back; the next member to leave in that time moved its sets and the metadata's votes
+// onto the members left, and the one after found no other member that might hold them and
+// left at once, the metadata group's only voter (e2e TestRotatingKeysWithoutDowntime: asks
+// failed with "no quorum" while it restarted).
 const (
 	departAnnounce = time.Second
 	departTTL      = 5 * time.Second
@@ -44,8 +50,14 @@ const (
 // departures are the members known to depart (their marks expire), and this member's own
 // departure while it runs.
 type departures struct {
-	until map[membership.NodeID]time.Time
+	marks map[membership.NodeID]departMark
 	own   *departure
+}
+
+// departMark says that a member's incarnation departs, until when.
+type departMark struct {
+	incarnation uint64 // the newest that announced it; 0: not said (it is any incarnation)
+	until       time.Time
 }
 
 // departure is this member's move of its replicas off itself.
@@ -60,10 +72,11 @@ type departure struct {
 	clean int // checks in a row that found none
 }
 
-// departing reports whether member id departs (its mark has not expired).
-func (c *Core) departing(id membership.NodeID) bool {
-	until, ok := c.departs.until[id]
-	return ok && c.now.Before(until)
+// departing reports whether member m departs: its incarnation, or a newer one, announced
+// it, and the mark has not expired.
+func (c *Core) departing(m membership.Member) bool {
+	d, ok := c.departs.marks[m.Node]
+	return ok && c.now.Before(d.until) && (d.incarnation == 0 || m.Incarnation <= d.incarnation)
 }
 
 // startDeparture begins this member's graceful leave: its replicas first, then its shards
@@ -86,9 +99,9 @@ func (c *Core) startDeparture(now time.Time) {
 // tickDeparture announces this member's departure and checks how far it is, every
 // departAnnounce; it forgets the marks of others that expired.
 func (c *Core) tickDeparture(now time.Time) {
-	for id, until := range c.departs.until {
-		if !now.Before(until) {
-			delete(c.departs.until, id)
+	for id, d := range c.departs.marks {
+		if !now.Before(d.until) {
+			delete(c.departs.marks, id)
 			c.replace() // placed again (published at the end of the tick)
 		}
 	}
@@ -97,22 +110,27 @@ func (c *Core) tickDeparture(now time.Time) {
 		return
 	}
 	d.next = now.Add(departAnnounce)
-	c.markDeparting(c.self.Node, now)
-	c.env.Gossip(wire.AppendEvent(nil, wire.ShardingEvent{Kind: pb.ShardingEvent_STORE_DEPARTING, At: now, Origin: c.self.Node}))
+	c.markDeparting(c.self.Node, c.self.Incarnation, now)
+	c.env.Gossip(wire.AppendEvent(nil, wire.ShardingEvent{Kind: pb.ShardingEvent_STORE_DEPARTING, At: now, Origin: c.self.Node,
+		Incarnation: c.self.Incarnation}))
 	if !d.checking && !d.done {
 		d.checking = true
 		c.request(StoreRequest{Scan: datadir.Prefix(datadir.FamilyReplicas), IsScan: true}, storeWait{kind: waitDeparture})
 	}
 }
 
-// markDeparting notes that member id departs, for departTTL from now.
-func (c *Core) markDeparting(id membership.NodeID, now time.Time) {
-	if c.departs.until == nil {
-		c.departs.until = map[membership.NodeID]time.Time{}
+// markDeparting notes that incarnation inc of member id departs, for departTTL from now.
+// An announcement of an older incarnation (gossip may bring one late) marks none newer.
+func (c *Core) markDeparting(id membership.NodeID, inc uint64, now time.Time) {
+	if c.departs.marks == nil {
+		c.departs.marks = map[membership.NodeID]departMark{}
 	}
-	_, known := c.departs.until[id]
-	c.departs.until[id] = now.Add(departTTL)
-	if !known {
+	d, known := c.departs.marks[id]
+	if known && d.incarnation != 0 && inc != 0 && inc < d.incarnation {
+		return // a late word of an incarnation older than the one that departs now
+	}
+	c.departs.marks[id] = departMark{incarnation: inc, until: now.Add(departTTL)}
+	if !known || d.incarnation != inc {
 		c.replace()
 		c.publishView() // the placement changes: hosts move the sets that name it
 	}

@@ -36,7 +36,7 @@ func (c *Core) placementOf(members []membership.Member, voters []membership.Node
 		if m.Status == membership.Removed {
 			continue
 		}
-		away := m.Status >= membership.Leaving || c.departing(m.Node) // a member still, holding no new shard
+		away := m.Status >= membership.Leaving || c.departing(m) // a member still, holding no new shard
 		placed = append(placed, remember.PlacedMember{ID: m.Node, Zone: ZoneOf(m.Roles), Roles: m.Roles, Age: m.UpNumber,
 			Voter: slices.Contains(voters, m.Node), Away: away, Down: m.Status == membership.Down})
 	}

@@ -28,6 +28,9 @@ type ShardingEvent struct {
 	At       time.Time
 	Entity   shard.EntityID // ENTITY_FORCE_STOPPED
 	Entities int            // incarnations a handoff stopped
+	// Incarnation is the origin's incarnation that departs (STORE_DEPARTING): a member
+	// that left and joined again as a new incarnation departs no more. 0: not said.
+	Incarnation uint64
 	// Origin is the member that published it (set by the receiver from the gossip origin).
 	Origin membership.NodeID
 }
@@ -37,7 +40,7 @@ func AppendEvent(dst []byte, e ShardingEvent) []byte {
 	m := &pb.ShardingEvent{ProtocolVersion: ProtocolVersion, EntityType: e.Type, Kind: e.Kind, Shard: string(e.Shard),
 		From: string(e.From), To: string(e.To), Epoch: uint64(e.Epoch), DurationMs: uint64(e.Took.Milliseconds()),
 		Cause: e.Cause, Phase: e.Phase, Term: e.Term, AtUnixMs: e.At.UnixMilli(), Entity: string(e.Entity),
-		Entities: Count32(e.Entities)}
+		Entities: Count32(e.Entities), Incarnation: e.Incarnation}
 	for _, s := range e.Shards {
 		m.Shards = append(m.Shards, string(s))
 	}
@@ -74,7 +77,8 @@ func DecodeEvent(frame []byte) (ShardingEvent, error) {
 	}
 	e := ShardingEvent{Type: m.EntityType, Kind: m.Kind, Shard: shard.ID(m.Shard), From: membership.NodeID(m.From), To: membership.NodeID(m.To),
 		Epoch: coordinator.Epoch(m.Epoch), Took: time.Duration(m.DurationMs) * time.Millisecond, Cause: m.Cause, Phase: m.Phase,
-		Term: m.Term, At: time.UnixMilli(m.AtUnixMs), Entity: shard.EntityID(m.Entity), Entities: int(m.Entities)}
+		Term: m.Term, At: time.UnixMilli(m.AtUnixMs), Entity: shard.EntityID(m.Entity), Entities: int(m.Entities),
+		Incarnation: m.Incarnation}
 	for _, s := range m.Shards {
 		e.Shards = append(e.Shards, shard.ID(s))
 	}

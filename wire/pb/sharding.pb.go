@@ -1166,6 +1166,7 @@ type ShardingEvent struct {
 	AtUnixMs        int64                  `protobuf:"varint,13,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"` // when, by the publishing member's clock
 	Entity          string                 `protobuf:"bytes,14,opt,name=entity,proto3" json:"entity,omitempty"`                        // ENTITY_FORCE_STOPPED
 	Entities        uint32                 `protobuf:"varint,15,opt,name=entities,proto3" json:"entities,omitempty"`                   // HANDOFF_COMPLETED, SHARD_ALLOCATED: incarnations the handoff stopped
+	Incarnation     uint64                 `protobuf:"varint,16,opt,name=incarnation,proto3" json:"incarnation,omitempty"`             // STORE_DEPARTING: the origin's incarnation (process) that departs
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1305,6 +1306,13 @@ func (x *ShardingEvent) GetEntities() uint32 {
 	return 0
 }
 
+func (x *ShardingEvent) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
+	}
+	return 0
+}
+
 var File_sharding_proto protoreflect.FileDescriptor
 
 const file_sharding_proto_rawDesc = "" +
@@ -1387,7 +1395,7 @@ const file_sharding_proto_rawDesc = "" +
 	"\x06ask_id\x18\x01 \x01(\x04R\x05askId\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x04 \x01(\rR\x04code\"\xec\x05\n" +
+	"\x04code\x18\x04 \x01(\rR\x04code\"\x8e\x06\n" +
 	"\rShardingEvent\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\ventity_type\x18\x02 \x01(\tR\n" +
@@ -1407,7 +1415,8 @@ const file_sharding_proto_rawDesc = "" +
 	"\n" +
 	"at_unix_ms\x18\r \x01(\x03R\batUnixMs\x12\x16\n" +
 	"\x06entity\x18\x0e \x01(\tR\x06entity\x12\x1a\n" +
-	"\bentities\x18\x0f \x01(\rR\bentities\"\xb8\x02\n" +
+	"\bentities\x18\x0f \x01(\rR\bentities\x12 \n" +
+	"\vincarnation\x18\x10 \x01(\x04R\vincarnation\"\xb8\x02\n" +
 	"\x04Kind\x12\v\n" +
 	"\aUNKNOWN\x10\x00\x12\x17\n" +
 	"\x13COORDINATOR_STARTED\x10\x01\x12\x19\n" +
