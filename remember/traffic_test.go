@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/shardmesh/shardmesh/remember/metaraft"
 )
 
 // TestStoreTrafficPerMember: the store traffic of one member must not grow with the
@@ -180,7 +182,8 @@ func runTraffic(t *testing.T, members, shards, writesPerSecond int) trafficFigur
 	n.bytes, n.wakes = make([]float64, members), make([]time.Time, members)
 	for i, id := range n.ids {
 		d := NewMemDisk()
-		m, err := NewMachine(MachineConfig{Self: id, Layout: testLayout{}, Seed: uint64(i + 1)}, d.State(testLayout{}), n.now)
+		// Each member keeps its replica of the metadata group (the voters' is the group's).
+		m, err := NewMachine(MachineConfig{Self: id, Layout: testLayout{}, Seed: uint64(i + 1), MetaStorage: metaraft.NewMemStorage()}, d.State(testLayout{}), n.now)
 		if err != nil {
 			t.Fatal(err)
 		}
