@@ -66,7 +66,12 @@ type Server struct {
 
 	quit     chan struct{}
 	quitOnce sync.Once
-	active   sync.WaitGroup
+	// calls counts the calls in progress; closed (under callsMu) refuses new ones once Close
+	// has begun, so no call joins calls while Close waits on it (a WaitGroup must not be
+	// added to from zero while it is waited on: it panics).
+	callsMu sync.Mutex
+	closed  bool
+	calls   sync.WaitGroup
 }
 
 // NewServer returns a server answering from backend, without a host: Serve puts it on one.
@@ -101,8 +106,11 @@ func Serve(host *p2p.Host, backend Backend, cfg Config) *Server {
 // and before it closes the host, so a shutdown's caller hears that the member left.
 func (s *Server) Close(ctx context.Context) {
 	s.quitOnce.Do(func() { close(s.quit) })
+	s.callsMu.Lock()
+	s.closed = true
+	s.callsMu.Unlock()
 	done := make(chan struct{})
-	go func() { s.active.Wait(); close(done) }()
+	go func() { s.calls.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -112,9 +120,23 @@ func (s *Server) Close(ctx context.Context) {
 // emitter sends one response of a call.
 type emitter func(*adminpb.Response) error
 
+// enter counts a call in, unless Close has begun: then the call is not answered.
+func (s *Server) enter() bool {
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.calls.Add(1)
+	return true
+}
+
 func (s *Server) handle(st *p2p.Stream) {
-	s.active.Add(1)
-	defer s.active.Done()
+	if !s.enter() {
+		s.log.Debug("admin call after the server closed: not answered", "caller", st.RemotePeer())
+		return
+	}
+	defer s.calls.Done()
 	st.SetDeadline(time.Now().Add(admin.CallTimeout))
 	caller := st.RemotePeer()
 	frame, err := st.ReadFrame()
