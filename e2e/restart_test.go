@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,4 +68,52 @@ func TestFullRestartAfterAStaleMember(t *testing.T) {
 	}
 	counters(m1, "get", func(int) string { return "2" })
 	counters(m3, "inc", func(int) string { return "3" })
+}
+
+// TestColdRestartWithSeedsFormsOneCluster: every member killed and started again with
+// --join naming the other two — what supervisors do after the split-brain resolver downed
+// every member (a chaos run: down-all-when-unstable) or after a power cut. None of them is
+// in a cluster, so none can admit the others; they used to ask each other for ever. Now the
+// one with the lowest peer id forms the cluster once every seed answered that it is in none
+// and lists it, and the others join it.
+func TestColdRestartWithSeedsFormsOneCluster(t *testing.T) {
+	c := newCluster(t, append(dataFlags, "--set", "cluster.split-brain-resolver.stable-after=1s")...)
+	names := []string{"m1", "m2", "m3"}
+	listen := map[string]string{}
+	for _, name := range names {
+		listen[name] = fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", freePort(t, "127.0.0.1"))
+	}
+	ds := []*daemon{c.start("m1", "--listen", listen["m1"])}
+	for _, name := range names[1:] {
+		ds = append(ds, c.start(name, "--listen", listen[name], "--join", ds[0].addr()))
+	}
+	if !waitFor(15*time.Second, func() bool { return allAgree(ds, 3) }) {
+		t.Fatal("the cluster did not form")
+	}
+	seed := map[string]string{}
+	for i, name := range names {
+		seed[name] = listen[name] + "/p2p/" + ds[i].peerID()
+	}
+	for _, d := range ds {
+		d.kill()
+	}
+	for i, name := range names {
+		var args []string
+		for _, other := range names {
+			if other != name {
+				args = append(args, "--join", seed[other])
+			}
+		}
+		ds[i] = c.start(name, append([]string{"--listen", listen[name]}, args...)...)
+	}
+	if !waitFor(45*time.Second, func() bool { return allAgree(ds, 3) }) {
+		t.Fatal("the members restarted with each other as seeds did not form a cluster")
+	}
+	formed := 0
+	for _, d := range ds {
+		formed += strings.Count(d.log.String(), "forming a new cluster")
+	}
+	if formed != 1 { // the logs of the processes started again
+		t.Errorf("%d members formed a cluster after the restart, want 1", formed)
+	}
 }

@@ -235,6 +235,13 @@ func (e *Engine) JoinVia(now time.Time, seed membership.NodeID) {
 	e.settle()
 }
 
+// JoinSeeds gives every seed this member was configured with (membership.Node.JoinSeeds).
+func (e *Engine) JoinSeeds(now time.Time, seeds []membership.NodeID) {
+	e.now = now
+	e.m.JoinSeeds(now, seeds)
+	e.settle()
+}
+
 // Leave hands off every shard of every type (graceful shutdown), then leaves the cluster.
 func (e *Engine) Leave(now time.Time) {
 	e.now = now

@@ -78,11 +78,16 @@ func (r StopReason) String() string {
 // heartbeat pause) and serves nothing until a majority confirms it is still a member.
 type Suspended struct{}
 
+// Formed reports that this member formed a new cluster by itself: every seed it was given
+// is in no cluster, and it is the one to form it (bootstrap.go).
+type Formed struct{ Why string }
+
 // Resumed reports that a majority confirmed this member after a pause.
 type Resumed struct{}
 
 func (Suspended) isEvent() {}
 func (Resumed) isEvent()   {}
+func (Formed) isEvent()    {}
 
 func (MemberChanged) isEvent()       {}
 func (ReachabilityChanged) isEvent() {}

@@ -59,6 +59,24 @@ type JoinRequest struct {
 	// Credential is the joining member's credential (Config.Credential), checked by
 	// Config.Admit.
 	Credential []byte
+	// AsksNotMember: a seed in no cluster answers with NotMember (a member of an earlier
+	// release neither sets it nor knows NotMember).
+	AsksNotMember bool
+}
+
+// NotMember answers a JoinRequest from a member that is in no cluster either (Akka's
+// InitJoinNack): what a member given a static list of seeds waits for from all of them
+// before one of them forms a new cluster (bootstrap.go).
+type NotMember struct {
+	From NodeID
+	// Lowest is the lowest node id the answering member knows of the members looking for a
+	// cluster: itself, its seeds, and those asking it to admit them.
+	Lowest NodeID
+	// SeedsInNone: every seed the answering member was given answered lately that it is in
+	// no cluster either. A member forms a cluster only when all its seeds say so: one given a
+	// seed that still waits for a member of its own list (starting, or in a cluster
+	// elsewhere) does not.
+	SeedsInNone bool
 }
 
 // JoinReply answers a JoinRequest: the cluster state when admitted, the reason when refused.
@@ -103,5 +121,6 @@ func (Gossip) isMessage()       {}
 func (GossipStatus) isMessage() {}
 func (JoinRequest) isMessage()  {}
 func (JoinReply) isMessage()    {}
+func (NotMember) isMessage()    {}
 func (Probe) isMessage()        {}
 func (ProbeAck) isMessage()     {}

@@ -23,6 +23,7 @@ type Node struct {
 
 	seeds        []NodeID
 	lastJoinSent time.Time
+	boot         *seedBootstrap // JoinSeeds' list and the answers to it (bootstrap.go); nil: none
 
 	peers map[NodeID]*peer // failure detection and last reported digest per member heartbeats go to or come from
 
@@ -278,6 +279,8 @@ func (n *Node) Step(now time.Time, from NodeID, msg Message) {
 		n.handleJoin(from, m)
 	case JoinReply:
 		n.handleJoinReply(from, m)
+	case NotMember:
+		n.handleNotMember(from, m)
 	default:
 		panic(fmt.Sprintf("membership: unknown message %T", msg))
 	}
@@ -299,6 +302,7 @@ func (n *Node) Tick(now time.Time) {
 			}
 			n.lastJoinSent = now
 		}
+		n.bootstrapTick()
 		return
 	}
 	if n.suspect {
@@ -740,9 +744,13 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 	refuse := func(why StopReason, format string, args ...any) {
 		n.send(from, JoinReply{From: n.self.Node, Refused: fmt.Sprintf(format, args...), Refusal: why})
 	}
+	if !n.joined {
+		n.answerNotMember(from, req) // in no cluster: the joiner retries, asks another seed, or forms one
+		return
+	}
 	me, ok := n.v.members[n.self.Node]
-	if !n.joined || !ok || !me.countsAsMember() {
-		return // not a member of a cluster (yet): the joiner retries or asks another seed
+	if !ok || !me.countsAsMember() {
+		return // not a member of a cluster yet: the joiner retries or asks another seed
 	}
 	// Admission first: a member that is not admitted learns nothing of the cluster's settings.
 	if n.cfg.Admit != nil {
@@ -782,7 +790,7 @@ func (n *Node) handleJoin(from NodeID, req JoinRequest) {
 
 // joinRequest asks to join, with this member's credential.
 func (n *Node) joinRequest() JoinRequest {
-	return JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks, Credential: n.cfg.Credential}
+	return JoinRequest{Member: n.self, Checks: n.cfg.JoinChecks, Credential: n.cfg.Credential, AsksNotMember: true}
 }
 
 // joinReply admits a member, with this member's credential.

@@ -275,6 +275,8 @@ func (c *Core) Step(now time.Time, in Input) {
 		c.eng.FormCluster(now)
 	case JoinVia:
 		c.eng.JoinVia(now, in.Seed)
+	case JoinSeeds:
+		c.eng.JoinSeeds(now, in.Seeds)
 	case Leave:
 		c.startDeparture(now)
 	case Down:

@@ -72,7 +72,7 @@ const (
 func (c *Core) memberMessage(from membership.NodeID, msg membership.Message) (membership.Message, admission) {
 	st, known := c.eng.Membership().Status(from)
 	switch m := msg.(type) {
-	case membership.JoinRequest, membership.JoinReply, membership.Probe:
+	case membership.JoinRequest, membership.JoinReply, membership.NotMember, membership.Probe:
 		return msg, admitTake
 	case membership.Heartbeat, membership.ProbeAck, membership.GossipStatus:
 		if known || from == c.self.Node {

@@ -63,6 +63,8 @@ func (c *Core) logEvent(ev membership.Event) {
 		c.log.Warn("paused: serving nothing until a majority confirms this member")
 	case membership.Resumed:
 		c.log.Info("a majority confirmed this member; serving again")
+	case membership.Formed:
+		c.log.Info("forming a new cluster", "why", e.Why, "last_cluster_size", c.self.LastClusterSize)
 	case membership.Stopped:
 		level := slog.LevelError
 		if e.Reason == membership.StopLeft {

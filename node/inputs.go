@@ -85,6 +85,9 @@ type (
 	FormCluster struct{}
 	// JoinVia asks Seed to admit this member.
 	JoinVia struct{ Seed membership.NodeID }
+	// JoinSeeds gives every seed this member was configured with: when none of them is in a
+	// cluster, the one with the lowest id forms one (membership/bootstrap.go).
+	JoinSeeds struct{ Seeds []membership.NodeID }
 	// Leave starts a graceful leave: every shard is handed off, then the member leaves.
 	Leave struct{}
 	// Down marks Node Down, as an operator would; Done hears whether it was a member.
@@ -157,6 +160,7 @@ func (Passivate) isInput()           {}
 func (RegisterType) isInput()        {}
 func (FormCluster) isInput()         {}
 func (JoinVia) isInput()             {}
+func (JoinSeeds) isInput()           {}
 func (Leave) isInput()               {}
 func (Down) isInput()                {}
 func (ChangeDirective) isInput()     {}

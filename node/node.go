@@ -953,6 +953,20 @@ func (n *Node) join() {
 		n.post(FormCluster{})
 		return
 	}
+	// Every seed's peer id: when none of them is in a cluster, the one with the lowest forms
+	// one. A seed given without its peer id rules that out (no member knows all the ids).
+	var ids []membership.NodeID
+	for _, seed := range seeds {
+		info, err := peer.AddrInfoFromP2pAddr(seed)
+		if err != nil {
+			ids = nil
+			break
+		}
+		ids = append(ids, membership.NodeID(info.ID.String()))
+	}
+	if ids != nil {
+		n.post(JoinSeeds{Seeds: ids})
+	}
 	for _, seed := range seeds {
 		n.wg.Add(1)
 		go n.dialSeed(seed)

@@ -22,7 +22,9 @@ func AppendMembership(dst []byte, msg membership.Message) []byte {
 	case membership.GossipStatus:
 		env.Msg = &pb.MemberEnvelope_GossipStatus{GossipStatus: &pb.GossipStatus{From: string(m.From), Digest: m.Digest, Buckets: m.Buckets}}
 	case membership.JoinRequest:
-		env.Msg = &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: memberToPB(&m.Member), Checks: m.Checks, Credential: m.Credential}}
+		env.Msg = &pb.MemberEnvelope_JoinRequest{JoinRequest: &pb.JoinRequest{Member: memberToPB(&m.Member), Checks: m.Checks, Credential: m.Credential, AsksNotMember: m.AsksNotMember}}
+	case membership.NotMember:
+		env.Msg = &pb.MemberEnvelope_NotMember{NotMember: &pb.NotMember{From: string(m.From), Lowest: string(m.Lowest), SeedsInNone: m.SeedsInNone}}
 	case membership.JoinReply:
 		env.Msg = &pb.MemberEnvelope_JoinReply{JoinReply: &pb.JoinReply{From: string(m.From), Refused: m.Refused, Refusal: uint32(m.Refusal), State: stateToPB(&m.State), Credential: m.Credential}}
 	case membership.Probe:
@@ -90,7 +92,15 @@ func DecodeMembership(frame []byte) (membership.Message, error) {
 		if len(m.JoinRequest.Credential) > maxCredentialLen {
 			return nil, malformed("join_request.credential is %d bytes long (at most %d)", len(m.JoinRequest.Credential), maxCredentialLen)
 		}
-		return membership.JoinRequest{Member: mem, Checks: m.JoinRequest.Checks, Credential: m.JoinRequest.Credential}, nil
+		return membership.JoinRequest{Member: mem, Checks: m.JoinRequest.Checks, Credential: m.JoinRequest.Credential, AsksNotMember: m.JoinRequest.AsksNotMember}, nil
+	case *pb.MemberEnvelope_NotMember:
+		if err := checkID("not_member.from", m.NotMember.From); err != nil {
+			return nil, err
+		}
+		if err := checkID("not_member.lowest", m.NotMember.Lowest); err != nil {
+			return nil, err
+		}
+		return membership.NotMember{From: membership.NodeID(m.NotMember.From), Lowest: membership.NodeID(m.NotMember.Lowest), SeedsInNone: m.NotMember.SeedsInNone}, nil
 	case *pb.MemberEnvelope_JoinReply:
 		r := m.JoinReply
 		if err := checkID("join_reply.from", r.From); err != nil {

@@ -28,6 +28,8 @@ func sampleMessages() []membership.Message {
 		membership.GossipStatus{From: "12D3KooWB", Digest: 9, Buckets: []uint64{5, 6}},
 		membership.JoinRequest{Member: st.Members[0], Checks: map[string]string{"sharding.number-of-shards": "1000"}},
 		membership.JoinRequest{Member: st.Members[0], Credential: []byte("a member credential")},
+		membership.JoinRequest{Member: st.Members[0], AsksNotMember: true},
+		membership.NotMember{From: "12D3KooWB", Lowest: "12D3KooWA", SeedsInNone: true},
 		membership.JoinReply{From: "12D3KooWA", State: st},
 		membership.JoinReply{From: "12D3KooWA", State: st, Credential: []byte("the admitting member's credential")},
 		membership.JoinReply{From: "12D3KooWA", Refused: "number-of-shards differs"},

@@ -75,7 +75,9 @@ func newApp(code *int) *cli.App {
 		Usage:     "run a shardmesh member",
 		UsageText: "sharddaemon --data-dir DIR [--listen MULTIADDR]... [--join MULTIADDR]... [--cluster-key FILE] [--config FILE]",
 		Description: `Starts a member of a shardmesh cluster. Without --join it forms a new cluster; with
---join it joins through the given members. Once listening it writes its dialable addresses
+--join it joins through the given members; when none of them is in a cluster either (every
+member restarted at once), the one with the lowest peer id forms it and the others join it.
+Once listening it writes its dialable addresses
 to DIR/addrs, one per line. SIGTERM or SIGINT leaves the cluster gracefully (a second one
 exits at once).
 

@@ -524,6 +524,8 @@ func (s *Sim) observe(n *Node, e membership.Event) {
 		s.logf("%s: suspended after a pause", n.ID)
 	case membership.Resumed:
 		s.logf("%s: confirmed by a majority after a pause", n.ID)
+	case membership.Formed:
+		s.logf("%s: forms a new cluster (%s)", n.ID, e.Why)
 	case membership.LeaderChanged:
 	}
 }

@@ -38,6 +38,7 @@ type MemberEnvelope struct {
 	//	*MemberEnvelope_Probe
 	//	*MemberEnvelope_ProbeAck
 	//	*MemberEnvelope_GossipStatus
+	//	*MemberEnvelope_NotMember
 	Msg           isMemberEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -150,6 +151,15 @@ func (x *MemberEnvelope) GetGossipStatus() *GossipStatus {
 	return nil
 }
 
+func (x *MemberEnvelope) GetNotMember() *NotMember {
+	if x != nil {
+		if x, ok := x.Msg.(*MemberEnvelope_NotMember); ok {
+			return x.NotMember
+		}
+	}
+	return nil
+}
+
 type isMemberEnvelope_Msg interface {
 	isMemberEnvelope_Msg()
 }
@@ -182,6 +192,10 @@ type MemberEnvelope_GossipStatus struct {
 	GossipStatus *GossipStatus `protobuf:"bytes,8,opt,name=gossip_status,json=gossipStatus,proto3,oneof"`
 }
 
+type MemberEnvelope_NotMember struct {
+	NotMember *NotMember `protobuf:"bytes,9,opt,name=not_member,json=notMember,proto3,oneof"`
+}
+
 func (*MemberEnvelope_Heartbeat) isMemberEnvelope_Msg() {}
 
 func (*MemberEnvelope_Gossip) isMemberEnvelope_Msg() {}
@@ -195,6 +209,8 @@ func (*MemberEnvelope_Probe) isMemberEnvelope_Msg() {}
 func (*MemberEnvelope_ProbeAck) isMemberEnvelope_Msg() {}
 
 func (*MemberEnvelope_GossipStatus) isMemberEnvelope_Msg() {}
+
+func (*MemberEnvelope_NotMember) isMemberEnvelope_Msg() {}
 
 type Heartbeat struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -666,7 +682,9 @@ type JoinRequest struct {
 	Checks map[string]string      `protobuf:"bytes,2,rep,name=checks,proto3" json:"checks,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The joining member's member credential (shardmesh.trust.v1.Credential), if it has one:
 	// a cluster with an authority admits only members presenting one of its credentials.
-	Credential    []byte `protobuf:"bytes,3,opt,name=credential,proto3" json:"credential,omitempty"`
+	Credential []byte `protobuf:"bytes,3,opt,name=credential,proto3" json:"credential,omitempty"`
+	// Set by a member that understands NotMember: a seed in no cluster answers with one.
+	AsksNotMember bool `protobuf:"varint,4,opt,name=asks_not_member,json=asksNotMember,proto3" json:"asks_not_member,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -722,6 +740,77 @@ func (x *JoinRequest) GetCredential() []byte {
 	return nil
 }
 
+func (x *JoinRequest) GetAsksNotMember() bool {
+	if x != nil {
+		return x.AsksNotMember
+	}
+	return false
+}
+
+// NotMember answers a JoinRequest (with asks_not_member) from a member in no cluster
+// either: all seeds answering so, the one with the lowest peer id forms a new cluster.
+type NotMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	From  string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	// The lowest peer id the answering member knows of those looking for a cluster.
+	Lowest string `protobuf:"bytes,2,opt,name=lowest,proto3" json:"lowest,omitempty"`
+	// Every seed the answering member was given answered lately that it is in no cluster.
+	SeedsInNone   bool `protobuf:"varint,3,opt,name=seeds_in_none,json=seedsInNone,proto3" json:"seeds_in_none,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotMember) Reset() {
+	*x = NotMember{}
+	mi := &file_membership_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotMember) ProtoMessage() {}
+
+func (x *NotMember) ProtoReflect() protoreflect.Message {
+	mi := &file_membership_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotMember.ProtoReflect.Descriptor instead.
+func (*NotMember) Descriptor() ([]byte, []int) {
+	return file_membership_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *NotMember) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *NotMember) GetLowest() string {
+	if x != nil {
+		return x.Lowest
+	}
+	return ""
+}
+
+func (x *NotMember) GetSeedsInNone() bool {
+	if x != nil {
+		return x.SeedsInNone
+	}
+	return false
+}
+
 type JoinReply struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	From    string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
@@ -739,7 +828,7 @@ type JoinReply struct {
 
 func (x *JoinReply) Reset() {
 	*x = JoinReply{}
-	mi := &file_membership_proto_msgTypes[8]
+	mi := &file_membership_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +840,7 @@ func (x *JoinReply) String() string {
 func (*JoinReply) ProtoMessage() {}
 
 func (x *JoinReply) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[8]
+	mi := &file_membership_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +853,7 @@ func (x *JoinReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinReply.ProtoReflect.Descriptor instead.
 func (*JoinReply) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{8}
+	return file_membership_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JoinReply) GetFrom() string {
@@ -813,7 +902,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_membership_proto_msgTypes[9]
+	mi := &file_membership_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +914,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[9]
+	mi := &file_membership_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +927,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{9}
+	return file_membership_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Probe) GetFrom() string {
@@ -877,7 +966,7 @@ type ProbeAck struct {
 
 func (x *ProbeAck) Reset() {
 	*x = ProbeAck{}
-	mi := &file_membership_proto_msgTypes[10]
+	mi := &file_membership_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +978,7 @@ func (x *ProbeAck) String() string {
 func (*ProbeAck) ProtoMessage() {}
 
 func (x *ProbeAck) ProtoReflect() protoreflect.Message {
-	mi := &file_membership_proto_msgTypes[10]
+	mi := &file_membership_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +991,7 @@ func (x *ProbeAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeAck.ProtoReflect.Descriptor instead.
 func (*ProbeAck) Descriptor() ([]byte, []int) {
-	return file_membership_proto_rawDescGZIP(), []int{10}
+	return file_membership_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ProbeAck) GetFrom() string {
@@ -958,7 +1047,7 @@ var File_membership_proto protoreflect.FileDescriptor
 
 const file_membership_proto_rawDesc = "" +
 	"\n" +
-	"\x10membership.proto\x12\x11shardmesh.wire.v1\"\xef\x03\n" +
+	"\x10membership.proto\x12\x11shardmesh.wire.v1\"\xae\x04\n" +
 	"\x0eMemberEnvelope\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12<\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x1c.shardmesh.wire.v1.HeartbeatH\x00R\theartbeat\x123\n" +
@@ -968,7 +1057,9 @@ const file_membership_proto_rawDesc = "" +
 	"join_reply\x18\x05 \x01(\v2\x1c.shardmesh.wire.v1.JoinReplyH\x00R\tjoinReply\x120\n" +
 	"\x05probe\x18\x06 \x01(\v2\x18.shardmesh.wire.v1.ProbeH\x00R\x05probe\x12:\n" +
 	"\tprobe_ack\x18\a \x01(\v2\x1b.shardmesh.wire.v1.ProbeAckH\x00R\bprobeAck\x12F\n" +
-	"\rgossip_status\x18\b \x01(\v2\x1f.shardmesh.wire.v1.GossipStatusH\x00R\fgossipStatusB\x05\n" +
+	"\rgossip_status\x18\b \x01(\v2\x1f.shardmesh.wire.v1.GossipStatusH\x00R\fgossipStatus\x12=\n" +
+	"\n" +
+	"not_member\x18\t \x01(\v2\x1c.shardmesh.wire.v1.NotMemberH\x00R\tnotMemberB\x05\n" +
 	"\x03msg\"\xe1\x01\n" +
 	"\tHeartbeat\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12 \n" +
@@ -1006,16 +1097,21 @@ const file_membership_proto_rawDesc = "" +
 	"\fGossipStatus\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\x06R\x06digest\x12\x18\n" +
-	"\abuckets\x18\x03 \x03(\x06R\abuckets\"\xdf\x01\n" +
+	"\abuckets\x18\x03 \x03(\x06R\abuckets\"\x87\x02\n" +
 	"\vJoinRequest\x121\n" +
 	"\x06member\x18\x01 \x01(\v2\x19.shardmesh.wire.v1.MemberR\x06member\x12B\n" +
 	"\x06checks\x18\x02 \x03(\v2*.shardmesh.wire.v1.JoinRequest.ChecksEntryR\x06checks\x12\x1e\n" +
 	"\n" +
 	"credential\x18\x03 \x01(\fR\n" +
-	"credential\x1a9\n" +
+	"credential\x12&\n" +
+	"\x0fasks_not_member\x18\x04 \x01(\bR\rasksNotMember\x1a9\n" +
 	"\vChecksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa3\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"[\n" +
+	"\tNotMember\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x16\n" +
+	"\x06lowest\x18\x02 \x01(\tR\x06lowest\x12\"\n" +
+	"\rseeds_in_none\x18\x03 \x01(\bR\vseedsInNone\"\xa3\x01\n" +
 	"\tJoinReply\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x18\n" +
 	"\arefused\x18\x02 \x01(\tR\arefused\x12.\n" +
@@ -1050,7 +1146,7 @@ func file_membership_proto_rawDescGZIP() []byte {
 	return file_membership_proto_rawDescData
 }
 
-var file_membership_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_membership_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_membership_proto_goTypes = []any{
 	(*MemberEnvelope)(nil), // 0: shardmesh.wire.v1.MemberEnvelope
 	(*Heartbeat)(nil),      // 1: shardmesh.wire.v1.Heartbeat
@@ -1060,30 +1156,32 @@ var file_membership_proto_goTypes = []any{
 	(*Gossip)(nil),         // 5: shardmesh.wire.v1.Gossip
 	(*GossipStatus)(nil),   // 6: shardmesh.wire.v1.GossipStatus
 	(*JoinRequest)(nil),    // 7: shardmesh.wire.v1.JoinRequest
-	(*JoinReply)(nil),      // 8: shardmesh.wire.v1.JoinReply
-	(*Probe)(nil),          // 9: shardmesh.wire.v1.Probe
-	(*ProbeAck)(nil),       // 10: shardmesh.wire.v1.ProbeAck
-	nil,                    // 11: shardmesh.wire.v1.JoinRequest.ChecksEntry
+	(*NotMember)(nil),      // 8: shardmesh.wire.v1.NotMember
+	(*JoinReply)(nil),      // 9: shardmesh.wire.v1.JoinReply
+	(*Probe)(nil),          // 10: shardmesh.wire.v1.Probe
+	(*ProbeAck)(nil),       // 11: shardmesh.wire.v1.ProbeAck
+	nil,                    // 12: shardmesh.wire.v1.JoinRequest.ChecksEntry
 }
 var file_membership_proto_depIdxs = []int32{
 	1,  // 0: shardmesh.wire.v1.MemberEnvelope.heartbeat:type_name -> shardmesh.wire.v1.Heartbeat
 	5,  // 1: shardmesh.wire.v1.MemberEnvelope.gossip:type_name -> shardmesh.wire.v1.Gossip
 	7,  // 2: shardmesh.wire.v1.MemberEnvelope.join_request:type_name -> shardmesh.wire.v1.JoinRequest
-	8,  // 3: shardmesh.wire.v1.MemberEnvelope.join_reply:type_name -> shardmesh.wire.v1.JoinReply
-	9,  // 4: shardmesh.wire.v1.MemberEnvelope.probe:type_name -> shardmesh.wire.v1.Probe
-	10, // 5: shardmesh.wire.v1.MemberEnvelope.probe_ack:type_name -> shardmesh.wire.v1.ProbeAck
+	9,  // 3: shardmesh.wire.v1.MemberEnvelope.join_reply:type_name -> shardmesh.wire.v1.JoinReply
+	10, // 4: shardmesh.wire.v1.MemberEnvelope.probe:type_name -> shardmesh.wire.v1.Probe
+	11, // 5: shardmesh.wire.v1.MemberEnvelope.probe_ack:type_name -> shardmesh.wire.v1.ProbeAck
 	6,  // 6: shardmesh.wire.v1.MemberEnvelope.gossip_status:type_name -> shardmesh.wire.v1.GossipStatus
-	2,  // 7: shardmesh.wire.v1.State.members:type_name -> shardmesh.wire.v1.Member
-	3,  // 8: shardmesh.wire.v1.State.reach:type_name -> shardmesh.wire.v1.ReachRow
-	4,  // 9: shardmesh.wire.v1.Gossip.state:type_name -> shardmesh.wire.v1.State
-	2,  // 10: shardmesh.wire.v1.JoinRequest.member:type_name -> shardmesh.wire.v1.Member
-	11, // 11: shardmesh.wire.v1.JoinRequest.checks:type_name -> shardmesh.wire.v1.JoinRequest.ChecksEntry
-	4,  // 12: shardmesh.wire.v1.JoinReply.state:type_name -> shardmesh.wire.v1.State
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	8,  // 7: shardmesh.wire.v1.MemberEnvelope.not_member:type_name -> shardmesh.wire.v1.NotMember
+	2,  // 8: shardmesh.wire.v1.State.members:type_name -> shardmesh.wire.v1.Member
+	3,  // 9: shardmesh.wire.v1.State.reach:type_name -> shardmesh.wire.v1.ReachRow
+	4,  // 10: shardmesh.wire.v1.Gossip.state:type_name -> shardmesh.wire.v1.State
+	2,  // 11: shardmesh.wire.v1.JoinRequest.member:type_name -> shardmesh.wire.v1.Member
+	12, // 12: shardmesh.wire.v1.JoinRequest.checks:type_name -> shardmesh.wire.v1.JoinRequest.ChecksEntry
+	4,  // 13: shardmesh.wire.v1.JoinReply.state:type_name -> shardmesh.wire.v1.State
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_membership_proto_init() }
@@ -1099,6 +1197,7 @@ func file_membership_proto_init() {
 		(*MemberEnvelope_Probe)(nil),
 		(*MemberEnvelope_ProbeAck)(nil),
 		(*MemberEnvelope_GossipStatus)(nil),
+		(*MemberEnvelope_NotMember)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1106,7 +1205,7 @@ func file_membership_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_membership_proto_rawDesc), len(file_membership_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
