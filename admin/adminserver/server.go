@@ -66,12 +66,13 @@ type Server struct {
 
 	quit     chan struct{}
 	quitOnce sync.Once
-	// calls counts the calls in progress; closed (under callsMu) refuses new ones once Close
-	// has begun, so no call joins calls while Close waits on it (a WaitGroup must not be
-	// added to from zero while it is waited on: it panics).
-	callsMu sync.Mutex
-	closed  bool
-	calls   sync.WaitGroup
+	// calls counts the calls in progress; once Close has begun, drained is closed when it
+	// reaches zero. Calls arriving meanwhile are still answered (the member has stopped: they
+	// hear so) and waited for. (A WaitGroup would panic: added to from zero while waited on.)
+	callsMu     sync.Mutex
+	calls       int
+	drained     chan struct{} // nil until Close
+	drainedDone bool          // drained is closed
 }
 
 // NewServer returns a server answering from backend, without a host: Serve puts it on one.
@@ -107,36 +108,46 @@ func Serve(host *p2p.Host, backend Backend, cfg Config) *Server {
 func (s *Server) Close(ctx context.Context) {
 	s.quitOnce.Do(func() { close(s.quit) })
 	s.callsMu.Lock()
-	s.closed = true
+	if s.drained == nil {
+		s.drained = make(chan struct{})
+		s.checkDrained()
+	}
+	done := s.drained
 	s.callsMu.Unlock()
-	done := make(chan struct{})
-	go func() { s.calls.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
 	}
 }
 
+// enter and leave count a call in and out.
+func (s *Server) enter() {
+	s.callsMu.Lock()
+	s.calls++
+	s.callsMu.Unlock()
+}
+
+func (s *Server) leave() {
+	s.callsMu.Lock()
+	s.calls--
+	s.checkDrained()
+	s.callsMu.Unlock()
+}
+
+// checkDrained closes drained when Close has begun and no call is in progress (callsMu held).
+func (s *Server) checkDrained() {
+	if s.drained != nil && s.calls == 0 && !s.drainedDone {
+		close(s.drained)
+		s.drainedDone = true
+	}
+}
+
 // emitter sends one response of a call.
 type emitter func(*adminpb.Response) error
 
-// enter counts a call in, unless Close has begun: then the call is not answered.
-func (s *Server) enter() bool {
-	s.callsMu.Lock()
-	defer s.callsMu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.calls.Add(1)
-	return true
-}
-
 func (s *Server) handle(st *p2p.Stream) {
-	if !s.enter() {
-		s.log.Debug("admin call after the server closed: not answered", "caller", st.RemotePeer())
-		return
-	}
-	defer s.calls.Done()
+	s.enter()
+	defer s.leave()
 	st.SetDeadline(time.Now().Add(admin.CallTimeout))
 	caller := st.RemotePeer()
 	frame, err := st.ReadFrame()
