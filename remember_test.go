@@ -40,6 +40,9 @@ func (c *durableCounter) Receive(ctx *shardmesh.Context, op string) (int, error)
 		}
 		c.n++
 	}
+	if op == "passivate" {
+		ctx.Passivate()
+	}
 	return c.n, nil
 }
 
@@ -138,4 +141,34 @@ func TestRememberedEntitiesAndDurableState(t *testing.T) {
 	})
 	ask(systems, "get", 3)
 	ask(systems, "inc", 4)
+}
+
+// TestStateAfterPassivationHoldsEverySave: remembered entities that save on every
+// increment and passivate between increments start again on their next message, and each
+// new incarnation loads the last save — the load is read early, beside the write that
+// remembers the start (node/prefetch.go), and must not be a read from before a save.
+func TestStateAfterPassivationHoldsEverySave(t *testing.T) {
+	systems := startCluster(t, 3, func(c *config.Config) {
+		c.Node.DataDir = t.TempDir()
+		c.Membership.MinNrOfMembers = 3
+	})
+	for _, s := range systems {
+		if _, err := shardmesh.Init(s, durableType()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const entities = 30
+	for round := 1; round <= 5; round++ {
+		for e := range entities {
+			ref := shardmesh.EntityRefFor(systems[e%len(systems)], durableType().Key, fmt.Sprint("p", e))
+			if got, err := ref.Ask(ctx, "inc"); err != nil || got != round {
+				t.Fatalf("round %d: inc p%d: %d, %v (want %d)", round, e, got, err, round)
+			}
+			if got, err := ref.Ask(ctx, "passivate"); err != nil || got != round {
+				t.Fatalf("round %d: passivate p%d: %d, %v", round, e, got, err)
+			}
+		}
+	}
 }

@@ -561,7 +561,8 @@ func (e *Engine) shardOutput(t *entityType, sh *shard.Shard[region.Envelope], o 
 		e.leaseOp(t, LeaseRelease, sh.ID())
 		return
 	case shard.RememberEntity:
-		e.storeOp(t, StoreOp{Kind: StoreRemember, Shard: sh.ID(), Entity: o.Entity, NewShard: o.NewShard})
+		ep, _, _ := t.region.LocalEpoch(sh.ID())
+		e.storeOp(t, StoreOp{Kind: StoreRemember, Shard: sh.ID(), Entity: o.Entity, NewShard: o.NewShard, Epoch: uint64(ep)})
 		return
 	case shard.ForgetEntity:
 		e.storeOp(t, StoreOp{Kind: StoreForget, Shard: sh.ID(), Entity: o.Entity})

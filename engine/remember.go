@@ -37,6 +37,8 @@ type StoreOp struct {
 	// NewShard (StoreRemember): the shard has nothing stored yet; store it too, for
 	// StoreLoadShards.
 	NewShard bool
+	// Epoch (StoreRemember): the shard's allocation epoch here, the starting incarnation's.
+	Epoch uint64
 }
 
 func (e *Engine) storeOp(t *entityType, op StoreOp) {

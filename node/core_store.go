@@ -28,10 +28,13 @@ import (
 // (Get, fenced above 0 with Fence), or a scan (Scan, with IsScan: "" scans everything).
 type StoreRequest struct {
 	Writes []remember.Write
-	Get    string
-	Fence  uint64
-	Scan   string
-	IsScan bool
+	// Prefetch: with the writes remembering starting entities, their states to read early
+	// (prefetch.go); the node reads those of types whose entities load their state.
+	Prefetch []StatePrefetch
+	Get      string
+	Fence    uint64
+	Scan     string
+	IsScan   bool
 }
 
 // StoreResult answers a StoreRequest: a read's Record and Found, a scan's Records (live
@@ -209,13 +212,17 @@ func (c *Core) storeOps(_ time.Time, ops []engine.StoreOp) {
 	}
 	if len(remembers) > 0 {
 		ws := make([]remember.Write, 0, len(remembers))
+		pf := make([]StatePrefetch, 0, len(remembers))
 		for _, op := range remembers {
 			ws = append(ws, remember.Write{Key: datadir.Key(datadir.FamilyEntity, op.Type, string(op.Shard), string(op.Entity))})
 			if op.NewShard {
 				ws = append(ws, remember.Write{Key: datadir.Key(datadir.FamilyShard, op.Type, string(op.Shard))})
 			}
+			if op.Epoch > 0 {
+				pf = append(pf, StatePrefetch{Type: op.Type, Key: StateKey(op.Type, op.Shard, op.Entity), Epoch: op.Epoch})
+			}
 		}
-		c.request(StoreRequest{Writes: ws}, storeWait{kind: waitRemember, ops: remembers})
+		c.request(StoreRequest{Writes: ws, Prefetch: pf}, storeWait{kind: waitRemember, ops: remembers})
 	}
 	if len(forgets) > 0 {
 		ws := make([]remember.Write, len(forgets))

@@ -171,8 +171,10 @@ type Node struct {
 	host  *p2p.Host
 	gate  *trust.Gate     // what the core and the store refuse, told; gossip admitted (admission.go)
 	store *remember.Store // remembered entities and durable entity state, replicated
-	self  membership.Member
-	core  *Core // owned by the loop goroutine, but for what it says is safe elsewhere
+	// prefetch holds starting entities' states read early (prefetch.go).
+	prefetch statePrefetches
+	self     membership.Member
+	core     *Core // owned by the loop goroutine, but for what it says is safe elsewhere
 
 	gossip    *p2p.Topic
 	sub       *p2p.Subscription
@@ -894,6 +896,14 @@ func (e *nodeEnv) Stopped(s membership.Stopped) { go (*Node)(e).stop(&s) }
 // to the loop (Env).
 func (e *nodeEnv) Store(id uint64, req StoreRequest) {
 	n := (*Node)(e)
+	if len(req.Prefetch) > 0 {
+		n.prefetch.start(time.Now(), req.Prefetch, func(key string, epoch uint64) (remember.Record, bool, error) {
+			if err := n.servingFor(n.ctx); err != nil {
+				return remember.Record{}, false, err
+			}
+			return n.store.GetFenced(n.ctx, key, epoch)
+		})
+	}
 	go func() {
 		defer n.caught("a store request")
 		var res StoreResult

@@ -126,6 +126,7 @@ func (n *Node) RemoveTypeData(ctx context.Context, typ string, scope DataScope, 
 	if dryRun {
 		return found, 0, nil
 	}
+	defer n.prefetch.invalidatePrefix(datadir.Prefix(datadir.FamilyState, typ)) // states read before the removal
 	// A tombstone carries its record's epoch, which the record's fence allows; a key whose
 	// floor was raised since (an incarnation read it and never wrote) refuses it, naming
 	// the epoch it needs: the batch is written again with that one.

@@ -175,11 +175,18 @@ func (c *EntityContext) SaveState(ctx context.Context, state []byte) error {
 func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) {
 	var rec remember.Record
 	var found bool
+	key := StateKey(c.Type(), c.Shard, c.Entity)
+	n.prefetch.markLoads(c.Type())
 	span := n.core.startStore(c.turnSpan(), "load")
-	err := n.stateRound(ctx, func() (err error) {
-		rec, found, err = n.store.GetFenced(ctx, StateKey(c.Type(), c.Shard, c.Entity), uint64(c.Epoch))
-		return err
-	})
+	var err error
+	if ps := n.prefetch.take(key, uint64(c.Epoch)); ps != nil && n.takePrefetched(ctx, ps) {
+		rec, found, err = ps.rec, ps.found, n.servingFor(ctx)
+	} else {
+		err = n.stateRound(ctx, func() (err error) {
+			rec, found, err = n.store.GetFenced(ctx, key, uint64(c.Epoch))
+			return err
+		})
+	}
 	endSpan(span, err)
 	switch {
 	case err != nil:
@@ -190,11 +197,22 @@ func (n *Node) loadState(ctx context.Context, c *EntityContext) ([]byte, error) 
 	return rec.Value, nil
 }
 
+// takePrefetched waits for an early read of an incarnation's state (prefetch.go), lending
+// the entity's worker meanwhile; false when it failed or ctx ended (the incarnation then
+// reads for itself).
+func (n *Node) takePrefetched(ctx context.Context, ps *prefetchedState) bool {
+	n.pool.Block()
+	defer n.pool.Unblock()
+	return ps.wait(ctx) && ps.err == nil
+}
+
 // saveState is SaveState on this member's entity workers.
 func (n *Node) saveState(ctx context.Context, c *EntityContext, state []byte) error {
+	key := StateKey(c.Type(), c.Shard, c.Entity)
+	n.prefetch.invalidate(key) // a read made before this save is stale after it
 	span := n.core.startStore(c.turnSpan(), "save")
 	err := n.stateRound(ctx, func() error {
-		return n.store.Write(ctx, remember.Write{Key: StateKey(c.Type(), c.Shard, c.Entity), Value: state, Epoch: uint64(c.Epoch)})
+		return n.store.Write(ctx, remember.Write{Key: key, Value: state, Epoch: uint64(c.Epoch)})
 	})
 	endSpan(span, err)
 	if err != nil {
