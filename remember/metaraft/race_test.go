@@ -32,6 +32,9 @@ func TestMetaRaftRace(t *testing.T) {
 	if testing.Short() {
 		seeds = 10
 	}
+	if raceDetector {
+		seeds = 3
+	}
 	for seed := range uint64(seeds) {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			s := raceGroup(t, seed, raceOpts{})
@@ -80,6 +83,7 @@ func TestMetaRaftRaceBadger(t *testing.T) {
 // forwarded to a leader that is gone, or dropped by the network, is never retried), and
 // the linearizable reads of the checker find them missing.
 func TestMetaRaftRaceCatchesEarlyAcks(t *testing.T) {
+	skipUnderRaceDetector(t)
 	caught := 0
 	const seeds = 5
 	for seed := range uint64(seeds) {
@@ -236,6 +240,7 @@ func raceGroup(t *testing.T, seed uint64, opts raceOpts) *sim {
 // name's), votes as if it had never acknowledged anything, and the group loses or rewrites
 // committed entries — the checker's reads and applied-entry comparison find it.
 func TestMetaRaftRaceCatchesForgetfulVoters(t *testing.T) {
+	skipUnderRaceDetector(t)
 	caught := 0
 	const seeds = 10
 	for seed := range uint64(seeds) {
@@ -250,5 +255,14 @@ func TestMetaRaftRaceCatchesForgetfulVoters(t *testing.T) {
 	}
 	if caught == 0 {
 		t.Fatalf("no seed of %d caught a forgetful voter", seeds)
+	}
+}
+
+// skipUnderRaceDetector skips a test that checks a pure machine's logic over many seeds
+// (see racedetector_on_test.go).
+func skipUnderRaceDetector(t *testing.T) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("a seed loop of a pure machine: scripts/test runs it without the race detector")
 	}
 }

@@ -78,6 +78,7 @@ func checkChunkKeys(t testing.TB, s *BadgerStorage) {
 // 1.2 MiB) and on an in-memory one (a value holds at most 1 MiB); then the DB is closed
 // and opened again: each reads back the snapshot it stored, and only its chunks are left.
 func TestBadgerStorageLargeSnapshots(t *testing.T) {
+	skipUnderRaceDetector(t)
 	rng := rand.New(rand.NewPCG(7, 7))
 	big := randomBytes(rng, 64<<20)
 	for _, onDisk := range []bool{true, false} {

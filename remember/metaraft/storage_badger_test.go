@@ -382,6 +382,9 @@ func TestBadgerStorageConformance(t *testing.T) {
 	if testing.Short() {
 		seeds = 50
 	}
+	if raceDetector {
+		seeds = 5
+	}
 	stats := &conformanceStats{}
 	for seed := range uint64(seeds) {
 		prefix := BadgerPrefix
