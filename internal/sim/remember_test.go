@@ -52,6 +52,45 @@ func TestRememberedEntitiesSurviveAFullRestart(t *testing.T) {
 	}
 }
 
+// TestFullRestartWithSeedsOnly: every member killed and started again with the others as
+// seeds, none forming a cluster by itself (the daemons' supervisors after the split-brain
+// resolver downed every member): the member with the lowest id forms one, the others join
+// it, and every remembered entity runs again — invariants checked after every step.
+func TestFullRestartWithSeedsOnly(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(shortRuns(20, 20, 5)); seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			typ := testType("counter", 3)
+			typ.Shard.Remember = shard.Remember{Enabled: true, FailureBackoff: time.Second}
+			s := New(Options{Seed: seed, Membership: membership.DefaultConfig(), Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
+			for range 3 {
+				s.AddNode(nil, "1")
+			}
+			s.Start(1)
+			s.Start(2, 1)
+			s.Start(3, 1)
+			s.RunFor(5 * time.Second)
+			for i := range 60 {
+				s.Send(1+i%3, "counter", shard.EntityID(fmt.Sprintf("e%d", i)))
+			}
+			s.RunFor(6 * time.Second)
+			for i := 1; i <= 3; i++ {
+				s.Kill(i)
+			}
+			s.RunFor(time.Second)
+			s.Start(3, 1, 2)
+			s.Start(1, 2, 3)
+			s.Start(2, 3, 1)
+			var err error
+			if !s.RunUntil(func() bool { err = s.checkRemembered("counter"); return err == nil }, 60*time.Second) {
+				t.Fatalf("after a full restart with seeds only: %v\n%s", err, s.Status())
+			}
+			if s.Err() != nil {
+				t.Fatal(s.Err())
+			}
+		})
+	}
+}
+
 // TestAdaptiveRecoveryAfterAFullRestart: with entity-recovery-strategy = adaptive and a store
 // whose disk fails 20% of the operations on shard units, a full restart of a cluster with 900 remembered entities
 // brings every one of them back on exactly one member (the entity runtime fails the run if an

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -285,11 +286,19 @@ func (s *Sim) restartAll(r *rand.Rand) {
 	}
 	s.RunFor(time.Duration(100+r.IntN(900)) * time.Millisecond)
 	r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	// A third of the restarts (by the schedule's seed, not its random stream), as
+	// supervisors restart daemons given --join: each member with all the others as seeds,
+	// none forming by itself — the one with the lowest id forms the cluster once every seed
+	// answers that it is in none (membership/bootstrap.go).
+	seedsOnly := (s.opts.Seed+uint64(s.fullRestarts))%3 == 0
 	for _, i := range all {
 		s.RunFor(time.Duration(r.IntN(300)) * time.Millisecond)
-		if i == former {
+		switch {
+		case seedsOnly:
+			s.Start(i, slices.DeleteFunc(slices.Clone(all), func(j int) bool { return j == i })...)
+		case i == former:
 			s.Start(i)
-		} else {
+		default:
 			s.Start(i, former)
 		}
 	}

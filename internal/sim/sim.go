@@ -239,7 +239,8 @@ func (s *Sim) AddNode(roles []string, version membership.Version) *Node {
 }
 
 // Start starts node i's process as a new incarnation. With no seeds it forms a new cluster;
-// otherwise it joins through the seeds.
+// otherwise it joins through the seeds, or, when none of them is in a cluster, the one of
+// them with the lowest id forms one (membership/bootstrap.go).
 func (s *Sim) Start(i int, seeds ...int) {
 	n := s.nodes[i]
 	if n.Alive {
@@ -275,6 +276,12 @@ func (s *Sim) Start(i int, seeds ...int) {
 	}
 	if len(seeds) == 0 {
 		n.Core.Step(s.now, node.FormCluster{})
+	} else { // as a daemon given --join: when no seed is in a cluster, the lowest id forms one
+		ids := make([]membership.NodeID, len(seeds))
+		for k, seed := range seeds {
+			ids[k] = s.nodes[seed].ID
+		}
+		n.Core.Step(s.now, node.JoinSeeds{Seeds: ids})
 	}
 	for _, seed := range seeds {
 		n.Core.Step(s.now, node.JoinVia{Seed: s.nodes[seed].ID})

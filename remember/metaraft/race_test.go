@@ -32,7 +32,7 @@ func TestMetaRaftRace(t *testing.T) {
 	if testing.Short() {
 		seeds = 10
 	}
-	if raceDetector {
+	if raceEnabled {
 		seeds = 3
 	}
 	for seed := range uint64(seeds) {
@@ -262,7 +262,7 @@ func TestMetaRaftRaceCatchesForgetfulVoters(t *testing.T) {
 // (see racedetector_on_test.go).
 func skipUnderRaceDetector(t *testing.T) {
 	t.Helper()
-	if raceDetector {
+	if raceEnabled {
 		t.Skip("a seed loop of a pure machine: scripts/test runs it without the race detector")
 	}
 }

@@ -2,5 +2,5 @@
 
 package metaraft
 
-// raceDetector: see racedetector_on_test.go.
-const raceDetector = false
+// raceEnabled: see racedetector_on_test.go.
+const raceEnabled = false

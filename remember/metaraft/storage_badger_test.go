@@ -382,7 +382,7 @@ func TestBadgerStorageConformance(t *testing.T) {
 	if testing.Short() {
 		seeds = 50
 	}
-	if raceDetector {
+	if raceEnabled {
 		seeds = 5
 	}
 	stats := &conformanceStats{}
