@@ -15,7 +15,7 @@ import (
 // was read for, and dropped by a save of the key, a removal of the type's data, or its TTL.
 func TestPrefetchedStateIsTakenOnceByItsIncarnation(t *testing.T) {
 	var reads atomic.Int64
-	read := func(key string, epoch uint64) (remember.Record, bool, error) {
+	read := func(key string, _ uint64) (remember.Record, bool, error) {
 		reads.Add(1)
 		return remember.Record{Key: key, Value: []byte("v")}, true, nil
 	}
