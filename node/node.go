@@ -897,7 +897,9 @@ func (e *nodeEnv) Stopped(s membership.Stopped) { go (*Node)(e).stop(&s) }
 func (e *nodeEnv) Store(id uint64, req StoreRequest) {
 	n := (*Node)(e)
 	if len(req.Prefetch) > 0 {
-		n.prefetch.start(time.Now(), req.Prefetch, func(key string, epoch uint64) (remember.Record, bool, error) {
+		n.prefetch.start(time.Now(), req.Prefetch, func(key string, epoch uint64) (rec remember.Record, found bool, err error) {
+			err = errPrefetchFailed // what a panic, caught, leaves: the incarnation reads for itself
+			defer n.caught("a state prefetch")
 			if err := n.servingFor(n.ctx); err != nil {
 				return remember.Record{}, false, err
 			}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,9 @@ const (
 	prefetchTTL   = 30 * time.Second
 	maxPrefetches = 1 << 16
 )
+
+// errPrefetchFailed is the answer of an early read that did not finish.
+var errPrefetchFailed = errors.New("state prefetch failed")
 
 // prefetchedState is one early fenced read of an entity's state.
 type prefetchedState struct {
@@ -84,8 +88,9 @@ func (p *statePrefetches) start(now time.Time, want []StatePrefetch, read func(k
 		ps := &prefetchedState{epoch: w.Epoch, issued: now, done: make(chan struct{})}
 		p.byKey[w.Key] = ps
 		go func() {
+			defer close(ps.done)
+			ps.err = errPrefetchFailed
 			ps.rec, ps.found, ps.err = read(w.Key, w.Epoch)
-			close(ps.done)
 		}()
 	}
 }
