@@ -16,28 +16,7 @@ import (
 func TestRememberedEntitiesSurviveAFullRestart(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			typ := testType("counter", 3)
-			typ.Shard.Remember = shard.Remember{Enabled: true, FailureBackoff: time.Second}
-			s := New(Options{Seed: seed, Membership: membership.DefaultConfig(), Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
-			s.DiskFailRate = 0.05
-			for range 3 {
-				s.AddNode(nil, "1")
-			}
-			s.Start(1)
-			s.Start(2, 1)
-			s.Start(3, 1)
-			s.RunFor(5 * time.Second)
-			for i := range 60 {
-				s.Send(1+i%3, "counter", shard.EntityID(fmt.Sprintf("e%d", i)))
-			}
-			s.RunFor(6 * time.Second) // failed writes are retried after a second
-			if got := len(s.remembered("counter")); got != 60 {
-				t.Fatalf("remembered %d of 60 entities", got)
-			}
-			for i := 1; i <= 3; i++ {
-				s.Kill(i)
-			}
-			s.RunFor(time.Second)
+			s := killedRememberingCluster(t, seed, 0.05)
 			s.Start(1)
 			s.Start(2, 1)
 			s.Start(3, 1)
@@ -52,6 +31,35 @@ func TestRememberedEntitiesSurviveAFullRestart(t *testing.T) {
 	}
 }
 
+// killedRememberingCluster is a cluster of three members, its disks failing at diskFailRate,
+// that remembered 60 counters and was then killed as a whole (kill -9 of every member).
+func killedRememberingCluster(t *testing.T, seed uint64, diskFailRate float64) *Sim {
+	t.Helper()
+	typ := testType("counter", 3)
+	typ.Shard.Remember = shard.Remember{Enabled: true, FailureBackoff: time.Second}
+	s := New(Options{Seed: seed, Membership: membership.DefaultConfig(), Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
+	s.DiskFailRate = diskFailRate
+	for range 3 {
+		s.AddNode(nil, "1")
+	}
+	s.Start(1)
+	s.Start(2, 1)
+	s.Start(3, 1)
+	s.RunFor(5 * time.Second)
+	for i := range 60 {
+		s.Send(1+i%3, "counter", shard.EntityID(fmt.Sprintf("e%d", i)))
+	}
+	s.RunFor(6 * time.Second) // failed writes are retried after a second
+	if got := len(s.remembered("counter")); got != 60 {
+		t.Fatalf("remembered %d of 60 entities", got)
+	}
+	for i := 1; i <= 3; i++ {
+		s.Kill(i)
+	}
+	s.RunFor(time.Second)
+	return s
+}
+
 // TestFullRestartWithSeedsOnly: every member killed and started again with the others as
 // seeds, none forming a cluster by itself (the daemons' supervisors after the split-brain
 // resolver downed every member): the member with the lowest id forms one, the others join
@@ -59,24 +67,7 @@ func TestRememberedEntitiesSurviveAFullRestart(t *testing.T) {
 func TestFullRestartWithSeedsOnly(t *testing.T) {
 	for seed := uint64(1); seed <= uint64(shortRuns(20, 20, 5)); seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			typ := testType("counter", 3)
-			typ.Shard.Remember = shard.Remember{Enabled: true, FailureBackoff: time.Second}
-			s := New(Options{Seed: seed, Membership: membership.DefaultConfig(), Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
-			for range 3 {
-				s.AddNode(nil, "1")
-			}
-			s.Start(1)
-			s.Start(2, 1)
-			s.Start(3, 1)
-			s.RunFor(5 * time.Second)
-			for i := range 60 {
-				s.Send(1+i%3, "counter", shard.EntityID(fmt.Sprintf("e%d", i)))
-			}
-			s.RunFor(6 * time.Second)
-			for i := 1; i <= 3; i++ {
-				s.Kill(i)
-			}
-			s.RunFor(time.Second)
+			s := killedRememberingCluster(t, seed, 0)
 			s.Start(3, 1, 2)
 			s.Start(1, 2, 3)
 			s.Start(2, 3, 1)
