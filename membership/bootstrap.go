@@ -12,12 +12,12 @@ import (
 // as Akka Cluster Bootstrap does for members found by discovery (discovery.Bootstrap does it
 // for --join-dns), exactly one of them forms a new cluster: the one with the lowest node
 // id, once every seed it was given has answered that it is in no cluster either
-// (NotMember), that the seeds it was given are in none, and names it as the lowest it
-// knows, and all of that has held for seed-node-timeout. A seed that is a member admits at once and one that does not answer
-// holds the decision back, so a member restarted into a running cluster joins it. A cluster
-// formed so still moves nobody Up before min-nr-of-members and, after a restart, a majority
-// of the last cluster's size have joined (RestartQuorum): two members that formed on lists
-// that did not overlap cannot both get that far.
+// (NotMember), that its own seeds are in none, and that it knows no lower id, and all of
+// that has held for seed-node-timeout. A seed that is a member admits at once, and one that
+// does not answer holds the decision back, so a member restarted into a running cluster
+// joins it. A cluster formed so still moves nobody Up before min-nr-of-members and, after a
+// restart, a majority of the last cluster's size have joined (RestartQuorum): two members
+// that formed on lists that did not overlap cannot both get that far.
 
 // seedBootstrap is the state of the rule above.
 type seedBootstrap struct {
@@ -121,10 +121,10 @@ func (n *Node) bootstrapTick() {
 	if b == nil || n.joined || n.stopped != nil {
 		return
 	}
-	holds := n.lowestLooking() == n.self.Node && n.seedsInNone()
+	holds := n.lowestLooking() == n.self.Node && n.seedsInNone() // every seed answered lately
 	for _, s := range b.seeds {
 		if k := b.nacks[s]; k.lowest != n.self.Node || !k.inNone {
-			holds = false
+			holds = false // it knows a lower id, or waits for a seed of its own
 			break
 		}
 	}
