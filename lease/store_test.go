@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -147,8 +148,16 @@ func TestHolderRenewsAndAnExpiredLeaseIsTaken(t *testing.T) {
 	if a.CheckLease() {
 		t.Fatal("CheckLease true after the loss")
 	}
+	// ss[0] founded the metadata group and leads it: closing it starts an election (1-2 s of
+	// raft's randomized timeout), and a call made meanwhile fails with ErrNoQuorum, which a
+	// lease's owner retries as the shard does.
+	giveUp := time.Now().Add(20 * time.Second)
 	for {
 		ok, err := b.Acquire(ctx, nil)
+		if errors.Is(err, remember.ErrNoQuorum) && time.Now().Before(giveUp) {
+			t.Logf("acquire during the election, %v after the close: %v", time.Since(stopped).Round(time.Millisecond), err)
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
