@@ -120,8 +120,9 @@ type Config struct {
 
 	// ConnsPerIP bounds the connections at once from one IPv4 address (or IPv6 /56), and is
 	// the burst of new connections from one; ConnRatePerIP is how many new connections
-	// per second one may open after the burst. The OperatorNetworks are exempt. Defaults:
-	// DefaultConnsPerIP (32), DefaultConnRatePerIP (1).
+	// per second one may open after the burst (inbound; members, KeepPeer, are not
+	// rate-limited). The OperatorNetworks are exempt. Defaults: DefaultConnsPerIP (32),
+	// DefaultConnRatePerIP (1).
 	ConnsPerIP    int
 	ConnRatePerIP float64
 

@@ -228,7 +228,8 @@ func isTimeout(err error) bool {
 func (h *Host) handshakeError(op string, id peer.ID, err error) error {
 	return fmt.Errorf("%s to %s: %w: the peer accepted the TCP connection but refused the handshake; "+
 		"most likely it runs with a different --cluster-key (or only one side has one), "+
-		"or its allow-list does not include our peer id %s: %w", op, id, ErrHandshake, h.ID(), err)
+		"or its allow-list does not include our peer id %s, "+
+		"or this address opened too many new connections to it (it is not a member there yet; its log says so): %w", op, id, ErrHandshake, h.ID(), err)
 }
 
 // refusedInHandshake reports whether a dial error came from a peer that accepted the TCP

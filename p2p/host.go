@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	basicconnmgr "github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	"github.com/libp2p/go-libp2p/x/rate"
 	"github.com/multiformats/go-multiaddr"
 )
 
@@ -45,6 +47,8 @@ type Host struct {
 	connmgr   *basicconnmgr.BasicConnMgr
 	keepMu    sync.Mutex
 	kept      map[peer.ID][]multiaddr.Multiaddr // the allow-list entries of each kept peer
+	keptIPs   map[netip.Addr]int                // the addresses of kept peers, with how many share each
+	connRate  *rate.Limiter                     // new inbound connections per address (limits.go)
 
 	mu      sync.Mutex
 	closed  bool
@@ -74,6 +78,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		senders: make(map[senderKey]*sender),
 		topics:  make(map[string]*Topic),
 		kept:    make(map[peer.ID][]multiaddr.Multiaddr),
+		keptIPs: make(map[netip.Addr]int),
 	}
 	h.inbound.h = h
 	// TCP only (in limitOptions): a PSK does not work over QUIC or WebTransport, and one

@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -24,13 +25,14 @@ import (
 
 // Connection floods. Before its handshake completes a connection is unauthenticated: it
 // may come from anyone, with or without the cluster key. go-libp2p's resource manager
-// bounds such connections in total (its transient scope), per IP address (connections at
-// once, and new connections per second), and this host closes one that has not completed
-// the handshake within HandshakeTimeout. Members and the operator keep headroom: their
-// addresses are on the resource manager's allow-list, whose own budget they use when the
-// common one is spent (members by address and peer id, KeepPeer; the operator's networks,
-// Config.OperatorNetworks, by address), and the connection manager never trims a member's
-// connections. Every inbound connection refused, and every handshake that fails or times
+// bounds such connections in total (its transient scope) and per IP address (connections
+// at once), this host bounds new inbound connections per second from one address
+// (allowNewConn), and it closes one that has not completed the handshake within
+// HandshakeTimeout. Members and the operator keep headroom: their addresses are on the
+// resource manager's allow-list, whose own budget they use when the common one is spent
+// (members by address and peer id, KeepPeer; the operator's networks,
+// Config.OperatorNetworks, by address), their new connections are not rate-limited, and the
+// connection manager never trims a member's connections. Every inbound connection refused, and every handshake that fails or times
 // out, is counted (Stats) and logged with its address, at most once a minute per address.
 
 // Defaults of the connection limits (Config).
@@ -87,7 +89,18 @@ func (h *Host) limitOptions() ([]libp2p.Option, error) {
 		}
 		ratePrefix = append(ratePrefix, rate.PrefixLimit{Prefix: n}) // zero: no limit
 	}
-	perIP := rate.Limit{RPS: cfg.ConnRatePerIP, Burst: cfg.ConnsPerIP}
+	// New connections are rate-limited per address here (watchedResources), inbound only
+	// and not from members: libp2p's own limiter counts outbound dials too, and a member
+	// reconnecting after a partition or restarts (every protocol, every peer at once) ran
+	// out of its burst, was refused by some peers and downed as indirectly connected.
+	h.connRate = &rate.Limiter{
+		NetworkPrefixLimits: ratePrefix,
+		SubnetRateLimiter: rate.SubnetLimiter{
+			IPv4SubnetLimits: []rate.SubnetLimit{{PrefixLength: 32, Limit: rate.Limit{RPS: cfg.ConnRatePerIP, Burst: cfg.ConnsPerIP}}},
+			IPv6SubnetLimits: []rate.SubnetLimit{{PrefixLength: 56, Limit: rate.Limit{RPS: cfg.ConnRatePerIP, Burst: cfg.ConnsPerIP}}},
+			GracePeriod:      time.Minute,
+		},
+	}
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits),
 		rcmgr.WithMetricsDisabled(),
 		rcmgr.WithAllowlistedMultiaddrs(allow),
@@ -95,14 +108,7 @@ func (h *Host) limitOptions() ([]libp2p.Option, error) {
 		rcmgr.WithLimitPerSubnet(
 			[]rcmgr.ConnLimitPerSubnet{{PrefixLength: 32, ConnCount: cfg.ConnsPerIP}},
 			[]rcmgr.ConnLimitPerSubnet{{PrefixLength: 56, ConnCount: cfg.ConnsPerIP}, {PrefixLength: 48, ConnCount: 8 * cfg.ConnsPerIP}}),
-		rcmgr.WithConnRateLimiters(&rate.Limiter{
-			NetworkPrefixLimits: ratePrefix,
-			SubnetRateLimiter: rate.SubnetLimiter{
-				IPv4SubnetLimits: []rate.SubnetLimit{{PrefixLength: 32, Limit: perIP}},
-				IPv6SubnetLimits: []rate.SubnetLimit{{PrefixLength: 56, Limit: perIP}},
-				GracePeriod:      time.Minute,
-			},
-		}),
+		rcmgr.WithConnRateLimiters(&rate.Limiter{}), // none: h.connRate is ours
 	)
 	if err != nil {
 		return nil, fmt.Errorf("resource manager: %w", err)
@@ -121,7 +127,7 @@ func (h *Host) limitOptions() ([]libp2p.Option, error) {
 		up.dialKey, up.acceptKeys = cfg.ClusterKey, append([]pnet.PSK{cfg.ClusterKey}, cfg.AcceptKeys...)
 	}
 	return []libp2p.Option{
-		libp2p.ResourceManager(&watchedResources{ResourceManager: rm, in: &h.inbound}),
+		libp2p.ResourceManager(&watchedResources{ResourceManager: rm, in: &h.inbound, h: h}),
 		libp2p.ConnectionManager(cm),
 		libp2p.Transport(func(u transport.Upgrader, rm network.ResourceManager, shared *tcpreuse.ConnMgr) (*tcp.TcpTransport, error) {
 			up := up
@@ -166,6 +172,9 @@ func (h *Host) KeepPeer(info peer.AddrInfo) {
 	}
 	h.keepMu.Lock()
 	h.kept[info.ID] = entries
+	for _, ma := range entries {
+		h.keptIPs[entryIP(ma)]++
+	}
 	h.keepMu.Unlock()
 	h.connmgr.Protect(info.ID, "member")
 }
@@ -175,6 +184,12 @@ func (h *Host) ForgetPeer(id peer.ID) {
 	h.keepMu.Lock()
 	entries, ok := h.kept[id]
 	delete(h.kept, id)
+	for _, ma := range entries {
+		ip := entryIP(ma)
+		if h.keptIPs[ip]--; h.keptIPs[ip] <= 0 {
+			delete(h.keptIPs, ip)
+		}
+	}
 	h.keepMu.Unlock()
 	if !ok {
 		return
@@ -184,6 +199,39 @@ func (h *Host) ForgetPeer(id peer.ID) {
 	}
 	h.connmgr.Unprotect(id, "member")
 }
+
+// entryIP returns the address of an allow-list entry made by prefixMultiaddr for one host.
+func entryIP(ma multiaddr.Multiaddr) netip.Addr {
+	ip, err := manet.ToIP(ma)
+	if err != nil {
+		return netip.Addr{}
+	}
+	addr, _ := netip.AddrFromSlice(ip)
+	return addr.Unmap()
+}
+
+// allowNewConn says whether a new inbound connection from endpoint is within the rate of
+// new connections per address (Config.ConnRatePerIP, a burst of ConnsPerIP): always from
+// the operators' networks and from the addresses of kept peers (members), whose
+// reconnections after a partition or a restart come many at once.
+func (h *Host) allowNewConn(endpoint multiaddr.Multiaddr) bool {
+	ip, err := manet.ToIP(endpoint)
+	if err != nil {
+		return true // not an IP transport: nothing to count it by
+	}
+	addr, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return true
+	}
+	addr = addr.Unmap()
+	h.keepMu.Lock()
+	member := h.keptIPs[addr] > 0
+	h.keepMu.Unlock()
+	return member || h.connRate.Allow(addr)
+}
+
+// errConnRate is the refusal of a connection over the rate of its address.
+var errConnRate = errors.New("rate limit exceeded: too many new connections from this address")
 
 // inbound counts and logs what becomes of inbound connections before their handshake
 // completes.
@@ -223,9 +271,14 @@ func (in *inbound) timedOutHandshake(endpoint multiaddr.Multiaddr) {
 type watchedResources struct {
 	network.ResourceManager
 	in *inbound
+	h  *Host
 }
 
 func (r *watchedResources) OpenConnection(dir network.Direction, usefd bool, endpoint multiaddr.Multiaddr) (network.ConnManagementScope, error) {
+	if dir == network.DirInbound && !r.h.allowNewConn(endpoint) {
+		r.in.refusedConn(endpoint, errConnRate)
+		return nil, errConnRate
+	}
 	s, err := r.ResourceManager.OpenConnection(dir, usefd, endpoint)
 	if dir != network.DirInbound {
 		return s, err

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 )
@@ -148,3 +150,52 @@ func (l *logBuffer) String() string {
 }
 
 func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// TestMembersReconnectPastTheRateLimit: new inbound connections from an address beyond its
+// burst are refused — but not a member's (KeepPeer), which reconnects after partitions and
+// restarts many at once, and not this host's own dials. Loopback is not an operator
+// network here, so every host of the test shares one rate-limited address.
+func TestMembersReconnectPastTheRateLimit(t *testing.T) {
+	limited := func(c *Config) {
+		c.OperatorNetworks = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.ConnsPerIP, c.ConnRatePerIP = 8, 0.001 // a burst of 8, then one every 1,000 s
+	}
+	target := newHost(t, limited)
+	addr := tcpOf(t, target)
+	// A stranger spends the address's burst.
+	refusedBefore := target.Stats().InboundRefused
+	for range 12 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	waitFor(t, "connections over the burst refused", func() bool { return target.Stats().InboundRefused > refusedBefore })
+	member, other := newHost(t, nil), newHost(t, nil)
+	if _, err := member.Connect(testContext(t), target.Addrs()[0]); err == nil {
+		t.Fatal("a peer connected from an address past its rate before it was kept")
+	}
+	// The host's own dials are not counted against the address.
+	for i := range 3 {
+		connect(t, target, other)
+		if err := target.LibP2P().Network().ClosePeer(other.ID()); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprint("dial ", i, " closed"), func() bool { return len(target.LibP2P().Network().ConnsToPeer(other.ID())) == 0 })
+	}
+	// A member reconnects as often as it needs.
+	target.KeepPeer(peer.AddrInfo{ID: member.ID(), Addrs: member.Addrs()})
+	for i := range 5 {
+		connect(t, member, target)
+		if err := member.LibP2P().Network().ClosePeer(target.ID()); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprint("connection ", i, " closed"), func() bool { return len(target.LibP2P().Network().ConnsToPeer(member.ID())) == 0 })
+	}
+	// Once it is no longer a member, its address is limited again.
+	target.ForgetPeer(member.ID())
+	if _, err := member.Connect(testContext(t), target.Addrs()[0]); err == nil {
+		t.Fatal("a peer connected past its address's rate after it was forgotten")
+	}
+}
