@@ -206,6 +206,26 @@ func (in *injector) restartDown() {
 	}
 }
 
+// superviseEvery runs restartDown every period until the returned stop is called (stop
+// waits for a restart under way).
+func (in *injector) superviseEvery(period time.Duration) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				in.restartDown()
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
 // closedPauses returns the pause intervals, those still open closed at now.
 func (in *injector) closedPauses() []pause {
 	in.mu.Lock()

@@ -373,6 +373,11 @@ func Run(cfg Config) (*Report, error) {
 	workers.Wait()
 	tl.add("load stopped")
 
+	// A member may still be downed after the convergence (a decision made on what the
+	// faults left, e.g. indirectly connected): it exits with code 3, and its supervisor
+	// starts it again, as during the faults, until the full restart below.
+	stopSupervising := in.superviseEvery(time.Second)
+
 	// Balance.
 	used, err := usedShards(ld.ids, cfg.Shards)
 	if err != nil {
@@ -434,6 +439,7 @@ func Run(cfg Config) (*Report, error) {
 	checkCounters(rep, ld, final, extra)
 
 	// Full-cluster restart: stop every member at once, start them again.
+	stopSupervising()
 	before := liveEntities(c)
 	if rng.IntN(2) == 0 {
 		tl.add("full restart: kill -9 every member (%d entities running)", len(before))
