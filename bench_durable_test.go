@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,6 +118,16 @@ func startEntities(tb testing.TB, r *shardmesh.Region[[]byte, []byte], prefix st
 	return float64(n) / time.Since(start).Seconds()
 }
 
+// processCPU returns the CPU time (user and system) this process has used: per start, it
+// says what a rate would cost on more cores, which the rate on two does not.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // badgerBatchedFsync is the raw baseline: keys of 64-byte values written to a fresh Badger
 // database with the replicated store's options (small memtables, SyncWrites) through
 // WriteBatch in batches of 1,000, each flushed with an fsync. It returns keys/s.
@@ -188,15 +199,22 @@ func benchDurableStarts3(b *testing.B) {
 	}
 	startEntities(b, r, "warm-", 300)
 	b.ResetTimer()
+	cpu := processCPU()
 	rate := startEntities(b, r, "e-", b.N)
+	cpu = processCPU() - cpu
 	b.StopTimer()
-	raw := badgerBatchedFsync(b, max(b.N, 100_000))
+	rawKeys := max(b.N, 100_000)
+	rawCPU := processCPU()
+	raw := badgerBatchedFsync(b, rawKeys)
+	rawCPU = processCPU() - rawCPU
 	if c.failed.Load() > 0 {
 		b.Fatalf("%d entities failed to load their state", c.failed.Load())
 	}
 	b.ReportMetric(rate, "starts/s")
 	b.ReportMetric(raw, "badger-keys/s")
 	b.ReportMetric(rate/raw, "ratio")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/start")
+	b.ReportMetric(float64(rawCPU.Microseconds())/float64(rawKeys), "badger-cpu-µs/key")
 }
 
 func benchDurableStarts(b *testing.B, load bool, workers int) {
@@ -213,15 +231,22 @@ func benchDurableStarts(b *testing.B, load bool, workers int) {
 	}
 	startEntities(b, r, "warm-", 300)
 	b.ResetTimer()
+	cpu := processCPU()
 	rate := startEntities(b, r, "e-", b.N)
+	cpu = processCPU() - cpu
 	b.StopTimer()
-	raw := badgerBatchedFsync(b, max(b.N, 100_000))
+	rawKeys := max(b.N, 100_000)
+	rawCPU := processCPU()
+	raw := badgerBatchedFsync(b, rawKeys)
+	rawCPU = processCPU() - rawCPU
 	if c.failed.Load() > 0 {
 		b.Fatalf("%d entities failed to load their state", c.failed.Load())
 	}
 	b.ReportMetric(rate, "starts/s")
 	b.ReportMetric(raw, "badger-keys/s")
 	b.ReportMetric(rate/raw, "ratio")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/start")
+	b.ReportMetric(float64(rawCPU.Microseconds())/float64(rawKeys), "badger-cpu-µs/key")
 }
 
 // rememberedCount is the number of remembered entities in one shard for
