@@ -31,9 +31,10 @@ import (
 // HandshakeTimeout. Members and the operator keep headroom: their addresses are on the
 // resource manager's allow-list, whose own budget they use when the common one is spent
 // (members by address and peer id, KeepPeer; the operator's networks,
-// Config.OperatorNetworks, by address), their new connections are not rate-limited, and the
-// connection manager never trims a member's connections. Every inbound connection refused, and every handshake that fails or times
-// out, is counted (Stats) and logged with its address, at most once a minute per address.
+// Config.OperatorNetworks, by address), their new connections are not rate-limited, and
+// the connection manager never trims a member's connections. Every inbound connection
+// refused, and every handshake that fails or times out, is counted (Stats) and logged with
+// its address, at most once a minute per address.
 
 // Defaults of the connection limits (Config).
 const (
