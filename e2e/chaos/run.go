@@ -422,7 +422,8 @@ func Run(cfg Config) (*Report, error) {
 	// count them.
 	left := -1
 	if !poll(90*time.Second, func() bool { left = remindersLeft(c); return left == 0 }) {
-		rep.Violations = append(rep.Violations, fmt.Sprintf("%d reminders still stored 90 s after the faults stopped (each was due within 2 s of its registration)", left))
+		_, some := remindersStored(c)
+		rep.Violations = append(rep.Violations, fmt.Sprintf("%d reminders still stored 90 s after the faults stopped (each was due within 2 s of its registration), e.g. %v", left, some))
 	} else {
 		tl.add("every reminder fired")
 	}
@@ -601,6 +602,14 @@ func Run(cfg Config) (*Report, error) {
 // remindersLeft counts the reminders of the counters still stored, as a live member reads
 // them (-1 when none answers).
 func remindersLeft(c *cluster) int {
+	n, _ := remindersStored(c)
+	return n
+}
+
+// remindersStored returns how many reminders are stored (-1: no member answered) and, for
+// a report, the first few: shard, counter, reminder, when it was due and the epoch of the
+// home that wrote it last.
+func remindersStored(c *cluster) (int, []string) {
 	for _, m := range c.liveMembers() {
 		cl := m.adminClient()
 		if cl == nil {
@@ -609,11 +618,17 @@ func remindersLeft(c *cluster) int {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		rs, err := cl.Reminders(ctx, "counter", "", 0)
 		cancel()
-		if err == nil {
-			return len(rs.Reminders)
+		if err != nil {
+			continue
 		}
+		var some []string
+		for _, r := range rs.Reminders[:min(3, len(rs.Reminders))] {
+			some = append(some, fmt.Sprintf("shard %s %s %s due %s epoch %d", r.Shard, r.Entity, r.Name,
+				time.UnixMilli(r.DueUnixMs).UTC().Format("15:04:05.000"), r.Epoch))
+		}
+		return len(rs.Reminders), some
 	}
-	return -1
+	return -1, nil
 }
 
 // reminderFirings counts, from the journals, the increments made by reminders' firings and
