@@ -43,9 +43,7 @@ func TestExternalStrategyPlacesShardsWhereAsked(t *testing.T) {
 	for range 3 {
 		s.AddNode(nil, "1")
 	}
-	s.Start(1)
-	s.Start(2, 1)
-	s.Start(3, 1)
+	startThree(s)
 	if !s.RunUntil(s.Converged, 20*time.Second) {
 		t.Fatalf("no convergence:\n%s", s.Status())
 	}

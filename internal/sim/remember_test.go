@@ -16,10 +16,8 @@ import (
 func TestRememberedEntitiesSurviveAFullRestart(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			s := killedRememberingCluster(t, seed, 0.05)
-			s.Start(1)
-			s.Start(2, 1)
-			s.Start(3, 1)
+			s := killedRememberingCluster(t, seed, 0.05, remembering, 60)
+			startThree(s)
 			var err error
 			if !s.RunUntil(func() bool { err = s.checkRemembered("counter"); return err == nil }, 30*time.Second) {
 				t.Fatalf("after a full restart: %v\n%s", err, s.Status())
@@ -32,32 +30,41 @@ func TestRememberedEntitiesSurviveAFullRestart(t *testing.T) {
 }
 
 // killedRememberingCluster is a cluster of three members, its disks failing at diskFailRate,
-// that remembered 60 counters and was then killed as a whole (kill -9 of every member).
-func killedRememberingCluster(t *testing.T, seed uint64, diskFailRate float64) *Sim {
+// that remembered entities counters (e0, e1, …; the type's shards remember with rem) and was
+// then killed as a whole (kill -9 of every member).
+func killedRememberingCluster(t *testing.T, seed uint64, diskFailRate float64, rem shard.Remember, entities int) *Sim {
 	t.Helper()
 	typ := testType("counter", 3)
-	typ.Shard.Remember = shard.Remember{Enabled: true, FailureBackoff: time.Second}
+	typ.Shard.Remember = rem
 	s := New(Options{Seed: seed, Membership: membership.DefaultConfig(), Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
 	s.DiskFailRate = diskFailRate
 	for range 3 {
 		s.AddNode(nil, "1")
 	}
-	s.Start(1)
-	s.Start(2, 1)
-	s.Start(3, 1)
+	startThree(s)
 	s.RunFor(5 * time.Second)
-	for i := range 60 {
+	for i := range entities {
 		s.Send(1+i%3, "counter", shard.EntityID(fmt.Sprintf("e%d", i)))
 	}
 	s.RunFor(6 * time.Second) // failed writes are retried after a second
-	if got := len(s.remembered("counter")); got != 60 {
-		t.Fatalf("remembered %d of 60 entities", got)
+	if got := len(s.remembered("counter")); got != entities {
+		t.Fatalf("remembered %d of %d entities", got, entities)
 	}
 	for i := 1; i <= 3; i++ {
 		s.Kill(i)
 	}
 	s.RunFor(time.Second)
 	return s
+}
+
+// remembering is the shards' remember-entities setting of the full-restart tests.
+var remembering = shard.Remember{Enabled: true, FailureBackoff: time.Second}
+
+// startThree starts members 1, 2 and 3: the first forms the cluster, the others join it.
+func startThree(s *Sim) {
+	s.Start(1)
+	s.Start(2, 1)
+	s.Start(3, 1)
 }
 
 // TestFullRestartWithSeedsOnly: every member killed and started again with the others as
@@ -67,7 +74,7 @@ func killedRememberingCluster(t *testing.T, seed uint64, diskFailRate float64) *
 func TestFullRestartWithSeedsOnly(t *testing.T) {
 	for seed := uint64(1); seed <= uint64(shortRuns(20, 20, 5)); seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			s := killedRememberingCluster(t, seed, 0)
+			s := killedRememberingCluster(t, seed, 0, remembering, 60)
 			s.Start(3, 1, 2)
 			s.Start(1, 2, 3)
 			s.Start(2, 3, 1)
@@ -99,33 +106,12 @@ func TestAdaptiveRecoveryAfterAFullRestart(t *testing.T) {
 	}()
 	for seed := uint64(1); seed <= uint64(shortRuns(5, 5, 1)); seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			typ := testType("counter", 3)
-			typ.Shard.Remember = shard.Remember{Enabled: true, FailureBackoff: time.Second,
-				Adaptive: shard.Adaptive{Enabled: true, InitialRate: 50, MaxRate: 200, MinRate: 10, TargetLatency: 100 * time.Millisecond, Interval: 500 * time.Millisecond}}
-			s := New(Options{Seed: seed, Membership: membership.DefaultConfig(), Types: []engine.TypeConfig{typ}, NumberOfShards: 30})
-			for range 3 {
-				s.AddNode(nil, "1")
-			}
-			s.Start(1)
-			s.Start(2, 1)
-			s.Start(3, 1)
-			s.RunFor(5 * time.Second)
-			for i := range entities {
-				s.Send(1+i%3, "counter", shard.EntityID(fmt.Sprintf("e%d", i)))
-			}
-			s.RunFor(5 * time.Second)
-			if got := len(s.remembered("counter")); got != entities {
-				t.Fatalf("remembered %d of %d entities", got, entities)
-			}
-			for i := 1; i <= 3; i++ {
-				s.Kill(i)
-			}
-			s.RunFor(time.Second)
+			rem := remembering
+			rem.Adaptive = shard.Adaptive{Enabled: true, InitialRate: 50, MaxRate: 200, MinRate: 10, TargetLatency: 100 * time.Millisecond, Interval: 500 * time.Millisecond}
+			s := killedRememberingCluster(t, seed, 0, rem, entities)
 			s.DiskFailRate = 0.2 // of the units' disk operations (the metadata group's storage does not fail here)
 			restart := s.Elapsed()
-			s.Start(1)
-			s.Start(2, 1)
-			s.Start(3, 1)
+			startThree(s)
 			var err error
 			if !s.RunUntil(func() bool { err = s.checkRemembered("counter"); return err == nil }, 60*time.Second) {
 				t.Fatalf("after a full restart: %v\n%s", err, s.Status())

@@ -21,9 +21,7 @@ func TestHomeAdoptsAReminderThatLandedLate(t *testing.T) {
 	for range 3 {
 		s.AddNode(nil, "1")
 	}
-	s.Start(1)
-	s.Start(2, 1)
-	s.Start(3, 1)
+	startThree(s)
 	if !s.RunUntil(s.Converged, 30*time.Second) {
 		t.Fatalf("no convergence:\n%s", s.Status())
 	}

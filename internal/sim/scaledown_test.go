@@ -23,9 +23,7 @@ func TestScaleDownThreeToTwo(t *testing.T) {
 	for range 3 {
 		s.AddNode(nil, "1")
 	}
-	s.Start(1)
-	s.Start(2, 1)
-	s.Start(3, 1)
+	startThree(s)
 	load := func(d time.Duration) {
 		for i, end := 0, s.Now().Add(d); s.Now().Before(end); i++ {
 			s.Send(1+i%2, "counter", shard.EntityID(fmt.Sprintf("c%d", i%20)))

@@ -31,9 +31,7 @@ func trustCluster(t *testing.T, policy *trust.Policy) *Sim {
 	for range 3 {
 		s.AddNode(nil, "1")
 	}
-	s.Start(1)
-	s.Start(2, 1)
-	s.Start(3, 1)
+	startThree(s)
 	if !s.RunUntil(s.Converged, 5*time.Second) {
 		t.Fatalf("not converged:\n%s", s.Status())
 	}
