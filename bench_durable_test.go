@@ -197,6 +197,12 @@ func benchDurableStarts3(b *testing.B) {
 			r = reg
 		}
 	}
+	measureStarts(b, r, &c)
+}
+
+// measureStarts times b.N durable starts through r (after 300 to warm up), with the CPU the
+// process spends on them, then Badger's batched fsync in the same process, and reports both.
+func measureStarts(b *testing.B, r *shardmesh.Region[[]byte, []byte], c *durableStarts) {
 	startEntities(b, r, "warm-", 300)
 	b.ResetTimer()
 	cpu := processCPU()
@@ -229,24 +235,7 @@ func benchDurableStarts(b *testing.B, load bool, workers int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	startEntities(b, r, "warm-", 300)
-	b.ResetTimer()
-	cpu := processCPU()
-	rate := startEntities(b, r, "e-", b.N)
-	cpu = processCPU() - cpu
-	b.StopTimer()
-	rawKeys := max(b.N, 100_000)
-	rawCPU := processCPU()
-	raw := badgerBatchedFsync(b, rawKeys)
-	rawCPU = processCPU() - rawCPU
-	if c.failed.Load() > 0 {
-		b.Fatalf("%d entities failed to load their state", c.failed.Load())
-	}
-	b.ReportMetric(rate, "starts/s")
-	b.ReportMetric(raw, "badger-keys/s")
-	b.ReportMetric(rate/raw, "ratio")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/start")
-	b.ReportMetric(float64(rawCPU.Microseconds())/float64(rawKeys), "badger-cpu-µs/key")
+	measureStarts(b, r, &c)
 }
 
 // rememberedCount is the number of remembered entities in one shard for
