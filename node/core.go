@@ -287,6 +287,8 @@ func (c *Core) Step(now time.Time, in Input) {
 		c.readDirectives(in.Done)
 	case StoreSpace:
 		c.eng.SetStoreFull(now, in.Full)
+	case StoreLanded:
+		c.remindersLanded(in.Keys)
 	case ReminderOp:
 		c.reminderOp(now, in)
 	case TimerOp:

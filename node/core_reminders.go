@@ -72,6 +72,7 @@ type reminderShard struct {
 	rescanAt   time.Time
 	rescans    int
 	rescanning bool
+	landed     bool // a reminder record landed since the last read began: read again at once
 	touched    map[reminderID]bool
 	adopting   map[reminderID]Reminder
 }
@@ -252,6 +253,9 @@ func (c *Core) reminderShardFailed(now time.Time, rs *reminderShard, what string
 func (c *Core) remindersReady(now time.Time, rs *reminderShard) {
 	rs.phase, rs.failures = remReady, 0
 	rs.rescanAt = now.Add(reminderRescan)
+	if rs.landed { // after the load read: the load may have missed it
+		rs.rescanAt = now
+	}
 	c.env.Publish(RemindersClaimed{Type: rs.key.typ, Shard: rs.key.shard, Epoch: rs.epoch, Reminders: len(rs.items)})
 	ops := rs.waiting
 	rs.waiting = nil

@@ -2,10 +2,12 @@ package node
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/shardmesh/shardmesh/datadir"
 	"github.com/shardmesh/shardmesh/remember"
+	"github.com/shardmesh/shardmesh/shard"
 )
 
 // A home reads its shard's reminders again now and then, and adopts the records it does not
@@ -22,6 +24,27 @@ const (
 	reminderRescanMax = 5 * time.Minute
 )
 
+// remindersLanded takes the keys of records other members wrote that landed in this
+// member's replica of shards it hosts (StoreLanded): a shard with a reminder among them reads
+// its reminders again at once, rather than at its next read on the timer (which can be
+// minutes away) — a late landing is found when it happens.
+func (c *Core) remindersLanded(keys []string) {
+	for _, key := range keys {
+		code, rest, _ := strings.Cut(key, datadir.Sep)
+		if code != datadir.FamilyReminder {
+			continue
+		}
+		typ, rest, _ := strings.Cut(rest, datadir.Sep)
+		s, _, _ := strings.Cut(rest, datadir.Sep)
+		if rs := c.rem.shards[shardKey{typ, shard.ID(s)}]; rs != nil {
+			rs.landed = true
+			if !rs.rescanning {
+				rs.rescanAt = time.Time{}
+			}
+		}
+	}
+}
+
 // rescanDue reports whether rs should read its reminders again at now.
 func (rs *reminderShard) rescanDue(now time.Time) bool {
 	return rs.phase == remReady && !rs.rescanning && !now.Before(rs.rescanAt)
@@ -30,7 +53,7 @@ func (rs *reminderShard) rescanDue(now time.Time) bool {
 // rescanReminders reads a ready shard's reminders again. Reminders whose state changes here
 // until the adoption ends (touched) keep the state this home gave them.
 func (c *Core) rescanReminders(rs *reminderShard) {
-	rs.rescanning, rs.touched = true, map[reminderID]bool{}
+	rs.rescanning, rs.touched, rs.landed = true, map[reminderID]bool{}, false
 	c.request(StoreRequest{Scan: datadir.Prefix(datadir.FamilyReminder, rs.key.typ, string(rs.key.shard)), IsScan: true},
 		storeWait{kind: waitRemindersRescan, typ: rs.key.typ, shard: rs.key.shard, up: uint64(rs.epoch)})
 }
@@ -119,4 +142,7 @@ func (c *Core) rescanned(now time.Time, rs *reminderShard) {
 	rs.rescanning, rs.touched, rs.adopting = false, nil, nil
 	rs.rescans++
 	rs.rescanAt = now.Add(backoff(reminderRescan, reminderRescanMax, rs.rescans))
+	if rs.landed { // during the read: it may have read before the record landed
+		rs.rescanAt = now
+	}
 }

@@ -108,6 +108,9 @@ type (
 	ReadDirectives struct {
 		Done func(engine.Directives, error)
 	}
+	// StoreLanded names records other members wrote that landed in this member's replica of
+	// shards it hosts (remember.Ready.Landed): their reminders are read again.
+	StoreLanded struct{ Keys []string }
 	// StoreSpace says whether the member's store refuses writes for want of disk space: its
 	// regions then take no new shards (StoreSpace{Full: false} takes them again).
 	StoreSpace struct{ Full bool }
@@ -166,6 +169,7 @@ func (Down) isInput()                {}
 func (ChangeDirective) isInput()     {}
 func (ReadDirectives) isInput()      {}
 func (StoreSpace) isInput()          {}
+func (StoreLanded) isInput()         {}
 func (ReminderOp) isInput()          {}
 func (TimerOp) isInput()             {}
 func (Query) isInput()               {}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shardmesh/shardmesh/datadir"
@@ -76,6 +77,7 @@ func (n *Node) openStore(ctx context.Context) error {
 			Broken:         n.fail,
 			Admitted:       n.admittedMembers,
 			Refused:        func(from membership.NodeID) { n.refused(from, remember.Protocol) },
+			Landed:         n.storeLanded,
 		})
 	})
 	if err != nil {
@@ -272,5 +274,20 @@ func (n *Node) servingFor(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// storeLanded hands the core the keys of records other members wrote that landed in shards
+// this member hosts, when reminders are among them (remember.Config.Landed: the store's
+// loop, which must not wait for the member's loop).
+func (n *Node) storeLanded(keys []string) {
+	var rem []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, datadir.FamilyReminder+datadir.Sep) {
+			rem = append(rem, k)
+		}
+	}
+	if len(rem) > 0 {
+		go n.post(StoreLanded{Keys: rem})
 	}
 }

@@ -141,6 +141,11 @@ type Config struct {
 	// Refused, when set, is told (on the store's loop: keep it quick) of each frame dropped
 	// because its sender is not an admitted member, to count and log it.
 	Refused func(from NodeID)
+
+	// Landed, when set, is told (on the store's loop: keep it quick, and do not call the
+	// store from it) of records other members wrote that reached this member's disk in units
+	// it hosts (Ready.Landed).
+	Landed func(keys []string)
 }
 
 // validate checks the configuration; the machine's part is checked (and its defaults

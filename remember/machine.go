@@ -165,11 +165,15 @@ type Ready struct {
 	// Refused are the senders of frames dropped because they are not admitted members
 	// (MachineConfig.Gated), one entry per frame: to count and log.
 	Refused []NodeID
+	// Landed are the keys of records another member wrote that reached this member's disk
+	// in a unit it hosts — a peer's write, or a sync that brought what this replica lacked —
+	// once stored: the host learns of what it did not write itself without reading again.
+	Landed []string
 }
 
 // Empty reports whether there is nothing to do.
 func (r *Ready) Empty() bool {
-	return len(r.Sends) == 0 && len(r.Disk) == 0 && len(r.Answers) == 0 && len(r.Refused) == 0
+	return len(r.Sends) == 0 && len(r.Disk) == 0 && len(r.Answers) == 0 && len(r.Refused) == 0 && len(r.Landed) == 0
 }
 
 // Send is a frame of the replica protocol for member To.

@@ -294,10 +294,11 @@ func (m *Machine) serveWrite(from NodeID, req uint64, w *pb.ReplicaWrite) {
 		ack := &pb.ReplicaWriteAck{}
 		if res.err != nil {
 			ack.Error = truncate(res.err.Error(), 1024)
-		} else if kind == opWrite {
+		} else {
 			for _, r := range res.applied[0].refused {
 				ack.Refused = append(ack.Refused, &pb.ReplicaRefusal{Index: uint32(r.index), Floor: r.need})
 			}
+			m.noteLanded(recs, res.applied[0].refused)
 		}
 		m.send(from, &pb.ReplicaEnvelope{RequestId: req, Msg: &pb.ReplicaEnvelope_WriteAck{WriteAck: ack}})
 	})

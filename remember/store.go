@@ -400,6 +400,9 @@ func (s *Store) execute() {
 				s.cfg.Refused(from)
 			}
 		}
+		if s.cfg.Landed != nil && len(rd.Landed) > 0 {
+			s.cfg.Landed(rd.Landed)
+		}
 	}
 	st, rf := s.m.Stats(), s.m.Refill()
 	if rf.Active != s.refill.Active { // (only this loop writes s.refill)

@@ -178,6 +178,10 @@ func (st *memberStore) sync() {
 		for _, from := range rd.Refused {
 			s.refused(n, from, "replica")
 		}
+		if len(rd.Landed) > 0 {
+			keys := rd.Landed
+			s.schedule(0, func() { s.input(n, inc, node.StoreLanded{Keys: keys}) })
+		}
 		for _, a := range rd.Answers {
 			if done := st.own[a.Call]; done != nil {
 				delete(st.own, a.Call)
