@@ -392,6 +392,10 @@ func (r *readRound) decide(m *Machine, expired bool) {
 // answerCall answers c from the replicas of its quorum that answered, and repairs those
 // that lag.
 func (r *readRound) answerCall(m *Machine, c *readCall, ok func(NodeID) bool) {
+	if !c.scan {
+		r.answerGet(m, c, ok)
+		return
+	}
 	from := make(map[NodeID][]entry)
 	var missing []NodeID
 	for _, p := range c.q.members(m.self) {
@@ -419,21 +423,43 @@ func (r *readRound) answerCall(m *Machine, c *readCall, ok func(NodeID) bool) {
 		m.repair(repairs)
 	}
 	a := Answer{Call: c.id, Missing: missing}
-	if c.scan {
-		for _, e := range merged {
-			if !e.rec.Version.IsZero() && !e.rec.Deleted {
-				a.Records = append(a.Records, e.rec)
+	for _, e := range merged {
+		if !e.rec.Version.IsZero() && !e.rec.Deleted {
+			a.Records = append(a.Records, e.rec)
+		}
+	}
+	sort.Slice(a.Records, func(i, j int) bool { return a.Records[i].Key < a.Records[j].Key })
+	m.answerCall(a)
+}
+
+// answerGet answers a one-key call as answerCall does a scan — the answers merged by the
+// merge rule, the replicas that lag repaired — without the maps a scan's merge takes: it is
+// every entity start's read.
+func (r *readRound) answerGet(m *Machine, c *readCall, ok func(NodeID) bool) {
+	members := c.q.members(m.self)
+	merged, found := entry{rec: Record{Key: c.key}}, false
+	for _, p := range members {
+		if e, has := r.got[p][c.key]; has && ok(p) {
+			merged, found = merge(merged, e), true
+		}
+	}
+	if found && !c.all {
+		var repairs map[NodeID][]entry
+		for _, p := range members {
+			if !ok(p) {
+				continue
+			}
+			mine := r.got[p][c.key] // absent: the zero entry
+			if !sameState(&mine, &merged) {
+				if repairs == nil {
+					repairs = make(map[NodeID][]entry)
+				}
+				repairs[p] = []entry{merged}
 			}
 		}
-		sort.Slice(a.Records, func(i, j int) bool { return a.Records[i].Key < a.Records[j].Key })
-	} else {
-		e := merged[c.key]
-		a.Record = e.rec
-		a.Record.Key = c.key
-		a.Found = !e.rec.Version.IsZero() && !e.rec.Deleted
-		a.Missing = nil
+		m.repair(repairs)
 	}
-	m.answerCall(a)
+	m.answerCall(Answer{Call: c.id, Record: merged.rec, Found: !merged.rec.Version.IsZero() && !merged.rec.Deleted})
 }
 
 // failure is the error of call c that cannot reach its quorum; expired: the round waited
