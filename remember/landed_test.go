@@ -36,7 +36,9 @@ func TestHostHearsOfWhatOthersWrite(t *testing.T) {
 		got := slices.Clone(landed[c.dirs[0]])
 		mu.Unlock()
 		if slices.Contains(got, "u/1/theirs") {
-			if len(got) != 1 {
+			// (twice at most: by the write, and by anti-entropy if it ran while the write
+			// was on its way)
+			if slices.ContainsFunc(got, func(k string) bool { return k != "u/1/theirs" }) {
 				t.Errorf("the host heard of %q, want only u/1/theirs", got)
 			}
 			break
