@@ -22,14 +22,7 @@ func TestHomeAdoptsAReminderThatLandedLate(t *testing.T) {
 	s := threeDurable(t)
 	rec, home := fireReminder(t, s, "c1")
 	prefix := datadir.Prefix(datadir.FamilyReminder)
-	late := remember.Write{Key: rec.Key + "-late", Value: rec.Value, Epoch: rec.Version.Epoch}
-	var werr error
-	written := false
-	s.Node(home).store.call(func(m *remember.Machine) remember.CallID { return m.Write(s.Now(), []remember.Write{late}) },
-		func(a remember.Answer) { werr, written = a.Err, true })
-	if !s.RunUntil(func() bool { return written }, 5*time.Second) || werr != nil {
-		t.Fatalf("the late record was not written: %v", werr)
-	}
+	writeLate(t, s, home, rec)
 	landed := s.Now()
 	if !s.RunUntil(func() bool { return len(s.storedRecords(prefix, false)) == 0 }, 40*time.Second) {
 		t.Fatalf("the late reminder is still stored %v after it landed (%d records)", s.Now().Sub(landed), len(s.storedRecords(prefix, false)))
@@ -66,14 +59,7 @@ func TestHomeFindsAReminderWhenItLands(t *testing.T) {
 				s.Net.Cut(home, writer)
 				s.Net.Cut(writer, home)
 			}
-			late := remember.Write{Key: rec.Key + "-late", Value: rec.Value, Epoch: rec.Version.Epoch}
-			var werr error
-			written := false
-			s.Node(writer).store.call(func(m *remember.Machine) remember.CallID { return m.Write(s.Now(), []remember.Write{late}) },
-				func(a remember.Answer) { werr, written = a.Err, true })
-			if !s.RunUntil(func() bool { return written }, 5*time.Second) || werr != nil {
-				t.Fatalf("the late record was not written: %v", werr)
-			}
+			late := writeLate(t, s, writer, rec)
 			landed := s.Now()
 			if tc.cut {
 				if onHome := s.Node(home).store.disk.Records(); slices.ContainsFunc(onHome, func(r remember.Record) bool { return r.Key == late.Key }) {
@@ -90,6 +76,22 @@ func TestHomeFindsAReminderWhenItLands(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeLate writes a copy of reminder record rec under another name, with its epoch,
+// through member i's store behind every home's back — what a late write leaves — and
+// returns it.
+func writeLate(t *testing.T, s *Sim, i int, rec remember.Record) remember.Write {
+	t.Helper()
+	late := remember.Write{Key: rec.Key + "-late", Value: rec.Value, Epoch: rec.Version.Epoch}
+	var werr error
+	written := false
+	s.Node(i).store.call(func(m *remember.Machine) remember.CallID { return m.Write(s.Now(), []remember.Write{late}) },
+		func(a remember.Answer) { werr, written = a.Err, true })
+	if !s.RunUntil(func() bool { return written }, 5*time.Second) || werr != nil {
+		t.Fatalf("the late record was not written: %v", werr)
+	}
+	return late
 }
 
 // threeDurable starts three durable members hosting type counter and waits for them to
