@@ -2,6 +2,7 @@ package adminserver
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,29 @@ func TestStatsNamesMembersThatDidNotAnswer(t *testing.T) {
 	}
 	if r := s.one(t, newID(t), &adminpb.Request{Call: &adminpb.Request_Stats{Stats: &adminpb.StatsRequest{EntityTypes: []string{"nope"}}}}); r.Code != adminpb.Code_BAD_REQUEST {
 		t.Errorf("unknown type: %v", r)
+	}
+}
+
+// TestStatsAsksNoExitingMember: a member that has left (Exiting: its shards handed off,
+// its process stopping) is not asked, so stats right after a shutdown is complete.
+func TestStatsAsksNoExitingMember(t *testing.T) {
+	self, gone := newID(t), newID(t)
+	b := newFakeBackend(self.String(), gone.String())
+	for _, m := range b.members.Members {
+		if m.Node == gone.String() {
+			m.Status = "Exiting"
+		}
+	}
+	s := newTestServer(t, b, Config{QueryTimeout: 50 * time.Millisecond, ReadOnlyOpen: true})
+	s.callPeer = func(_ context.Context, to peer.ID, _ *adminpb.Request) (*adminpb.Response, error) {
+		if to == gone {
+			return nil, errors.New("connection refused")
+		}
+		return &adminpb.Response{Result: &adminpb.Response_LocalStats{LocalStats: &adminpb.LocalStatsResponse{Node: to.String(), Status: "Up"}}}, nil
+	}
+	resp := s.one(t, newID(t), &adminpb.Request{Call: &adminpb.Request_Stats{Stats: &adminpb.StatsRequest{}}})
+	if st := resp.GetStats(); resp.Code != adminpb.Code_OK || st == nil || len(st.Members) != 1 || len(st.Failed) != 0 {
+		t.Fatalf("stats with an Exiting member: %v", resp)
 	}
 }
 

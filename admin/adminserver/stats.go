@@ -85,11 +85,14 @@ func (s *Server) checkTypes(types ...string) *adminpb.Response {
 	return nil
 }
 
-// liveMembers returns the members that take part in the cluster (not Down, not Removed).
+// liveMembers returns the members that take part in the cluster: not Down or Removed, nor
+// Exiting — a member is Exiting once it has handed its shards and replicas off and left, and
+// its process stops while the others still list it for a moment (a `stats` right after a
+// `shutdown` asked it and came back partial).
 func liveMembers(m *adminpb.MembersResponse) []string {
 	var out []string
 	for _, mi := range m.GetMembers() {
-		if mi.Status != "Down" && mi.Status != "Removed" {
+		if mi.Status != "Down" && mi.Status != "Removed" && mi.Status != "Exiting" {
 			out = append(out, mi.Node)
 		}
 	}
