@@ -2,7 +2,6 @@ package node
 
 import (
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/shardmesh/shardmesh/datadir"
@@ -30,13 +29,11 @@ const (
 // minutes away) — a late landing is found when it happens.
 func (c *Core) remindersLanded(keys []string) {
 	for _, key := range keys {
-		code, rest, _ := strings.Cut(key, datadir.Sep)
-		if code != datadir.FamilyReminder {
+		if !isReminderKey(key) {
 			continue
 		}
-		typ, rest, _ := strings.Cut(rest, datadir.Sep)
-		s, _, _ := strings.Cut(rest, datadir.Sep)
-		if rs := c.rem.shards[shardKey{typ, shard.ID(s)}]; rs != nil {
+		u := StoreLayout{}.UnitOf(key)
+		if rs := c.rem.shards[shardKey{u.Type, shard.ID(u.Shard)}]; rs != nil {
 			rs.landed = true
 			if !rs.rescanning {
 				rs.rescanAt = time.Time{}

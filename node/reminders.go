@@ -76,6 +76,11 @@ func reminderKey(typ string, s shard.ID, e shard.EntityID, name string) string {
 	return datadir.Key(datadir.FamilyReminder, typ, string(s), string(e), name)
 }
 
+// isReminderKey reports whether key is a reminder's store key.
+func isReminderKey(key string) bool {
+	return strings.HasPrefix(key, datadir.FamilyReminder+datadir.Sep)
+}
+
 // reminderValue is a reminder's stored value.
 type reminderValue struct {
 	Due     int64  `json:"due"`             // Unix nanoseconds

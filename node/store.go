@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/shardmesh/shardmesh/datadir"
@@ -283,7 +282,7 @@ func (n *Node) servingFor(ctx context.Context) error {
 func (n *Node) storeLanded(keys []string) {
 	var rem []string
 	for _, k := range keys {
-		if strings.HasPrefix(k, datadir.FamilyReminder+datadir.Sep) {
+		if isReminderKey(k) {
 			rem = append(rem, k)
 		}
 	}

@@ -279,12 +279,7 @@ func (m *Machine) copyTo(mv *unitMove, q quorum, es []entry, done func(error)) {
 		if p == m.self {
 			own := cloneEntries(es)
 			m.markCopy(mv.u, mv.mark)
-			m.apply(applyOp{kind: opMerge, recs: own}, func(res DiskResult) {
-				if res.err == nil {
-					m.noteLanded(own, nil) // what this replica lacked, read from the others
-				}
-				r.take(m, m.self, res.err)
-			})
+			m.apply(applyOp{kind: opMerge, recs: own}, func(res DiskResult) { r.take(m, m.self, res.err) })
 			continue
 		}
 		m.send(p, &pb.ReplicaEnvelope{RequestId: r.req, Msg: &pb.ReplicaEnvelope_Write{Write: &pb.ReplicaWrite{

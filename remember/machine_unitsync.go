@@ -351,8 +351,11 @@ func (m *Machine) syncMerged(s *unitSyncRun, r *pageRound) {
 		}
 		left++
 		m.copyTo(&unitMove{u: s.u}, single(s.u, []NodeID{p}), lacks, func(err error) {
-			if err != nil {
+			switch {
+			case err != nil:
 				s.unpushed[p] = true
+			case p == m.self:
+				m.noteLanded(lacks, nil) // what this replica lacked, now on its disk
 			}
 			step()
 		})
