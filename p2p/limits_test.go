@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
@@ -179,19 +180,13 @@ func TestMembersReconnectPastTheRateLimit(t *testing.T) {
 	// The host's own dials are not counted against the address.
 	for i := range 3 {
 		connect(t, target, other)
-		if err := target.LibP2P().Network().ClosePeer(other.ID()); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, fmt.Sprint("dial ", i, " closed"), func() bool { return len(target.LibP2P().Network().ConnsToPeer(other.ID())) == 0 })
+		closeSettled(t, fmt.Sprint("dial ", i), target, other)
 	}
 	// A member reconnects as often as it needs.
 	target.KeepPeer(peer.AddrInfo{ID: member.ID(), Addrs: member.Addrs()})
 	for i := range 5 {
 		connect(t, member, target)
-		if err := member.LibP2P().Network().ClosePeer(target.ID()); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, fmt.Sprint("connection ", i, " closed"), func() bool { return len(target.LibP2P().Network().ConnsToPeer(member.ID())) == 0 })
+		closeSettled(t, fmt.Sprint("connection ", i), member, target)
 	}
 	// Once it is no longer a member, its address is limited again (a raw connection: a
 	// libp2p dial could ride on a connection the target opened meanwhile).
@@ -203,4 +198,29 @@ func TestMembersReconnectPastTheRateLimit(t *testing.T) {
 	}
 	defer c.Close()
 	waitFor(t, "a connection from a forgotten member's address refused", func() bool { return target.Stats().InboundRefused > refusedBefore })
+}
+
+// closeSettled closes a's connections to b once both hosts' gossipsub have opened their
+// streams on them, and waits until neither holds one. Closed earlier, a gossipsub that had
+// not yet opened its stream dials the peer back to open it — from its listening port to
+// the peer's, the same address pair as the test's next dial, which then fails.
+func closeSettled(t *testing.T, what string, a, b *Host) {
+	t.Helper()
+	gossips := func(from, to *Host) bool {
+		for _, c := range from.LibP2P().Network().ConnsToPeer(to.ID()) {
+			for _, st := range c.GetStreams() {
+				if st.Stat().Direction == network.DirOutbound && strings.HasPrefix(string(st.Protocol()), "/meshsub/") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	waitFor(t, what+": gossip streams open", func() bool { return gossips(a, b) && gossips(b, a) })
+	if err := a.LibP2P().Network().ClosePeer(b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, what+" closed", func() bool {
+		return len(a.LibP2P().Network().ConnsToPeer(b.ID())) == 0 && len(b.LibP2P().Network().ConnsToPeer(a.ID())) == 0
+	})
 }
