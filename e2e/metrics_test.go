@@ -194,8 +194,19 @@ func TestMetrics(t *testing.T) {
 	if got := sumOver(ss, "shardmesh_store_batch_size", "batch", "commit"); got == 0 {
 		t.Error("no store commit recorded")
 	}
+	// The metadata group: three voters (all the members), one leader, frames both ways on
+	// each; the coordinator's allocations are metadata writes, timed as the group's calls.
+	if v, l := sumOver(ss, "shardmesh_metadata_voter"), sumOver(ss, "shardmesh_metadata_leader"); v != 3 || l != 1 {
+		t.Errorf("metadata group: %v voters and %v leaders, want 3 and 1", v, l)
+	}
+	if got := sumOver(ss, "shardmesh_metadata_call_duration_seconds", "call", "write", "outcome", "ok"); got == 0 {
+		t.Error("no metadata write timed")
+	}
 	checkJSONLog(t, ds[2])
 	for i, s := range ss {
+		if s.value("shardmesh_metadata_frames_sent_total") == 0 || s.value("shardmesh_metadata_frames_received_total") == 0 {
+			t.Errorf("m%d counts no frames of the metadata group", i+1)
+		}
 		if got := s.value("shardmesh_members", "status", "Up"); got != 3 {
 			t.Errorf("m%d sees %v members Up, want 3", i+1, got)
 		}

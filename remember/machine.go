@@ -540,4 +540,8 @@ type Stats struct {
 	Dropped       uint64        // units this replica dropped (no longer one of their replicas)
 	UnitSyncs     uint64        // shard units whose replicas differed and were synced
 	Collected     uint64        // tombstones collected here
+	MetaSent      uint64        // frames of the metadata group sent (raft messages to other voters)
+	MetaSentBytes uint64        // their bytes
+	MetaReceived  uint64        // frames of the metadata group received
+	MetaRecvBytes uint64        // their bytes
 }

@@ -547,6 +547,8 @@ func (m *Machine) pumpMeta() {
 			return
 		}
 		for _, s := range rd.Sends {
+			m.stats.MetaSent++
+			m.stats.MetaSentBytes += uint64(len(s.Frame))
 			m.send(NodeID(s.To), &pb.ReplicaEnvelope{Msg: &pb.ReplicaEnvelope_Raft{Raft: s.Frame}})
 		}
 		for _, c := range rd.Configs {
@@ -567,6 +569,8 @@ func (m *Machine) pumpMeta() {
 // replica starts one when a leader reaches it (the leader added it).
 func (m *Machine) receiveRaft(from NodeID, frame []byte) {
 	g := &m.mg
+	m.stats.MetaReceived++
+	m.stats.MetaRecvBytes += uint64(len(frame))
 	if g.member == nil {
 		m.startMeta()
 		if g.member == nil {

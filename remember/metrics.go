@@ -24,10 +24,14 @@ type storeMetrics struct {
 	write       [numOutcomes]prometheus.Observer
 	get         [numOutcomes]prometheus.Observer
 	scan        [numOutcomes]prometheus.Observer
+	metaWrite   [numOutcomes]prometheus.Observer // the calls of metadata keys, again
+	metaGet     [numOutcomes]prometheus.Observer
+	metaScan    [numOutcomes]prometheus.Observer
 	writeBatch  prometheus.Observer
 	readBatch   prometheus.Observer
 	commitBatch prometheus.Observer
 	commitTime  prometheus.Observer
+	layout      Layout // which calls are of metadata keys (nil: all)
 }
 
 // Outcomes of a call (the outcome label).
@@ -68,21 +72,28 @@ func newStoreMetrics(reg prometheus.Registerer, s *Store) (*storeMetrics, error)
 		Buckets: batchBuckets}, []string{"batch"})
 	commit := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "shardmesh_store_commit_duration_seconds",
 		Help: "Duration of the local group commits (one Badger WriteBatch and fsync each).", Buckets: storeLatencyBuckets})
+	metaCalls := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "shardmesh_metadata_call_duration_seconds",
+		Help:    "Latency of this member's calls of metadata keys (call: write, get, scan), answered by the metadata group, by outcome; also counted in shardmesh_store_call_duration_seconds.",
+		Buckets: storeLatencyBuckets}, []string{"call", "outcome"})
 	m := &storeMetrics{
 		writeBatch:  batches.WithLabelValues("write"),
 		readBatch:   batches.WithLabelValues("read"),
 		commitBatch: batches.WithLabelValues("commit"),
 		commitTime:  commit,
+		layout:      s.cfg.Layout,
 	}
 	for i, o := range outcomeNames {
 		m.write[i] = calls.WithLabelValues("write", o)
 		m.get[i] = calls.WithLabelValues("get", o)
 		m.scan[i] = calls.WithLabelValues("scan", o)
+		m.metaWrite[i] = metaCalls.WithLabelValues("write", o)
+		m.metaGet[i] = metaCalls.WithLabelValues("get", o)
+		m.metaScan[i] = metaCalls.WithLabelValues("scan", o)
 	}
 	counter := func(name, help string, v func(Stats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(s.Stats())) })
 	}
-	for _, c := range append([]prometheus.Collector{calls, batches, commit,
+	for _, c := range append([]prometheus.Collector{calls, metaCalls, batches, commit, newMetaCollector(s),
 		counter("shardmesh_store_writes_total", "Writes of Write calls on this member.", func(st Stats) uint64 { return st.Writes }),
 		counter("shardmesh_store_reads_total", "Keys read by Get calls on this member.", func(st Stats) uint64 { return st.Reads }),
 		counter("shardmesh_store_refused_total", "Writes this replica refused for fencing.", func(st Stats) uint64 { return st.Refused }),
@@ -107,25 +118,35 @@ func (m *storeMetrics) start() time.Time {
 	return time.Now()
 }
 
-func (m *storeMetrics) observe(call *[numOutcomes]prometheus.Observer, start time.Time, err error) {
-	call[outcomeOf(err)].Observe(time.Since(start).Seconds())
-}
-
-func (m *storeMetrics) wrote(start time.Time, err error) {
-	if m != nil {
-		m.observe(&m.write, start, err)
+// observe records a call's latency, in metaCall too when it was of metadata keys.
+func (m *storeMetrics) observe(call, metaCall *[numOutcomes]prometheus.Observer, meta bool, start time.Time, err error) {
+	took, o := time.Since(start).Seconds(), outcomeOf(err)
+	call[o].Observe(took)
+	if meta {
+		metaCall[o].Observe(took)
 	}
 }
 
-func (m *storeMetrics) got(start time.Time, err error) {
+// wrote records a Write call; key is its first write's.
+func (m *storeMetrics) wrote(start time.Time, key string, err error) {
 	if m != nil {
-		m.observe(&m.get, start, err)
+		m.observe(&m.write, &m.metaWrite, m.layout == nil || m.layout.UnitOf(key).Meta(), start, err)
 	}
 }
 
-func (m *storeMetrics) scanned(start time.Time, err error) {
+func (m *storeMetrics) got(start time.Time, key string, err error) {
 	if m != nil {
-		m.observe(&m.scan, start, err)
+		m.observe(&m.get, &m.metaGet, m.layout == nil || m.layout.UnitOf(key).Meta(), start, err)
+	}
+}
+
+func (m *storeMetrics) scanned(start time.Time, prefix string, err error) {
+	if m != nil {
+		u, one := Unit{}, true
+		if m.layout != nil {
+			u, one = m.layout.UnitOfPrefix(prefix)
+		}
+		m.observe(&m.scan, &m.metaScan, one && u.Meta(), start, err)
 	}
 }
 

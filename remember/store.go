@@ -478,7 +478,7 @@ func (s *Store) Write(ctx context.Context, ws ...Write) error {
 	} else {
 		err = fmt.Errorf("remember: write of %q: %w (it may still be stored)", ws[0].Key, err)
 	}
-	s.met.wrote(start, err)
+	s.met.wrote(start, ws[0].Key, err)
 	return err
 }
 
@@ -511,7 +511,7 @@ func (s *Store) get(ctx context.Context, key string, fence uint64) (Record, bool
 	} else {
 		err = a.Err
 	}
-	s.met.got(start, err)
+	s.met.got(start, key, err)
 	if err != nil {
 		return Record{}, false, err
 	}
@@ -532,7 +532,7 @@ func (s *Store) Scan(ctx context.Context, prefix string) ([]Record, error) {
 	} else {
 		err = a.Err
 	}
-	s.met.scanned(start, err)
+	s.met.scanned(start, prefix, err)
 	return a.Records, err
 }
 
