@@ -87,6 +87,7 @@ type BadgerStorage struct {
 	resetting bool   // a Reset committed but left keys to delete (recReset)
 
 	afterCommit func() // tests: called after each transaction commits
+	stepKeys    int    // tests: every Save goes in steps of at most this many keys (0: only when too big)
 }
 
 var _ Storage = (*BadgerStorage)(nil)
@@ -491,13 +492,25 @@ func (s *BadgerStorage) Snapshot() (*pb.Snapshot, error) {
 // Save implements Storage: the snapshot's record, the entries (the log's conflicting
 // suffix goes) and the HardState in one transaction, on disk when it returns; the
 // snapshot's chunks go with it or before (putSnapshot). On an error nothing changed
-// (chunks written are orphans, deleted by the next snapshot or open).
+// (chunks written are orphans, deleted by the next snapshot or open). Entries too many
+// for one Badger transaction go in steps (saveInSteps).
 func (s *BadgerStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.writable(); err != nil {
 		return err
 	}
+	if s.stepKeys == 0 {
+		err := s.saveOnce(hs, ents, snap)
+		if !errors.Is(err, badger.ErrTxnTooBig) || len(ents) == 0 {
+			return err
+		}
+	}
+	return s.saveInSteps(hs, ents, snap)
+}
+
+// saveOnce is Save in one transaction.
+func (s *BadgerStorage) saveOnce(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error {
 	w := s.begin()
 	defer w.txn.Discard()
 	newSnap := s.snap
@@ -707,7 +720,7 @@ func (w *write) commit() error {
 	}
 	if w.err != nil {
 		if errors.Is(w.err, badger.ErrTxnTooBig) {
-			return fmt.Errorf("%w (one Ready must fit one Badger transaction: raise the memtable size)", w.err)
+			return fmt.Errorf("%w (the log a snapshot replaces or a compaction drops must fit one Badger transaction: raise the memtable size)", w.err)
 		}
 		return w.err
 	}

@@ -332,7 +332,9 @@ func index0(ents []*pb.Entry) uint64 {
 }
 
 // reopen opens the storage again, which then writes chunks of one of a few sizes (from 7
-// bytes to chunkSize's): it reads back the snapshot stored with any other.
+// bytes to chunkSize's): it reads back the snapshot stored with any other. Half the time
+// it saves in steps of 1 or 3 keys (saveInSteps), as it does a Ready too big for one
+// transaction.
 func (c *conformance) reopen() {
 	c.t.Helper()
 	b, err := OpenBadgerStorage(c.db, c.prefix)
@@ -342,6 +344,7 @@ func (c *conformance) reopen() {
 	if r := c.rng.IntN(4); r > 0 {
 		b.chunk = []int{7, 64, 1000}[r-1]
 	}
+	b.stepKeys = []int{0, 0, 1, 3}[c.rng.IntN(4)] // Saves in steps of 1 or 3 keys, for half the time
 	c.bad = b
 }
 
