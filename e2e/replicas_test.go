@@ -35,6 +35,10 @@ type storeStatus struct {
 		MovesStarted  int    `json:"moves_started"`
 		MovesFinished int    `json:"moves_finished"`
 		RecordsCopied int    `json:"records_copied"`
+		MetadataRole  string `json:"metadata_role"`
+		MetadataLead  string `json:"metadata_leader"`
+		MetadataTerm  int    `json:"metadata_term"`
+		Applied       int    `json:"metadata_applied"`
 		Types         []struct {
 			EntityType string `json:"entity_type"`
 			Sets       int    `json:"sets"`
@@ -115,13 +119,24 @@ func TestStoreStatusAndPartialReads(t *testing.T) {
 	if st.ReplicationFactor != 3 || !st.Complete || len(st.Members) != 3 || st.Types[0].Units == 0 || st.Types[0].Members != 3 {
 		t.Errorf("store status: %+v", st)
 	}
+	leaders := map[string]int{}
 	for _, m := range st.Members {
 		if m.MaxMoves != 4 || len(m.Types) != 1 || m.Types[0].Records != n || m.Types[0].Sets != st.Types[0].Units {
 			t.Errorf("member %s: %+v", m.Node, m)
 		}
+		// Three voters of the metadata group, each knowing the leader and having applied
+		// the allocations' writes.
+		if (m.MetadataRole != "leader" && m.MetadataRole != "follower") || m.MetadataLead == "" || m.MetadataTerm == 0 || m.Applied == 0 {
+			t.Errorf("member %s in the metadata group: %+v", m.Node, m)
+		}
+		leaders[m.MetadataRole]++
+	}
+	if leaders["leader"] != 1 {
+		t.Errorf("metadata group: %d leaders among %+v", leaders["leader"], st.Members)
 	}
 	out, errOut, code := shardctl("store", "status", "--data-dir", m1.dir)
-	if code != 0 || !strings.Contains(out, "replication factor 3") || !strings.Contains(out, "no move in progress") {
+	if code != 0 || !strings.Contains(out, "replication factor 3") || !strings.Contains(out, "no move in progress") ||
+		!strings.Contains(out, "metadata group: leader ") {
 		t.Errorf("store status: exit %d\n%s%s", code, out, errOut)
 	}
 	var stats struct {

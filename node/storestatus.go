@@ -25,12 +25,16 @@ type StoreStatus struct {
 	// Stats are the store's counters (moves started, finished, failed, abandoned, records
 	// copied, …).
 	Stats remember.Stats
+	// MetaGroup is this member's view of the metadata group (Raft): its part, the leader it
+	// knows of, the term, the index its replica applied.
+	MetaGroup remember.MetaStatus
 }
 
 // StoreStatus returns this member's part of the replicated store. It reads the store's
 // state on the store's loop, not the member's.
 func (n *Node) StoreStatus() StoreStatus {
-	st := StoreStatus{ReplicationFactor: n.cfg.Store.ReplicationFactor, Units: n.store.Units(), Moves: n.store.MoveLoad(), Stats: n.store.Stats()}
+	st := StoreStatus{ReplicationFactor: n.cfg.Store.ReplicationFactor, Units: n.store.Units(), Moves: n.store.MoveLoad(), Stats: n.store.Stats(),
+		MetaGroup: n.store.MetaStatus()}
 	st.Holdings, st.MetaKeys = n.store.Holdings()
 	if p := n.placement(); p != nil {
 		st.ReplicationFactor, st.Meta = p.ReplicationFactor(), p.Meta()

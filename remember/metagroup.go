@@ -759,7 +759,7 @@ type MetaStatus struct {
 	Term    uint64
 	Applied uint64 // the log index its replica applied
 	Voters  []metaraft.Voter
-	Err     error // why it holds no replica though it should (a damaged storage)
+	Err     error // why it holds no replica though it should (a damaged storage), or why its replica stopped
 	Seeding bool  // the metadata of its disk is not in the group yet (metaseed.go)
 }
 
@@ -773,5 +773,9 @@ func (m *Machine) MetaStatus() MetaStatus {
 	}
 	lead, term := g.member.Leader()
 	c := g.member.Configuration()
-	return MetaStatus{Replica: true, Voter: g.inGroup(), Leader: NodeID(lead), Term: term, Applied: c.Index, Voters: c.Voters, Err: g.err, Seeding: seeding}
+	err := g.err
+	if err == nil {
+		err = g.member.Err() // stopped (a full disk, say) until it starts again
+	}
+	return MetaStatus{Replica: true, Voter: g.inGroup(), Leader: NodeID(lead), Term: term, Applied: c.Index, Voters: c.Voters, Err: err, Seeding: seeding}
 }

@@ -5494,6 +5494,14 @@ type MemberStore struct {
 	MetadataReplica bool                   `protobuf:"varint,8,opt,name=metadata_replica,json=metadataReplica,proto3" json:"metadata_replica,omitempty"`
 	Sets            []*TypeSets            `protobuf:"bytes,9,rep,name=sets,proto3" json:"sets,omitempty"` // per type: the sets of the units hosted here it is in (from local answers)
 	Counters        *MoveCounters          `protobuf:"bytes,10,opt,name=counters,proto3" json:"counters,omitempty"`
+	// Its part in the metadata group (Raft): "leader", "follower", "joining" (a replica not
+	// yet voting), "none" (not a voter: it forwards its calls), "stopped" (its replica could
+	// not start or stopped: metadata_error says why).
+	MetadataRole    string `protobuf:"bytes,11,opt,name=metadata_role,json=metadataRole,proto3" json:"metadata_role,omitempty"`
+	MetadataLeader  string `protobuf:"bytes,12,opt,name=metadata_leader,json=metadataLeader,proto3" json:"metadata_leader,omitempty"` // the leader it knows of ("" for none)
+	MetadataTerm    uint64 `protobuf:"varint,13,opt,name=metadata_term,json=metadataTerm,proto3" json:"metadata_term,omitempty"`
+	MetadataApplied uint64 `protobuf:"varint,14,opt,name=metadata_applied,json=metadataApplied,proto3" json:"metadata_applied,omitempty"` // the log index its replica applied
+	MetadataError   string `protobuf:"bytes,15,opt,name=metadata_error,json=metadataError,proto3" json:"metadata_error,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -5596,6 +5604,41 @@ func (x *MemberStore) GetCounters() *MoveCounters {
 		return x.Counters
 	}
 	return nil
+}
+
+func (x *MemberStore) GetMetadataRole() string {
+	if x != nil {
+		return x.MetadataRole
+	}
+	return ""
+}
+
+func (x *MemberStore) GetMetadataLeader() string {
+	if x != nil {
+		return x.MetadataLeader
+	}
+	return ""
+}
+
+func (x *MemberStore) GetMetadataTerm() uint64 {
+	if x != nil {
+		return x.MetadataTerm
+	}
+	return 0
+}
+
+func (x *MemberStore) GetMetadataApplied() uint64 {
+	if x != nil {
+		return x.MetadataApplied
+	}
+	return 0
+}
+
+func (x *MemberStore) GetMetadataError() string {
+	if x != nil {
+		return x.MetadataError
+	}
+	return ""
 }
 
 // TypeSets counts, per type, the replica sets a member is in.
@@ -7210,7 +7253,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x0eper_member_min\x18\n" +
 	" \x01(\rR\fperMemberMin\x12$\n" +
 	"\x0eper_member_max\x18\v \x01(\rR\fperMemberMax\x12\x18\n" +
-	"\amembers\x18\f \x01(\rR\amembers\"\x97\x03\n" +
+	"\amembers\x18\f \x01(\rR\amembers\"\xdc\x04\n" +
 	"\vMemberStore\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
 	"\x04zone\x18\x02 \x01(\tR\x04zone\x12#\n" +
@@ -7222,7 +7265,12 @@ const file_admin_proto_rawDesc = "" +
 	"\x10metadata_replica\x18\b \x01(\bR\x0fmetadataReplica\x120\n" +
 	"\x04sets\x18\t \x03(\v2\x1c.shardmesh.admin.v1.TypeSetsR\x04sets\x12<\n" +
 	"\bcounters\x18\n" +
-	" \x01(\v2 .shardmesh.admin.v1.MoveCountersR\bcounters\"?\n" +
+	" \x01(\v2 .shardmesh.admin.v1.MoveCountersR\bcounters\x12#\n" +
+	"\rmetadata_role\x18\v \x01(\tR\fmetadataRole\x12'\n" +
+	"\x0fmetadata_leader\x18\f \x01(\tR\x0emetadataLeader\x12#\n" +
+	"\rmetadata_term\x18\r \x01(\x04R\fmetadataTerm\x12)\n" +
+	"\x10metadata_applied\x18\x0e \x01(\x04R\x0fmetadataApplied\x12%\n" +
+	"\x0emetadata_error\x18\x0f \x01(\tR\rmetadataError\"?\n" +
 	"\bTypeSets\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x12\n" +

@@ -26,6 +26,30 @@ const (
 	movePhaseRetrying = "retrying" // a step failed; it starts over after a while
 )
 
+// Parts a member plays in the metadata group (MemberStore.MetadataRole).
+const (
+	metaRoleLeader   = "leader"
+	metaRoleFollower = "follower"
+	metaRoleJoining  = "joining" // holds a replica that does not vote yet
+	metaRoleNone     = "none"    // no replica: it forwards its metadata calls to a voter
+	metaRoleStopped  = "stopped" // its replica could not start, or stopped (MetadataError)
+)
+
+// metadataRole is the part self plays in the metadata group, by its view st.
+func metadataRole(self string, st remember.MetaStatus) string {
+	switch {
+	case st.Err != nil:
+		return metaRoleStopped
+	case !st.Replica:
+		return metaRoleNone
+	case !st.Voter:
+		return metaRoleJoining
+	case string(st.Leader) == self:
+		return metaRoleLeader
+	}
+	return metaRoleFollower
+}
+
 func (b *nodeBackend) LocalStoreStatus(types []string) *adminpb.LocalStoreStatusResponse {
 	zones := map[membership.NodeID]string{}
 	if v := b.n.View(); v != nil {
@@ -47,6 +71,11 @@ func localStoreStatus(self string, st node.StoreStatus, zones map[membership.Nod
 		MetadataReplica: slices.Contains(st.Meta, membership.NodeID(self)), Holdings: typeHoldings(st.Holdings, want),
 		Counters: &adminpb.MoveCounters{Started: st.Stats.MovesStarted, Finished: st.Stats.Moves, Failed: st.Stats.MovesFailed,
 			Abandoned: st.Stats.Abandoned, Copied: st.Stats.Copied}}
+	me.MetadataRole, me.MetadataLeader = metadataRole(self, st.MetaGroup), string(st.MetaGroup.Leader)
+	me.MetadataTerm, me.MetadataApplied = st.MetaGroup.Term, st.MetaGroup.Applied
+	if st.MetaGroup.Err != nil {
+		me.MetadataError = st.MetaGroup.Err.Error()
+	}
 	out.Member = me
 	byType := map[string]*adminpb.LocalTypeUnits{}
 	inSets := map[string]map[string]uint32{} // type → member → sets

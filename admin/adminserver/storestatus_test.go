@@ -2,6 +2,7 @@ package adminserver
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -49,9 +50,10 @@ func TestLocalStoreStatus(t *testing.T) {
 			{Unit: remember.Unit{Type: "counter", Shard: "2"}, Keys: 5},
 			{Unit: remember.Unit{Type: "other", Shard: "1"}, Keys: 7},
 		},
-		MetaKeys: 40,
-		Moves:    remember.MoveLoad{Running: 1, Queued: 1, MaxMoves: 4},
-		Stats:    remember.Stats{MovesStarted: 5, Moves: 3, MovesFailed: 1, Abandoned: 1, Copied: 900},
+		MetaKeys:  40,
+		Moves:     remember.MoveLoad{Running: 1, Queued: 1, MaxMoves: 4},
+		Stats:     remember.Stats{MovesStarted: 5, Moves: 3, MovesFailed: 1, Abandoned: 1, Copied: 900},
+		MetaGroup: remember.MetaStatus{Replica: true, Voter: true, Leader: "b", Term: 4, Applied: 812},
 	}
 	zones := map[membership.NodeID]string{"a": "z1", "b": "z1", "c": "z2", "d": "z3"}
 	got := localStoreStatus("a", st, zones, []string{"counter"}, now)
@@ -84,6 +86,9 @@ func TestLocalStoreStatus(t *testing.T) {
 	m := got.Member
 	if m.Node != "a" || m.Zone != "z1" || !m.MetadataReplica || m.MetadataKeys != 40 || m.MovesRunning != 1 || m.MovesQueued != 1 || m.MaxMoves != 4 {
 		t.Errorf("member %v", m)
+	}
+	if m.MetadataRole != "follower" || m.MetadataLeader != "b" || m.MetadataTerm != 4 || m.MetadataApplied != 812 || m.MetadataError != "" {
+		t.Errorf("metadata group %v", m)
 	}
 	if c := m.Counters; c.Started != 5 || c.Finished != 3 || c.Failed != 1 || c.Abandoned != 1 || c.Copied != 900 {
 		t.Errorf("counters %v", c)
@@ -156,5 +161,24 @@ func TestHistoryPartial(t *testing.T) {
 	if resp.Code != adminpb.Code_PARTIAL || len(resp.GetHistory().GetRecords()) != 1 || !strings.Contains(resp.Error, "12D3KooWgone") ||
 		!strings.Contains(resp.Error, "possibly stale") {
 		t.Fatalf("%v", resp)
+	}
+}
+
+// TestMetadataRole: a member's part in the metadata group, from its view.
+func TestMetadataRole(t *testing.T) {
+	for _, tc := range []struct {
+		st   remember.MetaStatus
+		want string
+	}{
+		{remember.MetaStatus{Replica: true, Voter: true, Leader: "a"}, "leader"},
+		{remember.MetaStatus{Replica: true, Voter: true, Leader: "b"}, "follower"},
+		{remember.MetaStatus{Replica: true, Voter: true}, "follower"}, // an election
+		{remember.MetaStatus{Replica: true, Leader: "b"}, "joining"},
+		{remember.MetaStatus{}, "none"},
+		{remember.MetaStatus{Err: errors.New("damaged")}, "stopped"},
+	} {
+		if got := metadataRole("a", tc.st); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.st, got, tc.want)
+		}
 	}
 }

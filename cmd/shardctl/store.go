@@ -57,6 +57,11 @@ type storeMemberJSON struct {
 	MaxMoves        uint32             `json:"max_moves"` // sharding.store.max-simultaneous-moves
 	MetadataReplica bool               `json:"metadata_replica"`
 	MetadataKeys    uint64             `json:"metadata_keys"`
+	MetadataRole    string             `json:"metadata_role"`    // leader, follower, joining, none, stopped
+	MetadataLeader  string             `json:"metadata_leader"`  // the leader it knows of ("" for none)
+	MetadataTerm    uint64             `json:"metadata_term"`    // the group's term it knows
+	MetadataApplied uint64             `json:"metadata_applied"` // the log index its replica applied
+	MetadataError   string             `json:"metadata_error"`   // why its replica stopped
 	Types           []storeHoldingJSON `json:"types"`
 	MovesStarted    uint64             `json:"moves_started"`
 	MovesFinished   uint64             `json:"moves_finished"`
@@ -107,8 +112,10 @@ part of the replicated store, and prints:
   or short, how the sets spread (sets per member, the fewest zones a set spans), and the
   moves running, queued and failed;
   per member: its moves against the limit (sharding.store.max-simultaneous-moves), the
-  sets it is in and the records it holds per type, whether it holds the cluster metadata,
-  and its move counters since it started;
+  sets it is in and the records it holds per type, its part in the metadata group
+  (leader, follower, joining; the log index it applied) and its move counters since it
+  started; above them, one line on the metadata group: its leader and term, how far its
+  voters applied its log, and what is wrong (no leader, a replica stopped);
   the moves themselves: phase (joining, draining, copying, switching, dropping; queued;
   retrying after a failed step), records copied of about how many, elapsed time, the old
   and the new set.
@@ -221,7 +228,8 @@ func storeStatusView(st *adminpb.StoreStatusResponse) storeStatusJSON {
 	}
 	for _, m := range st.Members {
 		mj := storeMemberJSON{Node: m.Node, Zone: m.Zone, MovesRunning: m.MovesRunning, MovesQueued: m.MovesQueued, MaxMoves: m.MaxMoves,
-			MetadataReplica: m.MetadataReplica, MetadataKeys: m.MetadataKeys, Types: []storeHoldingJSON{}}
+			MetadataReplica: m.MetadataReplica, MetadataKeys: m.MetadataKeys, MetadataRole: m.MetadataRole, MetadataLeader: m.MetadataLeader,
+			MetadataTerm: m.MetadataTerm, MetadataApplied: m.MetadataApplied, MetadataError: m.MetadataError, Types: []storeHoldingJSON{}}
 		if ct := m.Counters; ct != nil {
 			mj.MovesStarted, mj.MovesFinished, mj.MovesFailed, mj.MovesAbandoned, mj.RecordsCopied = ct.Started, ct.Finished, ct.Failed, ct.Abandoned, ct.Copied
 		}
@@ -255,7 +263,8 @@ func storeStatusView(st *adminpb.StoreStatusResponse) storeStatusJSON {
 }
 
 func printStoreStatus(w io.Writer, out storeStatusJSON) {
-	fmt.Fprintf(w, "replication factor %d; cluster metadata on %s\n\n", out.ReplicationFactor, listSome(shortIDs(out.Metadata), 7, len(out.Metadata)))
+	fmt.Fprintf(w, "replication factor %d; cluster metadata on %s\n", out.ReplicationFactor, listSome(shortIDs(out.Metadata), 7, len(out.Metadata)))
+	fmt.Fprintf(w, "%s\n\n", metadataGroupLine(out.Members))
 	if len(out.Types) == 0 {
 		fmt.Fprintln(w, "no shard hosted yet")
 	} else {
@@ -285,10 +294,7 @@ func printStoreStatus(w io.Writer, out storeStatusJSON) {
 		if m.MovesQueued > 0 {
 			moves += fmt.Sprintf(" +%d queued", m.MovesQueued)
 		}
-		meta := "-"
-		if m.MetadataReplica {
-			meta = fmt.Sprintf("yes (%d keys)", m.MetadataKeys)
-		}
+		meta := metadataPart(m)
 		if len(m.Types) == 0 {
 			t.Row(cmdline.ShortID(m.Node), cmdline.OrDash(m.Zone), moves, "-", "0", "0", "0", "0", meta)
 		}
@@ -324,6 +330,70 @@ func printStoreStatus(w io.Writer, out storeStatusJSON) {
 	for _, f := range out.Failed {
 		fmt.Fprintf(w, "DID NOT ANSWER: %s (%s)\n", cmdline.ShortID(f.Node), f.Error)
 	}
+}
+
+// metadataPart is a member's part in the metadata group, for the METADATA column.
+func metadataPart(m storeMemberJSON) string {
+	switch {
+	case m.MetadataRole == "" && m.MetadataReplica: // a member of an earlier release
+		return fmt.Sprintf("yes (%d keys)", m.MetadataKeys)
+	case m.MetadataRole == "" || m.MetadataRole == "none":
+		return "-"
+	case m.MetadataRole == "stopped":
+		return "STOPPED"
+	}
+	return fmt.Sprintf("%s (%d keys, applied %d)", m.MetadataRole, m.MetadataKeys, m.MetadataApplied)
+}
+
+// metadataGroupLine sums up the metadata group from the members' answers: its leader and
+// term, how far its voters applied its log, and what is wrong (no leader known, members
+// that name different leaders, replicas stopped).
+func metadataGroupLine(ms []storeMemberJSON) string {
+	var leaders, voters, stopped []string
+	var term, lo, hi uint64
+	named := map[string]bool{}
+	for _, m := range ms {
+		term = max(term, m.MetadataTerm)
+		if m.MetadataLeader != "" {
+			named[m.MetadataLeader] = true
+		}
+		switch m.MetadataRole {
+		case "leader":
+			leaders = append(leaders, cmdline.ShortID(m.Node))
+			fallthrough
+		case "follower":
+			if len(voters) == 0 || m.MetadataApplied < lo {
+				lo = m.MetadataApplied
+			}
+			hi = max(hi, m.MetadataApplied)
+			voters = append(voters, m.Node)
+		case "stopped":
+			stopped = append(stopped, fmt.Sprintf("%s (%s)", cmdline.ShortID(m.Node), cmdline.Truncate(m.MetadataError, 80)))
+		}
+	}
+	if len(voters) == 0 && len(stopped) == 0 {
+		return "metadata group: no member reported its part (members of an earlier release)"
+	}
+	var b strings.Builder
+	switch {
+	case len(leaders) == 1:
+		fmt.Fprintf(&b, "metadata group: leader %s, term %d", leaders[0], term)
+	case len(leaders) == 0:
+		fmt.Fprintf(&b, "metadata group: NO LEADER known (term %d): metadata calls wait for an election, or a majority of the voters", term)
+	default:
+		fmt.Fprintf(&b, "metadata group: %d members say they lead (%s; term %d): an election is under way", len(leaders), strings.Join(leaders, ", "), term)
+	}
+	fmt.Fprintf(&b, "; %d voters answered, applied %d", len(voters), hi)
+	if lo < hi {
+		fmt.Fprintf(&b, " (the furthest behind: %d)", lo)
+	}
+	if len(named) > 1 {
+		fmt.Fprintf(&b, "; members name %d different leaders", len(named))
+	}
+	if len(stopped) > 0 {
+		fmt.Fprintf(&b, "; replica STOPPED on %s", strings.Join(stopped, ", "))
+	}
+	return b.String()
 }
 
 func movePhase(mv storeMoveJSON) string {

@@ -20,10 +20,11 @@ func storeSample() *adminpb.StoreStatusResponse {
 		Types: []*adminpb.TypeUnits{{EntityType: "counter", Units: 10, Full: 9, Short: 1, Moving: 1, Queued: 1, ZonesMin: 2, Members: 3, PerMemberMin: 9, PerMemberMax: 11}},
 		Members: []*adminpb.MemberStore{
 			{Node: peerA, Zone: "z1", MovesRunning: 1, MovesQueued: 1, MaxMoves: 4, MetadataReplica: true, MetadataKeys: 40,
+				MetadataRole: "leader", MetadataLeader: peerA, MetadataTerm: 3, MetadataApplied: 812,
 				Holdings: []*adminpb.TypeHolding{{EntityType: "counter", Units: 9, Records: 120, Tombstones: 3}},
 				Sets:     []*adminpb.TypeSets{{EntityType: "counter", Sets: 11}},
 				Counters: &adminpb.MoveCounters{Started: 4, Finished: 2, Failed: 1, Abandoned: 0, Copied: 900}},
-			{Node: peerB, MaxMoves: 4},
+			{Node: peerB, MaxMoves: 4, MetadataRole: "stopped", MetadataTerm: 2, MetadataError: "metaraft: the member stopped: no space left on device"},
 		},
 		Moves: []*adminpb.UnitMove{
 			{EntityType: "counter", Shard: "7", Host: peerA, Epoch: 1<<32 | 3, From: []string{peerA, peerB, peerC}, To: []string{peerA, peerB}, Phase: "copying", Copied: 30, Total: 120, ElapsedMs: 1500},
@@ -45,8 +46,9 @@ func TestStoreStatusOutput(t *testing.T) {
 	for _, want := range []string{
 		"replication factor 3; cluster metadata on …memberA1, …memberB2, …memberC3",
 		"counter  10     9     1      1       1       0       9–11 on 3 members  ≥ 2",
-		"…memberA1  z1    1/4 +1 queued  counter  11       9            120      3           yes (40 keys)",
-		"…memberB2  -     0/4            -        0        0            0        0           -",
+		"metadata group: leader …memberA1, term 3; 1 voters answered, applied 812; replica STOPPED on …memberB2 (metaraft: the member stopped: no space left on device)",
+		"…memberA1  z1    1/4 +1 queued  counter  11       9            120      3           leader (40 keys, applied 812)",
+		"…memberB2  -     0/4            -        0        0            0        0           STOPPED",
 		"counter  7      …memberA1  copying  30/~120 (25%)  1.5s     …memberA1,…memberB2,…memberC3  …memberA1,…memberB2",
 		"counter  8      …memberA1  queued   -              -        …memberA1                      -",
 		"…memberA1 moves since start: 4 started, 2 finished, 1 failed, 0 abandoned; 900 records copied",
@@ -56,7 +58,7 @@ func TestStoreStatusOutput(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
-	if out.Complete || len(out.Members[1].Types) != 0 || out.Members[1].Types == nil || out.Moves[0].Epoch != "1.3" {
+	if out.Complete || out.Members[0].MetadataRole != "leader" || out.Members[0].MetadataApplied != 812 || out.Members[1].MetadataError == "" || len(out.Members[1].Types) != 0 || out.Members[1].Types == nil || out.Moves[0].Epoch != "1.3" {
 		t.Errorf("view: %+v", out)
 	}
 	err := partialStore(out)
@@ -71,6 +73,31 @@ func TestStoreStatusOutput(t *testing.T) {
 	printStoreStatus(&b, empty)
 	if !strings.Contains(b.String(), "no shard hosted yet") || !strings.Contains(b.String(), "no move in progress") {
 		t.Errorf("empty output:\n%s", b.String())
+	}
+}
+
+// TestMetadataGroupLine: the line on the metadata group names its leader, or says there is
+// none, or that several members claim it; how far the voters applied; stopped replicas.
+func TestMetadataGroupLine(t *testing.T) {
+	voter := func(node, role, leader string, term, applied uint64) storeMemberJSON {
+		return storeMemberJSON{Node: node, MetadataRole: role, MetadataLeader: leader, MetadataTerm: term, MetadataApplied: applied}
+	}
+	for _, tc := range []struct {
+		ms   []storeMemberJSON
+		want string
+	}{
+		{[]storeMemberJSON{voter(peerA, "leader", peerA, 4, 100), voter(peerB, "follower", peerA, 4, 97), voter(peerC, "none", peerA, 0, 0)},
+			"metadata group: leader …memberA1, term 4; 2 voters answered, applied 100 (the furthest behind: 97)"},
+		{[]storeMemberJSON{voter(peerA, "follower", "", 6, 100), voter(peerB, "follower", "", 6, 100)},
+			"metadata group: NO LEADER known (term 6): metadata calls wait for an election, or a majority of the voters; 2 voters answered, applied 100"},
+		{[]storeMemberJSON{voter(peerA, "leader", peerA, 6, 100), voter(peerB, "leader", peerB, 7, 100), voter(peerC, "follower", peerB, 7, 100)},
+			"metadata group: 2 members say they lead (…memberA1, …memberB2; term 7): an election is under way; 3 voters answered, applied 100; members name 2 different leaders"},
+		{[]storeMemberJSON{{Node: peerA, MetadataReplica: true}},
+			"metadata group: no member reported its part (members of an earlier release)"},
+	} {
+		if got := metadataGroupLine(tc.ms); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
 	}
 }
 
