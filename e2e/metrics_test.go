@@ -196,8 +196,14 @@ func TestMetrics(t *testing.T) {
 	}
 	// The metadata group: three voters (all the members), one leader, frames both ways on
 	// each; the coordinator's allocations are metadata writes, timed as the group's calls.
-	if v, l := sumOver(ss, "shardmesh_metadata_voter"), sumOver(ss, "shardmesh_metadata_leader"); v != 3 || l != 1 {
-		t.Errorf("metadata group: %v voters and %v leaders, want 3 and 1", v, l)
+	if !waitFor(5*time.Second, func() bool {
+		ms := make([]scrape, len(ds))
+		for i, d := range ds {
+			ms[i] = d.scrapeMetrics()
+		}
+		return sumOver(ms, "shardmesh_metadata_voter") == 3 && sumOver(ms, "shardmesh_metadata_leader") == 1
+	}) {
+		t.Errorf("metadata group: never 3 voters and 1 leader")
 	}
 	if got := sumOver(ss, "shardmesh_metadata_call_duration_seconds", "call", "write", "outcome", "ok"); got == 0 {
 		t.Error("no metadata write timed")
