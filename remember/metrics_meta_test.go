@@ -41,10 +41,15 @@ func TestMetadataMetrics(t *testing.T) {
 	if len(regs) != 3 {
 		t.Fatalf("%d registries in use, want 3", len(regs))
 	}
-	var voters, leaders float64
+	waitFor(t, "three voters and one leader", func() bool {
+		var voters, leaders float64
+		for _, reg := range regs {
+			voters += gathered(t, reg, "shardmesh_metadata_voter", "", "")
+			leaders += gathered(t, reg, "shardmesh_metadata_leader", "", "")
+		}
+		return voters == 3 && leaders == 1
+	})
 	for i, reg := range regs {
-		voters += gathered(t, reg, "shardmesh_metadata_voter", "", "")
-		leaders += gathered(t, reg, "shardmesh_metadata_leader", "", "")
 		if got := gathered(t, reg, "shardmesh_metadata_term", "", ""); got < 1 {
 			t.Errorf("member %d: term %v", i, got)
 		}
@@ -57,9 +62,6 @@ func TestMetadataMetrics(t *testing.T) {
 				t.Errorf("member %d: %s is 0", i, name)
 			}
 		}
-	}
-	if voters != 3 || leaders != 1 {
-		t.Errorf("%v voters and %v leaders, want 3 and 1", voters, leaders)
 	}
 	for call, want := range map[string]float64{"write": 1, "get": 1, "scan": 1} {
 		if got := gathered(t, regs[0], "shardmesh_metadata_call_duration_seconds", "call", call); got != want {
