@@ -2,12 +2,18 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/shardmesh/shardmesh/admin"
 )
 
 // TestBenchMetadataCost (opt in: SHARDMESH_BENCH_META=1; seven daemons): what the metadata
@@ -32,8 +38,16 @@ func TestBenchMetadataCost(t *testing.T) {
 		window = d
 	}
 	const members, voters, changes = 7, 5, 100
+	adminKey, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminID, err := peer.IDFromPrivateKey(adminKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := newCluster(t, "--entity-types", "counter", "--set", "sharding.number-of-shards=100",
-		"--set", fmt.Sprint("cluster.voters=", voters), "--metrics-listen", "127.0.0.1:0")
+		"--set", fmt.Sprint("cluster.voters=", voters), "--metrics-listen", "127.0.0.1:0", "--admin-allow", adminID.String())
 	seed := c.start("m1")
 	ds := []*daemon{seed}
 	for i := 2; i <= members; i++ {
@@ -65,7 +79,7 @@ func TestBenchMetadataCost(t *testing.T) {
 	time.Sleep(window)
 	after, elapsed := scrapeAll(), time.Since(start).Seconds()
 	parts := map[string][]float64{}
-	var writesIdle float64
+	var writesIdle, readsIdle float64
 	for i := range ds {
 		part := "non-voter"
 		switch {
@@ -82,8 +96,14 @@ func TestBenchMetadataCost(t *testing.T) {
 		}
 		perSec, bytesPerSec := (frames(after[i])-frames(before[i]))/elapsed, (bytes(after[i])-bytes(before[i]))/elapsed
 		parts[part] = append(parts[part], perSec)
-		writesIdle += after[i].value("shardmesh_metadata_call_duration_seconds", "call", "write") - before[i].value("shardmesh_metadata_call_duration_seconds", "call", "write")
-		t.Logf("%s (%s): %.1f frames/s of the metadata group sent and received, %.0f B/s", ds[i].name, part, perSec, bytesPerSec)
+		calls := func(call string) float64 {
+			return after[i].value("shardmesh_metadata_call_duration_seconds", "call", call) - before[i].value("shardmesh_metadata_call_duration_seconds", "call", call)
+		}
+		writesIdle += calls("write")
+		reads := calls("get") + calls("scan")
+		readsIdle += reads
+		t.Logf("%s (%s): %.1f frames/s of the metadata group sent and received, %.0f B/s; its metadata reads %.1f/s",
+			ds[i].name, part, perSec, bytesPerSec, reads/elapsed)
 	}
 	for _, part := range []string{"leader", "follower", "non-voter"} {
 		fs := parts[part]
@@ -93,7 +113,7 @@ func TestBenchMetadataCost(t *testing.T) {
 			fmt.Printf("BenchmarkMetadataIdleFrames/%s\t1\t%.1f frames/s\n", part, fs[len(fs)-1])
 		}
 	}
-	t.Logf("idle: %.0f metadata writes in %.0f s over the cluster", writesIdle, elapsed)
+	t.Logf("idle: %.0f metadata writes and %.0f reads in %.0f s over the cluster", writesIdle, readsIdle, elapsed)
 
 	// Writes: directive changes through a member that is not a voter.
 	var via *daemon
@@ -106,7 +126,13 @@ func TestBenchMetadataCost(t *testing.T) {
 	if via == nil {
 		t.Fatal("every member holds a replica")
 	}
-	cl := client(t, via)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	cl, err := admin.Dial(ctx, admin.ClientConfig{Node: via.addr(), Identity: adminKey})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	before = scrapeAll()
 	var calls []time.Duration
 	for i := range changes {
