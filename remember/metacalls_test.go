@@ -192,17 +192,24 @@ func TestStoppedReplicaWaitsToRestart(t *testing.T) {
 	}
 }
 
+// groupOfThree starts a, b and c, all voters of the metadata placement, until a leads a
+// group of the three.
+func groupOfThree(t *testing.T) (n *groupNet, a, b, c *Machine) {
+	three := placed("a", "b", "c")
+	n = &groupNet{t: t, now: t0, nodes: map[NodeID]*groupNode{}}
+	a, b, c = n.open("a", three), n.open("b", three), n.open("c", three)
+	n.run("a leads a group of three", func() bool {
+		return a.MetaStatus().Leader == "a" && len(a.MetaStatus().Voters) == 3 && b.MetaStatus().Voter && c.MetaStatus().Voter
+	}, "a", "b", "c")
+	return n, a, b, c
+}
+
 // TestForwardedCallNotRelayed: a voter that knows no leader makes a call forwarded to it
 // itself, or answers it with an error; it never forwards it on to another voter. Runtime
 // soak seed 771: while the group elected, voters relayed each other's calls, each relay a
 // new call that relayed again: 14,000 calls in flight on a member after 2 s.
 func TestForwardedCallNotRelayed(t *testing.T) {
-	three := placed("a", "b", "c")
-	n := &groupNet{t: t, now: t0, nodes: map[NodeID]*groupNode{}}
-	a, b, c := n.open("a", three), n.open("b", three), n.open("c", three)
-	n.run("a leads a group of three", func() bool {
-		return a.MetaStatus().Leader == "a" && len(a.MetaStatus().Voters) == 3 && b.MetaStatus().Voter && c.MetaStatus().Voter
-	}, "a", "b", "c")
+	n, _, b, _ := groupOfThree(t)
 
 	// b is cut off from the others: after an election timeout it knows no leader.
 	delete(n.nodes, "a")
@@ -277,12 +284,7 @@ func TestRemovedReplicaNotAddedFromItsAnnouncement(t *testing.T) {
 // a group of five appended 29 entries a second while idle, each synced on every voter, and
 // the leader sent 308 frames a second instead of 40.
 func TestIdleGroupOnlyHeartbeats(t *testing.T) {
-	three := placed("a", "b", "c")
-	n := &groupNet{t: t, now: t0, nodes: map[NodeID]*groupNode{}}
-	a, b, c := n.open("a", three), n.open("b", three), n.open("c", three)
-	n.run("a leads a group of three", func() bool {
-		return a.MetaStatus().Leader == "a" && len(a.MetaStatus().Voters) == 3 && b.MetaStatus().Voter && c.MetaStatus().Voter
-	}, "a", "b", "c")
+	n, a, _, _ := groupOfThree(t)
 	settle := n.now.Add(5 * time.Second) // the voters' record, the commit index spreading
 	n.run("5 s", func() bool { return !n.now.Before(settle) }, "a", "b", "c")
 

@@ -24,7 +24,7 @@ func logOf(at, n, term uint64) []*pb.Entry {
 
 // storageState is every read of a storage: the hard state, the ConfState, the snapshot,
 // the log's bounds and its entries.
-func storageState(t testing.TB, s *BadgerStorage) []any {
+func storageState(t testing.TB, s Storage) []any {
 	t.Helper()
 	hs, cs, err := s.InitialState()
 	if err != nil {

@@ -52,7 +52,7 @@ func TestBadgerStorageSavesInSteps(t *testing.T) {
 		t.Fatalf("save: %v", err)
 	}
 	s.afterCommit = nil
-	want := memState(t, mem)
+	want := storageState(t, mem)
 	if got := storageState(t, s); !sameState(got, want) {
 		t.Fatalf("saved in steps: %v, want %v", got[:5], want[:5])
 	}
@@ -95,26 +95,6 @@ func TestBadgerStorageSavesInSteps(t *testing.T) {
 		}
 		restarts(t, again, k)
 	}
-}
-
-// memState is storageState of a MemStorage.
-func memState(t *testing.T, s *MemStorage) []any {
-	t.Helper()
-	hs, cs, err := s.InitialState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, _ := s.FirstIndex()
-	last, _ := s.LastIndex()
-	ents, err := s.Entries(first, last+1, 1<<62)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []any{hs, cs, snap, first, last, ents}
 }
 
 // restarts checks that raft starts from st (it panics on a commit index out of the log).
