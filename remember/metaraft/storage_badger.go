@@ -493,7 +493,8 @@ func (s *BadgerStorage) Snapshot() (*pb.Snapshot, error) {
 // suffix goes) and the HardState in one transaction, on disk when it returns; the
 // snapshot's chunks go with it or before (putSnapshot). On an error nothing changed
 // (chunks written are orphans, deleted by the next snapshot or open). Entries too many
-// for one Badger transaction go in steps (saveInSteps).
+// for one Badger transaction go in steps (saveInSteps), each leaving a state raft
+// restarts from: an error between two keeps the steps before it.
 func (s *BadgerStorage) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
