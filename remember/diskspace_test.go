@@ -189,16 +189,11 @@ func TestFullTmpfsIsAnErrorNotACrash(t *testing.T) {
 	}
 }
 
-// tmpfsConfig is the store of the tmpfs test: a small value log, a reserve of 8 MiB. The
-// reserve covers what Badger writes on its own near it, and the test's metadata group
-// snapshots its ~1.5 MiB of records there (every 1,000 entries, and again every 250 while
-// the guard refuses them): their flushes and compactions outgrew a reserve of 4 MiB (3 of
-// 20 runs: a memtable flush died of SIGBUS, or the replica stopped) once the group's idle
-// writes were gone (they had the snapshots fall elsewhere); 20 of 20 pass with 8 MiB.
+// tmpfsConfig is the store of the tmpfs test: a small value log, a reserve of 4 MiB.
 func tmpfsConfig(mnt string) func(*Config) {
 	return func(cfg *Config) {
 		cfg.Dir = filepath.Join(mnt, "store")
-		cfg.MinFreeSpace = 8 * mib
+		cfg.MinFreeSpace = 4 * mib
 		cfg.Badger = func(o badger.Options) badger.Options { return o.WithValueLogFileSize(1 * mib) }
 	}
 }
@@ -225,7 +220,7 @@ func fillTmpfsChild(t *testing.T, mnt, ackFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fill(t, filepath.Join(mnt, "filler-1"), int64(free)-9*mib)
+	fill(t, filepath.Join(mnt, "filler-1"), int64(free)-5*mib)
 	var refused error
 	for i := 0; refused == nil && i < 100000; i++ {
 		refused = write(fmt.Sprintf("b%05d", i))

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	raftpb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/shardmesh/shardmesh/remember/metaraft"
 	"github.com/shardmesh/shardmesh/wire"
 	"github.com/shardmesh/shardmesh/wire/pb"
@@ -275,39 +272,5 @@ func TestRemovedReplicaNotAddedFromItsAnnouncement(t *testing.T) {
 	}, "a")
 	if !voters(aID)() {
 		t.Fatalf("a does not lead the group of itself: %+v", a.MetaStatus())
-	}
-}
-
-// TestIdleGroupOnlyHeartbeats: an idle group of three appends nothing and sends only the
-// leader's heartbeats and their answers, one of each per follower a tick. The leader wrote
-// its record of the voters again whenever the applied index moved, its own write included:
-// a group of five appended 29 entries a second while idle, each synced on every voter, and
-// the leader sent 308 frames a second instead of 40.
-func TestIdleGroupOnlyHeartbeats(t *testing.T) {
-	n, a, _, _ := groupOfThree(t)
-	settle := n.now.Add(5 * time.Second) // the voters' record, the commit index spreading
-	n.run("5 s", func() bool { return !n.now.Before(settle) }, "a", "b", "c")
-
-	applied, start := a.MetaStatus().Applied, n.now
-	frames := map[string]int{}
-	n.sent = func(_, _ NodeID, env *pb.ReplicaEnvelope) {
-		if r, ok := env.Msg.(*pb.ReplicaEnvelope_Raft); ok {
-			var msg raftpb.Message
-			if err := proto.Unmarshal(r.Raft, &msg); err != nil {
-				t.Fatal(err)
-			}
-			frames[msg.GetType().String()]++
-		}
-	}
-	const idle = 20 * time.Second
-	n.run("20 s idle", func() bool { return !n.now.Before(start.Add(idle)) }, "a", "b", "c")
-	if got := a.MetaStatus().Applied; got != applied {
-		t.Errorf("the idle group applied %d entries", got-applied)
-	}
-	ticks := int(idle / (100 * time.Millisecond))
-	for typ, count := range frames {
-		if (typ != "MsgHeartbeat" && typ != "MsgHeartbeatResp") || count > 2*ticks+2 {
-			t.Errorf("%d frames %s in %v idle; want only heartbeats and their answers, 2 × %d ticks (%v)", count, typ, idle, ticks, frames)
-		}
 	}
 }
