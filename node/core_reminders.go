@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardmesh/shardmesh/coordinator"
@@ -66,6 +67,7 @@ type reminderShard struct {
 	marking  []ReminderOp                    // registers waiting for that
 	wake     time.Time                       // remReady: nothing is due before (zero: look now)
 	due      int                             // reminders whose time has come, not yet handled and stored
+	stale    *atomic.Bool                    // the flag of the firings sent since the shard was last hosted with epoch (staleFirings)
 
 	// The reads again (core_reminders_rescan.go): the next one, how many were done, and
 	// while one is under way the reminders changed here since it began and those it claims.
@@ -158,6 +160,7 @@ func (c *Core) remindersStarted(typ string, s shard.ID, epoch coordinator.Epoch)
 func (c *Core) remindersStopped(typ string, s shard.ID) {
 	k := shardKey{typ, s}
 	if rs := c.rem.shards[k]; rs != nil {
+		rs.staleFirings()
 		failOps(rs.waiting, ErrNotHome)
 		failOps(rs.marking, ErrNotHome)
 		delete(c.rem.shards, k)
@@ -459,7 +462,10 @@ func (c *Core) tickReminders(now time.Time) {
 				c.loadReminders(rs)
 			}
 			continue
-		case rs.phase == remClaiming, now.Before(rs.wake) && !rs.rescanDue(now), !serving, !c.hostsWith(k, rs.epoch):
+		case !c.hostsWith(k, rs.epoch):
+			rs.staleFirings() // handing the shard off, or handed off
+			continue
+		case rs.phase == remClaiming, now.Before(rs.wake) && !rs.rescanDue(now), !serving:
 			continue
 		}
 		if rs.rescanDue(now) {
@@ -527,6 +533,28 @@ func (c *Core) hostsWith(k shardKey, epoch coordinator.Epoch) bool {
 	return ok && !stopping && e == epoch
 }
 
+// staleFirings flags every firing rs sent so far: this member no longer hosts the shard
+// with rs's epoch (it hands it off, or handed it off). A firing queued for an incarnation
+// that is slow to stop — its handoff timed out while it waited on a save — would otherwise
+// be handled after the next home claimed the reminders (reminder soak seeds 249, 566),
+// however the core took its outcome meanwhile (a firing answered or timed out can still
+// sit in the mailbox). The worker refuses a flagged firing before the handler runs
+// (ErrNotHome); the record stays, and the newest home fires it. Firings sent later, should
+// the shard be hosted with the epoch again (a handoff given up), get a new flag.
+func (rs *reminderShard) staleFirings() {
+	if rs.stale != nil {
+		rs.stale.Store(true)
+	}
+}
+
+// firingsFlag is the flag of the firings rs sends now.
+func (rs *reminderShard) firingsFlag() *atomic.Bool {
+	if rs.stale == nil || rs.stale.Load() {
+		rs.stale = new(atomic.Bool)
+	}
+	return rs.stale
+}
+
 // fireReminder sends a due reminder's message to its entity on this home. With the shard's
 // epoch on its envelope (and on the message, for an incarnation that stops with it queued)
 // it never leaves the member: should the shard move while it waits, the region refuses it
@@ -537,7 +565,7 @@ func (c *Core) fireReminder(now time.Time, rs *reminderShard, it *reminderItem) 
 	it.seq, it.firing, it.firedAt = c.rem.seq, true, now
 	r := it.r
 	ask := &reminderAsk{id: c.asks.NewAskID(), c: c, res: reminderResult{key: rs.key, id: reminderID{r.Entity, r.Name}, seq: it.seq}}
-	m := &Message{encoded: r.Payload, ask: ask, ext: &msgExt{firing: &Firing{Name: r.Name, Scheduled: r.Due, Fired: now, Every: r.Every}, home: rs.epoch}}
+	m := &Message{encoded: r.Payload, ask: ask, ext: &msgExt{firing: &Firing{Name: r.Name, Scheduled: r.Due, Fired: now, Every: r.Every}, home: rs.epoch, stale: rs.firingsFlag()}}
 	late := now.Sub(r.Due)
 	c.metrics.reminderFired(r.Type, late)
 	if late >= ReminderLateAfter && it.failures == 0 {

@@ -152,6 +152,10 @@ func (e *entity) Receive(m *Message) {
 
 func (e *entity) handle(m *Message) {
 	c := e.k().n.core
+	if m.Stale() {
+		c.Answer(e.k().t, m, nil, ErrNotHome) // its home handed the shard off since it fired
+		return
+	}
 	if x := m.ext; x != nil && x.timer != nil {
 		if !e.ctx.takeTimer(m) {
 			return // cancelled or replaced since it was queued

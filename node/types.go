@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -192,7 +193,10 @@ type msgExt struct {
 	// home: the epoch of this member's home of the shard that a message must not leave (a
 	// reminder's firing); kept here because an ended incarnation hands its unhandled
 	// messages back without their envelopes.
-	home  coordinator.Epoch
+	home coordinator.Epoch
+	// stale: a reminder's firing whose home stopped being the shard's (staleFirings); it
+	// is refused, not handled.
+	stale *atomic.Bool
 	timer *timerMark // an in-memory timer's message
 	// bounce: a message this member forwarded, sent back by a member that is no longer its
 	// shard's home; it is routed again (rare, so here and not in Deliver, whose boxing into
@@ -240,6 +244,13 @@ func (m *Message) homeEpoch() coordinator.Epoch {
 		return 0
 	}
 	return m.ext.home
+}
+
+// Stale reports whether m is a reminder's firing whose home no longer hosts the shard with
+// the epoch it fired with: an entity runtime refuses it with ErrNotHome instead of handling
+// it (the member's own does: entity.handle).
+func (m *Message) Stale() bool {
+	return m.ext != nil && m.ext.stale != nil && m.ext.stale.Load()
 }
 
 // Firing returns the reminder whose firing m is (nil for any other message): for entity

@@ -124,6 +124,10 @@ func (r *entityRuntime) step(e *simEntity, inc uint64) {
 	case m.IsStart():
 		// A remembered entity started without a message: nothing more to handle.
 		r.n.Core.StartTaken(m, r.s.now, true)
+	case m.Stale():
+		// A firing whose home handed the shard off since: refused, as the member's own
+		// runtime refuses it (node entity.handle).
+		r.n.Core.Answer(e.t, m, nil, node.ErrNotHome)
 	default:
 		r.s.checkSingleInstance(r.n, e)
 		if r.s.opts.Durable {

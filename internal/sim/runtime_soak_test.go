@@ -381,3 +381,18 @@ func TestReminderSoak(t *testing.T) {
 	t.Logf("%d schedules in %v: %d reminders asked for, %d registrations acknowledged, %d firings, %d increments saved more than once (at least once); skipped for the restart gate's known limit (a coordinator term not above an earlier one): seeds %v",
 		runs, time.Since(start).Round(time.Millisecond), registered, acked, fired, dups, skipped)
 }
+
+// TestStaleFiringIsRefused replays reminder schedule 249 (beyond the seeds TestReminderSoak
+// runs): a shard's handoff timed out while its entity waited on a save, the next home
+// claimed the shard's reminders, and the old incarnation handled the firing queued before
+// the handoff — a fenced-off home running a reminder. The core now flags the firings of a
+// shard it no longer hosts with their epoch, and the runtime refuses a flagged one.
+func TestStaleFiringIsRefused(t *testing.T) {
+	s, err := runtimeSchedule(t, 249, true)
+	if err != nil {
+		t.Fatalf("%v\ntimeline:\n%s", err, strings.Join(s.Timeline(), "\n"))
+	}
+	if _, acked, fired, _ := s.ReminderReport(); acked == 0 || fired == 0 {
+		t.Fatalf("the schedule registered %d reminders and fired %d: it checked nothing", acked, fired)
+	}
+}
