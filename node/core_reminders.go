@@ -538,8 +538,9 @@ func (c *Core) hostsWith(k shardKey, epoch coordinator.Epoch) bool {
 // that is slow to stop — its handoff timed out while it waited on a save — would otherwise
 // be handled after the next home claimed the reminders (reminder soak seeds 249, 566),
 // however the core took its outcome meanwhile (a firing answered or timed out can still
-// sit in the mailbox). The worker refuses a flagged firing before the handler runs
-// (ErrNotHome); the record stays, and the newest home fires it. Firings sent later, should
+// sit in the mailbox). The worker refuses a flagged firing before the handler runs, and
+// SaveState the save of one flagged while it was handled (ErrNotHome); the record stays,
+// and the newest home fires it. Firings sent later, should
 // the shard be hosted with the epoch again (a handoff given up), get a new flag.
 func (rs *reminderShard) staleFirings() {
 	if rs.stale != nil {

@@ -164,8 +164,8 @@ func (e *entity) handle(m *Message) {
 		defer func() { e.ctx.ext.timerKey = "" }()
 	}
 	if x := m.ext; x != nil && x.firing != nil {
-		e.ctx.x().firing = x.firing
-		defer func() { e.ctx.ext.firing = nil }()
+		e.ctx.x().firing, e.ctx.ext.stale = x.firing, x.stale
+		defer func() { e.ctx.ext.firing, e.ctx.ext.stale = nil, nil }()
 	}
 	value, err := m.Value(e.k().t)
 	if err != nil {

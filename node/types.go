@@ -65,9 +65,10 @@ type EntityContext struct {
 // reminder firing, timer key and span. Kept apart so that an incarnation stays in its
 // allocation size class (TestIncarnationSize).
 type contextExt struct {
-	firing   *Firing    // the reminder whose firing is being handled
-	span     trace.Span // the handling's span (tracing), parent of its store rounds
-	timerKey string     // the key of the timer whose message is being handled
+	firing   *Firing      // the reminder whose firing is being handled
+	stale    *atomic.Bool // that firing's flag (Message.Stale): its saves are refused once set
+	span     trace.Span   // the handling's span (tracing), parent of its store rounds
+	timerKey string       // the key of the timer whose message is being handled
 	timers   map[string]uint64
 	timerGen uint64
 }

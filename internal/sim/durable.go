@@ -157,6 +157,12 @@ func (c *counterState) save(e *simEntity, m *node.Message, done func(any, error)
 	b := d.book(e.key)
 	id := idOf(m, e.t)
 	next := c.value + 1
+	if m.Stale() {
+		// As the member's SaveState refuses the save of a firing whose home handed the
+		// shard off while it was handled (node saveState).
+		done(nil, fmt.Errorf("save the state of %s: %w", e.key, node.ErrNotHome))
+		return
+	}
 	if id&remindBit != 0 {
 		d.s.reminderSaveBegun(e, id)
 	} else {

@@ -387,12 +387,18 @@ func TestReminderSoak(t *testing.T) {
 // claimed the shard's reminders, and the old incarnation handled the firing queued before
 // the handoff — a fenced-off home running a reminder. The core now flags the firings of a
 // shard it no longer hosts with their epoch, and the runtime refuses a flagged one.
+//
+// Schedule 566: the firing's handling began before the handoff (the counter loads its state
+// first, and the load waited) and its save came after the next home's claim; the save of a
+// firing flagged meanwhile is refused too.
 func TestStaleFiringIsRefused(t *testing.T) {
-	s, err := runtimeSchedule(t, 249, true)
-	if err != nil {
-		t.Fatalf("%v\ntimeline:\n%s", err, strings.Join(s.Timeline(), "\n"))
-	}
-	if _, acked, fired, _ := s.ReminderReport(); acked == 0 || fired == 0 {
-		t.Fatalf("the schedule registered %d reminders and fired %d: it checked nothing", acked, fired)
+	for _, seed := range []uint64{249, 566} {
+		s, err := runtimeSchedule(t, seed, true)
+		if err != nil {
+			t.Fatalf("schedule %d: %v\ntimeline:\n%s", seed, err, strings.Join(s.Timeline(), "\n"))
+		}
+		if _, acked, fired, _ := s.ReminderReport(); acked == 0 || fired == 0 {
+			t.Fatalf("schedule %d registered %d reminders and fired %d: it checked nothing", seed, acked, fired)
+		}
 	}
 }
