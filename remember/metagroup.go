@@ -398,8 +398,8 @@ func (m *Machine) metaRemoved(from NodeID, id uint64) {
 // so an idle leader writes the record again and again (29 entries a second in a group of
 // five, each synced on every voter; docs/design/metadata-raft.md, "Cost"). Writing it once
 // a term and on a change shifts the simulation's schedules so that reminder soak seed 172
-// meets a fenced-off home handling a reminder — a fault this code has too (seeds 249 and
-// 566, beyond the 200 CI runs; docs/reminders.md): that fault is mended first.
+// met a fenced-off home handling a reminder — a fault this code had too (seeds 249 and
+// 566, beyond the 200 CI runs; docs/reminders.md), mended since: the change comes next.
 func (m *Machine) recordVoters() {
 	g := &m.mg
 	if g.recording {
