@@ -540,8 +540,8 @@ func (c *Core) hostsWith(k shardKey, epoch coordinator.Epoch) bool {
 // however the core took its outcome meanwhile (a firing answered or timed out can still
 // sit in the mailbox). The worker refuses a flagged firing before the handler runs, and
 // SaveState the save of one flagged while it was handled (ErrNotHome); the record stays,
-// and the newest home fires it. Firings sent later, should
-// the shard be hosted with the epoch again (a handoff given up), get a new flag.
+// and the newest home fires it. Firings sent later, should the shard be hosted with the
+// epoch again (a handoff given up), get a new flag.
 func (rs *reminderShard) staleFirings() {
 	if rs.stale != nil {
 		rs.stale.Store(true)

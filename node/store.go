@@ -209,7 +209,7 @@ func (n *Node) takePrefetched(ctx context.Context, ps *prefetchedState) bool {
 
 // saveState is SaveState on this member's entity workers.
 func (n *Node) saveState(ctx context.Context, c *EntityContext, state []byte) error {
-	if c.ext != nil && c.ext.stale != nil && c.ext.stale.Load() {
+	if c.firingStale() {
 		// A reminder's firing whose home handed the shard off while it was handled: its
 		// save would be fenced anyway; refused here, the handling stops before it writes.
 		return fmt.Errorf("save the state of %s %s: %w", c.Type(), c.Entity, ErrNotHome)

@@ -73,6 +73,12 @@ type contextExt struct {
 	timerGen uint64
 }
 
+// firingStale reports whether the message being handled is a reminder's firing whose home
+// handed the shard off since (Message.Stale).
+func (c *EntityContext) firingStale() bool {
+	return c.ext != nil && c.ext.stale != nil && c.ext.stale.Load()
+}
+
 // turnSpan returns the span of the message being handled (nil: not traced).
 func (c *EntityContext) turnSpan() trace.Span {
 	if c.ext == nil {
